@@ -1,0 +1,82 @@
+"""Users, teams and the access tokens MCP clients and scripts authenticate with."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractUser
+from django.db import models
+from django.utils import timezone
+
+from apps.core.models import TimeStampedModel
+
+
+class User(AbstractUser):
+    """The hub's user; custom from the first migration so it can grow without pain."""
+
+
+class Team(TimeStampedModel):
+    name = models.CharField(max_length=100)
+    slug = models.SlugField(max_length=50, unique=True)
+    members = models.ManyToManyField(User, through="Membership", related_name="teams")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(TimeStampedModel):
+    class Role(models.TextChoices):
+        OWNER = "owner"
+        ADMIN = "admin"
+        MEMBER = "member"
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "team"], name="unique_membership")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
+
+class AccessTokenQuerySet(models.QuerySet):
+    def active(self) -> AccessTokenQuerySet:
+        now = timezone.now()
+        return self.filter(revoked_at__isnull=True).filter(
+            models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now)
+        )
+
+
+class AccessToken(models.Model):
+    """A bearer token: only its prefix (for lookup) and an HMAC digest are stored.
+
+    The raw value is shown once at creation. A token may be scoped to one endpoint, which also
+    lets it sit in the URL for clients that cannot set headers.
+    """
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="access_tokens")
+    name = models.CharField(max_length=100, blank=True)
+    prefix = models.CharField(max_length=16, unique=True, editable=False)
+    digest = models.CharField(max_length=64, editable=False)
+    # Referenced by name: toolsets depends on accounts, never the other way round in code.
+    endpoint = models.ForeignKey(
+        "toolsets.Endpoint", null=True, blank=True, on_delete=models.CASCADE, related_name="tokens"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = AccessTokenQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user})"
+
+    @property
+    def is_active(self) -> bool:
+        if self.revoked_at is not None:
+            return False
+        return self.expires_at is None or self.expires_at > timezone.now()

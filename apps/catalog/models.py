@@ -1,0 +1,200 @@
+"""MCP servers and what they offer (tools, resources, resource templates, prompts)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import models
+
+from apps.core.fields import EncryptedJSONField
+from apps.core.models import TimeStampedModel
+
+# Server names prefix tool names (`server__tool`, at most 64 characters in all), so keep them short
+# and within the MCP tool-name alphabet; no dots, so `server.tool` keys split unambiguously.
+SERVER_NAME_RE = r"^[a-z0-9][a-z0-9_-]{0,39}$"
+server_name_validator = RegexValidator(
+    SERVER_NAME_RE,
+    "Use 1-40 lowercase letters, digits, '-' or '_', starting with a letter or digit.",
+)
+
+# The fields that define how to connect: a change to any of them changes config_hash.
+CONNECTION_FIELDS = ("transport", "command", "args", "env", "cwd", "url", "headers", "timeout")
+
+
+class McpServer(TimeStampedModel):
+    class Transport(models.TextChoices):
+        STDIO = "stdio", "stdio"
+        STREAMABLE_HTTP = "streamable_http", "Streamable HTTP"
+        SSE = "sse", "SSE (legacy)"
+
+    class Visibility(models.TextChoices):
+        GLOBAL = "global", "Everyone"
+        TEAM = "team", "One team"
+        PRIVATE = "private", "Only the owner"
+
+    class Status(models.TextChoices):
+        UNKNOWN = "unknown"
+        HEALTHY = "healthy"
+        DEGRADED = "degraded"
+        DOWN = "down"
+
+    name = models.CharField(max_length=40, unique=True, validators=[server_name_validator])
+    display_name = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    transport = models.CharField(max_length=20, choices=Transport.choices, default=Transport.STDIO)
+    command = models.CharField(max_length=1024, blank=True)
+    args = models.JSONField(default=list, blank=True)
+    env = EncryptedJSONField(default=dict, blank=True)
+    cwd = models.CharField(max_length=1024, blank=True)
+    url = models.URLField(max_length=2048, blank=True)
+    headers = EncryptedJSONField(default=dict, blank=True)
+    enabled = models.BooleanField(default=True)
+    timeout = models.PositiveIntegerField(
+        default=30, help_text="Seconds a single call to this server may take."
+    )
+    visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.GLOBAL)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="mcp_servers"
+    )
+    team = models.ForeignKey(
+        "accounts.Team", null=True, blank=True, on_delete=models.SET_NULL, related_name="mcp_servers"
+    )
+    config_hash = models.CharField(max_length=64, editable=False)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.UNKNOWN, editable=False)
+    last_error = models.TextField(blank=True, editable=False)
+    last_ok_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_checked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=~models.Q(transport="stdio") | ~models.Q(command=""),
+                name="stdio_server_has_command",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(transport="stdio") | ~models.Q(url=""),
+                name="remote_server_has_url",
+            ),
+            models.CheckConstraint(condition=models.Q(timeout__gte=1), name="server_timeout_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.display_name or self.name
+
+    def compute_config_hash(self) -> str:
+        config = {field: getattr(self, field) for field in CONNECTION_FIELDS}
+        return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
+
+    def save(self, *args, **kwargs) -> None:
+        # Derived state kept in step with the row, so any writer (admin, API, import) hot-reloads.
+        self.config_hash = self.compute_config_hash()
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and set(update_fields) & set(CONNECTION_FIELDS):
+            kwargs["update_fields"] = {*update_fields, "config_hash"}
+        super().save(*args, **kwargs)
+
+    def clean(self) -> None:
+        errors = {}
+        if self.transport == self.Transport.STDIO and not self.command:
+            errors["command"] = "A stdio server needs a command."
+        if self.transport != self.Transport.STDIO and not self.url:
+            errors["url"] = "A remote server needs a URL."
+        if self.visibility == self.Visibility.TEAM and self.team_id is None:
+            errors["team"] = "Choose the team that may see this server."
+        if self.visibility == self.Visibility.PRIVATE and self.owner_id is None:
+            errors["owner"] = "A private server needs an owner."
+        if not isinstance(self.args, list) or not all(isinstance(a, str) for a in self.args):
+            errors["args"] = "Arguments must be a list of strings."
+        for field in ("env", "headers"):
+            value = getattr(self, field)
+            if not isinstance(value, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+            ):
+                errors[field] = "Must be a mapping of names to string values."
+        if errors:
+            raise ValidationError(errors)
+
+
+class CatalogItem(models.Model):
+    """What every discovered item shares: it is marked unavailable, never deleted, when it vanishes."""
+
+    title = models.CharField(max_length=300, blank=True)
+    description = models.TextField(blank=True)
+    available = models.BooleanField(default=True)
+    first_seen_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class Tool(CatalogItem):
+    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="tools")
+    name = models.CharField(max_length=255)
+    input_schema = models.JSONField(default=dict)
+    output_schema = models.JSONField(null=True, blank=True)
+    annotations = models.JSONField(null=True, blank=True)
+    token_estimate = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["server__name", "name"]
+        constraints = [models.UniqueConstraint(fields=["server", "name"], name="unique_tool_per_server")]
+
+    def __str__(self) -> str:
+        return self.key
+
+    @property
+    def key(self) -> str:
+        """`server.tool`: the stable, human-readable identity used by presets and patterns."""
+        return f"{self.server.name}.{self.name}"
+
+
+class Resource(CatalogItem):
+    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="resources")
+    uri = models.CharField(max_length=2048)
+    name = models.CharField(max_length=255)
+    mime_type = models.CharField(max_length=255, blank=True)
+    size = models.BigIntegerField(null=True, blank=True)
+    annotations = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["server__name", "uri"]
+        constraints = [models.UniqueConstraint(fields=["server", "uri"], name="unique_resource_per_server")]
+
+    def __str__(self) -> str:
+        return f"{self.server.name}: {self.uri}"
+
+
+class ResourceTemplate(CatalogItem):
+    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="resource_templates")
+    uri_template = models.CharField(max_length=2048)
+    name = models.CharField(max_length=255)
+    mime_type = models.CharField(max_length=255, blank=True)
+    annotations = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["server__name", "uri_template"]
+        constraints = [
+            models.UniqueConstraint(fields=["server", "uri_template"], name="unique_template_per_server")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.server.name}: {self.uri_template}"
+
+
+class Prompt(CatalogItem):
+    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="prompts")
+    name = models.CharField(max_length=255)
+    arguments = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["server__name", "name"]
+        constraints = [models.UniqueConstraint(fields=["server", "name"], name="unique_prompt_per_server")]
+
+    def __str__(self) -> str:
+        return f"{self.server.name}.{self.name}"

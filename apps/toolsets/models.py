@@ -1,0 +1,131 @@
+"""Per-user MCP endpoints with their enabled tools, and presets of tools shared within teams."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+
+from apps.core.models import TimeStampedModel
+
+endpoint_slug_validator = RegexValidator(
+    r"^[a-z0-9][a-z0-9-]{2,63}$", "Use 3-64 lowercase letters, digits or '-', starting with a letter or digit."
+)
+
+
+def default_token_budget() -> int:
+    return settings.MCPHUB_DEFAULT_TOKEN_BUDGET
+
+
+class Endpoint(TimeStampedModel):
+    """One MCP URL (`/mcp/<slug>/`) serving exactly the tools its owner enabled."""
+
+    class Naming(models.TextChoices):
+        PREFIXED = "prefixed", "Prefixed (server__tool)"
+        HYBRID = "hybrid", "Hybrid (natural name unless two servers clash)"
+
+    class Mode(models.TextChoices):
+        STATIC = "static", "Static (all enabled tools listed)"
+        DYNAMIC = "dynamic", "Dynamic (search and load tools on demand)"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="endpoints")
+    slug = models.CharField(max_length=64, unique=True, validators=[endpoint_slug_validator])
+    name = models.CharField(max_length=100)
+    is_default = models.BooleanField(default=False, editable=False)
+    tools = models.ManyToManyField("catalog.Tool", through="EndpointTool", related_name="endpoints", blank=True)
+    naming_strategy = models.CharField(max_length=10, choices=Naming.choices, default=Naming.HYBRID)
+    token_budget = models.PositiveIntegerField(default=default_token_budget)
+    budget_enforced = models.BooleanField(
+        default=True, help_text="Refuse enabling tools beyond the budget (off: warn only)."
+    )
+    mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.STATIC)
+
+    class Meta:
+        ordering = ["owner__username", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner"], condition=models.Q(is_default=True), name="one_default_endpoint_per_user"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.slug})"
+
+    @property
+    def path(self) -> str:
+        return f"/mcp/{self.slug}/"
+
+
+class EndpointTool(models.Model):
+    """A tool enabled on an endpoint, with optional per-endpoint name and description overrides."""
+
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="endpoint_tools")
+    tool = models.ForeignKey("catalog.Tool", on_delete=models.CASCADE, related_name="endpoint_tools")
+    name_override = models.CharField(
+        max_length=64,
+        blank=True,
+        validators=[RegexValidator(r"^[A-Za-z0-9_-]{1,64}$", "Use 1-64 letters, digits, '_' or '-'.")],
+    )
+    description_override = models.TextField(blank=True)
+    enabled_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["endpoint", "tool"], name="unique_endpoint_tool")]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint.slug}: {self.tool_id}"
+
+
+class Preset(TimeStampedModel):
+    """A named selection of tools; every save adds a PresetVersion, so nothing saved is lost."""
+
+    class Visibility(models.TextChoices):
+        PRIVATE = "private", "Only me"
+        TEAM = "team", "My team"
+
+    name = models.CharField(max_length=100)
+    description = models.TextField(blank=True)
+    # SET_NULL: a member leaving (or being deleted) must never delete what they shared with the team.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="presets"
+    )
+    team = models.ForeignKey(
+        "accounts.Team", null=True, blank=True, on_delete=models.SET_NULL, related_name="presets"
+    )
+    visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.PRIVATE)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=~models.Q(visibility="team") | models.Q(team__isnull=False),
+                name="team_preset_has_team",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def latest_version(self) -> PresetVersion | None:
+        return self.versions.order_by("-number").first()
+
+
+class PresetVersion(models.Model):
+    """An immutable snapshot of a preset's tools, as `server.tool` keys (they outlive catalog rows)."""
+
+    preset = models.ForeignKey(Preset, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    tool_keys = models.JSONField(default=list)
+    note = models.CharField(max_length=200, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["preset", "-number"]
+        constraints = [models.UniqueConstraint(fields=["preset", "number"], name="unique_preset_version")]
+
+    def __str__(self) -> str:
+        return f"{self.preset.name} v{self.number}"

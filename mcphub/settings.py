@@ -1,0 +1,214 @@
+"""MCP Hub settings, read from the environment (and an optional `.env` file).
+
+Two shapes from one module:
+- embedded default (no DATABASE_URL, no REDIS_URL): SQLite under MCPHUB_DATA_DIR, in-memory
+  channel layer, local-memory cache, Celery tasks run in-process, the MCP pool in-process;
+- production: Postgres from DATABASE_URL, Redis (channel layer, cache, Celery broker) from REDIS_URL.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _read_dotenv(path: Path) -> dict[str, str]:
+    """KEY=VALUE lines of a `.env` file; the real environment always wins over it."""
+    if not path.is_file():
+        return {}
+    pairs = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, _, value = line.partition("=")
+            pairs[key.strip()] = value.strip().strip("'\"")
+    return pairs
+
+
+_DOTENV = _read_dotenv(Path(os.environ.get("MCPHUB_ENV_FILE", BASE_DIR / ".env")))
+
+
+def envstr(name: str, default: str | None = None) -> str | None:
+    value = os.environ.get(name, _DOTENV.get(name))
+    return default if value in (None, "") else value
+
+
+def envbool(name: str, default: bool) -> bool:
+    value = envstr(name)
+    if value is None:
+        return default
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ImproperlyConfigured(f"{name} must be true or false, not {value!r}")
+
+
+def envint(name: str, default: int) -> int:
+    value = envstr(name)
+    try:
+        return default if value is None else int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be an integer, not {value!r}") from None
+
+
+def envlist(name: str, default: str = "") -> list[str]:
+    return [item.strip() for item in (envstr(name) or default).split(",") if item.strip()]
+
+
+def required_secret(name: str, *, debug_fallback: str) -> str:
+    """A secret that must be set in production; DEBUG runs get a fixed, clearly-insecure one."""
+    value = envstr(name)
+    if value:
+        return value
+    if DEBUG:
+        return debug_fallback
+    raise ImproperlyConfigured(
+        f"{name} is not set. Set it in the environment or .env "
+        f"(`./hub run` writes a fresh .env on first start), or set MCPHUB_DEBUG=true for development."
+    )
+
+
+DEBUG = envbool("MCPHUB_DEBUG", False)
+SECRET_KEY = required_secret("SECRET_KEY", debug_fallback="insecure-debug-only-secret-key")
+# Fernet keys, newest first: the first encrypts, all decrypt (see README "Rotating the encryption key").
+MCPHUB_ENCRYPTION_KEYS = envlist(
+    "MCPHUB_ENCRYPTION_KEYS",
+    required_secret(
+        "MCPHUB_ENCRYPTION_KEYS", debug_fallback="ZGVidWctb25seS1lbmNyeXB0aW9uLWtleS0zMmJ5dGU="
+    ),
+)
+
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
+DATA_DIR = Path(envstr("MCPHUB_DATA_DIR", str(BASE_DIR / "data"))).resolve()
+SITE_URL = envstr("SITE_URL", "http://localhost:8000").rstrip("/")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "channels",
+    "apps.core",
+    "apps.accounts",
+    "apps.catalog",
+    "apps.connections",
+    "apps.toolsets",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "mcphub.urls"
+ASGI_APPLICATION = "mcphub.asgi.application"
+WSGI_APPLICATION = "mcphub.wsgi.application"
+AUTH_USER_MODEL = "accounts.User"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+LOGIN_URL = "/admin/login/"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database: Postgres when DATABASE_URL is set, else SQLite in the data directory.
+DATABASE_URL = envstr("DATABASE_URL")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=600)}
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": DATA_DIR / "mcphub.sqlite3",
+            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
+        }
+    }
+
+# --- Redis: channel layer, cache and Celery broker; absent means the embedded default.
+REDIS_URL = envstr("REDIS_URL")
+# redis-py 8 defaults socket_timeout to 5 s, which breaks idle blocking reads: set it explicitly.
+REDIS_SOCKET_TIMEOUT = None
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": REDIS_SOCKET_TIMEOUT}]},
+        }
+    }
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "mcphub",
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_RESULT_BACKEND = REDIS_URL or "cache+memory://"
+# Embedded default: tasks run in-process, so one `daphne` is the whole hub.
+CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_POOL_LIMIT = envint("CELERY_BROKER_POOL_LIMIT", 64)
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_ROUTES = {"connections.*": {"queue": "mcp"}, "catalog.*": {"queue": "mcp"}}
+CELERY_BEAT_SCHEDULE: dict = {}
+
+# --- Static files (served by WhiteNoise, also under Daphne).
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = envstr("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+}
+
+# --- Hub behaviour.
+MCPHUB_DEFAULT_TOKEN_BUDGET = envint("MCPHUB_DEFAULT_TOKEN_BUDGET", 20000)
+MCPHUB_DEFAULT_SERVER_TIMEOUT = envint("MCPHUB_DEFAULT_SERVER_TIMEOUT", 30)
+MCP_JSON_PATH = envstr("MCP_JSON_PATH")

@@ -1,0 +1,12 @@
+from django.contrib import admin
+from django.urls import path
+
+from apps.core.views import health
+
+admin.site.site_header = "MCP Hub administration"
+admin.site.site_title = "MCP Hub"
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("health", health, name="health"),
+]
