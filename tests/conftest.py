@@ -1,0 +1,76 @@
+"""Personas: alice owns things, bob is on alice's team, charlie must see nothing of alice's."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.accounts.models import Membership, User
+from apps.accounts.services import add_member, create_access_token, create_team
+from apps.catalog.models import McpServer, Tool
+
+
+@pytest.fixture
+def alice(db) -> User:
+    return User.objects.create_user("alice", "alice@example.com", "alice-password")
+
+
+@pytest.fixture
+def bob(db) -> User:
+    return User.objects.create_user("bob", "bob@example.com", "bob-password")
+
+
+@pytest.fixture
+def charlie(db) -> User:
+    return User.objects.create_user("charlie", "charlie@example.com", "charlie-password")
+
+
+@pytest.fixture
+def admin_user(db) -> User:
+    return User.objects.create_superuser("admin", "admin@example.com", "admin-password")
+
+
+@pytest.fixture
+def team(alice, bob):
+    """Alice's team, with bob as a member; charlie is not on it."""
+    team = create_team(name="Alice's team", slug="alices-team", owner=alice)
+    add_member(team=team, user=bob, role=Membership.Role.MEMBER)
+    return team
+
+
+@pytest.fixture
+def alice_token(alice) -> str:
+    _, raw = create_access_token(user=alice, name="alice's laptop")
+    return raw
+
+
+@pytest.fixture
+def charlie_token(charlie) -> str:
+    _, raw = create_access_token(user=charlie, name="charlie's laptop")
+    return raw
+
+
+@pytest.fixture
+def global_server(db) -> McpServer:
+    return McpServer.objects.create(name="time", transport="stdio", command="mcp-server-time")
+
+
+@pytest.fixture
+def alice_private_server(alice) -> McpServer:
+    return McpServer.objects.create(
+        name="alice-notes",
+        transport="streamable_http",
+        url="https://notes.example.com/mcp",
+        headers={"Authorization": "Bearer alice-secret-header"},
+        visibility=McpServer.Visibility.PRIVATE,
+        owner=alice,
+    )
+
+
+@pytest.fixture
+def make_tool():
+    def make(server: McpServer, name: str, tokens: int = 100) -> Tool:
+        return Tool.objects.create(
+            server=server, name=name, description=f"{name} tool", input_schema={"type": "object"}, token_estimate=tokens
+        )
+
+    return make
