@@ -74,3 +74,9 @@ def make_tool():
         )
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings) -> None:
+    """PBKDF2's deliberate slowness costs ~0.4 s per persona; tests do not need it."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -37,7 +37,3 @@ def decrypt(token: str) -> str:
             "was the key changed without keeping the old one in the list?"
         ) from None
 
-
-def rotate(token: str) -> str:
-    """Re-encrypt `token` under the newest key (for `manage.py rotate_secrets`)."""
-    return _current().rotate(token.encode()).decode()

@@ -1,0 +1,73 @@
+"""Create, list and revoke access tokens from scripts: `manage.py mcp_token create --user alice`."""
+
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.accounts.models import AccessToken, User
+from apps.accounts.services import create_access_token, revoke_access_token
+from apps.toolsets.models import Endpoint
+from apps.toolsets.services import ensure_default_endpoint
+
+
+class Command(BaseCommand):
+    help = "Manage access tokens. The raw token is printed once, at creation, and never again."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        actions = parser.add_subparsers(dest="action", required=True)
+        create = actions.add_parser("create", help="Create a token and print it once.")
+        create.add_argument("--user", required=True)
+        create.add_argument("--endpoint", help="Scope the token to this endpoint slug (default: unscoped).")
+        create.add_argument("--name", default="", help="A label, e.g. the client that will use it.")
+        create.add_argument("--create-user", action="store_true", help="Create the user if it does not exist.")
+        create.add_argument("--json", action="store_true", help='Print {"token": ..., "endpoint": ...}.')
+        listing = actions.add_parser("list", help="List a user's tokens (prefixes only).")
+        listing.add_argument("--user", required=True)
+        revoke = actions.add_parser("revoke", help="Revoke a token by its prefix.")
+        revoke.add_argument("prefix")
+
+    def handle(self, *args, action: str, **options) -> None:
+        getattr(self, f"_{action}")(**options)
+
+    def _create(self, *, user: str, endpoint: str | None, name: str, create_user: bool, json: bool, **_) -> None:
+        owner = self._user(user, create=create_user)
+        target = self._endpoint(owner, endpoint) if endpoint else ensure_default_endpoint(user=owner)
+        _, raw = create_access_token(user=owner, name=name, endpoint=target if endpoint else None)
+        if json:
+            self.stdout.write(_json_line({"token": raw, "endpoint": target.path}))
+        else:
+            self.stdout.write(f"Token (shown once, store it now): {raw}")
+            self.stdout.write(f"Endpoint: {target.path}")
+
+    def _list(self, *, user: str, **_) -> None:
+        for token in AccessToken.objects.filter(user=self._user(user)).select_related("endpoint"):
+            state = "active" if token.is_active else "revoked/expired"
+            scope = token.endpoint.slug if token.endpoint else "all endpoints"
+            self.stdout.write(f"{token.prefix}  {token.name or '-'}  {scope}  {state}  last used: {token.last_used_at or 'never'}")
+
+    def _revoke(self, *, prefix: str, **_) -> None:
+        token = AccessToken.objects.filter(prefix=prefix).first()
+        if token is None:
+            raise CommandError(f"No token with prefix {prefix!r}.")
+        revoke_access_token(token=token)
+        self.stdout.write(f"Revoked {prefix}.")
+
+    def _user(self, username: str, *, create: bool = False) -> User:
+        user = User.objects.filter(username=username).first()
+        if user is None and create:
+            user = User.objects.create_user(username)
+        if user is None:
+            raise CommandError(f"No user {username!r} (add --create-user to create it).")
+        return user
+
+    def _endpoint(self, owner: User, slug: str) -> Endpoint:
+        endpoint = Endpoint.objects.filter(owner=owner, slug=slug).first()
+        if endpoint is None:
+            raise CommandError(f"User {owner.username!r} has no endpoint {slug!r}.")
+        return endpoint
+
+
+def _json_line(payload: dict) -> str:
+    return json.dumps(payload, separators=(", ", ": "))
