@@ -1,0 +1,471 @@
+"""The in-process connection pool: lazy connections, caps, restarts, hot reload.
+
+One `Pool` per event loop. It opens a backend on first use and keeps it; idle ones are
+closed by a reaper. Every operation takes the spec, so a changed config (different
+`config_hash`) is noticed on the next call: the old connection drains while the new one
+takes new calls. Failures feed a per-server breaker (backoff, then circuit open).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import mcp_types as types
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from apps.connections.breaker import Breaker, BreakerPolicy
+from apps.connections.discovery import Discovery, collect_pages
+from apps.connections.errors import CallTimeout, ServerCrashed, ServerUnavailable
+from apps.connections.hooks import NotificationHook, ProgressFn, Relay
+from apps.connections.session import Connection
+from apps.connections.specs import ServerSpec
+from apps.connections.stderr import MARKER, StderrTail
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PoolOptions:
+    """Tunables; `settings.MCPHUB_POOL` keys map one to one (see `from_mapping`)."""
+
+    max_sessions: int = 256
+    max_inflight_per_server: int = 64
+    start_concurrency: int = 8
+    idle_timeout: float = 600.0
+    default_timeout: float = 60.0
+    connect_timeout: float = 30.0
+    probe_timeout: float = 5.0
+    shutdown_grace: float = 2.0
+    drain_timeout: float = 120.0
+    stderr_lines: int = 500
+    stderr_bytes: int = 64 * 1024
+    relay: frozenset[str] = frozenset({"sampling", "elicitation"})
+    breaker: BreakerPolicy = field(default_factory=BreakerPolicy)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> PoolOptions:
+        known = {k: v for k, v in values.items() if k in cls.__dataclass_fields__}
+        if "breaker" in known and isinstance(known["breaker"], Mapping):
+            known["breaker"] = BreakerPolicy(**known["breaker"])
+        if "relay" in known:
+            known["relay"] = frozenset(known["relay"])
+        return cls(**known)
+
+
+class _Server:
+    """Everything the pool keeps per server name, across connections and restarts."""
+
+    def __init__(self, name: str, options: PoolOptions) -> None:
+        self.name = name
+        self.breaker = Breaker(name, options.breaker)
+        self.stderr = StderrTail(options.stderr_lines, options.stderr_bytes)
+        self.conn: Connection | None = None
+        self.lock = asyncio.Lock()
+        self.inflight = asyncio.Semaphore(options.max_inflight_per_server)
+        self.starts = 0
+        self.failures = 0
+        self.calls = 0
+        self.last_failure_at = 0.0
+        self.last_start_error: Exception | None = None
+
+    @property
+    def restarts(self) -> int:
+        return max(0, self.starts - 1)
+
+
+class Pool:
+    """MCP client pool. Every method takes the `ServerSpec`; see module docstring."""
+
+    def __init__(
+        self, options: PoolOptions | None = None, *, on_notification: NotificationHook | None = None
+    ) -> None:
+        self.options = options or PoolOptions()
+        self.on_notification = on_notification
+        self._servers: dict[str, _Server] = {}
+        self._retired: set[Connection] = set()
+        self._start_gate = asyncio.Semaphore(self.options.start_concurrency)
+        self._starting = 0
+        self._max_starting = 0
+        self._reaper: asyncio.Task[None] | None = None
+        self._closed = False
+
+    async def __aenter__(self) -> Pool:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- public operations -------------------------------------------------------------
+
+    async def call_tool(
+        self,
+        spec: ServerSpec,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress_callback: ProgressFn | None = None,
+        relay: Relay | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> types.CallToolResult:
+        args = dict(arguments) if arguments is not None else None
+        return await self._run(
+            spec,
+            lambda c: c.call_tool(name, args, progress_callback=progress_callback, meta=_meta(meta)),
+            timeout,
+            relay,
+            what=f"tools/call {name}",
+        )
+
+    async def list_tools(self, spec: ServerSpec, *, timeout: float | None = None) -> list[types.Tool]:
+        return await self._run(spec, lambda c: collect_pages(lambda cur: c.list_tools(cursor=cur), _tools), timeout)
+
+    async def list_resources(self, spec: ServerSpec, *, timeout: float | None = None) -> list[types.Resource]:
+        fetch = lambda c: collect_pages(lambda cur: c.list_resources(cursor=cur), _resources)  # noqa: E731
+        return await self._run(spec, fetch, timeout)
+
+    async def list_resource_templates(
+        self, spec: ServerSpec, *, timeout: float | None = None
+    ) -> list[types.ResourceTemplate]:
+        fetch = lambda c: collect_pages(lambda cur: c.list_resource_templates(cursor=cur), _templates)  # noqa: E731
+        return await self._run(spec, fetch, timeout)
+
+    async def list_prompts(self, spec: ServerSpec, *, timeout: float | None = None) -> list[types.Prompt]:
+        return await self._run(spec, lambda c: collect_pages(lambda cur: c.list_prompts(cursor=cur), _prompts), timeout)
+
+    async def read_resource(
+        self, spec: ServerSpec, uri: str, *, timeout: float | None = None, relay: Relay | None = None
+    ) -> types.ReadResourceResult:
+        return await self._run(spec, lambda c: c.read_resource(uri), timeout, relay, what=f"resources/read {uri}")
+
+    async def get_prompt(
+        self,
+        spec: ServerSpec,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+        relay: Relay | None = None,
+    ) -> types.GetPromptResult:
+        args = dict(arguments) if arguments is not None else None
+        return await self._run(spec, lambda c: c.get_prompt(name, args), timeout, relay, what=f"prompts/get {name}")
+
+    async def complete(
+        self,
+        spec: ServerSpec,
+        ref: types.ResourceTemplateReference | types.PromptReference,
+        argument: Mapping[str, str],
+        context_arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> types.CompleteResult:
+        ctx = dict(context_arguments) if context_arguments is not None else None
+        return await self._run(spec, lambda c: c.complete(ref, dict(argument), ctx), timeout)
+
+    async def ping(self, spec: ServerSpec, *, timeout: float | None = None) -> float:
+        """Round-trip seconds of a ping (connecting first if needed)."""
+        started = time.perf_counter()
+        await self._run(spec, lambda c: c.session.send_ping(), timeout, what="ping")
+        return time.perf_counter() - started
+
+    async def discover(self, spec: ServerSpec, *, timeout: float | None = None) -> Discovery:
+        return await self._run(spec, lambda c: _discover(spec, c), timeout, what="discovery")
+
+    def stderr_tail(self, name: str) -> str:
+        server = self._servers.get(name)
+        return server.stderr.text() if server else ""
+
+    async def close(self, name: str) -> None:
+        server = self._servers.get(name)
+        if server is not None and server.conn is not None:
+            conn, server.conn = server.conn, None
+            await conn.close()
+
+    async def aclose(self) -> None:
+        self._closed = True
+        if self._reaper is not None:
+            self._reaper.cancel()
+            await asyncio.gather(self._reaper, return_exceptions=True)
+        conns = [s.conn for s in self._servers.values() if s.conn is not None] + list(self._retired)
+        for server in self._servers.values():
+            server.conn = None
+        await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
+
+    def stats(self) -> dict[str, Any]:
+        conns = self._live_connections()
+        return {
+            "open_sessions": sum(1 for c in conns if c.usable),
+            "live_processes": sum(1 for c in conns if c.child.alive),
+            "starting": self._starting,
+            "max_concurrent_starts": self._max_starting,
+            "servers": {name: self._server_stats(s) for name, s in self._servers.items()},
+        }
+
+    # -- connections -------------------------------------------------------------------
+
+    async def _run(
+        self,
+        spec: ServerSpec,
+        fn: Callable[[Client], Awaitable[T]],
+        timeout: float | None,
+        relay: Relay | None = None,
+        *,
+        what: str = "request",
+    ) -> T:
+        server = self._server(spec.name)
+        limit = timeout or spec.timeout or self.options.default_timeout
+        async with server.inflight:
+            conn = await self._connection(spec, server)
+            server.calls += 1
+            try:
+                result = await conn.request(fn, limit, relay)
+            except TimeoutError:
+                conn.probe_soon(min(self.options.probe_timeout, limit))
+                raise CallTimeout(spec.name, f"server {spec.name!r}: {what} timed out after {limit:g}s") from None
+            except MCPError as exc:
+                if exc.code == types.CONNECTION_CLOSED:
+                    raise await self._crashed(server, conn, what) from None
+                server.breaker.record_success()  # a JSON-RPC error is an answer: the backend works
+                raise
+            except (OSError, RuntimeError) as exc:
+                if conn.usable:
+                    raise
+                raise await self._crashed(server, conn, what) from exc
+            server.breaker.record_success()
+            return result
+
+    async def _crashed(self, server: _Server, conn: Connection, what: str) -> ServerCrashed:
+        reason = await conn.wait_failure(timeout=1.0)
+        if reason is None:
+            conn.fail("connection closed")
+            reason = "connection closed"
+        tail = server.stderr.summary()
+        message = f"server {server.name!r} crashed during {what}: {reason}" + (f"; stderr: {tail}" if tail else "")
+        return ServerCrashed(server.name, message)
+
+    async def _connection(self, spec: ServerSpec, server: _Server) -> Connection:
+        conn = server.conn
+        if conn is not None and conn.usable and conn.config_hash == spec.config_hash:
+            await conn.wait_probe()
+            if conn.usable:
+                return conn
+        return await self._connect(spec, server)
+
+    async def _connect(self, spec: ServerSpec, server: _Server) -> Connection:
+        if self._closed:
+            raise ServerUnavailable(spec.name, f"server {spec.name!r} is unavailable: the pool is closed")
+        waited_since = time.monotonic()
+        async with server.lock:
+            self._replace_stale(spec, server)
+            if server.conn is None:
+                if server.last_failure_at > waited_since and server.last_start_error is not None:
+                    raise server.last_start_error  # the start we queued behind just failed: share its verdict
+                server.breaker.check()
+                await self._start(spec, server)
+            conn = server.conn
+        await conn.wait_ready()
+        return conn
+
+    def _replace_stale(self, spec: ServerSpec, server: _Server) -> None:
+        conn = server.conn
+        if conn is None:
+            return
+        if conn.config_hash != spec.config_hash:
+            # Hot reload: the old connection finishes its calls; new ones go to a new backend.
+            server.conn = None
+            server.breaker.reset()
+            self._retired.add(conn)
+            conn.retire()
+            asyncio.get_running_loop().call_later(self.options.drain_timeout, self._abandon, conn)
+        elif not conn.usable and not conn.starting:
+            server.conn = None
+
+    def _abandon(self, conn: Connection) -> None:
+        if not conn.closed:
+            conn.fail(f"did not drain within {self.options.drain_timeout:g}s after a config change")
+
+    async def _start(self, spec: ServerSpec, server: _Server) -> Connection:
+        await asyncio.sleep(server.breaker.start_delay())
+        await self._make_room()
+        self._ensure_reaper()
+        async with self._start_gate:
+            self._count_start(+1)
+            try:
+                # Registered before awaiting, so a cancelled caller cannot orphan a starting child.
+                conn = server.conn = self._new_connection(spec, server)
+                server.starts += 1
+                conn.launch()
+                await _quietly(conn.wait_ready())
+            finally:
+                self._count_start(-1)
+        if (error := conn.start_error()) is not None:
+            server.conn = None
+            server.last_start_error = error
+            raise error
+        return conn
+
+    def _new_connection(self, spec: ServerSpec, server: _Server) -> Connection:
+        return Connection(
+            spec,
+            listener=_ServerListener(self, server),
+            stderr=server.stderr,
+            connect_timeout=self.options.connect_timeout,
+            grace=self.options.shutdown_grace,
+            relay_methods=self.options.relay,
+            on_notification=self.on_notification,
+        )
+
+    def _count_start(self, delta: int) -> None:
+        self._starting += delta
+        self._max_starting = max(self._max_starting, self._starting)
+
+    async def _make_room(self) -> None:
+        live = [s.conn for s in self._servers.values() if s.conn is not None]
+        if len(live) < self.options.max_sessions:
+            return
+        idle = sorted((c for c in live if c.inflight == 0 and not c.starting), key=lambda c: c.last_used)
+        if not idle:
+            raise ServerUnavailable("", f"pool is full ({self.options.max_sessions} sessions, all busy)")
+        await self._close_connection(idle[0])
+
+    async def _close_connection(self, conn: Connection) -> None:
+        server = self._servers.get(conn.spec.name)
+        if server is not None and server.conn is conn:
+            server.conn = None
+        await conn.close()
+
+    # -- housekeeping ------------------------------------------------------------------
+
+    def _server(self, name: str) -> _Server:
+        server = self._servers.get(name)
+        if server is None:
+            server = self._servers[name] = _Server(name, self.options)
+        return server
+
+    def _ensure_reaper(self) -> None:
+        if self._reaper is None or self._reaper.done():
+            self._reaper = asyncio.get_running_loop().create_task(self._reap_idle(), name="mcp-pool-reaper")
+
+    async def _reap_idle(self) -> None:
+        interval = max(0.05, min(self.options.idle_timeout / 2, 30.0))
+        while True:
+            await asyncio.sleep(interval)
+            deadline = time.monotonic() - self.options.idle_timeout
+            idle = [s.conn for s in self._servers.values() if _is_idle(s.conn, deadline)]
+            await asyncio.gather(*(self._close_connection(c) for c in idle if c is not None), return_exceptions=True)
+
+    def _live_connections(self) -> list[Connection]:
+        current = [s.conn for s in self._servers.values() if s.conn is not None]
+        return current + [c for c in self._retired if c not in current]
+
+    def _server_stats(self, server: _Server) -> dict[str, Any]:
+        conn = server.conn
+        return {
+            "state": _state(conn),
+            "pid": conn.child.pid if conn is not None and conn.child.alive else None,
+            "config_hash": conn.config_hash if conn is not None else None,
+            "inflight": conn.inflight if conn is not None else 0,
+            "calls": server.calls,
+            "starts": server.starts,
+            "restarts": server.restarts,
+            "failures": server.failures,
+            "circuit": server.breaker.state,
+            "last_error": server.breaker.last_error or None,
+        }
+
+
+class _ServerListener:
+    """Connects one connection's lifecycle events back to its pool and server entry."""
+
+    def __init__(self, pool: Pool, server: _Server) -> None:
+        self.pool = pool
+        self.server = server
+
+    def connection_failed(self, conn: Connection, reason: str) -> None:
+        self.server.failures += 1
+        self.server.last_failure_at = time.monotonic()
+        self.server.breaker.record_failure(reason)
+        self.server.stderr.append(f"{MARKER} connection to {self.server.name!r} failed: {reason}")
+        logger.warning("server %r failed: %s", self.server.name, reason)
+
+    def connection_closed(self, conn: Connection) -> None:
+        self.pool._retired.discard(conn)
+        if self.server.conn is conn and not conn.starting:
+            self.server.conn = None
+
+
+def _is_idle(conn: Connection | None, deadline: float) -> bool:
+    return conn is not None and conn.usable and conn.inflight == 0 and conn.last_used < deadline
+
+
+def _state(conn: Connection | None) -> str:
+    if conn is None:
+        return "closed"
+    if conn.starting:
+        return "starting"
+    return "open" if conn.usable else "closing"
+
+
+async def _quietly(awaitable: Awaitable[Any]) -> None:
+    try:
+        await awaitable
+    except Exception:
+        pass  # the connection recorded why; the caller reads conn.failure
+
+
+def _meta(meta: Mapping[str, Any] | None) -> Any:
+    return dict(meta) if meta is not None else None
+
+
+def _tools(page: types.ListToolsResult) -> list[types.Tool]:
+    return page.tools
+
+
+def _resources(page: types.ListResourcesResult) -> list[types.Resource]:
+    return page.resources
+
+
+def _templates(page: types.ListResourceTemplatesResult) -> list[types.ResourceTemplate]:
+    return page.resource_templates
+
+
+def _prompts(page: types.ListPromptsResult) -> list[types.Prompt]:
+    return page.prompts
+
+
+async def _discover(spec: ServerSpec, client: Client) -> Discovery:
+    caps = client.session.server_capabilities
+    found = Discovery(
+        server=spec.name,
+        config_hash=spec.config_hash,
+        protocol_version=client.session.protocol_version,
+        server_info=client.session.server_info,
+        capabilities=caps,
+        instructions=client.session.instructions,
+    )
+    if caps is None or caps.tools is not None:
+        found.tools = await _optional(lambda cur: client.list_tools(cursor=cur), _tools)
+    if caps is None or caps.resources is not None:
+        found.resources = await _optional(lambda cur: client.list_resources(cursor=cur), _resources)
+        found.resource_templates = await _optional(lambda cur: client.list_resource_templates(cursor=cur), _templates)
+    if caps is None or caps.prompts is not None:
+        found.prompts = await _optional(lambda cur: client.list_prompts(cursor=cur), _prompts)
+    return found
+
+
+async def _optional(fetch: Callable[[str | None], Awaitable[Any]], items: Callable[[Any], list[T]]) -> list[T]:
+    """A list the server advertises but does not implement (common for templates) is empty."""
+    try:
+        return await collect_pages(fetch, items)
+    except MCPError as exc:
+        if exc.code == types.METHOD_NOT_FOUND:
+            return []
+        raise

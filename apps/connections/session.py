@@ -1,0 +1,278 @@
+"""One backend connection, held open by its own owner task.
+
+anyio requires the transport and the SDK session to be entered and exited by the same
+task, so a dedicated owner task holds the `async with` for the connection's whole life.
+Callers then send requests on that session from their own tasks: the SDK dispatcher
+correlates each response by request id, and a caller's timeout or cancellation makes it
+send `notifications/cancelled` to the backend (a shielded "courtesy cancel").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from mcp.client.session import ClientRequestContext
+from mcp.shared.exceptions import MCPError
+
+from apps.connections.errors import ServerStartFailed
+from apps.connections.hooks import NotificationHook, Relay
+from apps.connections.specs import ServerSpec
+from apps.connections.stderr import StderrTail
+from apps.connections.transports import ChildProcess, open_transport
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+CLIENT_INFO = types.Implementation(name="mcp-hub", version="1.0")
+_STOP_MARGIN = 4.0  # beyond the child's grace period: SIGTERM + SIGKILL waits
+
+
+class Listener(Protocol):
+    """The pool's side: told once when a connection dies on its own, and when it is gone."""
+
+    def connection_failed(self, conn: Connection, reason: str) -> None: ...
+
+    def connection_closed(self, conn: Connection) -> None: ...
+
+
+class Connection:
+    def __init__(
+        self,
+        spec: ServerSpec,
+        *,
+        listener: Listener,
+        stderr: StderrTail,
+        connect_timeout: float,
+        grace: float,
+        relay_methods: frozenset[str],
+        on_notification: NotificationHook | None,
+    ) -> None:
+        self.spec = spec
+        self.config_hash = spec.config_hash
+        self.child = ChildProcess(stderr, on_exit=self._on_child_exit)
+        self.child.grace = grace
+        self.client: Client | None = None
+        self.inflight = 0
+        self.last_used = time.monotonic()
+        self.failure: str | None = None
+        self.stopping = False
+        self._listener = listener
+        self._connect_timeout = connect_timeout
+        self._relay_methods = relay_methods
+        self._on_notification = on_notification
+        self._relays: dict[int, Relay] = {}
+        self._ids = itertools.count()
+        self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._stop = asyncio.Event()
+        self._scope: anyio.CancelScope | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._probe: asyncio.Task[None] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def launch(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._own(), name=f"mcp-connection:{self.spec.name}")
+        self._task.add_done_callback(lambda _: self._listener.connection_closed(self))
+
+    async def wait_ready(self) -> None:
+        # Shielded: a caller giving up must not abort a start other callers are waiting for.
+        await asyncio.shield(self._ready)
+
+    def start_error(self) -> BaseException | None:
+        return self._ready.exception() if self._ready.done() else None
+
+    @property
+    def starting(self) -> bool:
+        return not self._ready.done()
+
+    @property
+    def usable(self) -> bool:
+        return self.client is not None and self.failure is None and not self.stopping
+
+    @property
+    def closed(self) -> bool:
+        return self._task is not None and self._task.done()
+
+    async def _own(self) -> None:
+        reason: str | None = None
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                scope.deadline = anyio.current_time() + self._connect_timeout
+                async with self._build_client() as client:
+                    scope.deadline = math.inf
+                    self.client = client
+                    self._ready.set_result(None)
+                    await self._stop.wait()
+            if scope.cancelled_caught and not self._ready.done():
+                reason = f"no answer to initialize within {self._connect_timeout:g}s"
+        except Exception as exc:  # boundary: whatever the transport or handshake raised is reported, not leaked
+            reason = self._describe_exit(exc)
+        finally:
+            self.client = None
+            self._settle(reason)
+
+    def _settle(self, reason: str | None) -> None:
+        if not self._ready.done():
+            reason = reason or "connection closed during startup"
+            self._ready.set_exception(ServerStartFailed(self.spec.name, self._start_message(reason)))
+            self._ready.exception()  # mark retrieved: a start nobody awaited must not log noise
+        if reason is not None and not self.stopping:
+            self.fail(reason)
+
+    def _describe_exit(self, exc: BaseException) -> str:
+        if self.spec.transport == "stdio" and self.child.process is not None and not self.child.alive:
+            return f"process {self.child.exit_description()}"
+        return describe_exception(exc)
+
+    def _start_message(self, reason: str) -> str:
+        tail = self.child.stderr.summary()
+        return f"server {self.spec.name!r} failed to start: {reason}" + (f"; stderr: {tail}" if tail else "")
+
+    def _build_client(self) -> Client:
+        callbacks: dict[str, Any] = {}
+        if "sampling" in self._relay_methods:
+            callbacks["sampling_callback"] = self._sampling
+        if "elicitation" in self._relay_methods:
+            callbacks["elicitation_callback"] = self._elicitation
+        if "roots" in self._relay_methods:
+            callbacks["list_roots_callback"] = self._list_roots
+        return Client(
+            open_transport(self.spec, self.child),
+            mode=self.spec.mode,
+            cache=None,  # the pool must always hit the wire; the catalog is the cache
+            client_info=CLIENT_INFO,
+            message_handler=self._on_message,
+            **callbacks,
+        )
+
+    def fail(self, reason: str) -> None:
+        """Mark the connection broken (crash, hang, lost link) and tear it down fast."""
+        if self.failure is not None or self.stopping:
+            return
+        self.failure = reason
+        self.child.grace = 0.0  # a broken child gets no graceful exit window
+        self._listener.connection_failed(self, reason)
+        self._stop.set()
+
+    def _on_child_exit(self, reason: str) -> None:
+        if not self.stopping:
+            self.fail(f"process {reason}")
+
+    def retire(self) -> None:
+        """Stop taking new calls; close once the in-flight ones finish (hot reload)."""
+        self.stopping = True
+        if self.inflight == 0:
+            self._stop.set()
+
+    async def close(self) -> None:
+        self.stopping = True
+        self._stop.set()
+        if self._task is None:
+            return
+        with anyio.move_on_after(self.child.grace + _STOP_MARGIN):
+            await asyncio.shield(self._task)
+        if not self._task.done() and self._scope is not None:
+            self._scope.cancel()
+            await asyncio.wait({self._task}, timeout=_STOP_MARGIN)
+
+    async def wait_failure(self, timeout: float) -> str | None:
+        """After a dropped connection, wait briefly for the exit reason to be known."""
+        with anyio.move_on_after(timeout):
+            while self.failure is None and not self.closed:
+                await asyncio.sleep(0.01)
+        return self.failure
+
+    # -- requests ----------------------------------------------------------------------
+
+    async def request(self, fn: Callable[[Client], Awaitable[T]], timeout: float, relay: Relay | None = None) -> T:
+        client = self.client
+        if client is None:
+            raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
+        call_id = next(self._ids)
+        if relay is not None:
+            self._relays[call_id] = relay
+        self.inflight += 1
+        try:
+            with anyio.fail_after(timeout):
+                return await fn(client)
+        finally:
+            self._relays.pop(call_id, None)
+            self.inflight -= 1
+            self.last_used = time.monotonic()
+            if self.stopping and self.inflight == 0:
+                self._stop.set()
+
+    async def wait_probe(self) -> None:
+        """Hold new calls while a liveness probe runs: they would likely hang too."""
+        if self._probe is not None:
+            await asyncio.wait({self._probe})
+
+    def probe_soon(self, timeout: float) -> None:
+        if self._probe is None and self.usable:
+            self._probe = asyncio.get_running_loop().create_task(self._run_probe(timeout))
+
+    async def _run_probe(self, timeout: float) -> None:
+        try:
+            await self.request(lambda c: c.session.send_ping(), timeout)
+        except TimeoutError:
+            self.fail(f"hung: no answer to ping within {timeout:g}s")
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED:
+                self.fail("connection closed")
+            # Any other JSON-RPC error is an answer: the backend is alive.
+        except Exception as exc:  # boundary: a probe must never raise into nobody
+            self.fail(describe_exception(exc))
+        finally:
+            self._probe = None
+
+    # -- server-initiated messages -----------------------------------------------------
+
+    async def _on_message(self, message: types.ServerNotification | Exception) -> None:
+        if isinstance(message, Exception):
+            logger.warning("server %r sent something unreadable: %s", self.spec.name, message)
+            return
+        # Progress belongs to one call and already reached that call's progress callback.
+        if self._on_notification is None or isinstance(message, types.ProgressNotification):
+            return
+        try:
+            await self._on_notification(self.spec.name, message)
+        except Exception:
+            logger.exception("on_notification hook failed for server %r", self.spec.name)
+
+    async def _sampling(self, ctx: ClientRequestContext, params: types.CreateMessageRequestParams) -> Any:
+        return await self._relay("sampling/createMessage", params)
+
+    async def _elicitation(self, ctx: ClientRequestContext, params: types.ElicitRequestParams) -> Any:
+        return await self._relay("elicitation/create", params)
+
+    async def _list_roots(self, ctx: ClientRequestContext) -> Any:
+        return await self._relay("roots/list")
+
+    async def _relay(self, method: str, *args: Any) -> Any:
+        handler = next((h for r in self._relays.values() if (h := r.handler(method)) is not None), None)
+        if handler is None:
+            return types.ErrorData(code=types.INVALID_REQUEST, message=f"no client is attached to answer {method}")
+        try:
+            return await handler(*args)
+        except MCPError as exc:
+            return exc.error
+        except Exception as exc:  # boundary: the relay's failure becomes the backend's error reply
+            return types.ErrorData(code=types.INTERNAL_ERROR, message=describe_exception(exc))
+
+
+def describe_exception(exc: BaseException) -> str:
+    """One readable line for an error, unwrapping the ExceptionGroups anyio produces."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc) or type(exc).__name__
+    return text if isinstance(exc, MCPError) else f"{type(exc).__name__}: {text}"

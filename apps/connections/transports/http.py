@@ -1,0 +1,30 @@
+"""Streamable HTTP and legacy SSE transports: thin wrappers over the SDK's clients."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx2
+from mcp.client._transport import TransportStreams
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+
+from apps.connections.specs import ServerSpec
+from apps.connections.transports.stdio import ChildProcess
+
+# Connect/write bounded; read long because a server may hold its SSE response stream open.
+_HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+
+
+@asynccontextmanager
+async def streamable_http_transport(spec: ServerSpec, child: ChildProcess) -> AsyncIterator[TransportStreams]:
+    async with httpx2.AsyncClient(headers=dict(spec.headers), timeout=_HTTP_TIMEOUT) as http:
+        async with streamable_http_client(spec.url, http_client=http) as streams:
+            yield streams
+
+
+@asynccontextmanager
+async def sse_transport(spec: ServerSpec, child: ChildProcess) -> AsyncIterator[TransportStreams]:
+    async with sse_client(spec.url, headers=dict(spec.headers), timeout=30.0, sse_read_timeout=300.0) as streams:
+        yield streams

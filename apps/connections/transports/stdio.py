@@ -1,0 +1,177 @@
+"""Stdio transport that owns its child's process group and captures its stderr.
+
+The SDK's `stdio_client` also starts children in a new session, but it hides the
+process and sends stderr to a file: the pool needs the pid (stats, leak checks, killing
+a hung child at once) and the stderr tail (the only clue to why a child died).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.client._transport import TransportStreams
+from mcp.shared.message import SessionMessage
+
+from apps.connections.specs import ServerSpec
+from apps.connections.stderr import StderrTail
+
+logger = logging.getLogger(__name__)
+
+# The only variables a child inherits from the worker: no secrets of ours leak into it.
+BASE_ENV_KEYS = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
+_KILL_WAIT = 1.0
+_EXIT_POLL = 0.01
+_CLOSE_WAIT = 2.0
+
+
+def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    base = {k: v for k in BASE_ENV_KEYS if (v := os.environ.get(k)) is not None and not v.startswith("()")}
+    return base | (extra or {})
+
+
+class ChildProcess:
+    """What the owner of a connection can see and steer of its child process."""
+
+    def __init__(self, stderr: StderrTail, on_exit: Callable[[str], None] | None = None) -> None:
+        self.stderr = stderr
+        self.on_exit = on_exit
+        self.grace = 2.0  # seconds between closing stdin and SIGTERM; 0 for a hung child
+        self.process: anyio.abc.Process | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.returncode is None
+
+    def exit_description(self) -> str:
+        code = self.process.returncode if self.process else None
+        if code is None:
+            return "closed its stdout"
+        if code < 0:
+            return f"was killed by signal {signal.Signals(-code).name}"
+        return f"exited with code {code}"
+
+    def _notify_exit(self, reason: str) -> None:
+        if self.on_exit is not None:
+            self.on_exit(reason)
+
+
+@asynccontextmanager
+async def stdio_transport(spec: ServerSpec, child: ChildProcess) -> AsyncIterator[TransportStreams]:
+    process = await anyio.open_process(
+        [spec.command, *spec.args],
+        env=child_environment(dict(spec.env)),
+        cwd=spec.cwd,
+        start_new_session=True,  # the child leads its own group: killpg reaches all its descendants
+    )
+    child.process = process
+    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_pump_stdout, process, read_writer, child)
+        tg.start_soon(_pump_stdin, process, write_reader, read_writer)
+        tg.start_soon(_pump_stderr, process, child.stderr)
+        try:
+            yield read_stream, write_stream
+        finally:
+            # Shielded and bounded: a cancelled owner must still never leak a process.
+            with anyio.CancelScope(shield=True):
+                read_stream.close()
+                write_stream.close()
+                await stop_process_group(process, child.grace)
+            tg.cancel_scope.cancel()
+
+
+async def _pump_stdout(
+    process: anyio.abc.Process, sink: MemoryObjectSendStream[SessionMessage | Exception], child: ChildProcess
+) -> None:
+    assert process.stdout is not None
+    buffer = b""
+    async with sink:
+        with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            while True:
+                chunk = await process.stdout.receive()
+                *lines, buffer = (buffer + chunk).split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        await sink.send(_parse(line))
+    # EOF: the child is gone (or closed stdout); tell the owner before the session notices.
+    await _settle_exit(process)
+    child._notify_exit(child.exit_description())
+
+
+def _parse(line: bytes) -> SessionMessage | Exception:
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:
+        return exc
+
+
+async def _pump_stdin(
+    process: anyio.abc.Process,
+    source: MemoryObjectReceiveStream[SessionMessage],
+    reader_sink: MemoryObjectSendStream[SessionMessage | Exception],
+) -> None:
+    assert process.stdin is not None
+    try:
+        async with source:
+            async for message in source:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await process.stdin.send(data.encode() + b"\n")
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        # Writing failed, so the child cannot hear us: end the session rather than hang requests.
+        await reader_sink.aclose()
+
+
+async def _pump_stderr(process: anyio.abc.Process, tail: StderrTail) -> None:
+    assert process.stderr is not None
+    with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        while True:
+            tail.feed(await process.stderr.receive())
+
+
+async def _settle_exit(process: anyio.abc.Process, timeout: float = 0.5) -> None:
+    """Give a child that closed stdout a moment to be reaped, so its exit code can be reported."""
+    with anyio.move_on_after(timeout):
+        while process.returncode is None:
+            await anyio.sleep(_EXIT_POLL)
+
+
+async def stop_process_group(process: anyio.abc.Process, grace: float) -> None:
+    """Close stdin, wait `grace`, then SIGTERM and SIGKILL the whole group; always bounded."""
+    if process.stdin is not None:
+        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdin.aclose()
+    if not await _exited_within(process, grace):
+        _signal_group(process.pid, signal.SIGTERM)
+        if not await _exited_within(process, _KILL_WAIT):
+            _signal_group(process.pid, signal.SIGKILL)
+            await _exited_within(process, _KILL_WAIT)
+    # The leader is gone; grandchildren left in its group die with it, not as orphans.
+    _signal_group(process.pid, signal.SIGKILL)
+    with anyio.move_on_after(_CLOSE_WAIT):
+        await process.aclose()
+
+
+async def _exited_within(process: anyio.abc.Process, timeout: float) -> bool:
+    # Not process.wait(): on asyncio it also waits for pipe EOF, which a grandchild can hold open.
+    with anyio.move_on_after(timeout):
+        while process.returncode is None:
+            await anyio.sleep(_EXIT_POLL)
+    return process.returncode is not None
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)

@@ -1,0 +1,126 @@
+"""Test MCP server built with the SDK: `python echo.py [stdio|http|sse] [PORT]`.
+
+Tools cover the pool's features: plain calls, slow calls that record being cancelled,
+a call that blocks the event loop (a hung server), a crash, progress, logging,
+sampling relayed to the caller and a list_changed notification.
+"""
+
+import os
+import sys
+import time
+
+import anyio
+import mcp_types as types
+from mcp.server.mcpserver import Context, MCPServer
+
+server = MCPServer("echo", version="1.0", instructions="Echoes things back.")
+cancelled = {"count": 0}
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool()
+def pid() -> int:
+    """This server's process id."""
+    return os.getpid()
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Sleep without blocking; counts the times it was cancelled."""
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        cancelled["count"] += 1
+        raise
+    return "done"
+
+
+@server.tool()
+def cancellations() -> int:
+    """How many slow calls were cancelled by the client."""
+    return cancelled["count"]
+
+
+@server.tool()
+def block(seconds: float) -> str:
+    """Block the whole server (a hung backend)."""
+    time.sleep(seconds)
+    return "unblocked"
+
+
+@server.tool()
+def crash() -> str:
+    """Die at once, as a buggy server would."""
+    sys.stderr.write("echo: fatal error, exiting\n")
+    sys.stderr.flush()
+    os._exit(1)
+
+
+@server.tool()
+async def progress(steps: int, ctx: Context) -> str:
+    """Report progress `steps` times."""
+    for i in range(steps):
+        await ctx.report_progress(i + 1, steps, f"step {i + 1}")
+    return "progressed"
+
+
+@server.tool()
+async def log(message: str, ctx: Context) -> str:
+    """Send a log notification."""
+    await ctx.info(message)
+    return "logged"
+
+
+@server.tool()
+async def ask(question: str, ctx: Context) -> str:
+    """Ask the client's model (sampling) and return its answer."""
+    result = await ctx.session.create_message(
+        [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=question))],
+        max_tokens=50,
+    )
+    return result.content.text
+
+
+@server.tool()
+async def touch_tools(ctx: Context) -> str:
+    """Announce that the tool list changed."""
+    await ctx.session.send_tool_list_changed()
+    return "announced"
+
+
+@server.resource("echo://static")
+def static_resource() -> str:
+    return "static content"
+
+
+@server.resource("echo://item/{item_id}")
+def item(item_id: str) -> str:
+    return f"item {item_id}"
+
+
+@server.prompt()
+def greet(name: str) -> str:
+    """Greet someone."""
+    return f"Hello, {name}!"
+
+
+if __name__ == "__main__":
+    transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    port = int(sys.argv[2]) if len(sys.argv) > 2 else int(os.environ.get("PORT", "8765"))
+    if transport == "stdio":
+        server.run("stdio")
+    elif transport == "http":
+        server.run("streamable-http", host="127.0.0.1", port=port, log_level="WARNING")
+    else:
+        server.run("sse", host="127.0.0.1", port=port)
