@@ -1,0 +1,216 @@
+"""Apply parsed `.mcp.json` configs to the catalog, and build `.mcp.json` exports from it.
+
+An import validates every entry against the database first and then writes all of them in one
+transaction: a file with one bad entry changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from apps.accounts.models import Team, User
+from apps.catalog.mcp_json import (
+    McpJsonError,
+    ServerConfig,
+    Style,
+    env_placeholder,
+    header_placeholder,
+    normalize_server_name,
+    render_mcp_json,
+)
+from apps.catalog.models import McpServer
+
+Action = Literal["created", "updated", "unchanged"]
+
+
+@dataclass(frozen=True)
+class ServerChange:
+    """What an import did (or, in a dry run, would do) to one server; never carries secret values."""
+
+    name: str
+    transport: str
+    action: Action
+    fields: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        changed = f": {', '.join(self.fields)}" if self.fields else ""
+        return f"{self.action} {self.name} ({self.transport}){changed}"
+
+
+@dataclass(frozen=True)
+class _Scope:
+    visibility: str
+    owner: User | None = None
+    team: Team | None = None
+
+    @classmethod
+    def of(cls, *, owner: User | None, team: Team | None) -> _Scope:
+        if owner is not None and team is not None:
+            raise ValueError("Import servers either for one owner or for one team, not both.")
+        if owner is not None:
+            return cls(McpServer.Visibility.PRIVATE, owner=owner)
+        if team is not None:
+            return cls(McpServer.Visibility.TEAM, team=team)
+        return cls(McpServer.Visibility.GLOBAL)
+
+    def holds(self, server: McpServer) -> bool:
+        return (server.visibility, server.owner_id, server.team_id) == (
+            self.visibility,
+            self.owner.pk if self.owner else None,
+            self.team.pk if self.team else None,
+        )
+
+    def describe(self) -> str:
+        if self.owner is not None:
+            return f"private to {self.owner.get_username()}"
+        return f"shared with team {self.team.slug}" if self.team is not None else "global"
+
+
+def import_servers(
+    *,
+    configs: Sequence[ServerConfig],
+    owner: User | None = None,
+    team: Team | None = None,
+    dry_run: bool = False,
+) -> list[ServerChange]:
+    """Create or update one server per config, matched by name; all or nothing.
+
+    `owner` makes the servers private to that user, `team` shares them with that team, neither
+    makes them global. An existing server of another scope is an error, not a silent move.
+    Raises McpJsonError listing every entry that cannot be saved.
+    """
+    scope = _Scope.of(owner=owner, team=team)
+    with transaction.atomic():
+        existing = McpServer.objects.select_for_update().in_bulk([c.name for c in configs], field_name="name")
+        plans = [_plan(config, existing.get(config.name), scope) for config in configs]
+        errors = [error for _, _, plan_errors in plans for error in plan_errors]
+        if errors:
+            raise McpJsonError(errors)
+        if not dry_run:
+            for server, change, _ in plans:
+                if change.action != "unchanged":
+                    server.save()
+    return [change for _, change, _ in plans]
+
+
+def _plan(
+    config: ServerConfig, server: McpServer | None, scope: _Scope
+) -> tuple[McpServer, ServerChange, list[str]]:
+    wanted = _wanted_fields(config)
+    if server is None:
+        server = McpServer(
+            name=config.name,
+            visibility=scope.visibility,
+            owner=scope.owner,
+            team=scope.team,
+            timeout=settings.MCPHUB_DEFAULT_SERVER_TIMEOUT,
+        )
+        action: Action = "created"
+    elif not scope.holds(server):
+        other = _Scope(server.visibility, owner=server.owner, team=server.team).describe()
+        message = (
+            f"{config.location}: server {config.name!r} already exists and is {other}; "
+            f"this import would make it {scope.describe()} (change it in the admin, or rename the entry)"
+        )
+        return server, ServerChange(config.name, config.transport, "unchanged"), [message]
+    else:
+        action = "updated"
+    changed = tuple(name for name, value in wanted.items() if getattr(server, name) != value)
+    for name, value in wanted.items():
+        setattr(server, name, value)
+    if action == "updated" and not changed:
+        action = "unchanged"
+    change = ServerChange(config.name, config.transport, action, changed if action == "updated" else ())
+    return server, change, _validation_errors(server, config)
+
+
+def _wanted_fields(config: ServerConfig) -> dict[str, Any]:
+    """The server's fields as the file states them; what the file cannot say is left alone."""
+    wanted: dict[str, Any] = {
+        "transport": config.transport,
+        "command": config.command,
+        "args": list(config.args),
+        "env": dict(config.env),
+        "cwd": config.cwd,
+        "url": config.url,
+        "headers": dict(config.headers),
+        "enabled": config.enabled,
+    }
+    if config.display_name:
+        wanted["display_name"] = config.display_name
+    if config.timeout is not None:
+        wanted["timeout"] = config.timeout
+    return wanted
+
+
+def _validation_errors(server: McpServer, config: ServerConfig) -> list[str]:
+    # The parser already checked URLs; URLField's validator would refuse single-label hosts
+    # such as `http://github-mcp:8080/mcp`, which are normal inside docker compose.
+    try:
+        server.full_clean(exclude=["url"], validate_unique=False)
+    except ValidationError as exc:
+        return [
+            f"{config.location}{'' if field == '__all__' else '.' + field}: {message}"
+            for field, messages in exc.message_dict.items()
+            for message in messages
+        ]
+    return []
+
+
+# --- Export --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class McpJsonExport:
+    text: str
+    count: int
+    # Placeholders written instead of secrets: set these before importing the file again.
+    variables: tuple[str, ...] = ()
+
+
+def export_servers(
+    *, servers: Iterable[McpServer] | None = None, style: Style = "claude", include_secrets: bool = False
+) -> McpJsonExport:
+    """Render servers (all of them by default) as a config file that `import_servers` takes back.
+
+    Without `include_secrets`, env and header values become `${NAME}` placeholders.
+    """
+    servers = list(McpServer.objects.order_by("name") if servers is None else servers)
+    configs = [server_config(server, include_secrets=include_secrets) for server in servers]
+    variables = set()
+    if not include_secrets:
+        variables = {value[2:-1] for c in configs for value in [*c.env.values(), *c.headers.values()]}
+    return McpJsonExport(render_mcp_json(configs, style=style), len(configs), tuple(sorted(variables)))
+
+
+def server_config(server: McpServer, *, include_secrets: bool = False) -> ServerConfig:
+    env, headers = dict(server.env), dict(server.headers)
+    if not include_secrets:
+        env = {name: env_placeholder(name) for name in env}
+        headers = {name: header_placeholder(server.name, name) for name in headers}
+    return ServerConfig(
+        name=server.name,
+        key=_export_key(server),
+        transport=server.transport,
+        command=server.command,
+        args=tuple(server.args),
+        env=env,
+        cwd=server.cwd,
+        url=server.url,
+        headers=headers,
+        enabled=server.enabled,
+        timeout=None if server.timeout == settings.MCPHUB_DEFAULT_SERVER_TIMEOUT else server.timeout,
+    )
+
+
+def _export_key(server: McpServer) -> str:
+    # A display name that normalizes back to the server's name is the key it was imported under.
+    if server.display_name and normalize_server_name(server.display_name) == server.name:
+        return server.display_name
+    return server.name

@@ -1,0 +1,85 @@
+"""Import MCP servers from a Claude Desktop / Claude Code / Cursor / VS Code config file."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.accounts.models import Team, User
+from apps.catalog.importing import import_servers
+from apps.catalog.mcp_json import McpJsonError, candidate_paths, find_mcp_json, read_mcp_json
+
+
+class Command(BaseCommand):
+    help = (
+        "Import MCP servers from a .mcp.json-style file (top-level mcpServers, or VS Code servers). "
+        "Servers are matched by name: a second import of the same file changes nothing."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "path", nargs="?", type=Path, help="The file; default: the first of $MCP_JSON_PATH, "
+            "~/.lmstudio/mcp.json, ./.mcp.json, ~/.mcp.json, ../.mcp.json that exists."
+        )
+        parser.add_argument("--owner", metavar="USERNAME", help="Make the servers private to this user.")
+        parser.add_argument("--team", metavar="SLUG", help="Share the servers with this team only.")
+        parser.add_argument("--dry-run", action="store_true", help="Show what would change; write nothing.")
+        parser.add_argument(
+            "--if-found", action="store_true", help="Without PATH: finding no file is not an error (for the launcher)."
+        )
+
+    def handle(self, *args, path: Path | None, dry_run: bool, if_found: bool, **options) -> None:
+        if options["owner"] and options["team"]:
+            raise CommandError("Give --owner or --team, not both.")
+        owner, team = self._owner(options["owner"]), self._team(options["team"])
+        path = path or self._discover(if_found=if_found)
+        if path is None:
+            return
+        try:
+            parsed = read_mcp_json(path)
+            changes = import_servers(configs=parsed.servers, owner=owner, team=team, dry_run=dry_run)
+        except McpJsonError as exc:
+            raise CommandError(f"{path}: nothing imported.\n" + "\n".join(f"  {e}" for e in exc.errors)) from None
+        for warning in parsed.warnings:
+            self.stderr.write(self.style.WARNING(f"warning: {warning}"))
+        for change in changes:
+            self.stdout.write(f"{'would be ' if dry_run else ''}{change}")
+        self.stdout.write(self._summary(changes, path=path, dry_run=dry_run))
+
+    def _discover(self, *, if_found: bool) -> Path | None:
+        environ = {"MCP_JSON_PATH": os.environ.get("MCP_JSON_PATH") or settings.MCP_JSON_PATH or ""}
+        found = find_mcp_json(environ=environ)
+        if found is not None:
+            self.stdout.write(f"using {found}")
+            return found
+        looked = "\n".join(f"  {p}" for p in candidate_paths(environ=environ))
+        if if_found:
+            self.stdout.write(f"no MCP config file found; nothing to import. Looked in:\n{looked}")
+            return None
+        raise CommandError(f"No MCP config file found. Give a PATH, or put one in one of:\n{looked}")
+
+    def _owner(self, username: str | None) -> User | None:
+        if username is None:
+            return None
+        user = User.objects.filter(username=username).first()
+        if user is None:
+            raise CommandError(f"No user {username!r}.")
+        return user
+
+    def _team(self, slug: str | None) -> Team | None:
+        if slug is None:
+            return None
+        team = Team.objects.filter(slug=slug).first()
+        if team is None:
+            raise CommandError(f"No team {slug!r}.")
+        return team
+
+    def _summary(self, changes, *, path: Path, dry_run: bool) -> str:
+        counts = Counter(change.action for change in changes)
+        tally = ", ".join(f"{counts[a]} {a}" for a in ("created", "updated", "unchanged"))
+        suffix = " (dry run: nothing written)" if dry_run else ""
+        return f"{len(changes)} server(s) in {path}: {tally}{suffix}"
