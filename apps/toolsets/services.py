@@ -10,6 +10,7 @@ from django.db.models import Sum
 from django.utils.text import slugify
 
 from apps.catalog.models import Tool
+from apps.toolsets.events import announce_tools_changed
 from apps.toolsets.models import Endpoint, EndpointTool, Preset, PresetVersion
 
 
@@ -68,14 +69,17 @@ def set_enabled_tools(*, endpoint: Endpoint, tools: Iterable[Tool], enforce_budg
     EndpointTool.objects.bulk_create(
         [EndpointTool(endpoint=endpoint, tool_id=pk) for pk in wanted if pk not in present]
     )
+    announce_tools_changed([endpoint.pk])
 
 
 def enable_tools(*, endpoint: Endpoint, tools: Iterable[Tool], enforce_budget: bool | None = None) -> None:
     set_enabled_tools(endpoint=endpoint, tools=[*endpoint.tools.all(), *tools], enforce_budget=enforce_budget)
 
 
+@transaction.atomic
 def disable_tools(*, endpoint: Endpoint, tools: Iterable[Tool]) -> None:
     EndpointTool.objects.filter(endpoint=endpoint, tool__in=list(tools)).delete()
+    announce_tools_changed([endpoint.pk])
 
 
 @transaction.atomic
