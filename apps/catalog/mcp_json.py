@@ -14,6 +14,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -70,6 +71,12 @@ class ServerConfig:
     headers: Mapping[str, str] = field(default_factory=dict)
     enabled: bool = True
     timeout: int | None = None
+
+    def __post_init__(self) -> None:
+        # Frozen all the way down: a parsed config cannot be edited on its way to the database.
+        object.__setattr__(self, "args", tuple(self.args))
+        object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
+        object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))
 
     @property
     def display_name(self) -> str:
