@@ -104,6 +104,9 @@ INSTALLED_APPS = [
     "apps.catalog",
     "apps.connections",
     "apps.toolsets",
+    "django_filters",
+    "drf_spectacular",
+    "apps.web",
 ]
 
 MIDDLEWARE = [
@@ -122,7 +125,9 @@ ASGI_APPLICATION = "mcphub.asgi.application"
 WSGI_APPLICATION = "mcphub.wsgi.application"
 AUTH_USER_MODEL = "accounts.User"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/login/"
 
 TEMPLATES = [
     {
@@ -197,8 +202,26 @@ USE_I18N = True
 USE_TZ = True
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "apps.api.authentication.HubTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "apps.api.pagination.HubPagination",
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_THROTTLE_CLASSES": ["apps.api.throttling.TokenRateThrottle"],
+    # Per token (else per user, else per address); generous: scripts toggle tools in bursts.
+    "DEFAULT_THROTTLE_RATES": {"token": envstr("MCPHUB_API_RATE", "1200/min")},
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "MCP Hub API",
+    "DESCRIPTION": "Servers, tools, endpoints, presets, tokens and teams of an MCP Hub.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": "/api/",
 }
 
 LOGGING = {
