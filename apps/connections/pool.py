@@ -179,7 +179,7 @@ class Pool:
     async def discover(self, spec: ServerSpec, *, timeout: float | None = None) -> Discovery:
         return await self._run(spec, lambda c: _discover(spec, c), timeout, what="discovery")
 
-    def stderr_tail(self, name: str) -> str:
+    async def stderr_tail(self, name: str) -> str:
         server = self._servers.get(name)
         return server.stderr.text() if server else ""
 
@@ -199,7 +199,10 @@ class Pool:
             server.conn = None
         await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
 
-    def stats(self) -> dict[str, Any]:
+    async def stats(self) -> dict[str, Any]:
+        return self.stats_now()
+
+    def stats_now(self) -> dict[str, Any]:
         conns = self._live_connections()
         return {
             "open_sessions": sum(1 for c in conns if c.usable),

@@ -1,0 +1,305 @@
+"""The worker side of the Redis path: an asyncio loop that serves a `Pool` to web processes.
+
+Each worker registers itself in a sorted set (score = last heartbeat) and reads its own
+inbox list. Web processes pick the worker for a server by rendezvous hashing over the
+live workers, so each backend is held by exactly one worker (one child per server, not
+one per worker), and a worker joining or leaving moves only its share of servers.
+
+Run it standalone with `python -m apps.connections.worker --redis-url URL`, or inside a
+Celery worker process via `apps.connections.celery_hooks`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from collections import OrderedDict
+from typing import Any
+
+import mcp_types as types
+import redis.asyncio as aioredis
+
+from apps.connections.errors import PoolError, ServerUnavailable
+from apps.connections.hooks import Relay
+from apps.connections.pool import Pool, PoolOptions
+from apps.connections.specs import ServerSpec
+from apps.connections.wire import (
+    NAME_OPS,
+    OPS,
+    SPEC_UNKNOWN,
+    dump_any,
+    dump_model,
+    dumps,
+    encode_error,
+)
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PREFIX = "mcphub:pool"
+HEARTBEAT_SECONDS = 1.0
+WORKER_TTL_SECONDS = 5.0  # a worker silent this long is considered gone
+_BLPOP_SECONDS = 1  # wake up this often to notice shutdown
+_BATCH = 128  # after one BLPOP, drain up to this many queued messages in one round trip
+_SPEC_CACHE = 4096
+
+
+def workers_key(prefix: str) -> str:
+    return f"{prefix}:workers"
+
+
+def inbox_key(prefix: str, worker_id: str) -> str:
+    return f"{prefix}:inbox:{worker_id}"
+
+
+def events_channel(prefix: str) -> str:
+    return f"{prefix}:events"
+
+
+def connect_redis(url: str, *, socket_timeout: float | None) -> aioredis.Redis:
+    # redis-py 8 defaults socket_timeout to 5 s; every client here sets its own on purpose.
+    return aioredis.Redis.from_url(
+        url, socket_timeout=socket_timeout, socket_connect_timeout=5.0, health_check_interval=15
+    )
+
+
+class PoolWorker:
+    """Serves pool operations from this worker's Redis inbox until `stop()`."""
+
+    def __init__(
+        self,
+        redis_url: str,
+        *,
+        options: PoolOptions | None = None,
+        prefix: str = DEFAULT_PREFIX,
+        worker_id: str | None = None,
+    ) -> None:
+        self.redis_url = redis_url
+        self.prefix = prefix
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.inbox = inbox_key(prefix, self.worker_id)
+        self.pool = Pool(options, on_notification=self._publish_notification)
+        self._specs: OrderedDict[tuple[str, str], ServerSpec] = OrderedDict()
+        self._calls: dict[str, asyncio.Task[None]] = {}
+        self._server_requests: dict[tuple[str, int], asyncio.Future[dict[str, Any]]] = {}
+        self._request_ids = 0
+        self._stopping = asyncio.Event()
+        self._redis: aioredis.Redis | None = None
+
+    async def run(self) -> None:
+        # Longer than the BLPOP block, so a healthy idle wait never trips the socket timeout.
+        self._redis = connect_redis(self.redis_url, socket_timeout=_BLPOP_SECONDS + 10)
+        heartbeat = asyncio.create_task(self._heartbeat(), name="mcp-pool-heartbeat")
+        try:
+            await self._register()
+            await self._read_inbox()
+        finally:
+            heartbeat.cancel()
+            await self._shutdown()
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    async def _register(self) -> None:
+        assert self._redis is not None
+        await self._redis.zadd(workers_key(self.prefix), {self.worker_id: time.time()})
+        logger.info("pool worker %s listening on %s", self.worker_id, self.inbox)
+
+    async def _heartbeat(self) -> None:
+        assert self._redis is not None
+        while True:
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+            try:
+                now = time.time()
+                await self._redis.zadd(workers_key(self.prefix), {self.worker_id: now})
+                await self._redis.zremrangebyscore(workers_key(self.prefix), 0, now - 10 * WORKER_TTL_SECONDS)
+            except Exception:  # boundary: a Redis hiccup must not end the heartbeat
+                logger.warning("pool worker heartbeat failed", exc_info=True)
+
+    async def _read_inbox(self) -> None:
+        assert self._redis is not None
+        while not self._stopping.is_set():
+            try:
+                item = await self._redis.blpop([self.inbox], timeout=_BLPOP_SECONDS)
+            except (ConnectionError, TimeoutError, aioredis.RedisError):
+                logger.warning("pool worker lost Redis; retrying", exc_info=True)
+                await asyncio.sleep(0.5)
+                continue
+            if item is None:
+                continue
+            self._dispatch(json.loads(item[1]))
+            # Drain what queued up meanwhile in one round trip; the call above runs during it.
+            for raw in await self._redis.lpop(self.inbox, _BATCH) or []:
+                self._dispatch(json.loads(raw))
+
+    async def _shutdown(self) -> None:
+        assert self._redis is not None
+        await self._redis.zrem(workers_key(self.prefix), self.worker_id)
+        for task in list(self._calls.values()):
+            task.cancel()
+        await asyncio.gather(*self._calls.values(), return_exceptions=True)
+        await self._fail_queued()
+        await self.pool.aclose()
+        await self._redis.aclose()
+
+    async def _fail_queued(self) -> None:
+        """Answer calls still queued for us, so no caller waits out its timeout for nothing."""
+        assert self._redis is not None
+        while raw_items := await self._redis.lpop(self.inbox, _BATCH):
+            for raw in raw_items:
+                msg = json.loads(raw)
+                if msg.get("t") == "call":
+                    error = ServerUnavailable("", "pool worker shut down before running the call")
+                    await self._reply(msg, {"err": encode_error(error)})
+        await self._redis.delete(self.inbox)
+
+    # -- messages ----------------------------------------------------------------------
+
+    def _dispatch(self, msg: dict[str, Any]) -> None:
+        kind = msg.get("t")
+        if kind == "call":
+            task = asyncio.create_task(self._serve(msg))
+            self._calls[msg["id"]] = task
+            task.add_done_callback(lambda _: self._calls.pop(msg["id"], None))
+        elif kind == "cancel" and (task := self._calls.get(msg["id"])) is not None:
+            task.cancel()  # the pool's request scope sends notifications/cancelled to the backend
+        elif kind == "sres":
+            future = self._server_requests.get((msg["id"], msg["rid"]))
+            if future is not None and not future.done():
+                future.set_result(msg)
+
+    async def _serve(self, msg: dict[str, Any]) -> None:
+        try:
+            reply = {"ok": await self._execute(msg)}
+        except asyncio.CancelledError:
+            return  # the caller cancelled and no longer listens
+        except Exception as exc:  # boundary: every failure becomes an error reply, never a silent drop
+            reply = {"err": encode_error(exc)}
+        await self._reply(msg, reply)
+
+    async def _execute(self, msg: dict[str, Any]) -> Any:
+        op_name = msg["op"]
+        if op_name in NAME_OPS:
+            op = NAME_OPS[op_name]
+            return op.dump(await op.invoke(self.pool, (msg.get("a") or {}).get("name", "")))
+        spec = self._spec(msg)
+        op = OPS[op_name]
+        progress = self._progress_sender(msg) if msg.get("prog") else None
+        relay = self._relay(msg) if msg.get("rel") else None
+        result = await op.invoke(self.pool, spec, msg.get("a") or {}, timeout=msg.get("to"), progress=progress, relay=relay)
+        return op.dump(result)
+
+    def _spec(self, msg: dict[str, Any]) -> ServerSpec:
+        if "S" in msg:
+            spec = ServerSpec.from_wire(msg["S"])
+            self._remember(spec)
+            return spec
+        name, config_hash = msg["s"]
+        spec_found = self._specs.get((name, config_hash))
+        if spec_found is None:
+            raise _SpecUnknown(name)
+        self._specs.move_to_end((name, config_hash))
+        return spec_found
+
+    def _remember(self, spec: ServerSpec) -> None:
+        self._specs[(spec.name, spec.config_hash)] = spec
+        while len(self._specs) > _SPEC_CACHE:
+            self._specs.popitem(last=False)
+
+    async def _reply(self, msg: dict[str, Any], body: dict[str, Any]) -> None:
+        assert self._redis is not None
+        await self._redis.publish(msg["r"], dumps({"t": "res", "id": msg["id"], **body}))
+
+    def _progress_sender(self, msg: dict[str, Any]) -> Any:
+        order = itertools.count()
+
+        async def send(progress: float, total: float | None, message: str | None) -> None:
+            assert self._redis is not None
+            # Numbered before the first await: concurrent publishes may overtake each other.
+            body = {"t": "prog", "id": msg["id"], "k": next(order), "p": [progress, total, message]}
+            await self._redis.publish(msg["r"], dumps(body))
+
+        return send
+
+    def _relay(self, msg: dict[str, Any]) -> Relay:
+        methods = set(msg["rel"])
+
+        def forward(method: str) -> Any:
+            async def ask(*params: Any) -> Any:
+                return await self._ask_caller(msg, method, params[0] if params else None)
+
+            return ask if method in methods else None
+
+        return Relay(
+            sampling=forward("sampling/createMessage"),
+            elicitation=forward("elicitation/create"),
+            list_roots=forward("roots/list"),
+        )
+
+    async def _ask_caller(self, msg: dict[str, Any], method: str, params: Any) -> Any:
+        """Forward a server→client request to the web process that made the call; await its answer."""
+        assert self._redis is not None
+        self._request_ids += 1
+        key = (msg["id"], self._request_ids)
+        future = self._server_requests[key] = asyncio.get_running_loop().create_future()
+        try:
+            out = {"t": "sreq", "id": msg["id"], "rid": key[1], "m": method, "p": dump_any(params)}
+            await self._redis.publish(msg["r"], dumps(out))
+            answer = await future
+        finally:
+            self._server_requests.pop(key, None)
+        return _server_request_result(method, answer)
+
+    async def _publish_notification(self, server: str, notification: Any) -> None:
+        assert self._redis is not None
+        await self._redis.publish(events_channel(self.prefix), dumps({"s": server, "n": dump_model(notification)}))
+
+
+class _SpecUnknown(PoolError):
+    """This worker has not seen the spec for a (name, hash): the caller resends it in full once."""
+
+    kind = SPEC_UNKNOWN
+
+    def __init__(self, server: str) -> None:
+        super().__init__(server, f"worker does not know the current spec of server {server!r}")
+
+
+def _server_request_result(method: str, answer: dict[str, Any]) -> Any:
+    if "err" in answer:
+        return types.ErrorData.model_validate(answer["err"])
+    models = {
+        "sampling/createMessage": types.CreateMessageResult,
+        "elicitation/create": types.ElicitResult,
+        "roots/list": types.ListRootsResult,
+    }
+    return models[method].model_validate(answer["ok"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Serve the MCP connection pool over Redis.")
+    parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
+    parser.add_argument("--prefix", default=DEFAULT_PREFIX)
+    parser.add_argument("--options", default="{}", help="JSON object of PoolOptions fields")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    options = PoolOptions.from_mapping(json.loads(args.options))
+    asyncio.run(_serve_until_signalled(PoolWorker(args.redis_url, options=options, prefix=args.prefix)))
+
+
+async def _serve_until_signalled(worker: PoolWorker) -> None:
+    import signal
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, worker.stop)
+    await worker.run()
+
+
+if __name__ == "__main__":
+    main()
