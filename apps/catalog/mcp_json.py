@@ -310,7 +310,7 @@ def expand_variables(value: str, environ: Mapping[str, str]) -> tuple[str, list[
             return default
         if name in environ:
             return ""
-        problems.append(f"environment variable {name} is not set (and {match.group()} gives no default)")
+        problems.append(f"environment variable {name} is not set and {match.group()} has no default")
         return match.group()
 
     return PLACEHOLDER_RE.sub(replace, value), problems

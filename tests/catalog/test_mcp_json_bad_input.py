@@ -138,3 +138,12 @@ def test_a_key_with_nothing_usable_is_an_error(existing, tmp_path):
 def test_a_missing_file_is_a_clear_error(db, tmp_path):
     with pytest.raises(CommandError, match="cannot read the file"):
         call_command("mcp_import", str(tmp_path / "nope.json"), stdout=io.StringIO())
+
+
+def test_what_only_the_model_can_check_is_reported_the_same_way(existing, tmp_path):
+    key = "A Very Long Server Name " * 10
+
+    error = import_text(tmp_path, json.dumps({"mcpServers": {"fresh": GOOD, key: GOOD}}))
+
+    assert f'mcpServers["{key}"].display_name: Ensure this value has at most 200 characters' in error
+    assert snapshot() == existing

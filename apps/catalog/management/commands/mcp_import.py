@@ -8,6 +8,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import IntegrityError
 
 from apps.accounts.models import Team, User
 from apps.catalog.importing import import_servers
@@ -44,6 +45,9 @@ class Command(BaseCommand):
             changes = import_servers(configs=parsed.servers, owner=owner, team=team, dry_run=dry_run)
         except McpJsonError as exc:
             raise CommandError(f"{path}: nothing imported.\n" + "\n".join(f"  {e}" for e in exc.errors)) from None
+        except IntegrityError as exc:
+            # Someone else wrote a server of the same name meanwhile; the transaction rolled back.
+            raise CommandError(f"{path}: nothing imported: a concurrent change got in the way ({exc}); run again.")
         for warning in parsed.warnings:
             self.stderr.write(self.style.WARNING(f"warning: {warning}"))
         for change in changes:
