@@ -53,8 +53,8 @@ def cancellations() -> int:
 
 
 @server.tool()
-def block(seconds: float) -> str:
-    """Block the whole server (a hung backend)."""
+async def block(seconds: float) -> str:
+    """Block the whole server's event loop (a hung backend); sync tools would run in a thread."""
     time.sleep(seconds)
     return "unblocked"
 

@@ -1,0 +1,77 @@
+"""Real processes, no mocks: specs for the test servers in tests/servers and process probes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from apps.connections.pool import Pool, PoolOptions
+from apps.connections.specs import ServerSpec
+
+SERVERS = Path(__file__).resolve().parent.parent / "servers"
+PYTHON = sys.executable
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def tiny_spec(name: str = "tiny", *flags: str, **fields: object) -> ServerSpec:
+    """The SDK-free stdio server: starts in ~20 ms (see tests/servers/tiny.py)."""
+    return ServerSpec(name, command=PYTHON, args=("-I", "-S", str(SERVERS / "tiny.py"), *flags), **fields)
+
+
+def sdk_spec(name: str, script: str = "echo.py", *args: str, **fields: object) -> ServerSpec:
+    return ServerSpec(name, command=PYTHON, args=(str(SERVERS / script), *args), **fields)
+
+
+def child_pids(pid: int | None = None) -> list[int]:
+    """Direct children of `pid` (default: us), from /proc: field 4 of /proc/N/stat is the ppid."""
+    parent = pid or os.getpid()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+            found.append(int(entry))
+    return found
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def wait_until(predicate, timeout: float = 5.0) -> bool:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+@pytest.fixture
+async def pool():
+    async with Pool(PoolOptions(default_timeout=20.0)) as p:
+        yield p
+    assert await wait_until(lambda: not child_pids(), 5.0), "a backend process outlived the pool"
+
+
+def text(result) -> str:
+    return result.content[0].text

@@ -1,0 +1,28 @@
+"""A call that times out or is abandoned tells the backend (notifications/cancelled)."""
+
+import asyncio
+
+import pytest
+
+from apps.connections.errors import CallTimeout
+from tests.connections.conftest import sdk_spec, text
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
+
+
+async def test_timeout_and_caller_cancel_both_cancel_the_backend_work(pool):
+    spec = sdk_spec("echo", timeout=0.5)
+    pid = int(text(await pool.call_tool(spec, "pid")))
+
+    with pytest.raises(CallTimeout, match="timed out after 0.5s"):
+        await pool.call_tool(spec, "slow", {"seconds": 30})
+    call = asyncio.create_task(pool.call_tool(spec, "slow", {"seconds": 30}, timeout=20))
+    await asyncio.sleep(0.5)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+
+    await asyncio.sleep(0.2)
+    assert text(await pool.call_tool(spec, "cancellations")) == "2"
+    # The backend answered the probe after the timeout, so it was kept, not restarted.
+    assert int(text(await pool.call_tool(spec, "pid"))) == pid
