@@ -3,6 +3,7 @@
     python tests/servers/conformance_fixture.py                    # stdio (how the hub runs it)
     python tests/servers/conformance_fixture.py --http PORT        # Streamable HTTP at /mcp
     python tests/servers/conformance_fixture.py --sse PORT         # legacy SSE at /sse + /messages/
+    python tests/servers/conformance_fixture.py --http PORT --bearer T   # ... and 401 without the token
 
 Names, contents and behaviour follow the scenario sources of `@modelcontextprotocol/conformance`
 0.1.16 (`node_modules/@modelcontextprotocol/conformance/dist/index.js`), one entry per scenario:
@@ -28,10 +29,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import itertools
 import json
 import logging
+import os
 import sys
 import warnings
 from collections import deque
@@ -141,7 +142,11 @@ ELICIT_SEP1034_SCHEMA: dict[str, Any] = {
 ELICIT_SEP1330_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "untitledSingle": {"type": "string", "description": "Untitled single-select", "enum": ["option1", "option2", "option3"]},
+        "untitledSingle": {
+            "type": "string",
+            "description": "Untitled single-select",
+            "enum": ["option1", "option2", "option3"],
+        },
         "titledSingle": {
             "type": "string",
             "description": "Titled single-select",
@@ -179,8 +184,12 @@ ELICIT_SEP1330_SCHEMA: dict[str, Any] = {
 
 STATIC_TEXT = "This is the content of the static text resource."
 RESOURCES = [
-    types.Resource(uri="test://static-text", name="static-text", description="A static text resource.", mime_type="text/plain"),
-    types.Resource(uri="test://static-binary", name="static-binary", description="A static PNG image.", mime_type="image/png"),
+    types.Resource(
+        uri="test://static-text", name="static-text", description="A static text resource.", mime_type="text/plain"
+    ),
+    types.Resource(
+        uri="test://static-binary", name="static-binary", description="A static PNG image.", mime_type="image/png"
+    ),
     types.Resource(
         uri="test://watched-resource",
         name="watched-resource",
@@ -349,11 +358,14 @@ async def call_tool(
         text = reply.content.text if isinstance(reply.content, types.TextContent) else str(reply.content)
         return _result(_text(f"LLM response: {text}"))
     if name == "test_elicitation":
-        return await _elicit(ctx, params, str(args.get("message", "Please provide your information")), ELICIT_USER_SCHEMA)
+        message = str(args.get("message", "Please provide your information"))
+        return await _elicit(ctx, params, message, ELICIT_USER_SCHEMA)
     if name == "test_elicitation_sep1034_defaults":
-        return await _elicit(ctx, params, "Test client default value handling - please accept with defaults", ELICIT_SEP1034_SCHEMA)
+        message = "Test client default value handling - please accept with defaults"
+        return await _elicit(ctx, params, message, ELICIT_SEP1034_SCHEMA)
     if name == "test_elicitation_sep1330_enums":
-        return await _elicit(ctx, params, "Please select values using different enum schema types", ELICIT_SEP1330_SCHEMA)
+        message = "Please select values using different enum schema types"
+        return await _elicit(ctx, params, message, ELICIT_SEP1330_SCHEMA)
     if name == "json_schema_2020_12_tool":
         return _result(_text(f"Received: {json.dumps(args, sort_keys=True)}"))
     if name == "test_reconnection":
@@ -494,12 +506,34 @@ async def run_stdio(server: Server) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def run_http(server: Server, host: str, port: int) -> None:
+def require_bearer(app: Any, token: str) -> Any:
+    """ASGI wrapper answering 401 unless the request carries `Authorization: Bearer <token>`."""
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [(b"www-authenticate", b"Bearer"), (b"content-type", b"text/plain")],
+                }
+            )
+            await send({"type": "http.response.body", "body": b"missing or wrong bearer token"})
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def run_http(server: Server, host: str, port: int, token: str | None = None) -> None:
     import uvicorn
 
     app = server.streamable_http_app(
         streamable_http_path="/mcp", event_store=MemoryEventStore(), retry_interval=1000, host=host
     )
+    if token:
+        app = require_bearer(app, token)
     print(f"conformance fixture: http://{host}:{port}/mcp", file=sys.stderr, flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
@@ -507,11 +541,19 @@ def run_http(server: Server, host: str, port: int) -> None:
 def run_sse(server: Server, host: str, port: int) -> None:
     import uvicorn
     from mcp.server.sse import SseServerTransport
+    from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
     from starlette.responses import Response
     from starlette.routing import Mount, Route
 
-    sse = SseServerTransport("/messages/")
+    security = None
+    if host in ("127.0.0.1", "localhost", "::1"):  # the same DNS-rebinding guard the SDK's own sse_app sets
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    sse = SseServerTransport("/messages/", security_settings=security)
 
     async def handle_sse(request: Any) -> Response:
         async with sse.connect_sse(request.scope, request.receive, request._send) as (read_stream, write_stream):
@@ -529,11 +571,17 @@ def main() -> None:
     mode.add_argument("--http", type=int, metavar="PORT", help="serve Streamable HTTP at http://HOST:PORT/mcp")
     mode.add_argument("--sse", type=int, metavar="PORT", help="serve legacy SSE at http://HOST:PORT/sse")
     parser.add_argument("--host", default="127.0.0.1", help="bind address for --http/--sse (default 127.0.0.1)")
+    parser.add_argument(
+        "--bearer",
+        metavar="TOKEN",
+        default=os.environ.get("CONFORMANCE_FIXTURE_TOKEN"),
+        help="with --http, answer 401 unless `Authorization: Bearer TOKEN` is sent (to test auth-adding clients)",
+    )
     options = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     server = build_server()
     if options.http is not None:
-        run_http(server, options.host, options.http)
+        run_http(server, options.host, options.http, options.bearer)
     elif options.sse is not None:
         run_sse(server, options.host, options.sse)
     else:
