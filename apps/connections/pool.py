@@ -74,7 +74,8 @@ class _Server:
         self.failures = 0
         self.calls = 0
         self.last_failure_at = 0.0
-        self.last_start_error: Exception | None = None
+        self.last_start_error: BaseException | None = None
+        self.config_hash = ""
 
     @property
     def restarts(self) -> int:
@@ -278,13 +279,16 @@ class Pool:
         return conn
 
     def _replace_stale(self, spec: ServerSpec, server: _Server) -> None:
+        if server.config_hash != spec.config_hash:
+            server.config_hash = spec.config_hash
+            server.breaker.reset()  # a new config deserves a fresh chance, even with the circuit open
+            server.last_start_error = None
         conn = server.conn
         if conn is None:
             return
         if conn.config_hash != spec.config_hash:
             # Hot reload: the old connection finishes its calls; new ones go to a new backend.
             server.conn = None
-            server.breaker.reset()
             self._retired.add(conn)
             conn.retire()
             asyncio.get_running_loop().call_later(self.options.drain_timeout, self._abandon, conn)
