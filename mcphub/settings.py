@@ -104,8 +104,10 @@ INSTALLED_APPS = [
     "apps.catalog",
     "apps.connections",
     "apps.toolsets",
+    "apps.gateway",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "apps.web",
 ]
 
@@ -222,6 +224,15 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": "/api/",
+    # Swagger UI served from our own static files (no CDN).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "EndpointModeEnum": "apps.toolsets.models.Endpoint.Mode",
+        "LoadModeEnum": [("replace", "replace"), ("merge", "merge")],
+        "ServerVisibilityEnum": "apps.catalog.models.McpServer.Visibility",
+        "PresetVisibilityEnum": "apps.toolsets.models.Preset.Visibility",
+    },
 }
 
 LOGGING = {
@@ -236,3 +247,10 @@ LOGGING = {
 MCPHUB_DEFAULT_TOKEN_BUDGET = envint("MCPHUB_DEFAULT_TOKEN_BUDGET", 20000)
 MCPHUB_DEFAULT_SERVER_TIMEOUT = envint("MCPHUB_DEFAULT_SERVER_TIMEOUT", 30)
 MCP_JSON_PATH = envstr("MCP_JSON_PATH")
+
+# --- MCP gateway.
+MCPHUB_SESSION_TTL = envint("MCPHUB_SESSION_TTL", 24 * 3600)  # seconds an idle MCP session lives
+MCPHUB_RATE_LIMIT_PER_MINUTE = envint("MCPHUB_RATE_LIMIT_PER_MINUTE", 6000)  # per token; 0 = off
+MCPHUB_MAX_REQUEST_BYTES = envint("MCPHUB_MAX_REQUEST_BYTES", 4 * 1024 * 1024)
+MCPHUB_LIST_PAGE_SIZE = envint("MCPHUB_LIST_PAGE_SIZE", 1000)
+MCPHUB_LOG_TOOL_ARGUMENTS = envbool("MCPHUB_LOG_TOOL_ARGUMENTS", False)

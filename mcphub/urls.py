@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 from apps.core.views import health
 
@@ -9,4 +9,5 @@ admin.site.site_title = "MCP Hub"
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("health", health, name="health"),
+    path("api/", include("apps.api.urls")),
 ]
