@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
 
+from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.db.models import Sum
 from django.utils.text import slugify
 
+from apps.accounts.models import Membership, Team
 from apps.catalog.models import Tool
 from apps.toolsets.events import announce_tools_changed
 from apps.toolsets.models import Endpoint, EndpointTool, Preset, PresetVersion
@@ -90,3 +94,136 @@ def save_preset_version(*, preset: Preset, tool_keys: Iterable[str], user, note:
     return PresetVersion.objects.create(
         preset=preset, number=last + 1, tool_keys=sorted(set(tool_keys)), created_by=user, note=note
     )
+
+
+def update_endpoint(*, endpoint: Endpoint, **fields) -> Endpoint:
+    """Change an endpoint's settings; a new mode or naming changes what clients see, so announce it."""
+    for name, value in fields.items():
+        setattr(endpoint, name, value)
+    endpoint.full_clean()
+    with transaction.atomic():
+        endpoint.save()
+        if {"mode", "naming_strategy"} & fields.keys():
+            announce_tools_changed([endpoint.pk])
+    return endpoint
+
+
+class DefaultEndpointProtected(ValueError):
+    pass
+
+
+def delete_endpoint(*, endpoint: Endpoint) -> None:
+    if endpoint.is_default:
+        raise DefaultEndpointProtected("The default endpoint cannot be deleted.")
+    endpoint.delete()
+
+
+def set_tool_enabled(*, endpoint: Endpoint, tool: Tool, enabled: bool) -> None:
+    """Toggle one tool; enabling respects the endpoint's budget."""
+    if enabled:
+        enable_tools(endpoint=endpoint, tools=[tool])
+    else:
+        disable_tools(endpoint=endpoint, tools=[tool])
+
+
+def set_tools_enabled(*, endpoint: Endpoint, tools: Iterable[Tool], enabled: bool) -> None:
+    """Toggle a group of tools at once (e.g. all of one server's) as one change."""
+    if enabled:
+        enable_tools(endpoint=endpoint, tools=tools)
+    else:
+        disable_tools(endpoint=endpoint, tools=tools)
+
+
+# --- Presets.
+
+LoadMode = Literal["replace", "merge"]
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What loading a preset did: the keys it enabled and those it could not find (gone or hidden)."""
+
+    loaded: list[str]
+    missing: list[str]
+
+
+@transaction.atomic
+def create_preset(
+    *, owner, name: str, tool_keys: Iterable[str], description: str = "", team: Team | None = None, note: str = ""
+) -> Preset:
+    """A new preset with its first version; shared with `team` when one is given."""
+    if team is not None:
+        _check_member(user=owner, team=team)
+    preset = Preset.objects.create(
+        owner=owner,
+        name=name,
+        description=description,
+        team=team,
+        visibility=Preset.Visibility.TEAM if team else Preset.Visibility.PRIVATE,
+    )
+    save_preset_version(preset=preset, tool_keys=tool_keys, user=owner, note=note or "Created")
+    return preset
+
+
+def save_endpoint_as_preset(*, endpoint: Endpoint, name: str, team: Team | None = None, description: str = "") -> Preset:
+    keys = [tool.key for tool in endpoint.tools.select_related("server")]
+    return create_preset(owner=endpoint.owner, name=name, tool_keys=keys, description=description, team=team)
+
+
+@transaction.atomic
+def update_preset(
+    *, preset: Preset, user, tool_keys: Iterable[str] | None = None, note: str = "", **fields
+) -> Preset:
+    """Rename or describe a preset; new tool keys append a version (unchanged keys do not)."""
+    for name, value in fields.items():
+        setattr(preset, name, value)
+    preset.save()
+    if tool_keys is not None:
+        keys = sorted(set(tool_keys))
+        latest = preset.latest_version
+        if latest is None or latest.tool_keys != keys:
+            save_preset_version(preset=preset, tool_keys=keys, user=user, note=note)
+    return preset
+
+
+def _check_member(*, user, team: Team) -> None:
+    if not Membership.objects.filter(user=user, team=team).exists():
+        raise PermissionDenied(f"You are not a member of team '{team.slug}'.")
+
+
+def share_preset(*, preset: Preset, team: Team, user) -> Preset:
+    _check_member(user=user, team=team)
+    preset.team, preset.visibility = team, Preset.Visibility.TEAM
+    preset.save(update_fields=["team", "visibility", "updated_at"])
+    return preset
+
+
+def unshare_preset(*, preset: Preset) -> Preset:
+    preset.team, preset.visibility = None, Preset.Visibility.PRIVATE
+    preset.save(update_fields=["team", "visibility", "updated_at"])
+    return preset
+
+
+def rollback_preset(*, preset: Preset, number: int, user) -> PresetVersion:
+    """Roll back by appending a copy of version `number`: the versions after it stay, too."""
+    old = preset.versions.get(number=number)
+    return save_preset_version(preset=preset, tool_keys=old.tool_keys, user=user, note=f"Rolled back to v{number}")
+
+
+@transaction.atomic
+def load_preset(
+    *, endpoint: Endpoint, version: PresetVersion, tools: Iterable[Tool], mode: LoadMode = "replace"
+) -> LoadResult:
+    """Enable `version`'s tools on `endpoint`, replacing or merging with what is enabled.
+
+    `tools` are the tools the endpoint's owner may enable (the caller scopes them); keys of the
+    version that match none of them are reported as missing rather than failing the load.
+    """
+    by_key = {tool.key: tool for tool in tools}
+    found = [by_key[key] for key in version.tool_keys if key in by_key]
+    missing = [key for key in version.tool_keys if key not in by_key]
+    if mode == "merge":
+        enable_tools(endpoint=endpoint, tools=found)
+    else:
+        set_enabled_tools(endpoint=endpoint, tools=found)
+    return LoadResult(loaded=[tool.key for tool in found], missing=missing)

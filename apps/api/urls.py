@@ -1,0 +1,24 @@
+"""Everything under /api/: one router for the resources, plus the OpenAPI schema and its docs page."""
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from apps.accounts.api import AccessTokenViewSet, TeamViewSet
+from apps.catalog.api import ServerViewSet
+from apps.toolsets.api import EndpointViewSet, ToolViewSet
+from apps.toolsets.preset_api import PresetViewSet
+
+router = DefaultRouter()
+router.register("servers", ServerViewSet, basename="server")
+router.register("tools", ToolViewSet, basename="tool")
+router.register("endpoints", EndpointViewSet, basename="endpoint")
+router.register("presets", PresetViewSet, basename="preset")
+router.register("tokens", AccessTokenViewSet, basename="token")
+router.register("teams", TeamViewSet, basename="team")
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("", include(router.urls)),
+]

@@ -1,0 +1,70 @@
+"""API shapes of MCP servers. Secrets (env values, header values) are write-only: reads show keys only."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import serializers
+from rest_framework.exceptions import PermissionDenied
+
+from apps.accounts.models import Team, User
+from apps.catalog.models import McpServer
+
+
+class ServerSerializer(serializers.ModelSerializer):
+    env = serializers.DictField(
+        child=serializers.CharField(allow_blank=True), required=False, write_only=True,
+        help_text="Environment of a stdio server. Write-only: replaces the stored mapping when sent.",
+    )
+    headers = serializers.DictField(
+        child=serializers.CharField(allow_blank=True), required=False, write_only=True,
+        help_text="HTTP headers of a remote server. Write-only: replaces the stored mapping when sent.",
+    )
+    args = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
+    env_keys = serializers.SerializerMethodField(help_text="Names of the stored environment variables.")
+    header_keys = serializers.SerializerMethodField(help_text="Names of the stored headers.")
+    owner = serializers.SlugRelatedField(
+        slug_field="username", queryset=User.objects.all(), required=False, allow_null=True
+    )
+    team = serializers.SlugRelatedField(slug_field="slug", queryset=Team.objects.all(), required=False, allow_null=True)
+    tool_count = serializers.IntegerField(read_only=True, default=0)
+
+    class Meta:
+        model = McpServer
+        fields = [
+            "id", "name", "display_name", "description", "transport", "command", "args", "env", "env_keys", "cwd",
+            "url", "headers", "header_keys", "enabled", "timeout", "visibility", "owner", "team", "status",
+            "last_error", "last_ok_at", "last_checked_at", "tool_count", "created_at", "updated_at",
+        ]
+        read_only_fields = ["status", "last_error", "last_ok_at", "last_checked_at", "created_at", "updated_at"]
+
+    def get_env_keys(self, server: McpServer) -> list[str]:
+        return sorted(server.env)
+
+    def get_header_keys(self, server: McpServer) -> list[str]:
+        return sorted(server.headers)
+
+    def validate(self, attrs: dict) -> dict:
+        """Run the model's own rules (stdio needs a command, team visibility needs a team, …)."""
+        attrs = self._scoped(attrs)
+        candidate = McpServer(**{**self._current(), **attrs})
+        try:
+            candidate.clean()
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.message_dict) from None
+        return attrs
+
+    def _scoped(self, attrs: dict) -> dict:
+        """Non-staff writers get remote servers private to themselves, whatever they asked for."""
+        user = self.context["request"].user
+        if user.is_staff:
+            return attrs
+        transport = attrs.get("transport", self.instance.transport if self.instance else McpServer.Transport.STDIO)
+        if transport == McpServer.Transport.STDIO:
+            raise PermissionDenied("Only staff may define stdio servers: they run commands on the hub's host.")
+        return {**attrs, "visibility": McpServer.Visibility.PRIVATE, "owner": user, "team": None}
+
+    def _current(self) -> dict:
+        if self.instance is None:
+            return {}
+        names = [f for f in self.Meta.fields if f not in ("env_keys", "header_keys", "tool_count", "id")]
+        return {f: getattr(self.instance, f) for f in names if f not in self.Meta.read_only_fields}
