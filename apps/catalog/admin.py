@@ -1,0 +1,156 @@
+"""Admin for servers (write-only secrets) and the read-only catalog discovery fills in."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest
+from django.template.defaultfilters import truncatechars
+from django.urls import reverse
+from django.utils.html import format_html
+
+from apps.catalog.forms import McpServerForm
+from apps.catalog.models import McpServer, Prompt, Resource, ResourceTemplate, Tool
+
+
+def pretty_json(value: Any) -> str:
+    if value is None:
+        return "-"
+    return format_html("<pre>{}</pre>", json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False))
+
+
+class ReadOnlyAdminMixin:
+    """Discovery owns these rows: admins look, filter and may delete, but never add or edit."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ServerToolInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = Tool
+    fields = ("name", "available", "token_estimate", "last_seen_at")
+    readonly_fields = fields
+    show_change_link = True
+    can_delete = False
+    extra = 0
+    classes = ("collapse",)
+
+
+@admin.register(McpServer)
+class McpServerAdmin(admin.ModelAdmin):
+    form = McpServerForm
+    list_display = (
+        "name", "transport", "enabled", "visibility", "status", "tool_count", "short_last_error", "last_checked_at",
+    )
+    list_filter = ("transport", "status", "enabled", "visibility")
+    search_fields = ("name", "display_name", "description", "command", "url")
+    autocomplete_fields = ("owner", "team")
+    readonly_fields = ("status", "last_error", "last_ok_at", "last_checked_at", "config_hash", "tools_link")
+    inlines = (ServerToolInline,)
+    fieldsets = (
+        ("Identity", {"fields": ("name", "display_name", "description")}),
+        ("Connection", {"fields": ("transport", "command", "args", "cwd", "url", "timeout")}),
+        ("Secrets", {"fields": ("env", "headers"), "description": "Encrypted at rest; values are never shown."}),
+        ("Access", {"fields": ("enabled", "visibility", "owner", "team")}),
+        ("Health", {"fields": readonly_fields}),
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[McpServer]:
+        return super().get_queryset(request).annotate(tool_count=Count("tools"))
+
+    def get_fieldsets(self, request: HttpRequest, obj: McpServer | None = None):
+        # A server not yet saved has no health to show.
+        return self.fieldsets if obj else self.fieldsets[:-1]
+
+    @admin.display(description="tools", ordering="tool_count")
+    def tool_count(self, server: McpServer) -> int:
+        return server.tool_count
+
+    @admin.display(description="last error")
+    def short_last_error(self, server: McpServer) -> str:
+        return truncatechars(server.last_error, 80)
+
+    @admin.display(description="tools")
+    def tools_link(self, server: McpServer) -> str:
+        url = reverse("admin:catalog_tool_changelist") + f"?server__id__exact={server.pk}"
+        return format_html('<a href="{}">{} tools</a>', url, server.tool_count)
+
+
+class CatalogItemAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_filter = (("server", admin.RelatedOnlyFieldListFilter), "available")
+    list_select_related = ("server",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).select_related("server")
+
+
+@admin.register(Tool)
+class ToolAdmin(CatalogItemAdmin):
+    list_display = ("name", "server", "available", "token_estimate", "last_seen_at")
+    # Also what the endpoint inline's autocomplete searches.
+    search_fields = ("name", "title", "description", "server__name")
+    fields = (
+        "server", "name", "title", "description", "available", "token_estimate",
+        "input_schema_json", "output_schema_json", "annotations_json", "first_seen_at", "last_seen_at",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="input schema")
+    def input_schema_json(self, tool: Tool) -> str:
+        return pretty_json(tool.input_schema)
+
+    @admin.display(description="output schema")
+    def output_schema_json(self, tool: Tool) -> str:
+        return pretty_json(tool.output_schema)
+
+    @admin.display(description="annotations")
+    def annotations_json(self, tool: Tool) -> str:
+        return pretty_json(tool.annotations)
+
+
+@admin.register(Resource)
+class ResourceAdmin(CatalogItemAdmin):
+    list_display = ("uri", "name", "server", "mime_type", "available")
+    search_fields = ("uri", "name", "title", "description")
+    fields = (
+        "server", "uri", "name", "title", "description", "mime_type", "size", "available",
+        "annotations_json", "first_seen_at", "last_seen_at",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="annotations")
+    def annotations_json(self, resource: Resource) -> str:
+        return pretty_json(resource.annotations)
+
+
+@admin.register(ResourceTemplate)
+class ResourceTemplateAdmin(CatalogItemAdmin):
+    list_display = ("uri_template", "name", "server", "mime_type", "available")
+    search_fields = ("uri_template", "name", "title", "description")
+    fields = (
+        "server", "uri_template", "name", "title", "description", "mime_type", "available",
+        "annotations_json", "first_seen_at", "last_seen_at",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="annotations")
+    def annotations_json(self, template: ResourceTemplate) -> str:
+        return pretty_json(template.annotations)
+
+
+@admin.register(Prompt)
+class PromptAdmin(CatalogItemAdmin):
+    list_display = ("name", "server", "available")
+    search_fields = ("name", "title", "description")
+    fields = ("server", "name", "title", "description", "available", "arguments_json", "first_seen_at", "last_seen_at")
+    readonly_fields = fields
+
+    @admin.display(description="arguments")
+    def arguments_json(self, prompt: Prompt) -> str:
+        return pretty_json(prompt.arguments)
