@@ -10,4 +10,17 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+from apps.gateway.transport import Gateway  # noqa: E402
+
+mcp_gateway = Gateway()
+
+
+async def http_app(scope, receive, send):
+    """`/mcp/...` goes straight to the gateway (raw ASGI, no Django middleware on the hot path)."""
+    if scope["path"].startswith("/mcp/"):
+        await mcp_gateway(scope, receive, send)
+    else:
+        await django_asgi_app(scope, receive, send)
+
+
+application = ProtocolTypeRouter({"http": http_app})

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
+from apps.connections.specs import ServerSpec
 from apps.core.fields import EncryptedJSONField
 from apps.core.models import TimeStampedModel
 
@@ -97,6 +98,20 @@ class McpServer(TimeStampedModel):
         if update_fields is not None and set(update_fields) & set(CONNECTION_FIELDS):
             kwargs["update_fields"] = {*update_fields, "config_hash"}
         super().save(*args, **kwargs)
+
+    def to_spec(self) -> ServerSpec:
+        """The plain connection recipe the pool understands (secrets decrypted here, in memory only)."""
+        return ServerSpec(
+            name=self.name,
+            transport=self.transport,
+            command=self.command,
+            args=tuple(self.args),
+            env=self.env,
+            cwd=self.cwd or None,
+            url=self.url,
+            headers=self.headers,
+            timeout=float(self.timeout),
+        )
 
     def clean(self) -> None:
         errors = {}

@@ -1,0 +1,87 @@
+"""Tiny shared state read on hot paths: Redis when REDIS_URL is set, else this process's memory.
+
+Only counters and short-lived blobs live here (MCP sessions, rate windows, version stamps):
+anything that must survive a Redis flush belongs in the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import weakref
+
+import redis
+import redis.asyncio as aioredis
+from django.conf import settings
+
+_sync_client: redis.Redis | None = None
+_async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Redis] = weakref.WeakKeyDictionary()
+
+
+def _options() -> dict:
+    # redis-py 8 defaults socket_timeout to 5 s: idle blocking reads must not time out.
+    return {"socket_timeout": None, "socket_connect_timeout": 5, "health_check_interval": 30}
+
+
+def sync_redis() -> redis.Redis | None:
+    global _sync_client
+    if not settings.REDIS_URL:
+        return None
+    if _sync_client is None:
+        _sync_client = redis.Redis.from_url(settings.REDIS_URL, **_options())
+    return _sync_client
+
+
+def async_redis() -> aioredis.Redis | None:
+    """The Redis client of the running event loop (connections belong to the loop that made them)."""
+    if not settings.REDIS_URL:
+        return None
+    loop = asyncio.get_running_loop()
+    client = _async_clients.get(loop)
+    if client is None:
+        client = _async_clients[loop] = aioredis.Redis.from_url(settings.REDIS_URL, **_options())
+    return client
+
+
+class MemoryStore:
+    """The embedded default's stand-in for the few Redis commands the hub uses (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: dict[str, tuple[object, float | None]] = {}
+
+    def get(self, key: str) -> object | None:
+        with self._lock:
+            value, expires = self._values.get(key, (None, None))
+            if expires is not None and expires < time.monotonic():
+                del self._values[key]
+                return None
+            return value
+
+    def set(self, key: str, value: object, ttl: float | None = None) -> None:
+        with self._lock:
+            self._values[key] = (value, None if ttl is None else time.monotonic() + ttl)
+
+    def delete(self, key: str) -> bool:
+        with self._lock:
+            return self._values.pop(key, None) is not None
+
+    def incr(self, key: str, ttl: float | None = None) -> int:
+        with self._lock:
+            value, expires = self._values.get(key, (0, None))
+            if expires is not None and expires < time.monotonic():
+                value, expires = 0, None
+            if expires is None and ttl is not None:
+                expires = time.monotonic() + ttl
+            self._values[key] = (int(value) + 1, expires)
+            return int(value) + 1
+
+
+memory = MemoryStore()
+
+
+def incr(key: str) -> int:
+    """Bump a counter, from sync code, wherever the hub keeps its hot state."""
+    client = sync_redis()
+    return client.incr(key) if client is not None else memory.incr(key)

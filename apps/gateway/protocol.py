@@ -1,0 +1,401 @@
+"""The MCP methods an endpoint answers, over any transport.
+
+Lists come from the endpoint's cached view (the catalog); calls, reads and prompt gets are
+routed to the backend that owns the item through the connection pool.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from django.conf import settings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
+
+from apps.gateway import calllog, jsonrpc, naming
+from apps.gateway.auth import EndpointRef, Principal
+from apps.gateway.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, RpcError
+from apps.gateway.state import Session
+from apps.gateway.view import EndpointView, Exposed
+
+SERVER_INFO = {"name": "mcphub", "title": "MCP Hub", "version": "0.1.0"}
+CAPABILITIES: dict[str, Any] = {
+    "tools": {"listChanged": True},
+    "resources": {"subscribe": True, "listChanged": True},
+    "prompts": {"listChanged": True},
+    "logging": {},
+    "completions": {},
+}
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+class Emitter(Protocol):
+    """The client-facing side of one request: notifications and server→client requests."""
+
+    can_request: bool
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None: ...
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]: ...
+
+
+@dataclass
+class Context:
+    principal: Principal
+    endpoint: EndpointRef
+    view: EndpointView
+    session: Session | None
+    protocol_version: str
+    emitter: Emitter | None = None
+
+
+Handler = Callable[[Context, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+def negotiate(requested: Any) -> str:
+    return requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
+
+
+def initialize_result(version: str) -> dict[str, Any]:
+    return {
+        "protocolVersion": version,
+        "capabilities": CAPABILITIES,
+        "serverInfo": SERVER_INFO,
+        "instructions": "MCP Hub: the tools this endpoint's owner enabled, from every server they use.",
+    }
+
+
+def discover_result() -> dict[str, Any]:
+    return {
+        "supportedVersions": list(MODERN_PROTOCOL_VERSIONS),
+        "capabilities": CAPABILITIES,
+        "serverInfo": SERVER_INFO,
+        "cacheScope": "private",
+        "ttlMs": 0,
+        "resultType": "complete",
+    }
+
+
+async def dispatch(ctx: Context, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    handler = HANDLERS.get(method)
+    if handler is None:
+        raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
+    return await handler(ctx, params)
+
+
+# -- lists ---------------------------------------------------------------------------
+
+
+def _page(params: dict[str, Any], total: int, size: int) -> tuple[int, str | None]:
+    """(start offset, next cursor) for a cursor-paginated list."""
+    cursor = params.get("cursor")
+    start = 0
+    if cursor is not None:
+        try:
+            start = int(base64.urlsafe_b64decode(str(cursor).encode()).decode())
+        except (ValueError, UnicodeDecodeError):
+            raise RpcError(INVALID_PARAMS, "Invalid cursor") from None
+        if not 0 <= start <= total:
+            raise RpcError(INVALID_PARAMS, "Invalid cursor")
+    end = start + size
+    return start, base64.urlsafe_b64encode(str(end).encode()).decode() if end < total else None
+
+
+async def tools_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    size = settings.MCPHUB_LIST_PAGE_SIZE
+    start, next_cursor = _page(params, len(ctx.view.tools), size)
+    pages = ctx.view.tool_list_json
+    page = pages[start // size] if start // size < len(pages) else "[]"
+    result: dict[str, Any] = {"tools": jsonrpc.RawJson(page)}
+    if next_cursor:
+        result["nextCursor"] = next_cursor
+    return result
+
+
+def _listing(key: str, items: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
+    start, next_cursor = _page(params, len(items), settings.MCPHUB_LIST_PAGE_SIZE)
+    result: dict[str, Any] = {key: items[start : start + settings.MCPHUB_LIST_PAGE_SIZE]}
+    if next_cursor:
+        result["nextCursor"] = next_cursor
+    return result
+
+
+async def prompts_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    return _listing("prompts", [p.entry for p in ctx.view.prompts.values()], params)
+
+
+async def resources_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    return _listing("resources", ctx.view.resources, params)
+
+
+async def templates_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    return _listing("resourceTemplates", [entry for _, entry in ctx.view.templates], params)
+
+
+# -- calls ---------------------------------------------------------------------------
+
+
+def _get_pool():
+    from apps.connections.default import get_pool
+
+    return get_pool()
+
+
+def _string(params: dict[str, Any], key: str) -> str:
+    value = params.get(key)
+    if not isinstance(value, str) or not value:
+        raise RpcError(INVALID_PARAMS, f"Invalid params: '{key}' must be a non-empty string")
+    return value
+
+
+def _mapping(params: dict[str, Any], key: str) -> dict[str, Any]:
+    value = params.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise RpcError(INVALID_PARAMS, f"Invalid params: '{key}' must be an object")
+    return value
+
+
+def _unknown(kind: str, name: str, names: list[str]) -> RpcError:
+    suggestions = naming.suggest(name, names)
+    hint = f" Did you mean: {', '.join(suggestions)}?" if suggestions else ""
+    return RpcError(INVALID_PARAMS, f"Unknown {kind}: {name}.{hint}", {"suggestions": suggestions} if suggestions else None)
+
+
+def _dump(model: Any) -> dict[str, Any]:
+    return model.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+async def tools_call(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    name = _string(params, "name")
+    arguments = _mapping(params, "arguments")
+    exposed = ctx.view.tools.get(name)
+    if exposed is None:
+        raise _unknown("tool", name, list(ctx.view.tools))
+    started, clock = time.time(), time.perf_counter()
+    try:
+        result = await _backend_call(ctx, exposed, arguments, _meta(params))
+    except RpcError as exc:
+        calllog.record(ctx, exposed, started, clock, ok=False, error=exc.message, arguments=arguments)
+        raise
+    error = _error_text(result) if result.get("isError") else ""
+    calllog.record(ctx, exposed, started, clock, ok=not error, error=error, arguments=arguments)
+    return result
+
+
+async def _backend_call(ctx: Context, exposed: Exposed, arguments: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    from mcp import MCPError
+
+    from apps.connections.errors import PoolError
+
+    spec = ctx.view.specs[exposed.server]
+    try:
+        result = await _get_pool().call_tool(
+            spec,
+            exposed.backend_name,
+            arguments,
+            timeout=spec.timeout,
+            progress_callback=_progress(ctx, meta.get("progressToken")),
+            relay=_relay(ctx),
+        )
+    except MCPError as exc:
+        raise RpcError(exc.code, exc.message, exc.data) from None
+    except PoolError as exc:
+        return {"content": [{"type": "text", "text": f"Tool {exposed.name} failed: {exc.message}"}], "isError": True}
+    return _dump(result)
+
+
+def _meta(params: dict[str, Any]) -> dict[str, Any]:
+    meta = params.get("_meta")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _error_text(result: dict[str, Any]) -> str:
+    texts = [c.get("text", "") for c in result.get("content", []) if isinstance(c, dict) and c.get("type") == "text"]
+    return " ".join(texts)[:2000] or "isError"
+
+
+def _progress(ctx: Context, token: Any) -> Callable[..., Awaitable[None]] | None:
+    emitter = ctx.emitter
+    if token is None or emitter is None:
+        return None
+
+    async def send(progress: float, total: float | None, message: str | None) -> None:
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await emitter.notify("notifications/progress", params)
+
+    return send
+
+
+def _relay(ctx: Context):
+    """Answers to the backend's sampling/elicitation/roots requests, asked of our own client."""
+    from apps.connections.hooks import Relay
+
+    emitter, caps = ctx.emitter, (ctx.session.client_capabilities if ctx.session else {})
+    if emitter is None or not emitter.can_request:
+        return None
+
+    def ask(method: str, result_model: str):
+        async def forward(params: Any) -> Any:
+            import mcp_types
+
+            answer = await emitter.request(method, _dump(params) if params is not None else {})
+            return getattr(mcp_types, result_model).model_validate(answer)
+
+        return forward
+
+    return Relay(
+        sampling=ask("sampling/createMessage", "CreateMessageResult") if "sampling" in caps else None,
+        elicitation=ask("elicitation/create", "ElicitResult") if "elicitation" in caps else None,
+        list_roots=_roots(ask("roots/list", "ListRootsResult")) if "roots" in caps else None,
+    )
+
+
+def _roots(forward):
+    async def list_roots() -> Any:
+        return await forward(None)
+
+    return list_roots
+
+
+async def prompts_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from mcp import MCPError
+
+    name = _string(params, "name")
+    exposed = ctx.view.prompts.get(name)
+    if exposed is None:
+        raise _unknown("prompt", name, list(ctx.view.prompts))
+    arguments = {str(k): str(v) for k, v in _mapping(params, "arguments").items()}
+    try:
+        result = await _get_pool().get_prompt(ctx.view.specs[exposed.server], exposed.backend_name, arguments, relay=_relay(ctx))
+    except MCPError as exc:
+        raise RpcError(exc.code, exc.message, exc.data) from None
+    return _dump(result)
+
+
+def _template_regex(template: str) -> re.Pattern[str]:
+    parts = re.split(r"(\{[^}]*\})", template)
+    pattern = "".join(
+        (".+" if part.startswith("{+") else "[^/]+") if part.startswith("{") else re.escape(part) for part in parts
+    )
+    return re.compile(f"^{pattern}$")
+
+
+def _resource_server(view: EndpointView, uri: str) -> str:
+    server = view.resource_servers.get(uri)
+    if server is not None:
+        return server
+    for owner, entry in view.templates:
+        if _template_regex(entry["uriTemplate"]).match(uri):
+            return owner
+    raise RpcError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+
+
+async def resources_read(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from mcp import MCPError
+
+    uri = _string(params, "uri")
+    server = _resource_server(ctx.view, uri)
+    try:
+        result = await _get_pool().read_resource(ctx.view.specs[server], uri, relay=_relay(ctx))
+    except MCPError as exc:
+        raise RpcError(exc.code, exc.message, exc.data) from None
+    return _dump(result)
+
+
+async def completion_complete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    import mcp_types
+    from mcp import MCPError
+
+    ref, argument = _mapping(params, "ref"), _mapping(params, "argument")
+    if ref.get("type") == "ref/prompt":
+        exposed = ctx.view.prompts.get(str(ref.get("name")))
+        if exposed is None:
+            raise _unknown("prompt", str(ref.get("name")), list(ctx.view.prompts))
+        server, backend_ref = exposed.server, mcp_types.PromptReference(type="ref/prompt", name=exposed.backend_name)
+    elif ref.get("type") == "ref/resource":
+        server = _resource_server(ctx.view, _string(ref, "uri"))
+        backend_ref = mcp_types.ResourceTemplateReference(type="ref/resource", uri=ref["uri"])
+    else:
+        raise RpcError(INVALID_PARAMS, "Invalid params: ref.type must be 'ref/prompt' or 'ref/resource'")
+    context = _mapping(_mapping(params, "context"), "arguments")
+    try:
+        result = await _get_pool().complete(ctx.view.specs[server], backend_ref, argument, context or None)
+    except MCPError as exc:
+        raise RpcError(exc.code, exc.message, exc.data) from None
+    return _dump(result)
+
+
+# -- session-level -------------------------------------------------------------------
+
+
+async def ping(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    return {}
+
+
+async def set_level(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from apps.gateway import state
+
+    level = params.get("level")
+    if level not in LOG_LEVELS:
+        raise RpcError(INVALID_PARAMS, f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}")
+    if ctx.session is not None:
+        ctx.session.log_level = level
+        await state.save_session(ctx.session)
+    return {}
+
+
+async def subscribe(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    return await _subscription(ctx, params, add=True)
+
+
+async def unsubscribe(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    return await _subscription(ctx, params, add=False)
+
+
+async def _subscription(ctx: Context, params: dict[str, Any], *, add: bool) -> dict[str, Any]:
+    from apps.gateway import state
+
+    uri = _string(params, "uri")
+    _resource_server(ctx.view, uri)
+    if ctx.session is not None:
+        subscriptions = set(ctx.session.subscriptions)
+        subscriptions.add(uri) if add else subscriptions.discard(uri)
+        ctx.session.subscriptions = sorted(subscriptions)
+        await state.save_session(ctx.session)
+    return {}
+
+
+async def discover(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    return discover_result()
+
+
+HANDLERS: dict[str, Handler] = {
+    "ping": ping,
+    "tools/list": tools_list,
+    "tools/call": tools_call,
+    "prompts/list": prompts_list,
+    "prompts/get": prompts_get,
+    "resources/list": resources_list,
+    "resources/templates/list": templates_list,
+    "resources/read": resources_read,
+    "resources/subscribe": subscribe,
+    "resources/unsubscribe": unsubscribe,
+    "completion/complete": completion_complete,
+    "logging/setLevel": set_level,
+    "server/discover": discover,
+}
+
+
+def new_request_id() -> str:
+    return f"mcphub-{uuid.uuid4().hex}"

@@ -1,0 +1,114 @@
+"""MCP session state shared by every web process (Redis), or kept in memory when embedded.
+
+Web processes hold nothing a session needs between requests: a session's negotiated version,
+client capabilities, log level and subscriptions live here, so any process serves any request.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from apps.core import hotstate
+from apps.toolsets.events import endpoint_version_key
+
+SESSION_PREFIX = "mcphub:gw:s:"
+RATE_PREFIX = "mcphub:gw:r:"
+
+
+@dataclass
+class Session:
+    id: str
+    endpoint_id: int
+    user_id: int
+    protocol_version: str
+    client_capabilities: dict[str, Any] = field(default_factory=dict)
+    client_info: dict[str, Any] = field(default_factory=dict)
+    log_level: str | None = None
+    subscriptions: list[str] = field(default_factory=list)
+    transport: str = "streamable_http"
+
+    @classmethod
+    def new(cls, **fields: Any) -> Session:
+        return cls(id=secrets.token_urlsafe(24), **fields)
+
+    def dumps(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def loads(cls, raw: str | bytes) -> Session:
+        return cls(**json.loads(raw))
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What one request needs from shared state, fetched in a single round trip."""
+
+    session: Session | None
+    endpoint_version: object
+    retry_after: int | None
+
+
+def _ttl() -> int:
+    return settings.MCPHUB_SESSION_TTL
+
+
+def _window() -> tuple[str, int]:
+    now = int(time.time())
+    return str(now // 60), 60 - now % 60
+
+
+async def snapshot(*, session_id: str | None, endpoint_id: int, rate_key: str) -> Snapshot:
+    """Session, endpoint version and this request's rate-limit verdict, in one round trip."""
+    window, retry_after = _window()
+    limit = settings.MCPHUB_RATE_LIMIT_PER_MINUTE
+    client = hotstate.async_redis()
+    if client is None:
+        return _memory_snapshot(session_id, endpoint_id, f"{RATE_PREFIX}{rate_key}:{window}", limit, retry_after)
+    pipe = client.pipeline(transaction=False)
+    pipe.get(endpoint_version_key(endpoint_id))
+    if session_id:
+        pipe.getex(SESSION_PREFIX + session_id, ex=_ttl())
+    if limit:
+        pipe.incr(f"{RATE_PREFIX}{rate_key}:{window}")
+        pipe.expire(f"{RATE_PREFIX}{rate_key}:{window}", 61, nx=True)
+    results = await pipe.execute()
+    session = Session.loads(results[1]) if session_id and results[1] else None
+    count = results[2 if session_id else 1] if limit else 0
+    return Snapshot(session, results[0], retry_after if limit and count > limit else None)
+
+
+def _memory_snapshot(session_id: str | None, endpoint_id: int, rate_key: str, limit: int, retry_after: int) -> Snapshot:
+    store = hotstate.memory
+    raw = store.get(SESSION_PREFIX + session_id) if session_id else None
+    if raw is not None:
+        store.set(SESSION_PREFIX + session_id, raw, _ttl())
+    count = store.incr(rate_key, ttl=61) if limit else 0
+    session = Session.loads(raw) if raw else None
+    return Snapshot(session, store.get(endpoint_version_key(endpoint_id)), retry_after if limit and count > limit else None)
+
+
+async def save_session(session: Session) -> None:
+    client = hotstate.async_redis()
+    if client is None:
+        hotstate.memory.set(SESSION_PREFIX + session.id, session.dumps(), _ttl())
+    else:
+        await client.set(SESSION_PREFIX + session.id, session.dumps(), ex=_ttl())
+
+
+async def load_session(session_id: str) -> Session | None:
+    client = hotstate.async_redis()
+    raw = hotstate.memory.get(SESSION_PREFIX + session_id) if client is None else await client.get(SESSION_PREFIX + session_id)
+    return Session.loads(raw) if raw else None
+
+
+async def delete_session(session_id: str) -> bool:
+    client = hotstate.async_redis()
+    if client is None:
+        return hotstate.memory.delete(SESSION_PREFIX + session_id)
+    return bool(await client.delete(SESSION_PREFIX + session_id))

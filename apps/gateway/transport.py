@@ -1,0 +1,486 @@
+"""The MCP HTTP face of every endpoint: Streamable HTTP and the legacy SSE transport.
+
+URLs (token in the header, or an endpoint-scoped token in the URL):
+    /mcp/<slug>/             and  /mcp/t/<token>/            Streamable HTTP (POST, GET, DELETE)
+    /mcp/<slug>/sse          and  /mcp/t/<token>/sse         legacy SSE stream (2024-11-05)
+    /mcp/<slug>/messages     and  /mcp/t/<token>/messages    legacy SSE message POSTs
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.http.request import split_domain_port, validate_host
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+from apps.gateway import auth, jsonrpc, protocol, state
+from apps.gateway.auth import EndpointRef, Principal
+from apps.gateway.http import HttpError, Request, Send, end_stream, respond, sse_comment, sse_event, start_sse
+from apps.gateway.jsonrpc import RpcError
+from apps.gateway.mailbox import mailbox
+from apps.gateway.state import Session
+from apps.gateway.view import EndpointView, current
+from apps.toolsets.events import TOOLS_CHANGED, endpoint_group
+
+logger = logging.getLogger(__name__)
+
+ROUTE = re.compile(r"^/mcp/(?:t/(?P<token>[A-Za-z0-9_-]{1,200})|(?P<slug>[a-z0-9][a-z0-9-]{2,63}))/?(?P<tail>sse|messages)?/?$")
+KEEPALIVE_SECONDS = 15.0
+CLIENT_REPLY_SECONDS = 300.0
+WEB_GROUP = "mcphub.web"
+SESSION_CLOSED = "session.closed"
+SESSION_MESSAGE = "session.message"
+CANCEL = "request.cancel"
+LEGACY_VERSION = "2024-11-05"
+
+
+def session_group(session_id: str) -> str:
+    return f"mcphub.session.{session_id}"
+
+
+@dataclass
+class Route:
+    slug: str | None
+    url_token: str | None
+    tail: str | None
+
+
+# Requests running in this process, by (session id, JSON-RPC id): for notifications/cancelled.
+_running: dict[tuple[str, str], asyncio.Task[Any]] = {}
+
+
+class Gateway:
+    """Raw ASGI app for `/mcp/...`; everything else is Django's."""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Send) -> None:
+        request = Request(scope, receive)
+        try:
+            await self._handle(request, send)
+        except HttpError as exc:
+            await respond(send, exc.status, exc.body, exc.headers)
+        except ConnectionAbortedError:
+            pass
+
+    async def _handle(self, request: Request, send: Send) -> None:
+        match = ROUTE.match(request.path)
+        if match is None:
+            raise HttpError(404, {"error": "not_found", "message": "No such MCP endpoint"})
+        route = Route(match["slug"], match["token"], match["tail"])
+        _check_origin(request)
+        principal = await _authenticate(request, route)
+        endpoint = await auth.endpoint_for(principal, route.slug)
+        if endpoint is None:
+            raise HttpError(404, {"error": "not_found", "message": "No such MCP endpoint"})
+        await _listen_for_cancellations()
+        handler = {
+            (None, "POST"): _post,
+            (None, "GET"): _get_stream,
+            (None, "DELETE"): _delete,
+            ("sse", "GET"): _legacy_stream,
+            ("messages", "POST"): _legacy_post,
+        }.get((route.tail, request.method))
+        if handler is None:
+            allowed = {None: "GET, POST, DELETE", "sse": "GET", "messages": "POST"}[route.tail]
+            raise HttpError(405, {"error": "method_not_allowed"}, [(b"allow", allowed.encode())])
+        await handler(request, send, principal, endpoint, route)
+
+
+# -- security ------------------------------------------------------------------------
+
+
+def _check_origin(request: Request) -> None:
+    """DNS-rebinding protection: Host must be ours, and so must Origin when a browser sends one."""
+    allowed = settings.ALLOWED_HOSTS
+    host = request.headers.get("host", "")
+    if not validate_host(split_domain_port(host)[0], allowed):
+        raise HttpError(421, {"error": "invalid_host", "message": f"Host {host!r} is not allowed"})
+    origin = request.headers.get("origin")
+    if origin and origin != "null":
+        origin_host = re.sub(r"^[a-z][a-z0-9+.-]*://", "", origin.lower()).split("/")[0]
+        if not validate_host(split_domain_port(origin_host)[0], allowed) and origin not in settings.CSRF_TRUSTED_ORIGINS:
+            raise HttpError(403, {"error": "invalid_origin", "message": f"Origin {origin!r} is not allowed"})
+
+
+async def _authenticate(request: Request, route: Route) -> Principal:
+    header = request.headers.get("authorization", "")
+    raw = route.url_token or (header[7:].strip() if header[:7].lower() == "bearer " else "")
+    if not raw:
+        raise _unauthorized("missing_token", "Send Authorization: Bearer <token> (create one on your endpoint page)")
+    principal = await auth.principal_for(raw)
+    if principal is None:
+        raise _unauthorized("invalid_token", "The access token is invalid, expired or revoked")
+    if route.url_token and principal.scope_endpoint_id is None:
+        raise _unauthorized("invalid_token", "Only a token scoped to one endpoint may be used in the URL")
+    return principal
+
+
+def _unauthorized(code: str, message: str) -> HttpError:
+    challenge = f'Bearer realm="mcphub", error="{code}", error_description="{message}"'
+    if code == "missing_token":
+        challenge = 'Bearer realm="mcphub"'
+    return HttpError(401, {"error": code, "message": message}, [(b"www-authenticate", challenge.encode())])
+
+
+# -- Streamable HTTP -----------------------------------------------------------------
+
+
+async def _post(request: Request, send: Send, principal: Principal, endpoint: EndpointRef, route: Route) -> None:
+    _require_json_content(request)
+    if not (request.accepts("application/json") or request.accepts("text/event-stream")):
+        raise HttpError(406, {"error": "not_acceptable", "message": "Accept application/json and text/event-stream"})
+    message = await _read_message(request)
+    kind = _kind(message)
+    session_id = request.headers.get("mcp-session-id")
+    version_header = request.headers.get("mcp-protocol-version")
+    if kind == "request" and message["method"] == "initialize":
+        session_id = None
+    snap = await state.snapshot(session_id=session_id, endpoint_id=endpoint.id, rate_key=principal.token_prefix)
+    _check_rate(snap)
+    if kind == "request" and message["method"] == "initialize":
+        await _initialize(send, message, principal, endpoint, snap.endpoint_version)
+        return
+    if version_header in MODERN_PROTOCOL_VERSIONS or (kind == "request" and message["method"] == "server/discover"):
+        from apps.gateway.modern import handle_modern
+
+        await handle_modern(request, send, message, kind, principal, endpoint, snap.endpoint_version)
+        return
+    session = _require_session(session_id, snap.session, principal, endpoint)
+    if version_header is not None and version_header not in HANDSHAKE_PROTOCOL_VERSIONS:
+        raise HttpError(400, jsonrpc.error(message.get("id"), RpcError(jsonrpc.INVALID_REQUEST, f"Unsupported MCP-Protocol-Version: {version_header}")))
+    if kind != "request":
+        await _accept_non_request(message, kind, session)
+        await respond(send, 202)
+        return
+    view = await _view(endpoint, snap.endpoint_version)
+    responder = StreamResponder(send, message["id"], request.accepts("text/event-stream"), session)
+    ctx = protocol.Context(principal, endpoint, view, session, session.protocol_version, responder)
+    await _run_request(request, ctx, message, responder, session.id)
+
+
+def _require_json_content(request: Request) -> None:
+    content_type = request.headers.get("content-type", "")
+    if content_type.split(";")[0].strip().lower() != "application/json":
+        raise HttpError(415, {"error": "unsupported_media_type", "message": "Content-Type must be application/json"})
+
+
+async def _read_message(request: Request) -> Any:
+    body = await request.body(settings.MCPHUB_MAX_REQUEST_BYTES)
+    try:
+        message = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise HttpError(400, jsonrpc.error(None, RpcError(jsonrpc.PARSE_ERROR, "Parse error: body is not valid JSON"))) from None
+    if isinstance(message, list):
+        raise HttpError(400, jsonrpc.error(None, RpcError(jsonrpc.INVALID_REQUEST, "Invalid Request: JSON-RPC batches are not supported")))
+    return message
+
+
+def _kind(message: Any) -> str:
+    try:
+        return jsonrpc.kind(message)
+    except RpcError as exc:
+        request_id = message.get("id") if isinstance(message, dict) and jsonrpc._valid_id(message.get("id")) else None
+        raise HttpError(400, jsonrpc.error(request_id, exc)) from None
+
+
+def _check_rate(snap: state.Snapshot) -> None:
+    if snap.retry_after is not None:
+        raise HttpError(
+            429,
+            {"error": "rate_limited", "message": f"Too many requests for this token; retry in {snap.retry_after} s"},
+            [(b"retry-after", str(snap.retry_after).encode())],
+        )
+
+
+def _require_session(session_id: str | None, session: Session | None, principal: Principal, endpoint: EndpointRef) -> Session:
+    if not session_id:
+        raise HttpError(400, jsonrpc.error(None, RpcError(jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required (send initialize first)")))
+    if session is None or session.endpoint_id != endpoint.id or session.user_id != principal.user_id:
+        raise HttpError(404, jsonrpc.error(None, RpcError(jsonrpc.SESSION_NOT_FOUND, "Session not found: initialize a new session")))
+    return session
+
+
+async def _view(endpoint: EndpointRef, version: object) -> EndpointView:
+    view = await current(endpoint.id, version, page_size=settings.MCPHUB_LIST_PAGE_SIZE)
+    if view is None:
+        raise HttpError(404, {"error": "not_found", "message": "No such MCP endpoint"})
+    return view
+
+
+async def _initialize(send: Send, message: dict[str, Any], principal: Principal, endpoint: EndpointRef, version: object) -> None:
+    params = message.get("params") or {}
+    negotiated = protocol.negotiate(params.get("protocolVersion"))
+    session = Session.new(
+        endpoint_id=endpoint.id,
+        user_id=principal.user_id,
+        protocol_version=negotiated,
+        client_capabilities=_dict(params.get("capabilities")),
+        client_info=_dict(params.get("clientInfo")),
+    )
+    await state.save_session(session)
+    body = jsonrpc.dumps(jsonrpc.result(message["id"], protocol.initialize_result(negotiated))).encode()
+    await respond(send, 200, body, [(b"content-type", b"application/json"), (b"mcp-session-id", session.id.encode())])
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+async def _accept_non_request(message: dict[str, Any], kind: str, session: Session) -> None:
+    if kind == "response":
+        await mailbox().deliver_reply(str(message["id"]), message)
+    elif message["method"] == "notifications/cancelled":
+        request_id = (message.get("params") or {}).get("requestId")
+        if request_id is not None:
+            await mailbox().publish(WEB_GROUP, {"type": CANCEL, "session": session.id, "request": str(request_id)})
+
+
+async def _run_request(request: Request, ctx: protocol.Context, message: dict[str, Any], responder: StreamResponder, session_id: str) -> None:
+    """Run one request; a client that disconnects or cancels cancels the backend call too."""
+    task = asyncio.ensure_future(protocol.dispatch(ctx, message["method"], message.get("params") or {}))
+    key = (session_id, str(message["id"]))
+    _running[key] = task
+    watcher = asyncio.ensure_future(_watch_disconnect(request, task))
+    try:
+        outcome = jsonrpc.result(message["id"], await task)
+    except RpcError as exc:
+        outcome = jsonrpc.error(message["id"], exc)
+    except asyncio.CancelledError:
+        if not task.cancelled():
+            raise
+        outcome = jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, "Request cancelled"))
+    except Exception:
+        logger.exception("internal error in %s", message["method"])
+        outcome = jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, "Internal error"))
+    finally:
+        _running.pop(key, None)
+        watcher.cancel()
+    await responder.finish(outcome)
+
+
+async def _watch_disconnect(request: Request, task: asyncio.Future[Any]) -> None:
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            task.cancel()
+            return
+
+
+_cancel_listeners: set[asyncio.AbstractEventLoop] = set()
+
+
+async def _listen_for_cancellations() -> None:
+    """notifications/cancelled may reach any process: each one hears them and checks its own."""
+    loop = asyncio.get_running_loop()
+    if loop in _cancel_listeners:
+        return
+    _cancel_listeners.add(loop)
+    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    await mailbox().join(WEB_GROUP, queue)
+    loop.create_task(_cancel_loop(queue), name="mcphub-cancellations")
+
+
+async def _cancel_loop(queue: asyncio.Queue[dict[str, Any]]) -> None:
+    while True:
+        event = await queue.get()
+        task = _running.get((event.get("session", ""), event.get("request", "")))
+        if event.get("type") == CANCEL and task is not None:
+            task.cancel()
+
+
+async def ask_client(deliver: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Send a server→client request through `deliver` and wait for the answer, posted anywhere."""
+    request_id = protocol.new_request_id()
+    box = mailbox()
+    reply = await box.expect_reply(request_id)
+    try:
+        await deliver({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        answer = await asyncio.wait_for(reply, CLIENT_REPLY_SECONDS)
+    finally:
+        box.forget_reply(request_id)
+    if "error" in answer:
+        error = answer["error"] if isinstance(answer["error"], dict) else {}
+        raise RpcError(int(error.get("code", jsonrpc.INTERNAL_ERROR)), str(error.get("message", "client error")))
+    return answer.get("result") or {}
+
+
+class StreamResponder:
+    """Answers one POST: plain JSON unless something must be streamed first, then SSE."""
+
+    def __init__(self, send: Send, request_id: Any, sse_ok: bool, session: Session | None, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+        self.send = send
+        self.request_id = request_id
+        self.can_request = sse_ok
+        self.sse_ok = sse_ok
+        self.session = session
+        self.headers = headers or []
+        self.streaming = False
+        self._lock = asyncio.Lock()
+
+    async def _event(self, message: dict[str, Any]) -> None:
+        async with self._lock:
+            if not self.streaming:
+                self.streaming = True
+                await start_sse(self.send, self.headers)
+            await sse_event(self.send, jsonrpc.dumps(message), event="message")
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        if self.sse_ok:
+            await self._event(jsonrpc.notification(method, params))
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await ask_client(self._event, method, params)
+
+    async def finish(self, outcome: dict[str, Any]) -> None:
+        body = jsonrpc.render(outcome)
+        async with self._lock:
+            if self.streaming:
+                await sse_event(self.send, body, event="message", more=False)
+            else:
+                await respond(self.send, 200, body.encode(), [(b"content-type", b"application/json"), *self.headers])
+
+
+async def _get_stream(request: Request, send: Send, principal: Principal, endpoint: EndpointRef, route: Route) -> None:
+    if not request.accepts("text/event-stream"):
+        raise HttpError(406, {"error": "not_acceptable", "message": "Accept text/event-stream"})
+    session_id = request.headers.get("mcp-session-id")
+    snap = await state.snapshot(session_id=session_id, endpoint_id=endpoint.id, rate_key=principal.token_prefix)
+    _check_rate(snap)
+    session = _require_session(session_id, snap.session, principal, endpoint)
+    await start_sse(send, [(b"mcp-session-id", session.id.encode())])
+    await _pump(request, send, session, endpoint, event_name="message")
+
+
+async def _pump(request: Request, send: Send, session: Session, endpoint: EndpointRef, *, event_name: str, on_ready: Any = None) -> None:
+    """Relay this session's server→client messages until the client leaves or the session ends."""
+    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1000)
+    box = mailbox()
+    groups = [endpoint_group(endpoint.id), session_group(session.id)]
+    for group in groups:
+        await box.join(group, queue)
+    if on_ready is not None:
+        await on_ready()
+    disconnect = asyncio.ensure_future(_wait_disconnect(request))
+    try:
+        while not disconnect.done():
+            getter = asyncio.ensure_future(queue.get())
+            done, _ = await asyncio.wait({getter, disconnect}, timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+            if getter not in done:
+                getter.cancel()
+                if not disconnect.done():
+                    await sse_comment(send)
+                continue
+            event = getter.result()
+            if event.get("type") == SESSION_CLOSED:
+                break
+            outgoing = _outgoing(event)
+            if outgoing is not None:
+                await sse_event(send, jsonrpc.dumps(outgoing), event=event_name)
+    finally:
+        disconnect.cancel()
+        for group in groups:
+            await box.leave(group, queue)
+    if not disconnect.done():
+        await end_stream(send)
+
+
+def _outgoing(event: dict[str, Any]) -> dict[str, Any] | None:
+    if event.get("type") == TOOLS_CHANGED:
+        return jsonrpc.notification("notifications/tools/list_changed")
+    if event.get("type") == SESSION_MESSAGE:
+        return event["message"]
+    return None
+
+
+async def _wait_disconnect(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _delete(request: Request, send: Send, principal: Principal, endpoint: EndpointRef, route: Route) -> None:
+    session_id = request.headers.get("mcp-session-id")
+    session = await state.load_session(session_id) if session_id else None
+    _require_session(session_id, session, principal, endpoint)
+    await state.delete_session(session_id)
+    await mailbox().publish(session_group(session_id), {"type": SESSION_CLOSED})
+    await respond(send, 200)
+
+
+# -- legacy SSE (2024-11-05) ---------------------------------------------------------
+
+
+async def _legacy_stream(request: Request, send: Send, principal: Principal, endpoint: EndpointRef, route: Route) -> None:
+    snap = await state.snapshot(session_id=None, endpoint_id=endpoint.id, rate_key=principal.token_prefix)
+    _check_rate(snap)
+    session = Session.new(endpoint_id=endpoint.id, user_id=principal.user_id, protocol_version=LEGACY_VERSION, transport="sse")
+    await state.save_session(session)
+    base = request.path.rstrip("/").rsplit("/", 1)[0]
+    await start_sse(send)
+
+    async def announce() -> None:
+        await sse_event(send, f"{base}/messages?session_id={session.id}", event="endpoint")
+
+    try:
+        await _pump(request, send, session, endpoint, event_name="message", on_ready=announce)
+    finally:
+        await state.delete_session(session.id)
+
+
+async def _legacy_post(request: Request, send: Send, principal: Principal, endpoint: EndpointRef, route: Route) -> None:
+    _require_json_content(request)
+    session_id = request.query_value("session_id")
+    snap = await state.snapshot(session_id=session_id, endpoint_id=endpoint.id, rate_key=principal.token_prefix)
+    _check_rate(snap)
+    session = _require_session(session_id, snap.session, principal, endpoint)
+    message = await _read_message(request)
+    kind = _kind(message)
+    await respond(send, 202, b"Accepted")
+    if kind != "request":
+        await _accept_non_request(message, kind, session)
+        return
+    asyncio.ensure_future(_legacy_request(message, session, principal, endpoint, snap.endpoint_version))
+
+
+async def _legacy_request(message: dict[str, Any], session: Session, principal: Principal, endpoint: EndpointRef, version: object) -> None:
+    emitter = SessionEmitter(session.id)
+    params = message.get("params") or {}
+    try:
+        if message["method"] == "initialize":
+            session.protocol_version = protocol.negotiate(params.get("protocolVersion"))
+            session.client_capabilities = _dict(params.get("capabilities"))
+            session.client_info = _dict(params.get("clientInfo"))
+            await state.save_session(session)
+            outcome = jsonrpc.result(message["id"], protocol.initialize_result(session.protocol_version))
+        else:
+            view = await current(endpoint.id, version, page_size=settings.MCPHUB_LIST_PAGE_SIZE)
+            ctx = protocol.Context(principal, endpoint, view, session, session.protocol_version, emitter)
+            outcome = jsonrpc.result(message["id"], await protocol.dispatch(ctx, message["method"], params))
+    except RpcError as exc:
+        outcome = jsonrpc.error(message["id"], exc)
+    except Exception:
+        logger.exception("internal error in %s", message.get("method"))
+        outcome = jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, "Internal error"))
+    await emitter.send_message(json.loads(jsonrpc.render(outcome)))
+
+
+class SessionEmitter:
+    """Server→client traffic for a legacy SSE session, delivered by whichever process holds its stream."""
+
+    can_request = True
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+
+    async def send_message(self, message: dict[str, Any]) -> None:
+        await mailbox().publish(session_group(self.session_id), {"type": SESSION_MESSAGE, "message": message})
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        await self.send_message(jsonrpc.notification(method, params))
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await ask_client(self.send_message, method, params)

@@ -1,0 +1,146 @@
+"""An endpoint as its MCP clients see it, built from the catalog and cached per version.
+
+Everything `tools/list`, `resources/list` and `prompts/list` answer comes from here, so listing
+never touches a backend; `tools/call` finds its backend and spec here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from apps.catalog.models import McpServer, Prompt, Resource, ResourceTemplate
+from apps.catalog.selectors import visible_servers
+from apps.connections.specs import ServerSpec
+from apps.gateway import naming
+from apps.toolsets.models import Endpoint, EndpointTool
+
+
+@dataclass(frozen=True)
+class Exposed:
+    """One tool or prompt under its exposed name, and where it really lives."""
+
+    name: str
+    server: str
+    backend_name: str
+    item_id: int
+    entry: dict[str, Any]
+
+
+@dataclass
+class EndpointView:
+    endpoint_id: int
+    owner_id: int
+    slug: str
+    version: object
+    tools: dict[str, Exposed] = field(default_factory=dict)
+    prompts: dict[str, Exposed] = field(default_factory=dict)
+    resources: list[dict[str, Any]] = field(default_factory=list)
+    resource_servers: dict[str, str] = field(default_factory=dict)
+    templates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    specs: dict[str, ServerSpec] = field(default_factory=dict)
+    tool_list_json: list[str] = field(default_factory=list)
+
+
+def build(endpoint_id: int, version: object, *, page_size: int) -> EndpointView | None:
+    """Read the catalog for one endpoint (sync ORM: call from a thread)."""
+    endpoint = Endpoint.objects.select_related("owner").filter(pk=endpoint_id).first()
+    if endpoint is None:
+        return None
+    view = EndpointView(endpoint.pk, endpoint.owner_id, endpoint.slug, version)
+    servers = {s.pk: s for s in visible_servers(endpoint.owner).filter(enabled=True)}
+    enabled = list(
+        EndpointTool.objects.filter(endpoint=endpoint, tool__available=True, tool__server_id__in=servers)
+        .select_related("tool")
+        .order_by("tool__server__name", "tool__name")
+    )
+    _add_tools(view, enabled, servers, endpoint.naming_strategy)
+    used = {servers[et.tool.server_id] for et in enabled}
+    view.specs = {s.name: s.to_spec() for s in used}
+    _add_prompts(view, used, endpoint.naming_strategy)
+    _add_resources(view, used)
+    view.tool_list_json = _pages([t.entry for t in view.tools.values()], page_size)
+    return view
+
+
+def _add_tools(view: EndpointView, enabled: list[EndpointTool], servers: dict[int, McpServer], strategy: str) -> None:
+    candidates = [naming.Candidate(servers[et.tool.server_id].name, et.tool.name, et.name_override) for et in enabled]
+    for et, name in zip(enabled, naming.assign(candidates, strategy)):
+        tool = et.tool
+        entry = {"name": name, "description": et.description_override or tool.description, "inputSchema": tool.input_schema}
+        if tool.title:
+            entry["title"] = tool.title
+        if tool.output_schema:
+            entry["outputSchema"] = tool.output_schema
+        if tool.annotations:
+            entry["annotations"] = tool.annotations
+        view.tools[name] = Exposed(name, servers[tool.server_id].name, tool.name, tool.pk, entry)
+
+
+def _add_prompts(view: EndpointView, servers: set[McpServer], strategy: str) -> None:
+    prompts = list(Prompt.objects.filter(server__in=servers, available=True).select_related("server").order_by("server__name", "name"))
+    names = naming.assign([naming.Candidate(p.server.name, p.name) for p in prompts], strategy)
+    for prompt, name in zip(prompts, names):
+        entry = {"name": name, "description": prompt.description, "arguments": prompt.arguments}
+        if prompt.title:
+            entry["title"] = prompt.title
+        view.prompts[name] = Exposed(name, prompt.server.name, prompt.name, prompt.pk, entry)
+
+
+def _add_resources(view: EndpointView, servers: set[McpServer]) -> None:
+    for resource in Resource.objects.filter(server__in=servers, available=True).select_related("server").order_by("server__name", "uri"):
+        entry = {"uri": resource.uri, "name": resource.name}
+        _optional(entry, title=resource.title, description=resource.description, mimeType=resource.mime_type,
+                  size=resource.size, annotations=resource.annotations)
+        view.resources.append(entry)
+        view.resource_servers.setdefault(resource.uri, resource.server.name)
+    templates = ResourceTemplate.objects.filter(server__in=servers, available=True).select_related("server")
+    for template in templates.order_by("server__name", "uri_template"):
+        entry = {"uriTemplate": template.uri_template, "name": template.name}
+        _optional(entry, title=template.title, description=template.description, mimeType=template.mime_type,
+                  annotations=template.annotations)
+        view.templates.append((template.server.name, entry))
+
+
+def _optional(entry: dict[str, Any], **values: Any) -> None:
+    entry.update({key: value for key, value in values.items() if value not in (None, "")})
+
+
+def _pages(entries: list[dict[str, Any]], page_size: int) -> list[str]:
+    """Each page's `"tools": [...]` JSON, serialized once per view rather than per request."""
+    return [json.dumps(entries[i : i + page_size], separators=(",", ":")) for i in range(0, len(entries), page_size)] or ["[]"]
+
+
+# -- the per-process cache -----------------------------------------------------------
+
+# Safety net for changes no event announces (e.g. a CLI in embedded mode): views expire anyway.
+VIEW_MAX_AGE = 30.0
+_views: dict[int, tuple[float, EndpointView]] = {}
+_building: dict[int, asyncio.Future[EndpointView | None]] = {}
+
+
+async def current(endpoint_id: int, version: object, *, page_size: int) -> EndpointView | None:
+    """The endpoint's view at `version`, built at most once per version per process."""
+    cached = _views.get(endpoint_id)
+    now = time.monotonic()
+    if cached is not None and cached[1].version == version and now - cached[0] < VIEW_MAX_AGE:
+        return cached[1]
+    pending = _building.get(endpoint_id)
+    if pending is None:
+        pending = _building[endpoint_id] = asyncio.ensure_future(
+            sync_to_async(build, thread_sensitive=False)(endpoint_id, version, page_size=page_size)
+        )
+        pending.add_done_callback(lambda _: _building.pop(endpoint_id, None))
+    view = await asyncio.shield(pending)
+    if view is not None:
+        _views[endpoint_id] = (now, view)
+    return view
+
+
+def forget_views() -> None:
+    _views.clear()
