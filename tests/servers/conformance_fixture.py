@@ -526,14 +526,18 @@ def require_bearer(app: Any, token: str) -> Any:
     return guarded
 
 
-def run_http(server: Server, host: str, port: int, token: str | None = None) -> None:
-    import uvicorn
-
+def http_app(server: Server, host: str = "127.0.0.1", token: str | None = None) -> Any:
+    """The Streamable HTTP ASGI app (endpoint /mcp); its lifespan runs the SDK's session manager."""
     app = server.streamable_http_app(
         streamable_http_path="/mcp", event_store=MemoryEventStore(), retry_interval=1000, host=host
     )
-    if token:
-        app = require_bearer(app, token)
+    return require_bearer(app, token) if token else app
+
+
+def run_http(server: Server, host: str, port: int, token: str | None = None) -> None:
+    import uvicorn
+
+    app = http_app(server, host, token)
     print(f"conformance fixture: http://{host}:{port}/mcp", file=sys.stderr, flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 

@@ -13,7 +13,7 @@ import anyio
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 
-server = MCPServer("echo", version="1.0", instructions="Echoes things back.")
+server = MCPServer("echo", version="1.0", instructions="Echoes things back.", log_level="WARNING")
 cancelled = {"count": 0}
 
 
@@ -121,6 +121,6 @@ if __name__ == "__main__":
     if transport == "stdio":
         server.run("stdio")
     elif transport == "http":
-        server.run("streamable-http", host="127.0.0.1", port=port, log_level="WARNING")
+        server.run("streamable-http", host="127.0.0.1", port=port)
     else:
         server.run("sse", host="127.0.0.1", port=port)
