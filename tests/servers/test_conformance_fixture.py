@@ -203,15 +203,13 @@ async def sse_events(response: httpx2.Response) -> list[dict[str, str]]:
 async def test_http_reconnection_resumes_with_last_event_id(http_fixture: str) -> None:
     json_sse = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
     async with httpx2.AsyncClient(timeout=10) as http:
-        initialize = {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-        }
+        client_info = {"name": "t", "version": "1"}
+        params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client_info}
+        initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
         response = await http.post(http_fixture, json=initialize, headers=json_sse)
         session = {"mcp-session-id": response.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
-        await http.post(http_fixture, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=json_sse | session)
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        await http.post(http_fixture, json=initialized, headers=json_sse | session)
 
         call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "test_reconnection"}}
         async with http.stream("POST", http_fixture, json=call, headers=json_sse | session) as response:
