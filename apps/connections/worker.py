@@ -62,11 +62,18 @@ def events_channel(prefix: str) -> str:
     return f"{prefix}:events"
 
 
-def connect_redis(url: str, *, socket_timeout: float | None) -> aioredis.Redis:
+def connect_redis(url: str, *, socket_timeout: float | None, max_connections: int = 64) -> aioredis.Redis:
     # redis-py 8 defaults socket_timeout to 5 s; every client here sets its own on purpose.
-    return aioredis.Redis.from_url(
-        url, socket_timeout=socket_timeout, socket_connect_timeout=5.0, health_check_interval=15
+    # A blocking pool: 100 concurrent callers queue for a socket instead of failing.
+    pool = aioredis.BlockingConnectionPool.from_url(
+        url,
+        max_connections=max_connections,
+        timeout=10,
+        socket_timeout=socket_timeout,
+        socket_connect_timeout=5.0,
+        health_check_interval=15,
     )
+    return aioredis.Redis.from_pool(pool)  # owns the pool: aclose() closes its sockets too
 
 
 class PoolWorker:

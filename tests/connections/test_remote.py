@@ -1,0 +1,103 @@
+"""The Redis path: a web process calls through RemotePool; backends live in a worker process."""
+
+import asyncio
+import os
+import subprocess
+import uuid
+
+import mcp_types as types
+import pytest
+import redis
+from mcp.shared.exceptions import MCPError
+
+from apps.connections.errors import CallTimeout, ServerCrashed
+from apps.connections.hooks import Relay
+from apps.connections.remote import RemotePool
+from tests.connections.conftest import PYTHON, child_pids, sdk_spec, text, tiny_spec
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
+
+REDIS_URL = os.environ.get("MCPHUB_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module")
+def worker():
+    """One worker process for the module: importing the SDK costs ~2 s per process."""
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_timeout=2).ping()
+    except redis.RedisError:
+        pytest.skip("Redis is not reachable")
+    prefix = f"test-{uuid.uuid4().hex[:8]}"
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "apps.connections.worker", "--redis-url", REDIS_URL, "--prefix", prefix,
+         "--options", '{"probe_timeout": 1.0}'],
+        cwd=ROOT,
+    )
+    yield proc, prefix
+    proc.terminate()
+    assert proc.wait(15) == 0
+    assert child_pids(proc.pid) == [] or proc.poll() is not None
+
+
+async def _remote(prefix: str, **kwargs) -> RemotePool:
+    pool = RemotePool(REDIS_URL, prefix=prefix, **kwargs)
+    for _ in range(100):  # the worker process needs a moment to import and register
+        if await pool._live_workers(refresh=True):
+            return pool
+        await asyncio.sleep(0.1)
+    raise AssertionError("the pool worker never registered")
+
+
+async def test_calls_run_in_the_worker_process_not_here(worker):
+    proc, prefix = worker
+    async with await _remote(prefix) as pool:
+        spec = tiny_spec("tiny")
+        assert text(await pool.call_tool(spec, "echo", {"text": "via redis"})) == "via redis"
+        backend_pid = int(text(await pool.call_tool(spec, "pid")))
+        assert child_pids() == [proc.pid] and child_pids(proc.pid) == [backend_pid]  # our only child: the worker
+        results = await asyncio.gather(*(pool.call_tool(spec, "echo", {"text": str(i)}) for i in range(100)))
+        assert [text(r) for r in results] == [str(i) for i in range(100)]
+        stats = await pool.stats()
+        assert [s["servers"]["tiny"]["pid"] for s in stats.values()] == [backend_pid]
+
+
+async def test_errors_keep_their_kind_across_the_wire(worker):
+    _, prefix = worker
+    async with await _remote(prefix) as pool:
+        spec = sdk_spec("echo", timeout=0.5)
+        with pytest.raises(MCPError) as excinfo:
+            await pool.list_resource_templates(tiny_spec("tiny"))
+        assert excinfo.value.code == -32601
+        with pytest.raises(CallTimeout, match="timed out after 0.5s"):
+            await pool.call_tool(spec, "slow", {"seconds": 30})
+        with pytest.raises(ServerCrashed, match="echo: fatal error"):
+            await pool.call_tool(spec, "crash", timeout=10)
+        assert "echo: fatal error" in await pool.stderr_tail("echo")
+
+
+async def test_progress_sampling_and_notifications_cross_the_wire(worker):
+    _, prefix = worker
+    seen: list[str] = []
+
+    async def on_notification(server: str, notification: types.ServerNotification) -> None:
+        seen.append(f"{server}:{notification.method}")
+
+    async def sample(params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        return types.CreateMessageResult(role="assistant", model="m", content=types.TextContent(type="text", text="42"))
+
+    updates: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append(progress)
+
+    async with await _remote(prefix, on_notification=on_notification) as pool:
+        spec = sdk_spec("echo")
+        found = await pool.discover(spec)
+        assert "ask" in {t.name for t in found.tools}
+        assert text(await pool.call_tool(spec, "ask", {"question": "?"}, relay=Relay(sampling=sample))) == "42"
+        await pool.call_tool(spec, "progress", {"steps": 5}, progress_callback=on_progress)
+        await pool.call_tool(spec, "touch_tools")
+        await asyncio.sleep(0.3)
+    assert updates and updates[-1] == 5.0 and updates == sorted(updates)
+    assert "echo:notifications/tools/list_changed" in seen
