@@ -10,10 +10,13 @@ from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from django.template.defaultfilters import truncatechars
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from apps.catalog.forms import McpServerForm
 from apps.catalog.models import McpServer, Prompt, Resource, ResourceTemplate, Tool
+
+# The server page lists this many tools; the filtered changelist has them all.
+TOOL_TABLE_ROWS = 100
 
 
 def pretty_json(value: Any) -> str:
@@ -32,16 +35,6 @@ class ReadOnlyAdminMixin:
         return False
 
 
-class ServerToolInline(ReadOnlyAdminMixin, admin.TabularInline):
-    model = Tool
-    fields = ("name", "available", "token_estimate", "last_seen_at")
-    readonly_fields = fields
-    show_change_link = True
-    can_delete = False
-    extra = 0
-    classes = ("collapse",)
-
-
 @admin.register(McpServer)
 class McpServerAdmin(admin.ModelAdmin):
     form = McpServerForm
@@ -51,22 +44,23 @@ class McpServerAdmin(admin.ModelAdmin):
     list_filter = ("transport", "status", "enabled", "visibility")
     search_fields = ("name", "display_name", "description", "command", "url")
     autocomplete_fields = ("owner", "team")
-    readonly_fields = ("status", "last_error", "last_ok_at", "last_checked_at", "config_hash", "tools_link")
-    inlines = (ServerToolInline,)
+    health_fields = ("status", "last_error", "last_ok_at", "last_checked_at", "config_hash")
+    readonly_fields = (*health_fields, "tool_table")
     fieldsets = (
         ("Identity", {"fields": ("name", "display_name", "description")}),
         ("Connection", {"fields": ("transport", "command", "args", "cwd", "url", "timeout")}),
         ("Secrets", {"fields": ("env", "headers"), "description": "Encrypted at rest; values are never shown."}),
         ("Access", {"fields": ("enabled", "visibility", "owner", "team")}),
-        ("Health", {"fields": readonly_fields}),
+        ("Health", {"fields": health_fields}),
+        ("Tools", {"fields": ("tool_table",)}),
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[McpServer]:
         return super().get_queryset(request).annotate(tool_count=Count("tools"))
 
     def get_fieldsets(self, request: HttpRequest, obj: McpServer | None = None):
-        # A server not yet saved has no health to show.
-        return self.fieldsets if obj else self.fieldsets[:-1]
+        # A server not yet saved has no health or tools to show.
+        return self.fieldsets if obj else self.fieldsets[:-2]
 
     @admin.display(description="tools", ordering="tool_count")
     def tool_count(self, server: McpServer) -> int:
@@ -77,9 +71,25 @@ class McpServerAdmin(admin.ModelAdmin):
         return truncatechars(server.last_error, 80)
 
     @admin.display(description="tools")
-    def tools_link(self, server: McpServer) -> str:
+    def tool_table(self, server: McpServer) -> str:
+        # A table, not an inline: an inline posts fields per tool, and big servers would pass
+        # DATA_UPLOAD_MAX_NUMBER_FIELDS on every save of the server.
+        tools = server.tools.all()[:TOOL_TABLE_ROWS]
+        rows = format_html_join(
+            "",
+            '<tr><td><a href="{}">{}</a></td><td>{}</td><td>{}</td></tr>',
+            (
+                (reverse("admin:catalog_tool_change", args=[tool.pk]), tool.name,
+                 "yes" if tool.available else "no", tool.token_estimate)
+                for tool in tools
+            ),
+        )
         url = reverse("admin:catalog_tool_changelist") + f"?server__id__exact={server.pk}"
-        return format_html('<a href="{}">{} tools</a>', url, server.tool_count)
+        return format_html(
+            '<p><a href="{}">All {} tools</a></p><table><thead><tr><th>name</th><th>available</th>'
+            "<th>tokens</th></tr></thead><tbody>{}</tbody></table>",
+            url, server.tool_count, rows,
+        )
 
 
 class CatalogItemAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):

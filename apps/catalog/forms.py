@@ -141,6 +141,7 @@ class McpServerForm(forms.ModelForm):
     env = SecretMapField(
         name_re=ENV_NAME_RE,
         name_kind="environment variable name",
+        label="Environment variables",
         widget=MaskedSecretsTextarea(attrs={"rows": 5, "autocomplete": "off", "spellcheck": "false"}),
         help_text=(
             f"One NAME=value per line. Stored values show as {MASK}: leave such a line as it is to keep "

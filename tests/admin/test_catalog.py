@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from apps.catalog.models import Prompt, Resource, ResourceTemplate
+from apps.catalog.models import Prompt, Resource, ResourceTemplate, Tool
+from tests.admin.browser import submit
 
 
 @pytest.fixture
@@ -62,13 +63,21 @@ def test_tool_changelist_filters_by_server_and_searches_descriptions(
     assert [tool.name for tool in by_search] == ["notes_search"]
 
 
-def test_server_change_page_lists_its_tools_and_links_to_them(logged_in, global_server, make_tool):
+def test_server_page_lists_its_tools_and_still_saves_with_hundreds_of_them(
+    logged_in, global_server, make_tool, django_assert_max_num_queries
+):
     make_tool(global_server, "convert_time", tokens=321)
+    Tool.objects.bulk_create(
+        Tool(server=global_server, name=f"other_{number:04d}", input_schema={}) for number in range(1200)
+    )
+    url = reverse("admin:catalog_mcpserver_change", args=[global_server.pk])
 
-    html = logged_in.get(reverse("admin:catalog_mcpserver_change", args=[global_server.pk])).content.decode()
+    with django_assert_max_num_queries(12):
+        html = logged_in.get(url).content.decode()
 
-    assert "convert_time" in html and "321" in html
-    assert f"?server__id__exact={global_server.pk}" in html
+    assert "convert_time</a></td><td>yes</td><td>321" in html
+    assert f"?server__id__exact={global_server.pk}\">All 1201 tools" in html
+    assert submit(logged_in, url, {"description": "clock"}).status_code == 302
 
 
 @pytest.mark.parametrize(
