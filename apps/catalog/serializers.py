@@ -26,6 +26,7 @@ class ServerSerializer(serializers.ModelSerializer):
         slug_field="username", queryset=User.objects.all(), required=False, allow_null=True
     )
     team = serializers.SlugRelatedField(slug_field="slug", queryset=Team.objects.all(), required=False, allow_null=True)
+    timeout = serializers.IntegerField(min_value=1, max_value=86400, required=False, help_text="Seconds per call.")
     tool_count = serializers.IntegerField(read_only=True, default=0)
 
     class Meta:
@@ -49,6 +50,7 @@ class ServerSerializer(serializers.ModelSerializer):
         candidate = McpServer(**{**self._current(), **attrs})
         try:
             candidate.clean()
+            candidate.validate_constraints(exclude={"name"})
         except DjangoValidationError as exc:
             raise serializers.ValidationError(exc.message_dict) from None
         return attrs

@@ -7,7 +7,7 @@ through `apps.toolsets.services`, which announces it to connected MCP clients.
 from __future__ import annotations
 
 import django_filters
-from django.db.models import Q, QuerySet
+from django.db.models import BooleanField, Q, QuerySet, Value
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -90,7 +90,8 @@ class ToolViewSet(viewsets.ReadOnlyModelViewSet):
         endpoints = selectors.visible_endpoints(self.request.user)
         endpoint = endpoints.filter(slug=slug).first() if slug else endpoints.filter(is_default=True).first()
         if endpoint is None:
-            return visible_tools(self.request.user).none() if slug else visible_tools(self.request.user)
+            tools = visible_tools(self.request.user).annotate(enabled=Value(False, output_field=BooleanField()))
+            return tools.none() if slug else tools
         return selectors.endpoint_tools(self.request.user, endpoint)
 
 
