@@ -45,8 +45,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_PREFIX = "mcphub:pool"
 HEARTBEAT_SECONDS = 1.0
 WORKER_TTL_SECONDS = 5.0  # a worker silent this long is considered gone
-_BLPOP_SECONDS = 1  # wake up this often to notice shutdown
-_BATCH = 128  # after one BLPOP, drain up to this many queued messages in one round trip
+_BLPOP_SECONDS = 1  # wake up this often to notice shutdown (Redis >= 7 for BLMPOP)
+_BATCH = 128  # messages taken per wake-up
 _SPEC_CACHE = 4096
 
 
@@ -133,16 +133,13 @@ class PoolWorker:
         assert self._redis is not None
         while not self._stopping.is_set():
             try:
-                item = await self._redis.blpop([self.inbox], timeout=_BLPOP_SECONDS)
+                # BLMPOP takes everything queued (up to a batch) in the same round trip as the wait.
+                item = await self._redis.blmpop(_BLPOP_SECONDS, 1, self.inbox, direction="LEFT", count=_BATCH)
             except (ConnectionError, TimeoutError, aioredis.RedisError):
                 logger.warning("pool worker lost Redis; retrying", exc_info=True)
                 await asyncio.sleep(0.5)
                 continue
-            if item is None:
-                continue
-            self._dispatch(json.loads(item[1]))
-            # Drain what queued up meanwhile in one round trip; the call above runs during it.
-            for raw in await self._redis.lpop(self.inbox, _BATCH) or []:
+            for raw in item[1] if item else ():
                 self._dispatch(json.loads(raw))
 
     async def _shutdown(self) -> None:
