@@ -9,3 +9,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcphub.settings")
 app = Celery("mcphub")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# Each worker process also serves the MCP connection pool on its own thread and event loop:
+# tool calls reach it over a direct Redis path, not through Celery's messaging.
+from apps.connections.celery_hooks import connect_pool_worker  # noqa: E402
+
+connect_pool_worker(app)

@@ -150,6 +150,8 @@ TEMPLATES = [
 DATABASE_URL = envstr("DATABASE_URL")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=600)}
+    # One test database per test run, so concurrent runs on one machine never trample each other.
+    DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{os.getpid()}"}
 else:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
@@ -157,6 +159,8 @@ else:
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": DATA_DIR / "mcphub.sqlite3",
             "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
+            # A file, not memory, so the hub processes that tests start can share the test database.
+            "TEST": {"NAME": DATA_DIR / f"test-{os.getpid()}.sqlite3"},
         }
     }
 
@@ -190,6 +194,9 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_POOL_LIMIT = envint("CELERY_BROKER_POOL_LIMIT", 64)
 CELERY_TASK_DEFAULT_QUEUE = "celery"
+# Threads, not prefork: the MCP pool runs on a thread of the worker process, which must never fork.
+CELERY_WORKER_POOL = "threads"
+CELERY_WORKER_CONCURRENCY = envint("CELERY_WORKER_CONCURRENCY", 4)
 CELERY_TASK_ROUTES = {"connections.*": {"queue": "mcp"}, "catalog.*": {"queue": "mcp"}}
 CELERY_BEAT_SCHEDULE: dict = {}
 

@@ -1,0 +1,78 @@
+"""Alice connects her MCP client to her endpoint and uses the tools she enabled, nothing else."""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import sync_to_async
+from mcp import MCPError
+
+from apps.gateway.models import ToolCall
+from apps.toolsets.services import disable_tools
+from tests.gateway.conftest import mcp_client
+
+pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_alice_lists_and_calls_her_tools(hub, alice_endpoint, alice_hub_token, mode):
+    async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token, mode=mode) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        result = await client.call_tool("add", {"a": 2, "b": 3})
+
+    assert {"echo", "add", "progress"} <= names
+    assert result.is_error is False
+    assert result.structured_content == {"result": 5}
+
+
+async def test_legacy_sse_transport_works_too(hub, alice_endpoint, alice_hub_token):
+    async with mcp_client(hub.url(alice_endpoint.path + "sse"), alice_hub_token, transport="sse") as client:
+        tools = (await client.list_tools()).tools
+        result = await client.call_tool("echo", {"text": "over sse"})
+
+    assert "echo" in {t.name for t in tools}
+    assert result.content[0].text == "over sse"
+
+
+async def test_a_disabled_tool_is_unknown_and_the_error_suggests_names(hub, alice_endpoint, alice_hub_token, echo_server):
+    await sync_to_async(lambda: disable_tools(endpoint=alice_endpoint, tools=echo_server.tools.filter(name="echo")))()
+
+    async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
+        with pytest.raises(MCPError) as error:
+            await client.call_tool("echo", {"text": "x"})
+        with pytest.raises(MCPError) as typo:
+            await client.call_tool("progres", {"steps": 1})
+
+    assert error.value.code == -32602
+    assert "Unknown tool: echo" in error.value.message
+    assert "progress" in typo.value.message
+
+
+async def test_a_backend_failure_is_a_tool_error_not_a_hang(hub, alice_endpoint, alice_hub_token):
+    async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
+        crashed = await client.call_tool("crash", {})
+        after = await client.call_tool("echo", {"text": "back"})
+
+    assert crashed.is_error is True
+    assert "crash" in crashed.content[0].text
+    assert after.content[0].text == "back"
+
+
+async def test_every_call_is_logged(hub, alice, alice_endpoint, alice_hub_token):
+    async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
+        await client.call_tool("add", {"a": 1, "b": 1})
+        await client.call_tool("crash", {})
+
+    rows = await _wait_for_rows(2)
+    assert {(r.tool_name, r.ok, r.user_id) for r in rows} == {("add", True, alice.pk), ("crash", False, alice.pk)}
+    assert all(r.arguments is None for r in rows)  # arguments are off by default
+
+
+async def _wait_for_rows(count: int) -> list[ToolCall]:
+    import asyncio
+
+    for _ in range(50):
+        rows = await sync_to_async(list)(ToolCall.objects.all())
+        if len(rows) >= count:
+            return rows
+        await asyncio.sleep(0.1)
+    return rows
