@@ -30,6 +30,6 @@ async def test_start_failure_quotes_stderr():
 def test_tail_limits_lines_bytes_and_unterminated_floods():
     tail = StderrTail(max_lines=3, max_bytes=50)
     tail.feed(b"one\ntwo\nthree\nfour\nfi")
-    assert tail.text() == "three\nfour\nfi"
+    assert tail.text() == "two\nthree\nfour\nfi"  # the last 3 complete lines, then the one in progress
     tail.feed(b"x" * 200)
     assert len(tail.text()) <= 50 + 10
