@@ -16,7 +16,12 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 @transaction.atomic
 def create_access_token(
-    *, user: User, name: str = "", endpoint=None, expires_at: datetime | None = None
+    *,
+    user: User,
+    name: str = "",
+    endpoint=None,
+    expires_at: datetime | None = None,
+    rate_limit_per_minute: int | None = None,
 ) -> tuple[AccessToken, str]:
     """Create a token; the raw value is returned here and nowhere else, ever."""
     if endpoint is not None and endpoint.owner_id != user.pk:
@@ -29,6 +34,7 @@ def create_access_token(
         digest=tokens.digest(raw.value),
         endpoint=endpoint,
         expires_at=expires_at,
+        rate_limit_per_minute=rate_limit_per_minute,
     )
     return token, raw.value
 

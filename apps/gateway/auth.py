@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 
 from apps.accounts.services import authenticate_token
 from apps.toolsets.models import Endpoint
@@ -25,6 +26,7 @@ class Principal:
     user_id: int
     token_prefix: str
     scope_endpoint_id: int | None
+    rate_limit: int
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,8 @@ def _lookup_principal(raw: str) -> Principal | None:
     token = authenticate_token(raw)
     if token is None:
         return None
-    return Principal(token.user_id, token.prefix, token.endpoint_id)
+    limit = token.rate_limit_per_minute if token.rate_limit_per_minute is not None else settings.MCPHUB_RATE_LIMIT_PER_MINUTE
+    return Principal(token.user_id, token.prefix, token.endpoint_id, limit)
 
 
 def _lookup_endpoint(*, slug: str | None = None, endpoint_id: int | None = None) -> EndpointRef | None:

@@ -63,10 +63,10 @@ def _window() -> tuple[str, int]:
     return str(now // 60), 60 - now % 60
 
 
-async def snapshot(*, session_id: str | None, endpoint_id: int, rate_key: str) -> Snapshot:
-    """Session, endpoint version and this request's rate-limit verdict, in one round trip."""
+async def snapshot(*, session_id: str | None, endpoint_id: int, rate_key: str, limit: int) -> Snapshot:
+    """Session, endpoint version and this request's rate-limit verdict (`limit` per minute; 0 = none),
+    in one round trip."""
     window, retry_after = _window()
-    limit = settings.MCPHUB_RATE_LIMIT_PER_MINUTE
     client = hotstate.async_redis()
     if client is None:
         return _memory_snapshot(session_id, endpoint_id, f"{RATE_PREFIX}{rate_key}:{window}", limit, retry_after)

@@ -140,7 +140,7 @@ async def _post(request: Request, send: Send, principal: Principal, endpoint: En
     version_header = request.headers.get("mcp-protocol-version")
     if kind == "request" and message["method"] == "initialize":
         session_id = None
-    snap = await state.snapshot(session_id=session_id, endpoint_id=endpoint.id, rate_key=principal.token_prefix)
+    snap = await state.snapshot(session_id=session_id, endpoint_id=endpoint.id, rate_key=principal.token_prefix, limit=principal.rate_limit)
     _check_rate(snap)
     if kind == "request" and message["method"] == "initialize":
         await _initialize(send, message, principal, endpoint, snap.endpoint_version)
@@ -349,7 +349,7 @@ async def _get_stream(request: Request, send: Send, principal: Principal, endpoi
     if not request.accepts("text/event-stream"):
         raise HttpError(406, {"error": "not_acceptable", "message": "Accept text/event-stream"})
     session_id = request.headers.get("mcp-session-id")
-    snap = await state.snapshot(session_id=session_id, endpoint_id=endpoint.id, rate_key=principal.token_prefix)
+    snap = await state.snapshot(session_id=session_id, endpoint_id=endpoint.id, rate_key=principal.token_prefix, limit=principal.rate_limit)
     _check_rate(snap)
     session = _require_session(session_id, snap.session, principal, endpoint)
     await start_sse(send, [(b"mcp-session-id", session.id.encode())])
@@ -415,7 +415,7 @@ async def _delete(request: Request, send: Send, principal: Principal, endpoint: 
 
 
 async def _legacy_stream(request: Request, send: Send, principal: Principal, endpoint: EndpointRef, route: Route) -> None:
-    snap = await state.snapshot(session_id=None, endpoint_id=endpoint.id, rate_key=principal.token_prefix)
+    snap = await state.snapshot(session_id=None, endpoint_id=endpoint.id, rate_key=principal.token_prefix, limit=principal.rate_limit)
     _check_rate(snap)
     session = Session.new(endpoint_id=endpoint.id, user_id=principal.user_id, protocol_version=LEGACY_VERSION, transport="sse")
     await state.save_session(session)
@@ -434,7 +434,7 @@ async def _legacy_stream(request: Request, send: Send, principal: Principal, end
 async def _legacy_post(request: Request, send: Send, principal: Principal, endpoint: EndpointRef, route: Route) -> None:
     _require_json_content(request)
     session_id = request.query_value("session_id")
-    snap = await state.snapshot(session_id=session_id, endpoint_id=endpoint.id, rate_key=principal.token_prefix)
+    snap = await state.snapshot(session_id=session_id, endpoint_id=endpoint.id, rate_key=principal.token_prefix, limit=principal.rate_limit)
     _check_rate(snap)
     session = _require_session(session_id, snap.session, principal, endpoint)
     message = await _read_message(request)
