@@ -10,4 +10,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("health", health, name="health"),
     path("api/", include("apps.api.urls")),
+    path("", include("apps.web.urls")),
 ]
