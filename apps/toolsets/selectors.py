@@ -57,6 +57,10 @@ class Budget:
         return max(0, self.used - self.limit)
 
     @property
+    def remaining(self) -> int:
+        return max(0, self.limit - self.used)
+
+    @property
     def percent(self) -> int:
         return round(100 * self.used / self.limit) if self.limit else (100 if self.used else 0)
 

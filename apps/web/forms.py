@@ -1,0 +1,41 @@
+"""Small forms behind the pages; each maps onto one toolsets or accounts service."""
+
+from __future__ import annotations
+
+from django import forms
+
+from apps.accounts.models import Team
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(max_length=100, required=False, help_text="Where you will use it, e.g. 'laptop'.")
+
+
+class PresetForm(forms.Form):
+    name = forms.CharField(max_length=100)
+    team = forms.ModelChoiceField(
+        queryset=Team.objects.none(), required=False, empty_label="Only me", label="Share with"
+    )
+
+    def __init__(self, *args, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["team"].queryset = Team.objects.filter(memberships__user=user).order_by("name")
+
+
+class ShareForm(forms.Form):
+    team = forms.ModelChoiceField(queryset=Team.objects.none())
+
+    def __init__(self, *args, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["team"].queryset = Team.objects.filter(memberships__user=user).order_by("name")
+
+
+class LoadForm(forms.Form):
+    endpoint = forms.SlugField(max_length=64)
+    mode = forms.ChoiceField(choices=[("replace", "Replace"), ("merge", "Merge")])
+
+
+class EndpointSettingsForm(forms.Form):
+    name = forms.CharField(max_length=100)
+    token_budget = forms.IntegerField(min_value=0, max_value=10_000_000, label="Token budget")
+    budget_enforced = forms.BooleanField(required=False, label="Refuse tools beyond the budget")

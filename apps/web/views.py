@@ -1,0 +1,104 @@
+"""Pages: sign in/out, dashboard, endpoint (URL, tokens shown once, client snippets), servers (staff)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from apps.accounts.models import AccessToken
+from apps.accounts.services import create_access_token, revoke_access_token
+from apps.catalog.selectors import visible_servers
+from apps.toolsets import selectors, services
+from apps.toolsets.snippets import client_snippets, endpoint_url
+from apps.web.forms import EndpointSettingsForm, TokenForm
+from apps.web.tool_views import own_endpoint
+
+
+class LoginView(auth_views.LoginView):
+    template_name = "web/login.html"
+    redirect_authenticated_user = True
+
+
+class LogoutView(auth_views.LogoutView):
+    pass
+
+
+def _servers_at_a_glance(user):
+    return visible_servers(user).annotate(tool_count=Count("tools", distinct=True)).order_by("name")
+
+
+@login_required
+@require_GET
+def dashboard(request: HttpRequest) -> HttpResponse:
+    endpoints = selectors.visible_endpoints(request.user).annotate(enabled=Count("tools")).order_by("-is_default", "name")
+    cards = [{"endpoint": e, "url": endpoint_url(e), "budget": selectors.endpoint_budget(e)} for e in endpoints]
+    return render(request, "web/dashboard.html", {"cards": cards, "servers": _servers_at_a_glance(request.user)})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def endpoint_page(request: HttpRequest, slug: str) -> HttpResponse:
+    endpoint = own_endpoint(request, slug)
+    raw_token, form = "", TokenForm()
+    settings_form = EndpointSettingsForm(initial={
+        "name": endpoint.name, "token_budget": endpoint.token_budget, "budget_enforced": endpoint.budget_enforced,
+    })
+    if request.method == "POST":
+        form = TokenForm(request.POST)
+        if form.is_valid():
+            _, raw_token = create_access_token(
+                user=request.user, name=form.cleaned_data["name"] or f"{endpoint.name} token", endpoint=endpoint
+            )
+    context = {
+        "endpoint": endpoint,
+        "url": endpoint_url(endpoint),
+        "budget": selectors.endpoint_budget(endpoint),
+        "raw_token": raw_token,
+        "snippets": client_snippets(endpoint, raw_token) if raw_token else client_snippets(endpoint),
+        "tokens": AccessToken.objects.filter(user=request.user, endpoint=endpoint),
+        "form": form,
+        "settings_form": settings_form,
+    }
+    return render(request, "web/endpoint.html", context)
+
+
+@login_required
+@require_POST
+def endpoint_settings(request: HttpRequest, slug: str) -> HttpResponse:
+    endpoint = own_endpoint(request, slug)
+    form = EndpointSettingsForm(request.POST)
+    if form.is_valid():
+        services.update_endpoint(endpoint=endpoint, **form.cleaned_data)
+        messages.success(request, "Endpoint settings saved.")
+    else:
+        messages.error(request, "Settings not saved: " + "; ".join(e for errs in form.errors.values() for e in errs))
+    return redirect("web:endpoint", slug=endpoint.slug)
+
+
+@login_required
+@require_POST
+def revoke_token(request: HttpRequest, slug: str, token_id: int) -> HttpResponse:
+    token = get_object_or_404(AccessToken, pk=token_id, user=request.user)
+    revoke_access_token(token=token)
+    messages.success(request, f"Token {token.prefix}… revoked.")
+    return redirect("web:endpoint", slug=slug)
+
+
+@login_required
+@require_GET
+def default_endpoint(request: HttpRequest) -> HttpResponse:
+    return redirect("web:endpoint", slug=own_endpoint(request).slug)
+
+
+@login_required
+@require_GET
+def servers_page(request: HttpRequest) -> HttpResponse:
+    if not request.user.is_staff:
+        raise PermissionDenied("The servers page is for staff.")
+    return render(request, "web/servers.html", {"servers": _servers_at_a_glance(request.user), "nav": "servers"})

@@ -1,0 +1,47 @@
+// MCP Hub pages: copy buttons and the details dialog. Everything else is htmx attributes.
+(function () {
+  "use strict";
+
+  function copyText(text, button) {
+    const done = () => {
+      const label = button.textContent;
+      button.textContent = "Copied";
+      button.setAttribute("aria-live", "polite");
+      setTimeout(() => { button.textContent = label; }, 1500);
+    };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(done, () => fallbackCopy(text) && done());
+    } else if (fallbackCopy(text)) {
+      done();
+    }
+  }
+
+  // Plain-HTTP deployments have no Clipboard API: select a hidden textarea and copy that.
+  function fallbackCopy(text) {
+    const area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.style.position = "fixed";
+    area.style.opacity = "0";
+    document.body.appendChild(area);
+    area.select();
+    let ok = false;
+    try { ok = document.execCommand("copy"); } catch (e) { ok = false; }
+    area.remove();
+    return ok;
+  }
+
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("[data-copy], [data-copy-from]");
+    if (!button) return;
+    const source = button.dataset.copyFrom && document.getElementById(button.dataset.copyFrom);
+    copyText(source ? source.textContent : button.dataset.copy, button);
+  });
+
+  document.addEventListener("htmx:afterSwap", (event) => {
+    if (event.detail.target.id === "dialog-body") {
+      const dialog = document.getElementById("dialog");
+      if (!dialog.open) dialog.showModal();
+    }
+  });
+})();
