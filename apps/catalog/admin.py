@@ -10,7 +10,9 @@ from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from django.template.defaultfilters import truncatechars
 from django.urls import reverse
+from django.utils.decorators import method_decorator
 from django.utils.html import format_html, format_html_join
+from django.views.decorators.debug import sensitive_post_parameters
 
 from apps.catalog.forms import McpServerForm
 from apps.catalog.models import McpServer, Prompt, Resource, ResourceTemplate, Tool
@@ -57,6 +59,11 @@ class McpServerAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[McpServer]:
         return super().get_queryset(request).annotate(tool_count=Count("tools"))
+
+    @method_decorator(sensitive_post_parameters("env", "headers"))
+    def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any):
+        # Error reports (500 mails, Sentry) must not carry the secrets an admin just typed.
+        return super().changeform_view(request, *args, **kwargs)
 
     def get_fieldsets(self, request: HttpRequest, obj: McpServer | None = None):
         # A server not yet saved has no health or tools to show.

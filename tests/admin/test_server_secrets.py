@@ -112,3 +112,9 @@ def test_a_new_server_gets_its_secrets_and_args(logged_in):
     assert server.args == ["-y", "@brave/brave-search-mcp-server"]
     assert server.env == {"BRAVE_API_KEY": "brave-secret"}
     assert "brave-secret" not in logged_in.get(reverse("admin:catalog_mcpserver_change", args=[server.pk])).content.decode()
+
+
+def test_error_reports_would_hide_the_typed_secrets(logged_in, change_url):
+    response = submit(logged_in, change_url, {"env": "GITHUB_TOKEN=ghp_new"})
+
+    assert response.wsgi_request.sensitive_post_parameters == ("env", "headers")
