@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from asgiref.sync import async_to_sync
+import asyncio
+
+from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 
 from apps.catalog.models import McpServer
@@ -147,14 +149,20 @@ def test_toggling_a_whole_server(as_alice, alice_enabled, make_tool):
 
 
 def test_a_toggle_tells_connected_clients_the_list_changed(as_alice, alice_enabled, django_capture_on_commit_callbacks):
-    layer = get_channel_layer()
-    channel = async_to_sync(layer.new_channel)()
-    async_to_sync(layer.group_add)(endpoint_group(alice_enabled.pk), channel)
+    def toggle() -> None:
+        with django_capture_on_commit_callbacks(execute=True):
+            as_alice.patch(_url(alice_enabled, "tools/time.convert/"), {"enabled": True}, format="json")
 
-    with django_capture_on_commit_callbacks(execute=True):
-        as_alice.patch(_url(alice_enabled, "tools/time.convert/"), {"enabled": True}, format="json")
+    async def listen_while_toggling() -> dict:
+        # One event loop throughout: the Redis pub/sub layer subscribes per loop.
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        await layer.group_add(endpoint_group(alice_enabled.pk), channel)
+        await sync_to_async(toggle)()
+        return await asyncio.wait_for(layer.receive(channel), timeout=5)
 
-    message = async_to_sync(layer.receive)(channel)
+    message = async_to_sync(listen_while_toggling)()
+
     assert (message["type"], message["endpoint"]) == ("endpoint.tools_changed", alice_enabled.pk)
 
 
