@@ -205,6 +205,9 @@ STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
+# The endpoint admin posts ~5 fields per enabled tool; Django's default (1,000) stops at ~200 tools.
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = envstr("TIME_ZONE", "UTC")
 USE_I18N = True

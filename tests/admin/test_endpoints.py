@@ -146,9 +146,5 @@ def test_saving_an_endpoint_with_300_tools_checks_only_the_rows_that_changed(
     assert alices_endpoint.tools.count() == 300
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs DATA_UPLOAD_MAX_NUMBER_FIELDS raised in settings: 5 fields per row passes Django's 1,000 at 200 tools",
-)
 def test_an_endpoint_with_300_tools_can_be_saved_with_the_project_settings(logged_in, alices_endpoint, many_tools):
     assert post_300_tools(logged_in, alices_endpoint, many_tools).status_code == 302
