@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import DatabaseError, IntegrityError, transaction
 
 from apps.gateway.models import ToolCall
 
@@ -61,7 +62,27 @@ async def flush() -> None:
     batch = _buffer[:]
     del _buffer[: len(batch)]
     if batch:
+        await sync_to_async(_write, thread_sensitive=False)(batch)
+
+
+def _write(batch: list[ToolCall]) -> None:
+    try:
+        ToolCall.objects.bulk_create(batch)
+    except DatabaseError:
+        # One row may point at a user, endpoint or tool deleted meanwhile: keep the others.
+        for row in batch:
+            _write_one(row)
+
+
+def _write_one(row: ToolCall) -> None:
+    try:
+        with transaction.atomic():
+            row.save(force_insert=True)
+    except IntegrityError:
+        row.pk = row.user_id = row.endpoint_id = row.tool_id = None
         try:
-            await sync_to_async(ToolCall.objects.bulk_create, thread_sensitive=False)(batch)
-        except Exception:  # noqa: BLE001 - losing log rows must never fail a call
-            logger.exception("could not write %d call log rows", len(batch))
+            row.save(force_insert=True)
+        except DatabaseError:
+            logger.exception("dropped a call log row for %s", row.exposed_name)
+    except DatabaseError:
+        logger.exception("dropped a call log row for %s", row.exposed_name)
