@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 from dataclasses import dataclass, field
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -24,7 +24,7 @@ from apps.toolsets import selectors, services
 from apps.toolsets.models import Endpoint
 
 OPEN_ALL_UP_TO = 150  # tools; beyond this, groups start closed and load their rows on open
-MAX_SEARCH_ROWS = 400
+MAX_SEARCH_ROWS = 200
 
 
 @dataclass
@@ -81,9 +81,21 @@ def list_context(request: HttpRequest, endpoint: Endpoint) -> dict:
         groups = build_groups(shown, open_all=True)
         return {"query": query, "groups": groups, "match_count": len(shown), "shown": len(shown),
                 "truncated": len(matches) > MAX_SEARCH_ROWS, "endpoint": endpoint}
-    everything = list(tools)
-    groups = build_groups(everything, open_all=len(everything) <= OPEN_ALL_UP_TO)
-    return {"query": "", "groups": groups, "total": len(everything), "endpoint": endpoint}
+    total = tools.count()
+    groups = build_groups(list(tools), open_all=True) if total <= OPEN_ALL_UP_TO else _closed_groups(tools)
+    return {"query": "", "groups": groups, "total": total, "endpoint": endpoint}
+
+
+def _closed_groups(tools: QuerySet[Tool]) -> list[Group]:
+    """Per-server counts only (one aggregate query); rows load when a group is opened."""
+    counts = (
+        tools.order_by()
+        .values("server_id")
+        .annotate(total=Count("id"), on=Count("id", filter=Q(enabled=True)))
+    )
+    servers = McpServer.objects.only("id", "name", "status").in_bulk([row["server_id"] for row in counts])
+    groups = [Group(server=servers[row["server_id"]], total=row["total"], enabled=row["on"]) for row in counts]
+    return sorted(groups, key=lambda group: group.server.name)
 
 
 @login_required
@@ -95,7 +107,6 @@ def tools_page(request: HttpRequest) -> HttpResponse:
         nav="tools",
         budget=selectors.endpoint_budget(endpoint),
         endpoints=list(selectors.visible_endpoints(request.user).order_by("-is_default", "name")),
-        total=visible_tools(request.user).count(),
     )
     return render(request, "web/tools.html", context)
 

@@ -38,6 +38,19 @@
     copyText(source ? source.textContent : button.dataset.copy, button);
   });
 
+  // Messages dismiss on click; good news fades by itself, errors stay until read.
+  function settleFlashes() {
+    document.querySelectorAll(".flash-success, .flash-info").forEach((flash) => {
+      setTimeout(() => flash.remove(), 6000);
+    });
+  }
+  document.addEventListener("DOMContentLoaded", settleFlashes);
+  document.addEventListener("htmx:oobAfterSwap", settleFlashes);
+  document.addEventListener("click", (event) => {
+    const flash = event.target.closest(".flash-area .flash");
+    if (flash) flash.remove();
+  });
+
   document.addEventListener("htmx:afterSwap", (event) => {
     if (event.detail.target.id === "dialog-body") {
       const dialog = document.getElementById("dialog");

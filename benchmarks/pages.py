@@ -1,0 +1,114 @@
+"""Page load and toggle round trip with 2,000 tools in the catalog.
+
+    .venv/bin/python benchmarks/pages.py [--tools 2000] [--servers 40] [--runs 30]
+
+Builds a throwaway test database (SQLite in memory, or `test_<db>` on Postgres when DATABASE_URL
+is set), fills the catalog, signs a user in and times, in-process through the whole Django stack
+(middleware, session, ORM, templates): the Tools page, search-as-you-type, one toggle (the htmx
+round trip: row + budget bar + count), a server toggle, the dashboard, and the API tool list.
+Prints p50 / p95 in milliseconds and the response size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcphub.settings")
+os.environ.setdefault("MCPHUB_DEBUG", "true")
+os.environ.setdefault("MCPHUB_DATA_DIR", "/tmp/mcphub-bench-data")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import setup_test_environment  # noqa: E402
+
+from apps.accounts.models import User  # noqa: E402
+from apps.catalog.models import McpServer, Tool  # noqa: E402
+from apps.toolsets.services import enable_tools  # noqa: E402
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def fill_catalog(tools: int, servers: int) -> list[Tool]:
+    rows = []
+    for s in range(servers):
+        server = McpServer.objects.create(name=f"server-{s:02d}", transport="streamable_http",
+                                          url=f"https://s{s}.example.com/mcp", status="healthy")
+        for t in range(tools // servers):
+            rows.append(Tool(server=server, name=f"tool_{t:03d}", input_schema={"type": "object"},
+                             description=f"Does thing {t} of server {s}: a reasonably long description " * 2,
+                             token_estimate=40 + t % 60))
+    return Tool.objects.bulk_create(rows)
+
+
+def timed(label: str, runs: int, call) -> None:
+    samples, size = [], 0
+    for _ in range(runs):
+        start = time.perf_counter()
+        response = call()
+        samples.append((time.perf_counter() - start) * 1000)
+        assert response.status_code in (200, 302), (label, response.status_code)
+        size = len(response.content)
+    samples.sort()
+    p95 = samples[min(len(samples) - 1, int(len(samples) * 0.95))]
+    print(f"{label:<44} p50 {statistics.median(samples):7.1f} ms   p95 {p95:7.1f} ms   {size / 1024:7.1f} KiB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tools", type=int, default=2000)
+    parser.add_argument("--servers", type=int, default=40)
+    parser.add_argument("--runs", type=int, default=30)
+    args = parser.parse_args()
+
+    setup_test_environment()
+    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
+    try:
+        tools = fill_catalog(args.tools, args.servers)
+        user = User.objects.create_user("bench", password="bench")
+        endpoint = user.endpoints.get()
+        endpoint.token_budget = 10_000_000
+        endpoint.save()
+        enable_tools(endpoint=endpoint, tools=tools[::4])  # a quarter of the catalog enabled
+        client = Client()
+        client.force_login(user)
+        toggled = tools[1]
+        toggle_url = f"/endpoints/{endpoint.slug}/tools/{toggled.pk}/toggle/"
+        state = {"on": True}
+
+        def toggle():
+            response = client.post(toggle_url, {"enabled": "on"} if state["on"] else {}, **HTMX)
+            state["on"] = not state["on"]
+            return response
+
+        print(f"{Tool.objects.count()} tools on {args.servers} servers, {endpoint.tools.count()} enabled; "
+              f"{connection.vendor}; {args.runs} runs each")
+        timed("Tools page (full)", args.runs, lambda: client.get("/tools/"))
+        timed("Search as you type (?q=tool_01)", args.runs,
+              lambda: client.get(f"/endpoints/{endpoint.slug}/tools/?q=tool_01", **HTMX))
+        timed("Open a group (lazy rows)", args.runs,
+              lambda: client.get(f"/endpoints/{endpoint.slug}/servers/server-07/", **HTMX))
+        timed("Toggle one tool (htmx round trip)", args.runs, toggle)
+        timed("Toggle a server's 50 tools", args.runs,
+              lambda: client.post(f"/endpoints/{endpoint.slug}/servers/server-03/toggle/", {"enabled": "on"}, **HTMX))
+        timed("Dashboard", args.runs, lambda: client.get("/"))
+        timed("API: endpoint tools, 500 a page", args.runs,
+              lambda: client.get(f"/api/endpoints/{endpoint.slug}/tools/?page_size=500"))
+        timed("API: toggle one tool", args.runs, lambda: client.patch(
+            f"/api/endpoints/{endpoint.slug}/tools/{toggled.key}/", {"enabled": True}, content_type="application/json"))
+    finally:
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+
+
+if __name__ == "__main__":
+    main()
