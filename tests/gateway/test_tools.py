@@ -62,16 +62,16 @@ async def test_every_call_is_logged(hub, alice, alice_endpoint, alice_hub_token)
         await client.call_tool("add", {"a": 1, "b": 1})
         await client.call_tool("crash", {})
 
-    rows = await _wait_for_rows(2)
+    rows = await _wait_for_rows(2, user=alice)
     assert {(r.tool_name, r.ok, r.user_id) for r in rows} == {("add", True, alice.pk), ("crash", False, alice.pk)}
     assert all(r.arguments is None for r in rows)  # arguments are off by default
 
 
-async def _wait_for_rows(count: int) -> list[ToolCall]:
+async def _wait_for_rows(count: int, *, user) -> list[ToolCall]:
     import asyncio
 
     for _ in range(50):
-        rows = await sync_to_async(list)(ToolCall.objects.all())
+        rows = await sync_to_async(list)(ToolCall.objects.filter(user=user))
         if len(rows) >= count:
             return rows
         await asyncio.sleep(0.1)
