@@ -198,7 +198,6 @@ CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_WORKER_POOL = "threads"
 CELERY_WORKER_CONCURRENCY = envint("CELERY_WORKER_CONCURRENCY", 4)
 CELERY_TASK_ROUTES = {"connections.*": {"queue": "mcp"}, "catalog.*": {"queue": "mcp"}}
-CELERY_BEAT_SCHEDULE: dict = {}
 
 # --- Static files (served by WhiteNoise, also under Daphne).
 STATIC_URL = "/static/"
@@ -264,3 +263,19 @@ MCPHUB_RATE_LIMIT_PER_MINUTE = envint("MCPHUB_RATE_LIMIT_PER_MINUTE", 6000)  # p
 MCPHUB_MAX_REQUEST_BYTES = envint("MCPHUB_MAX_REQUEST_BYTES", 4 * 1024 * 1024)
 MCPHUB_LIST_PAGE_SIZE = envint("MCPHUB_LIST_PAGE_SIZE", 1000)
 MCPHUB_LOG_TOOL_ARGUMENTS = envbool("MCPHUB_LOG_TOOL_ARGUMENTS", False)
+
+# --- Health checks, re-discovery and the watched .mcp.json (Celery beat; see apps/catalog/operations.py).
+MCPHUB_HEALTH_INTERVAL = envint("MCPHUB_HEALTH_INTERVAL", 60)  # seconds between health checks
+MCPHUB_HEALTH_TIMEOUT = envint("MCPHUB_HEALTH_TIMEOUT", 10)  # seconds a health ping may take
+MCPHUB_HEALTH_SLOW_MS = envint("MCPHUB_HEALTH_SLOW_MS", 2000)  # a slower ping means `degraded`
+MCPHUB_DISCOVERY_INTERVAL = envint("MCPHUB_DISCOVERY_INTERVAL", 60)  # minutes between re-discoveries
+MCPHUB_WATCH_MCP_JSON = envbool("MCPHUB_WATCH_MCP_JSON", False)  # re-import MCP_JSON_PATH when it changes
+MCPHUB_WATCH_INTERVAL = envint("MCPHUB_WATCH_INTERVAL", 5)  # seconds between looks at that file
+CELERY_BEAT_SCHEDULE = {
+    "catalog-health": {"task": "catalog.check_health_all", "schedule": float(MCPHUB_HEALTH_INTERVAL)},
+    "catalog-rediscovery": {"task": "catalog.discover_all", "schedule": MCPHUB_DISCOVERY_INTERVAL * 60.0},
+}
+if MCPHUB_WATCH_MCP_JSON and MCP_JSON_PATH:
+    CELERY_BEAT_SCHEDULE["catalog-watch-mcp-json"] = {
+        "task": "catalog.watch_mcp_json", "schedule": float(MCPHUB_WATCH_INTERVAL),
+    }
