@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from django.template.defaultfilters import truncatechars
@@ -14,6 +14,7 @@ from django.utils.decorators import method_decorator
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.debug import sensitive_post_parameters
 
+from apps.catalog import operations
 from apps.catalog.forms import McpServerForm
 from apps.catalog.models import McpServer, Prompt, Resource, ResourceTemplate, Tool
 
@@ -47,13 +48,16 @@ class McpServerAdmin(admin.ModelAdmin):
     search_fields = ("name", "display_name", "description", "command", "url")
     autocomplete_fields = ("owner", "team")
     health_fields = ("status", "last_error", "last_ok_at", "last_checked_at", "config_hash")
-    readonly_fields = (*health_fields, "tool_table")
+    live_fields = ("pool_counters", "stderr_tail")
+    readonly_fields = (*health_fields, *live_fields, "tool_table")
+    actions = ("discover_now", "test_connection")
     fieldsets = (
         ("Identity", {"fields": ("name", "display_name", "description")}),
         ("Connection", {"fields": ("transport", "command", "args", "cwd", "url", "timeout")}),
         ("Secrets", {"fields": ("env", "headers"), "description": "Encrypted at rest; values are never shown."}),
         ("Access", {"fields": ("enabled", "visibility", "owner", "team")}),
         ("Health", {"fields": health_fields}),
+        ("Connection pool", {"fields": live_fields, "description": "Live, from the worker that holds the connection."}),
         ("Tools", {"fields": ("tool_table",)}),
     )
 
@@ -66,8 +70,47 @@ class McpServerAdmin(admin.ModelAdmin):
         return super().changeform_view(request, *args, **kwargs)
 
     def get_fieldsets(self, request: HttpRequest, obj: McpServer | None = None):
-        # A server not yet saved has no health or tools to show.
-        return self.fieldsets if obj else self.fieldsets[:-2]
+        # A server not yet saved has no health, pool state or tools to show.
+        return self.fieldsets if obj else self.fieldsets[:-3]
+
+    @admin.action(description="Discover now")
+    def discover_now(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
+        for server in queryset:
+            outcome = operations.discover_now(server=server)
+            self.message_user(request, str(outcome), messages.SUCCESS if outcome.ok else messages.ERROR)
+
+    @admin.action(description="Test connection")
+    def test_connection(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
+        levels = {"healthy": messages.SUCCESS, "degraded": messages.WARNING, "down": messages.ERROR}
+        for server in queryset:
+            verdict = operations.check_health(server=server)
+            self.message_user(request, str(verdict), levels[verdict.status])
+
+    @admin.display(description="pool counters")
+    def pool_counters(self, server: McpServer) -> str:
+        live = _live_state(server)
+        if live.error:
+            return f"unavailable: {live.error}"
+        stats = live.stats
+        rows = format_html_join(
+            "",
+            "<tr><th>{}</th><td>{}</td></tr>",
+            (
+                ("state", stats.state), ("open sessions", stats.open_sessions),
+                ("live processes", stats.live_processes), ("calls in flight", stats.inflight),
+                ("calls", stats.calls), ("restarts", stats.restarts), ("failures", stats.failures),
+                ("circuit", stats.circuit), ("last failure", stats.last_error or "-"),
+                ("held by", ", ".join(stats.workers) or "-"),
+            ),
+        )
+        return format_html('<table class="pool-counters"><tbody>{}</tbody></table>', rows)
+
+    @admin.display(description="stderr (most recent last)")
+    def stderr_tail(self, server: McpServer) -> str:
+        live = _live_state(server)
+        if live.error:
+            return f"unavailable: {live.error}"
+        return format_html('<pre class="stderr-tail">{}</pre>', live.stderr) if live.stderr else "-"
 
     @admin.display(description="tools", ordering="tool_count")
     def tool_count(self, server: McpServer) -> int:
@@ -97,6 +140,13 @@ class McpServerAdmin(admin.ModelAdmin):
             "<th>tokens</th></tr></thead><tbody>{}</tbody></table>",
             url, server.tool_count, rows,
         )
+
+
+def _live_state(server: McpServer) -> operations.LiveState:
+    # Asked once per page: both read-only fields render from the same answer.
+    if not hasattr(server, "_live_state"):
+        server._live_state = operations.live_state(server_name=server.name)
+    return server._live_state
 
 
 class CatalogItemAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):

@@ -7,3 +7,6 @@ class CatalogConfig(AppConfig):
 
     def ready(self) -> None:
         from apps.catalog import signals  # noqa: F401 - connects the change notifications
+        from apps.catalog import watch
+
+        watch.connect()  # closes disabled servers' connections; list_changed listener in workers

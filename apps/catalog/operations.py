@@ -1,0 +1,343 @@
+"""Operations on a server's live backend: discover now, test connection, health, stderr, counters.
+
+Synchronous, keyword-only calls for the admin, the REST API and Celery tasks (one line each).
+They reach the pool this process should use (`run_on_pool`):
+
+- production (REDIS_URL set): a short-lived `RemotePool`, which routes to the pool worker that
+  holds the server's connection, so stderr and counters are the live ones;
+- embedded, inside the web process (a sync view under Daphne): the web process's own pool, on
+  its event loop, the same one the gateway's tool calls use;
+- embedded anywhere else (a management command, a test client): a short-lived in-process pool,
+  closed afterwards; it starts the backend for the operation and stops it again.
+
+Health, honestly (`check_health`):
+- `down`: the ping failed, timed out, or the pool refuses the server (circuit open);
+- `degraded`: the ping answered, but slower than MCPHUB_HEALTH_SLOW_MS, or the pool saw the
+  server's connection fail (crash, hang, failed start) since the previous check;
+- `healthy`: the ping answered in time and nothing failed since the previous check.
+A tool call that fails with a crash or hang therefore shows up as `degraded` at the next check
+at the latest; a JSON-RPC error or an `isError` result is an answer, not a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from asgiref.sync import SyncToAsync, async_to_sync
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+
+from apps.catalog.discovery import DiscoveryReport, _describe, apply_discovery, record_health
+from apps.catalog.models import McpServer
+from apps.connections.specs import ServerSpec
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_FAILURES_KEY = "mcphub:catalog:health-failures:{name}"
+# Backends announce list changes in bursts (one per tool they add); one discovery covers a burst.
+REDISCOVERY_DEBOUNCE_SECONDS = 1.0
+_REDISCOVERY_KEY = "mcphub:catalog:rediscover:{name}"
+
+
+# --- Results ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DiscoveryOutcome:
+    server: str
+    report: DiscoveryReport | None = None
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.report is not None
+
+    def __str__(self) -> str:
+        return str(self.report) if self.report is not None else f"{self.server}: discovery failed: {self.error}"
+
+
+@dataclass(frozen=True)
+class HealthVerdict:
+    server: str
+    status: str  # an McpServer.Status value
+    round_trip_ms: float | None = None
+    reason: str = ""  # why degraded or down; empty when healthy
+
+    @property
+    def ok(self) -> bool:
+        return self.status != McpServer.Status.DOWN
+
+    def __str__(self) -> str:
+        rtt = f" ({self.round_trip_ms:.1f} ms)" if self.round_trip_ms is not None else ""
+        return f"{self.server}: {self.status}{rtt}" + (f": {self.reason}" if self.reason else "")
+
+
+@dataclass(frozen=True)
+class ServerPoolStats:
+    """One server's counters, summed over the pool workers that hold (or held) it."""
+
+    server: str
+    state: str = "closed"  # open, starting, closing or closed
+    open_sessions: int = 0
+    live_processes: int = 0
+    inflight: int = 0
+    calls: int = 0
+    restarts: int = 0
+    failures: int = 0
+    circuit: str = "closed"
+    last_error: str = ""
+    workers: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+# --- Reaching the pool -----------------------------------------------------------------------
+
+
+def run_on_pool(fn: Callable[[Any], Awaitable[T]]) -> T:
+    """Run `fn(pool)` on the pool this process should use (see the module docstring)."""
+    from apps.connections.default import run_with_pool
+
+    if _web_event_loop() is not None:
+        return async_to_sync(_on_shared_pool)(fn)
+    return run_with_pool(fn)
+
+
+async def _on_shared_pool(fn: Callable[[Any], Awaitable[T]]) -> T:
+    from apps.connections.default import get_pool
+
+    return await fn(get_pool())
+
+
+def _web_event_loop() -> asyncio.AbstractEventLoop | None:
+    # asgiref records the server's loop on the threads it runs sync views in; async_to_sync then
+    # runs coroutines on that loop, where the embedded web process keeps its pool.
+    if settings.REDIS_URL:
+        return None
+    loop = getattr(SyncToAsync.threadlocal, "main_event_loop", None)
+    same_process = getattr(SyncToAsync.threadlocal, "main_event_loop_pid", None) == os.getpid()
+    return loop if loop is not None and same_process and loop.is_running() else None
+
+
+# --- Discovery -------------------------------------------------------------------------------
+
+
+def discover_now(*, server: McpServer) -> DiscoveryOutcome:
+    """Connect, list everything, persist it; a failure is recorded as `down`, not raised.
+
+    Works on a disabled server too (an admin checking it before enabling it); its connection
+    is closed again afterwards.
+    """
+    spec = server.to_spec()
+    try:
+        discovery = run_on_pool(lambda pool: _discover(pool, spec, keep=server.enabled))
+    except Exception as exc:  # boundary: any backend failure is this server's verdict
+        error = _describe(exc)
+        record_health(server=server, ok=False, error=error)
+        return DiscoveryOutcome(server.name, error=error)
+    return DiscoveryOutcome(server.name, report=apply_discovery(server=server, discovery=discovery))
+
+
+async def _discover(pool: Any, spec: ServerSpec, *, keep: bool) -> Any:
+    try:
+        return await pool.discover(spec, timeout=_discovery_timeout(spec))
+    finally:
+        if not keep:
+            await pool.close(spec.name)
+
+
+def _discovery_timeout(spec: ServerSpec) -> float:
+    return max(spec.timeout or 0.0, float(settings.MCPHUB_HEALTH_TIMEOUT))
+
+
+def request_discovery(*, server_ids: Iterable[int]) -> None:
+    """Discover these servers in the background, once the current transaction commits."""
+    from apps.catalog.tasks import discover_server
+
+    ids = list(server_ids)
+    transaction.on_commit(lambda: [discover_server.delay(server_id) for server_id in ids])
+
+
+def request_rediscovery(*, server_name: str) -> bool:
+    """A backend said its lists changed: discover it soon, once per burst. False if coalesced."""
+    from apps.catalog.tasks import discover_server
+
+    if not cache.add(_REDISCOVERY_KEY.format(name=server_name), 1, timeout=REDISCOVERY_DEBOUNCE_SECONDS):
+        return False
+    server_id = McpServer.objects.filter(name=server_name, enabled=True).values_list("pk", flat=True).first()
+    if server_id is None:
+        return False
+    discover_server.apply_async((server_id,), countdown=REDISCOVERY_DEBOUNCE_SECONDS)
+    return True
+
+
+# --- Health ----------------------------------------------------------------------------------
+
+
+def check_health(*, server: McpServer) -> HealthVerdict:
+    """Ping the server through the pool (with MCPHUB_HEALTH_TIMEOUT) and record the verdict.
+
+    Also the admin's "Test connection": on a disabled server the connection is closed after.
+    """
+    spec = server.to_spec()
+    outcome, stats = run_on_pool(lambda pool: _probe(pool, spec, keep=server.enabled))
+    verdict = _judge(spec, outcome, stats)
+    record_health(
+        server=server,
+        ok=verdict.status != McpServer.Status.DOWN,
+        error=verdict.reason,
+        degraded=verdict.status == McpServer.Status.DEGRADED,
+    )
+    return verdict
+
+
+async def _probe(pool: Any, spec: ServerSpec, *, keep: bool) -> tuple[float | BaseException, ServerPoolStats]:
+    timeout = float(settings.MCPHUB_HEALTH_TIMEOUT)
+    try:
+        seconds = await pool.ping(spec, timeout=timeout)
+        if seconds * 1000 > settings.MCPHUB_HEALTH_SLOW_MS:
+            seconds = await pool.ping(spec, timeout=timeout)  # the first one may have paid for the start
+        outcome: float | BaseException = seconds
+    except Exception as exc:  # boundary: the failure is the verdict
+        outcome = exc
+    stats = await _server_stats(pool, spec.name)
+    if not keep:
+        await pool.close(spec.name)
+    return outcome, stats
+
+
+def _judge(spec: ServerSpec, outcome: float | BaseException, stats: ServerPoolStats) -> HealthVerdict:
+    name = spec.name
+    new_failures = _failures_since_last_check(spec, stats.failures)
+    if isinstance(outcome, BaseException):
+        return HealthVerdict(name, McpServer.Status.DOWN, reason=_describe(outcome))
+    rtt = outcome * 1000
+    if rtt > settings.MCPHUB_HEALTH_SLOW_MS:
+        reason = f"ping took {rtt:.0f} ms (slower than {settings.MCPHUB_HEALTH_SLOW_MS} ms)"
+        return HealthVerdict(name, McpServer.Status.DEGRADED, rtt, reason)
+    if new_failures:
+        detail = f": {stats.last_error}" if stats.last_error else ""
+        reason = f"{new_failures} connection failure(s) since the previous check{detail}"
+        return HealthVerdict(name, McpServer.Status.DEGRADED, rtt, reason)
+    return HealthVerdict(name, McpServer.Status.HEALTHY, rtt)
+
+
+def _failures_since_last_check(spec: ServerSpec, failures: int) -> int:
+    # Failures under an older config do not count against a new one (the pool resets its breaker too).
+    key = _FAILURES_KEY.format(name=spec.name)
+    previous_hash, previous = cache.get(key) or (None, None)
+    cache.set(key, (spec.config_hash, failures), timeout=None)
+    if previous is None or previous_hash != spec.config_hash:
+        return 0
+    return failures if failures < previous else failures - previous  # fewer: a worker restarted
+
+
+# --- Live state: stderr, counters, closing ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """What the pool knows of a server right now; `error` if the pool could not be asked."""
+
+    stderr: str
+    stats: ServerPoolStats
+    error: str = ""
+
+
+def live_state(*, server_name: str) -> LiveState:
+    """The backend's recent stderr and its pool counters, in one trip; never starts a backend."""
+    try:
+        return run_on_pool(lambda pool: _live_state(pool, server_name))
+    except Exception as exc:  # boundary: a page showing this must render without a worker too
+        return LiveState("", ServerPoolStats(server_name), error=_describe(exc))
+
+
+async def _live_state(pool: Any, name: str) -> LiveState:
+    return LiveState(await pool.stderr_tail(name), await _server_stats(pool, name))
+
+
+def stderr_tail(*, server_name: str) -> str:
+    """The backend's recent stderr as the pool captured it ('' if it never ran here)."""
+    return run_on_pool(lambda pool: pool.stderr_tail(server_name))
+
+
+def pool_stats(*, server_name: str) -> ServerPoolStats:
+    """Open sessions, live processes, restarts, failures and more for one server."""
+    return run_on_pool(lambda pool: _server_stats(pool, server_name))
+
+
+def close_connection(*, server_name: str) -> None:
+    """Close the server's backend connection (stdio children are stopped); the next call reopens."""
+    run_on_pool(lambda pool: pool.close(server_name))
+
+
+def close_disabled(*, server_names: Iterable[str]) -> list[str]:
+    """Close the connections these (disabled) servers still hold; returns the names closed."""
+    names = set(server_names)
+
+    async def close(pool: Any) -> list[str]:
+        held = sorted(names & await _held_servers(pool))
+        for name in held:
+            await pool.close(name)
+        return held
+
+    return run_on_pool(close) if names else []
+
+
+def request_close(*, server_name: str) -> None:
+    """Close the server's connection in the background, once the current transaction commits."""
+    from apps.catalog.tasks import close_server
+
+    transaction.on_commit(lambda: close_server.delay(server_name))
+
+
+async def _stats_per_worker(pool: Any) -> dict[str, dict[str, Any]]:
+    from apps.connections.pool import Pool
+
+    stats = await pool.stats()
+    return {"in-process": stats} if isinstance(pool, Pool) else stats
+
+
+async def _held_servers(pool: Any) -> set[str]:
+    return {
+        name
+        for stats in (await _stats_per_worker(pool)).values()
+        for name, entry in stats.get("servers", {}).items()
+        if entry["state"] != "closed"
+    }
+
+
+async def _server_stats(pool: Any, name: str) -> ServerPoolStats:
+    per_worker = await _stats_per_worker(pool)
+    found = {worker: s["servers"][name] for worker, s in per_worker.items() if name in s.get("servers", {})}
+    return _sum_stats(name, found)
+
+
+def _sum_stats(name: str, found: dict[str, dict[str, Any]]) -> ServerPoolStats:
+    if not found:
+        return ServerPoolStats(name)
+    entries = list(found.values())
+    states = [e["state"] for e in entries]
+    circuits = [e["circuit"] for e in entries if e["circuit"] != "closed"]
+    return ServerPoolStats(
+        server=name,
+        state=next((s for s in ("open", "starting", "closing") if s in states), "closed"),
+        open_sessions=states.count("open"),
+        live_processes=sum(1 for e in entries if e.get("pid")),
+        inflight=sum(e["inflight"] for e in entries),
+        calls=sum(e["calls"] for e in entries),
+        restarts=sum(e["restarts"] for e in entries),
+        failures=sum(e["failures"] for e in entries),
+        circuit=circuits[0] if circuits else "closed",
+        last_error=next((e["last_error"] for e in entries if e.get("last_error")), ""),
+        workers=tuple(sorted(found)),
+    )

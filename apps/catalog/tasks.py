@@ -1,0 +1,67 @@
+"""Celery tasks for the catalog: thin wrappers over `operations`, ids (or names) as arguments.
+
+The names are stable (beat schedules and queued messages refer to them); CELERY_TASK_ROUTES
+sends `catalog.*` to the `mcp` queue, served by the workers that hold the connection pool.
+A server deleted or disabled before its task runs is skipped quietly.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from django.conf import settings
+
+from apps.catalog import operations
+from apps.catalog.models import McpServer
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="catalog.discover_server", ignore_result=True)
+def discover_server(server_id: int) -> None:
+    server = McpServer.objects.filter(pk=server_id, enabled=True).first()
+    if server is None:
+        return
+    outcome = operations.discover_now(server=server)
+    (logger.info if outcome.ok else logger.warning)("%s", outcome)
+
+
+@shared_task(name="catalog.discover_all", ignore_result=True)
+def discover_all() -> None:
+    for server_id in McpServer.objects.filter(enabled=True).values_list("pk", flat=True):
+        discover_server.delay(server_id)
+
+
+@shared_task(name="catalog.check_health", ignore_result=True)
+def check_health(server_id: int) -> None:
+    server = McpServer.objects.filter(pk=server_id, enabled=True).first()
+    if server is None:
+        return
+    verdict = operations.check_health(server=server)
+    if verdict.status != McpServer.Status.HEALTHY:
+        logger.warning("health: %s", verdict)
+
+
+@shared_task(name="catalog.check_health_all", ignore_result=True)
+def check_health_all() -> None:
+    """Check every enabled server; also close any connection a disabled server still holds."""
+    for server_id in McpServer.objects.filter(enabled=True).values_list("pk", flat=True):
+        check_health.delay(server_id)
+    disabled = McpServer.objects.filter(enabled=False).values_list("name", flat=True)
+    if closed := operations.close_disabled(server_names=disabled):
+        logger.info("closed the connections of disabled servers: %s", ", ".join(closed))
+
+
+@shared_task(name="catalog.close_server", ignore_result=True)
+def close_server(server_name: str) -> None:
+    # By name: a deleted server has no row left to look up, and its backend must stop too.
+    operations.close_connection(server_name=server_name)
+
+
+@shared_task(name="catalog.watch_mcp_json", ignore_result=True)
+def watch_mcp_json() -> None:
+    from apps.catalog.watch import reimport_if_changed
+
+    if settings.MCPHUB_WATCH_MCP_JSON and settings.MCP_JSON_PATH:
+        reimport_if_changed(path=settings.MCP_JSON_PATH)

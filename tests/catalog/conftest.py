@@ -1,0 +1,91 @@
+"""Real backends for the catalog's live operations, in whichever mode the run is in.
+
+Embedded (no REDIS_URL): operations called through `sync_to_async` from an async test find the
+test's event loop, exactly as a sync view finds Daphne's, and use the pool of that loop.
+With REDIS_URL: they go to the pool worker of a real hub (Daphne + Celery worker), which also
+runs the Celery tasks the tests enqueue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from apps.catalog.models import McpServer
+from tests.gateway.conftest import hub  # noqa: F401 - a real hub, started once per session
+
+SERVERS = Path(__file__).resolve().parent.parent / "servers"
+REDIS_MODE = bool(settings.REDIS_URL)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def pool_host(request, transactional_db):
+    """With REDIS_URL, the hub whose worker holds connections and runs tasks; embedded: nothing."""
+    return request.getfixturevalue("hub") if REDIS_MODE else None
+
+
+@pytest.fixture
+async def shared_pool(pool_host):
+    """The pool of the test's event loop (what the embedded web process uses); closed after."""
+    from apps.connections.default import get_pool
+
+    pool = get_pool()
+    yield pool
+    await pool.aclose()
+
+
+def tiny_args(*flags: str) -> list[str]:
+    return ["-I", "-S", str(SERVERS / "tiny.py"), *flags]
+
+
+def echo_args() -> list[str]:
+    return [str(SERVERS / "echo.py"), "stdio"]
+
+
+@pytest.fixture
+def make_server(transactional_db) -> Callable[..., McpServer]:
+    def make(name: str, args: list[str], **fields) -> McpServer:
+        return McpServer.objects.create(name=name, command=sys.executable, args=args, **fields)
+
+    return make
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 20.0) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := predicate():
+            return value
+        time.sleep(0.1)
+    return predicate()
+
+
+async def await_for(predicate: Callable[[], object], timeout: float = 20.0) -> object:
+    from asgiref.sync import sync_to_async
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := await sync_to_async(predicate)():
+            return value
+        await asyncio.sleep(0.1)
+    return await sync_to_async(predicate)()
+
+
+@pytest.fixture(autouse=True)
+def _close_thread_connections():
+    """Async tests reach the ORM through asgiref's sync thread: close its connection afterwards."""
+    yield
+    from asgiref.sync import SyncToAsync
+    from django.db import connections
+
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result()
