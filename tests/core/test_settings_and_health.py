@@ -5,7 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,13 +48,81 @@ def test_a_dotenv_file_supplies_the_secrets(tmp_path):
     assert result.returncode == 0, result.stderr
 
 
-def test_health_reports_ok_when_dependencies_answer(client, db, settings):
+@pytest.fixture
+def pool_prefix(settings) -> str:
+    """A Redis prefix of this test's own, so workers of other test runs on the same Redis never count."""
+    prefix = f"test-health:{uuid.uuid4().hex[:8]}"
+    settings.MCPHUB_POOL = {**(getattr(settings, "MCPHUB_POOL", {}) or {}), "redis_prefix": prefix}
+    return prefix
+
+
+@pytest.fixture
+def pool_worker(settings, pool_prefix):
+    """A real pool worker (the one Celery workers run) registered under the test's prefix."""
+    from apps.connections.celery_hooks import PoolWorkerThread
+
+    worker = PoolWorkerThread(settings.REDIS_URL, {"redis_prefix": pool_prefix})
+    worker.start()
+    yield worker
+    worker.stop()
+
+
+needs_redis = pytest.mark.skipif(not django_settings.REDIS_URL, reason="pool workers exist only with REDIS_URL")
+
+
+@pytest.mark.skipif(bool(django_settings.REDIS_URL), reason="embedded mode only")
+def test_embedded_health_checks_the_database_and_counts_no_workers(client, db):
     response = client.get("/health")
 
     assert response.status_code == 200
-    assert response.json()["checks"]["database"] == "ok"
-    if settings.REDIS_URL:
-        assert response.json()["checks"]["redis"] == "ok"
+    assert response.json() == {"status": "ok", "checks": {"database": "ok"}}
+
+
+@needs_redis
+def test_health_is_ok_with_a_live_pool_worker(client, db, pool_worker):
+    response = client.get("/health")
+
+    assert response.status_code == 200, response.json()
+    assert response.json()["checks"] == {"database": "ok", "redis": "ok", "workers": "ok"}
+    assert response.json()["workers"] == 1
+
+
+@needs_redis
+def test_health_is_503_without_a_pool_worker(client, db, pool_prefix):
+    response = client.get("/health")
+
+    assert response.status_code == 503
+    assert response.json()["checks"]["redis"] == "ok"
+    assert response.json()["checks"]["workers"] == "error: no pool workers running"
+
+
+@needs_redis
+def test_health_turns_503_when_the_last_worker_stops(client, db, pool_worker):
+    assert client.get("/health").status_code == 200
+
+    pool_worker.stop()
+
+    response = client.get("/health")
+    assert response.status_code == 503
+    assert "workers" not in response.json()
+
+
+@needs_redis
+def test_a_worker_whose_heartbeat_went_stale_does_not_count(client, db, settings, pool_prefix):
+    import redis
+
+    from apps.connections.worker import WORKER_TTL_SECONDS, workers_key
+
+    stale = redis.Redis.from_url(settings.REDIS_URL)
+    stale.zadd(workers_key(pool_prefix), {"crashed-worker": time.time() - WORKER_TTL_SECONDS - 1})
+    try:
+        response = client.get("/health")
+    finally:
+        stale.delete(workers_key(pool_prefix))
+        stale.close()
+
+    assert response.status_code == 503
+    assert response.json()["checks"]["workers"] == "error: no pool workers running"
 
 
 def test_health_names_the_failing_dependency(client, db, settings):
@@ -59,3 +132,4 @@ def test_health_names_the_failing_dependency(client, db, settings):
 
     assert response.status_code == 503
     assert response.json()["checks"]["redis"].startswith("error")
+    assert response.json()["checks"]["workers"].startswith("error")
