@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import json
 import logging
@@ -51,7 +52,8 @@ async def on_backend_notification(server: str, notification: Any) -> None:
     here would wait for replies that reader has yet to read.
     """
     if _method(notification) in LIST_CHANGED:
-        task = asyncio.get_running_loop().create_task(_rediscover_later(server))
+        # A fresh context: the reader's may point at an asgiref executor of a call long finished.
+        task = asyncio.get_running_loop().create_task(_rediscover_later(server), context=contextvars.Context())
         _background.add(task)
         task.add_done_callback(_background.discard)
 

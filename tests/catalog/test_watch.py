@@ -1,0 +1,98 @@
+"""The catalog follows the world: a backend's list_changed, and an edited .mcp.json."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from apps.catalog import operations, tasks, watch
+from apps.catalog.models import McpServer, Tool
+from tests.catalog.conftest import REDIS_MODE, await_for, echo_args, tiny_args, wait_for
+
+
+@pytest.mark.anyio
+async def test_a_backend_announcing_list_changed_is_discovered_again(shared_pool, make_server):
+    if not REDIS_MODE:
+        # Embedded: the web process's pool calls this hook (see the report on issue #3).
+        shared_pool.on_notification = watch.on_backend_notification
+    server = await sync_to_async(make_server)("echo", echo_args())
+    assert (await sync_to_async(operations.discover_now)(server=server)).ok
+    # Pretend the backend dropped `add` last time: only a new discovery brings it back.
+    await sync_to_async(Tool.objects.filter(server=server, name="add").update)(available=False)
+
+    spec = server.to_spec()
+    await sync_to_async(operations.run_on_pool)(lambda pool: pool.call_tool(spec, "touch_tools", {}))
+
+    assert await await_for(lambda: Tool.objects.get(server=server, name="add").available)
+
+
+def test_other_backend_notifications_do_not_trigger_discovery(transactional_db, make_server, monkeypatch):
+    make_server("echo", echo_args())
+    asked = []
+    monkeypatch.setattr(operations, "request_rediscovery", lambda **kw: asked.append(kw))
+    listener = watch.EventsListener("redis://unused", "mcphub:pool")
+
+    listener.handle(json.dumps({"s": "echo", "n": {"method": "notifications/message", "params": {}}}))
+    listener.handle(json.dumps({"s": "echo", "n": {"method": "notifications/prompts/list_changed"}}))
+
+    assert asked == [{"server_name": "echo"}]
+
+
+def _write(path, servers: dict) -> None:
+    path.write_text(json.dumps({"mcpServers": servers}))
+
+
+def test_an_edited_mcp_json_is_imported_again_and_discovered(pool_host, make_server, tmp_path):
+    config = tmp_path / ".mcp.json"
+    _write(config, {"tiny": {"command": sys.executable, "args": tiny_args("--tag", "one")}})
+
+    first = watch.reimport_if_changed(path=config)
+    again = watch.reimport_if_changed(path=config)
+
+    assert [c.action for c in first] == ["created"] and again is None
+    tiny = McpServer.objects.get(name="tiny")
+    assert wait_for(lambda: tiny.tools.filter(name="argv").exists())
+
+    _write(config, {"tiny": {"command": sys.executable, "args": tiny_args("--tag", "two")}})
+    changed = watch.reimport_if_changed(path=config)
+
+    assert [(c.action, c.fields) for c in changed] == [("updated", ("args",))]
+    tiny.refresh_from_db()
+    assert tiny.args[-1] == "two"
+
+
+def test_a_broken_mcp_json_logs_why_and_changes_nothing(pool_host, make_server, tmp_path, caplog):
+    config = tmp_path / ".mcp.json"
+    _write(config, {"tiny": {"command": sys.executable, "args": tiny_args()}})
+    watch.reimport_if_changed(path=config)
+    before = McpServer.objects.get(name="tiny").config_hash
+
+    config.write_text('{"mcpServers": {"tiny": {"command": 42}, "other": {"url": "ftp://x"}}}')
+    with caplog.at_level(logging.ERROR, logger="apps.catalog.watch"):
+        result = watch.reimport_if_changed(path=config)
+
+    assert result is None
+    assert "was not imported; nothing changed" in caplog.text and "tiny" in caplog.text and "other" in caplog.text
+    assert McpServer.objects.get(name="tiny").config_hash == before
+    assert not McpServer.objects.filter(name="other").exists()
+    caplog.clear()
+    assert watch.reimport_if_changed(path=config) is None and caplog.text == ""  # said once, not every tick
+
+
+def test_the_beat_task_watches_only_when_asked(transactional_db, tmp_path, settings):
+    config = tmp_path / ".mcp.json"
+    _write(config, {"tiny": {"command": sys.executable, "args": tiny_args()}})
+    settings.MCP_JSON_PATH = str(config)
+    settings.MCPHUB_WATCH_MCP_JSON = False
+
+    tasks.watch_mcp_json.apply().get()
+    assert not McpServer.objects.filter(name="tiny").exists()
+
+    settings.MCPHUB_WATCH_MCP_JSON = True
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # the discovery it asks for runs here, not in a worker
+    tasks.watch_mcp_json.apply().get()
+    assert McpServer.objects.filter(name="tiny").exists()
