@@ -6,6 +6,7 @@ from rest_framework.routers import DefaultRouter
 
 from apps.accounts.api import AccessTokenViewSet, TeamViewSet
 from apps.catalog.api import ServerViewSet
+from apps.gateway.api import UsageViewSet
 from apps.toolsets.api import EndpointViewSet, ToolViewSet
 from apps.toolsets.preset_api import PresetViewSet
 
@@ -16,6 +17,7 @@ router.register("endpoints", EndpointViewSet, basename="endpoint")
 router.register("presets", PresetViewSet, basename="preset")
 router.register("tokens", AccessTokenViewSet, basename="token")
 router.register("teams", TeamViewSet, basename="team")
+router.register("usage", UsageViewSet, basename="usage")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -1,0 +1,215 @@
+"""Permission-scoped reads of the tool-call log: usage per tool and per server, over time.
+
+Counts come from one grouped query (exact at any volume). Percentiles are computed in Python
+from the durations, the same way on SQLite and Postgres (linear interpolation, as Postgres's
+`percentile_cont`). Durations are read in one streamed pass; beyond `MAX_DURATIONS` calls in
+the window only every n-th call (by id, so spread evenly over time) is read, and the result
+says it was sampled.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.db.models import Count, F, Q, QuerySet
+from django.db.models.functions import Mod, TruncDay, TruncHour
+from django.utils import timezone
+
+from apps.gateway.models import ToolCall
+
+MAX_DURATIONS = 200_000
+
+
+@dataclass(frozen=True)
+class Window:
+    """A span of recent time and the bucket its chart uses."""
+
+    key: str
+    label: str
+    span: timedelta
+    bucket: str  # "hour" or "day"
+
+
+WINDOWS = {
+    "24h": Window("24h", "Last 24 hours", timedelta(hours=24), "hour"),
+    "7d": Window("7d", "Last 7 days", timedelta(days=7), "day"),
+    "30d": Window("30d", "Last 30 days", timedelta(days=30), "day"),
+}
+BUCKETS = {"hour": (timedelta(hours=1), TruncHour), "day": (timedelta(days=1), TruncDay)}
+
+
+@dataclass(frozen=True)
+class UsageFilter:
+    """What to count: a window, optionally narrowed to a server, a tool, an endpoint or (staff) a user."""
+
+    window: str = "24h"
+    bucket: str | None = None  # None: the window's own bucket
+    server: str = ""
+    tool: str = ""
+    endpoint: str = ""
+    user: str = ""  # a username; only staff may name someone else
+
+
+@dataclass
+class Stats:
+    """Calls, errors and duration percentiles of one group of calls."""
+
+    calls: int = 0
+    errors: int = 0
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+
+    @property
+    def error_rate(self) -> float:
+        return self.errors / self.calls if self.calls else 0.0
+
+
+@dataclass
+class ServerUsage(Stats):
+    server: str = ""
+    series: list[int] = field(default_factory=list)  # calls per bucket, aligned with Usage.buckets
+
+
+@dataclass
+class ToolUsage(ServerUsage):
+    tool: str = ""
+
+
+@dataclass
+class Bucket(Stats):
+    start: datetime | None = None
+
+
+@dataclass
+class Usage:
+    window: Window
+    bucket: str
+    since: datetime
+    until: datetime
+    totals: Stats
+    buckets: list[Bucket]
+    servers: list[ServerUsage]
+    tools: list[ToolUsage]
+    sampled: bool  # percentiles came from a sample of the calls
+
+
+class UsageForbidden(PermissionError):
+    pass
+
+
+def visible_calls(user, *, username: str = "") -> QuerySet[ToolCall]:
+    """Calls on `user`'s own endpoints (and, for a deleted endpoint, calls they made); staff see all."""
+    if user.is_staff:
+        calls = ToolCall.objects.all()
+        return calls.filter(user__username=username) if username else calls
+    if username and username != user.get_username():
+        raise UsageForbidden("Only staff may see other users' usage.")
+    return ToolCall.objects.filter(Q(endpoint__owner=user) | Q(endpoint__isnull=True, user=user))
+
+
+def percentile(ordered: list[float], q: float) -> float | None:
+    """The q-quantile of sorted values by linear interpolation (Postgres `percentile_cont`)."""
+    if not ordered:
+        return None
+    position = (len(ordered) - 1) * q
+    low, high = math.floor(position), math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def bucket_starts(since: datetime, until: datetime, bucket: str) -> list[datetime]:
+    """Every bucket start from `since` to `until` in the current time zone (DST-safe: stepped in UTC)."""
+    trunc = _truncate_hour if bucket == "hour" else _truncate_day
+    starts: dict[datetime, None] = {}
+    moment = since
+    while moment <= until:
+        starts[trunc(timezone.localtime(moment))] = None
+        moment += timedelta(hours=1)
+    starts[trunc(timezone.localtime(until))] = None
+    return list(starts)
+
+
+def _truncate_hour(moment: datetime) -> datetime:
+    return moment.replace(minute=0, second=0, microsecond=0)
+
+
+def _truncate_day(moment: datetime) -> datetime:
+    return timezone.make_aware(datetime(moment.year, moment.month, moment.day))
+
+
+def usage(user, selection: UsageFilter, *, now: datetime | None = None) -> Usage:
+    """Usage of the calls `user` may see in the selected window; raises UsageForbidden, KeyError."""
+    window = WINDOWS[selection.window]
+    bucket = selection.bucket or window.bucket
+    until = now or timezone.now()
+    starts = bucket_starts(until - window.span + BUCKETS[bucket][0], until, bucket)
+    calls = _narrow(visible_calls(user, username=selection.user), selection).filter(
+        started_at__gte=starts[0], started_at__lte=until
+    )
+    calls = calls.annotate(bucket=BUCKETS[bucket][1]("started_at")).order_by()
+    counts = calls.values("bucket", "server_name", "tool_name").annotate(
+        calls=Count("id"), errors=Count("id", filter=Q(ok=False))
+    )
+    total = sum(row["calls"] for row in counts)
+    durations, sampled = _durations(calls, total)
+    return _assemble(window, bucket, starts, until, counts, durations, sampled)
+
+
+def _narrow(calls: QuerySet[ToolCall], selection: UsageFilter) -> QuerySet[ToolCall]:
+    if selection.server:
+        calls = calls.filter(server_name=selection.server)
+    if selection.tool:
+        calls = calls.filter(tool_name=selection.tool)
+    if selection.endpoint:
+        calls = calls.filter(endpoint__slug=selection.endpoint)
+    return calls
+
+
+def _durations(calls: QuerySet[ToolCall], total: int) -> tuple[Iterable[tuple], bool]:
+    step = math.ceil(total / MAX_DURATIONS) if total > MAX_DURATIONS else 1
+    if step > 1:
+        calls = calls.annotate(slot=Mod(F("id"), step)).filter(slot=0)
+    rows = calls.values_list("bucket", "server_name", "tool_name", "duration_ms")
+    return rows.iterator(chunk_size=5000), step > 1
+
+
+def _assemble(window: Window, bucket: str, starts: list[datetime], until: datetime, counts, durations,
+              sampled: bool) -> Usage:
+    # By position, not by equality: a database may truncate an ambiguous DST hour differently.
+    slot_of = lambda moment: max(0, bisect_right(starts, moment) - 1)  # noqa: E731
+    totals, buckets = Stats(), [Bucket(start=start) for start in starts]
+    servers: dict[str, ServerUsage] = {}
+    tools: dict[tuple[str, str], ToolUsage] = {}
+    for row in counts:
+        name, slot = row["server_name"], slot_of(row["bucket"])
+        server = servers.setdefault(name, ServerUsage(server=name, series=[0] * len(starts)))
+        tool = tools.setdefault((name, row["tool_name"]),
+                                ToolUsage(server=name, tool=row["tool_name"], series=[0] * len(starts)))
+        for stats in (totals, buckets[slot], server, tool):
+            stats.calls += row["calls"]
+            stats.errors += row["errors"]
+        server.series[slot] += row["calls"]
+        tool.series[slot] += row["calls"]
+    _fill_percentiles(durations, slot_of, totals=totals, buckets=buckets, servers=servers, tools=tools)
+    return Usage(
+        window=window, bucket=bucket, since=starts[0], until=until, totals=totals, buckets=buckets,
+        servers=sorted(servers.values(), key=lambda s: (-s.calls, s.server)),
+        tools=sorted(tools.values(), key=lambda t: (-t.calls, t.server, t.tool)), sampled=sampled,
+    )
+
+
+def _fill_percentiles(durations, slot_of: Callable[[datetime], int], *, totals: Stats, buckets: list[Bucket],
+                      servers: dict[str, ServerUsage], tools: dict[tuple[str, str], ToolUsage]) -> None:
+    samples: dict[int, list[float]] = defaultdict(list)
+    for start, server, tool, duration in durations:
+        if (server, tool) not in tools:
+            continue  # written between the two queries: it is not in the counts either
+        for stats in (totals, buckets[slot_of(start)], servers[server], tools[server, tool]):
+            samples[id(stats)].append(duration)
+    for stats in (totals, *buckets, *servers.values(), *tools.values()):
+        ordered = sorted(samples.get(id(stats), ()))
+        stats.p50_ms, stats.p95_ms = percentile(ordered, 0.5), percentile(ordered, 0.95)
