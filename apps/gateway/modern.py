@@ -6,12 +6,14 @@ from typing import Any
 
 from django.conf import settings
 from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS, InboundLadderRejection, classify_inbound_request
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 
 from apps.gateway import jsonrpc, protocol
 from apps.gateway.auth import EndpointRef, Principal
-from apps.gateway.http import HttpError, Request, Send, respond
+from apps.gateway.http import HttpError, Request, Send, respond, sse_event, start_sse
 from apps.gateway.jsonrpc import RpcError
 from apps.gateway.view import current
+from apps.toolsets.events import TOOLS_CHANGED, endpoint_group
 
 
 CACHEABLE = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"})
@@ -27,6 +29,9 @@ async def handle_modern(
     if isinstance(route, InboundLadderRejection):
         error = RpcError(route.code, route.message, getattr(route, "data", None))
         raise HttpError(ERROR_CODE_HTTP_STATUS.get(route.code, 400), jsonrpc.error(message["id"], error))
+    if message["method"] == "subscriptions/listen":
+        await _listen(request, send, message, endpoint)
+        return
     view = await current(endpoint.id, version, page_size=settings.MCPHUB_LIST_PAGE_SIZE)
     ctx = protocol.Context(principal, endpoint, view, None, route.protocol_version, None)
     try:
@@ -40,3 +45,32 @@ async def handle_modern(
     except RpcError as exc:
         outcome = jsonrpc.error(message["id"], exc)
     await respond(send, 200, jsonrpc.render(outcome).encode(), [(b"content-type", b"application/json")])
+
+
+# An endpoint change may touch its tools, prompts or resources: each honored kind is announced.
+LISTENABLE = {
+    "toolsListChanged": "notifications/tools/list_changed",
+    "promptsListChanged": "notifications/prompts/list_changed",
+    "resourcesListChanged": "notifications/resources/list_changed",
+}
+
+
+async def _listen(request: Request, send: Send, message: dict[str, Any], endpoint: EndpointRef) -> None:
+    """`subscriptions/listen`: the response is the stream; acknowledged first, then change events."""
+    from apps.gateway.transport import relay_events
+
+    wanted = (message.get("params") or {}).get("notifications")
+    honored = {key: True for key in LISTENABLE if isinstance(wanted, dict) and wanted.get(key) is True}
+    meta = {SUBSCRIPTION_ID_META_KEY: message["id"]}
+    await start_sse(send)
+
+    async def acknowledge() -> None:
+        ack = jsonrpc.notification("notifications/subscriptions/acknowledged", {"notifications": honored, "_meta": meta})
+        await sse_event(send, jsonrpc.dumps(ack), event="message")
+
+    def translate(event: dict[str, Any]) -> list[dict[str, Any]]:
+        if event.get("type") != TOOLS_CHANGED:
+            return []
+        return [jsonrpc.notification(LISTENABLE[key], {"_meta": meta}) for key in honored]
+
+    await relay_events(request, send, [endpoint_group(endpoint.id)], translate, event_name="message", on_ready=acknowledge)

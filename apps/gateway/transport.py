@@ -358,9 +358,15 @@ async def _get_stream(request: Request, send: Send, principal: Principal, endpoi
 
 async def _pump(request: Request, send: Send, session: Session, endpoint: EndpointRef, *, event_name: str, on_ready: Any = None) -> None:
     """Relay this session's server→client messages until the client leaves or the session ends."""
+    groups = [endpoint_group(endpoint.id), session_group(session.id)]
+    await relay_events(request, send, groups, _outgoing, event_name=event_name, on_ready=on_ready)
+
+
+async def relay_events(request: Request, send: Send, groups: list[str], translate: Any, *, event_name: str, on_ready: Any = None) -> None:
+    """Write the messages `translate(event)` returns for each event of `groups` as SSE, with
+    keepalives, until the client leaves or an event translates to STOP."""
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1000)
     box = mailbox()
-    groups = [endpoint_group(endpoint.id), session_group(session.id)]
     for group in groups:
         await box.join(group, queue)
     if on_ready is not None:
@@ -375,12 +381,11 @@ async def _pump(request: Request, send: Send, session: Session, endpoint: Endpoi
                 if not disconnect.done():
                     await sse_comment(send)
                 continue
-            event = getter.result()
-            if event.get("type") == SESSION_CLOSED:
+            outgoing = translate(getter.result())
+            if outgoing is STOP:
                 break
-            outgoing = _outgoing(event)
-            if outgoing is not None:
-                await sse_event(send, jsonrpc.dumps(outgoing), event=event_name)
+            for message in outgoing:
+                await sse_event(send, jsonrpc.dumps(message), event=event_name)
     finally:
         disconnect.cancel()
         for group in groups:
@@ -389,12 +394,17 @@ async def _pump(request: Request, send: Send, session: Session, endpoint: Endpoi
         await end_stream(send)
 
 
-def _outgoing(event: dict[str, Any]) -> dict[str, Any] | None:
+STOP: list[dict[str, Any]] = []  # compared by identity: "end the stream"
+
+
+def _outgoing(event: dict[str, Any]) -> list[dict[str, Any]]:
+    if event.get("type") == SESSION_CLOSED:
+        return STOP
     if event.get("type") == TOOLS_CHANGED:
-        return jsonrpc.notification("notifications/tools/list_changed")
+        return [jsonrpc.notification("notifications/tools/list_changed")]
     if event.get("type") == SESSION_MESSAGE:
-        return event["message"]
-    return None
+        return [event["message"]]
+    return []
 
 
 async def _wait_disconnect(request: Request) -> None:

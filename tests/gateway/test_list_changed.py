@@ -46,3 +46,15 @@ async def test_toggling_a_tool_pushes_list_changed_and_the_new_list(hub, alice_e
 
     assert "echo" in before
     assert before - after == {"echo"}
+
+
+async def test_a_2026_client_hears_changes_through_subscriptions_listen(hub, alice_endpoint, alice_hub_token):
+    async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token, mode="auto") as client:
+        before = {t.name for t in (await client.list_tools()).tools}
+        async with client.listen(tools_list_changed=True) as subscription:
+            await _toggle(hub, alice_endpoint, alice_hub_token, "echo.add", False)
+            event = await asyncio.wait_for(anext(aiter(subscription)), 10)
+        after = {t.name for t in (await client.list_tools()).tools}
+
+    assert type(event).__name__ == "ToolsListChanged"
+    assert before - after == {"add"}
