@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.contrib.auth import get_user_model
 from django.db.models import Count, F, Q, QuerySet
 from django.db.models.functions import Mod, TruncDay, TruncHour
 from django.utils import timezone
@@ -213,3 +214,11 @@ def _fill_percentiles(durations, slot_of: Callable[[datetime], int], *, totals: 
     for stats in (totals, *buckets, *servers.values(), *tools.values()):
         ordered = sorted(samples.get(id(stats), ()))
         stats.p50_ms, stats.p95_ms = percentile(ordered, 0.5), percentile(ordered, 0.95)
+
+
+def usage_users(user) -> QuerySet:
+    """The users staff may pick on the usage page: those with calls in the log (nobody for others)."""
+    users = get_user_model().objects.order_by("username")
+    if not user.is_staff:
+        return users.none()
+    return users.filter(pk__in=ToolCall.objects.values("user_id"))

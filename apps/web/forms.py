@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from apps.accounts.models import Team
+from apps.gateway.selectors import WINDOWS, UsageFilter
 
 
 class TokenForm(forms.Form):
@@ -39,3 +40,20 @@ class EndpointSettingsForm(forms.Form):
     name = forms.CharField(max_length=100)
     token_budget = forms.IntegerField(min_value=0, max_value=10_000_000, label="Token budget")
     budget_enforced = forms.BooleanField(required=False, label="Refuse tools beyond the budget")
+
+
+class UsageForm(forms.Form):
+    """The usage page's filters; anything invalid falls back to the whole last day."""
+
+    window = forms.ChoiceField(choices=[(key, w.label) for key, w in WINDOWS.items()], required=False)
+    server = forms.CharField(max_length=40, required=False)
+    tool = forms.CharField(max_length=255, required=False)
+    endpoint = forms.CharField(max_length=64, required=False)
+    user = forms.CharField(max_length=150, required=False)
+
+    def selection(self) -> UsageFilter:
+        data = self.cleaned_data if self.is_valid() else {}
+        return UsageFilter(
+            window=data.get("window") or "24h", server=data.get("server", ""), tool=data.get("tool", ""),
+            endpoint=data.get("endpoint", ""), user=data.get("user", ""),
+        )

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.web import preset_views, tool_views, views
+from apps.web import preset_views, tool_views, usage_views, views
 
 app_name = "web"
 
@@ -27,4 +27,5 @@ urlpatterns = [
     path("presets/<int:preset_id>/rollback/", preset_views.rollback_preset, name="rollback_preset"),
     path("presets/<int:preset_id>/delete/", preset_views.delete_preset, name="delete_preset"),
     path("servers/", views.servers_page, name="servers"),
+    path("usage/", usage_views.usage_page, name="usage"),
 ]

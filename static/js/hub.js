@@ -51,6 +51,11 @@
     if (flash) flash.remove();
   });
 
+  // Filter selects apply themselves (a <noscript> button covers the rest).
+  document.addEventListener("change", (event) => {
+    if (event.target.matches("select[data-autosubmit]")) event.target.form.requestSubmit();
+  });
+
   document.addEventListener("htmx:afterSwap", (event) => {
     if (event.detail.target.id === "dialog-body") {
       const dialog = document.getElementById("dialog");
