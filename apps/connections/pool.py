@@ -23,7 +23,7 @@ from apps.connections.breaker import Breaker, BreakerPolicy
 from apps.connections.discovery import Discovery, collect_pages
 from apps.connections.errors import CallTimeout, ServerCrashed, ServerUnavailable
 from apps.connections.hooks import NotificationHook, ProgressFn, Relay
-from apps.connections.session import Connection
+from apps.connections.session import Connection, call_tool_raw
 from apps.connections.specs import ServerSpec
 from apps.connections.stderr import MARKER, StderrTail
 
@@ -116,15 +116,21 @@ class Pool:
         progress_callback: ProgressFn | None = None,
         relay: Relay | None = None,
         meta: Mapping[str, Any] | None = None,
-    ) -> types.CallToolResult:
+        raw: bool = False,
+    ) -> Any:
+        """The backend's `CallToolResult`; with `raw=True`, the result as a JSON-ready dict.
+
+        `raw` is for callers that forward the result as JSON (the gateway): it skips the
+        SDK's two validations and the dump back to JSON (see `session.call_tool_raw`).
+        """
         args = dict(arguments) if arguments is not None else None
-        return await self._run(
-            spec,
-            lambda c: c.call_tool(name, args, progress_callback=progress_callback, meta=_meta(meta)),
-            timeout,
-            relay,
-            what=f"tools/call {name}",
-        )
+        if raw:
+            fn: Callable[[Client], Awaitable[Any]] = lambda c: call_tool_raw(  # noqa: E731
+                c, name, args, progress_callback, meta
+            )
+        else:
+            fn = lambda c: c.call_tool(name, args, progress_callback=progress_callback, meta=_meta(meta))  # noqa: E731
+        return await self._run(spec, fn, timeout, relay, what="tools/call", target=name)
 
     async def list_tools(self, spec: ServerSpec, *, timeout: float | None = None) -> list[types.Tool]:
         return await self._run(spec, lambda c: collect_pages(lambda cur: c.list_tools(cursor=cur), _tools), timeout)
@@ -223,8 +229,9 @@ class Pool:
         relay: Relay | None = None,
         *,
         what: str = "request",
+        target: str = "",
     ) -> T:
-        server = self._server(spec.name)
+        server = self._servers.get(spec.name) or self._server(spec.name)
         limit = timeout or spec.timeout or self.options.default_timeout
         async with server.inflight:
             conn = await self._connection(spec, server)
@@ -233,16 +240,17 @@ class Pool:
                 result = await conn.request(fn, limit, relay)
             except TimeoutError:
                 conn.probe_soon(min(self.options.probe_timeout, limit))
+                what = f"{what} {target}" if target else what
                 raise CallTimeout(spec.name, f"server {spec.name!r}: {what} timed out after {limit:g}s") from None
             except MCPError as exc:
                 if exc.code == types.CONNECTION_CLOSED:
-                    raise await self._crashed(server, conn, what) from None
+                    raise await self._crashed(server, conn, f"{what} {target}" if target else what) from None
                 server.breaker.record_success()  # a JSON-RPC error is an answer: the backend works
                 raise
             except (OSError, RuntimeError) as exc:
                 if conn.usable:
                     raise
-                raise await self._crashed(server, conn, what) from exc
+                raise await self._crashed(server, conn, f"{what} {target}" if target else what) from exc
             server.breaker.record_success()
             return result
 
@@ -258,7 +266,8 @@ class Pool:
     async def _connection(self, spec: ServerSpec, server: _Server) -> Connection:
         conn = server.conn
         if conn is not None and conn.usable and conn.config_hash == spec.config_hash:
-            await conn.wait_probe()
+            if conn.probing:
+                await conn.wait_probe()
             if conn.usable:
                 return conn
         return await self._connect(spec, server)

@@ -1,9 +1,10 @@
 """`RemotePool`: the web side of the Redis path, with the same interface as `Pool`.
 
 A call is one RPUSH to the chosen worker's inbox and one PUBLISH back on this process's
-reply channel, read by a single reader task that resolves futures by request id (see
-`wire.py` for the messages). Measured overhead ~1 ms p50 (`benchmarks/pool.py`);
-Celery's own messaging costs 2-4 ms, which is why tool calls do not go through it.
+reply channel; the subscriber connection resolves futures by request id as it parses
+each message (see `wire.py` for the messages, `resp.py` for the client). Celery's own
+messaging costs 2-4 ms, which is why tool calls do not go through it; measure this path
+with `benchmarks/pool.py`.
 """
 
 from __future__ import annotations
@@ -16,15 +17,15 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
-import redis.asyncio as aioredis
 
+from apps.connections.codec import SpecCodec, default_codec
 from apps.connections.discovery import Discovery
 from apps.connections.errors import CallTimeout, PoolError, ServerUnavailable
 from apps.connections.hooks import NotificationHook, ProgressFn, Relay
+from apps.connections.resp import RespClient, RespConnection
 from apps.connections.specs import ServerSpec
 from apps.connections.wire import (
     NAME_OPS,
@@ -42,7 +43,6 @@ from apps.connections.wire import (
 from apps.connections.worker import (
     DEFAULT_PREFIX,
     WORKER_TTL_SECONDS,
-    connect_redis,
     events_channel,
     inbox_key,
     workers_key,
@@ -51,16 +51,23 @@ from apps.connections.worker import (
 logger = logging.getLogger(__name__)
 
 _WORKERS_REFRESH = 1.0  # seconds a worker list is trusted before asking Redis again
-_READ_WAIT = 5.0  # reader wakes this often when idle (keeps the socket timeout from firing)
+_RESUBSCRIBE_WAIT = 0.2
+_LOG_FLUSH_TIMEOUT = 5.0
+_NO_CODEC: Any = object()
 
 
-@dataclass
 class _Pending:
-    future: asyncio.Future[dict[str, Any]]
-    worker: str
-    progress: ProgressFn | None
-    relay: Relay | None
-    progress_seen: int = -1
+    __slots__ = ("future", "worker", "progress", "relay", "progress_seen", "tail")
+
+    def __init__(
+        self, future: asyncio.Future[dict[str, Any]], worker: str, progress: ProgressFn | None, relay: Relay | None
+    ) -> None:
+        self.future = future
+        self.worker = worker
+        self.progress = progress
+        self.relay = relay
+        self.progress_seen = -1
+        self.tail: asyncio.Future[None] | None = None  # log lines being delivered, in order
 
 
 class RemotePool:
@@ -74,12 +81,14 @@ class RemotePool:
         on_notification: NotificationHook | None = None,
         default_timeout: float = 60.0,
         dispatch_margin: float = 5.0,
+        codec: SpecCodec | None = _NO_CODEC,
     ) -> None:
         self.redis_url = redis_url
         self.prefix = prefix
         self.on_notification = on_notification
         self.default_timeout = default_timeout
         self.dispatch_margin = dispatch_margin  # extra wait for the worker's own timeout error to arrive
+        self.codec = default_codec() if codec is _NO_CODEC else codec
         self.client_id = uuid.uuid4().hex[:12]
         self.reply_channel = f"{prefix}:reply:{self.client_id}"
         self._ids = itertools.count()
@@ -87,9 +96,11 @@ class RemotePool:
         self._specs_sent: set[tuple[str, str, str]] = set()
         self._workers: list[str] = []
         self._workers_at = 0.0
-        self._redis: aioredis.Redis | None = None
-        self._reader: asyncio.Task[None] | None = None
-        self._started: asyncio.Lock | None = None
+        self._routes: dict[str, str] = {}  # server → worker, for the current worker list
+        self._redis = RespClient(redis_url)
+        self._subscriber: asyncio.Task[None] | None = None
+        self._subscribed: asyncio.Future[None] | None = None
+        self._sub_conn: RespConnection | None = None
         self._background: set[asyncio.Task[Any]] = set()
 
     async def __aenter__(self) -> RemotePool:
@@ -110,11 +121,14 @@ class RemotePool:
         progress_callback: ProgressFn | None = None,
         relay: Relay | None = None,
         meta: Mapping[str, Any] | None = None,
-    ) -> types.CallToolResult:
+        raw: bool = False,
+    ) -> Any:
+        """As `Pool.call_tool`; with `raw=True` the result is the backend's JSON dict."""
         args = {"name": name, "arguments": dict(arguments) if arguments is not None else None}
         if meta is not None:
             args["meta"] = dict(meta)
-        return await self._call(spec, "call_tool", args, timeout, progress_callback, relay)
+        reply = await self._call(spec, "call_tool", args, timeout, progress_callback, relay, raw=True)
+        return reply if raw else types.CallToolResult.model_validate(reply)
 
     async def list_tools(self, spec: ServerSpec, *, timeout: float | None = None) -> list[types.Tool]:
         return await self._call(spec, "list_tools", {}, timeout)
@@ -178,14 +192,15 @@ class RemotePool:
         return {w: (r if not isinstance(r, BaseException) else {"error": str(r)}) for w, r in zip(workers, replies)}
 
     async def aclose(self) -> None:
-        for task in [self._reader, *self._background]:
-            if task is not None:
-                task.cancel()
-        await asyncio.gather(*(t for t in [self._reader, *self._background] if t), return_exceptions=True)
-        self._reader = None
-        if self._redis is not None:
-            await self._redis.aclose()
-            self._redis = None
+        tasks = [t for t in [self._subscriber, *self._background] if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._subscriber = None
+        if self._sub_conn is not None:
+            self._sub_conn.close()
+            self._sub_conn = None
+        await self._redis.aclose()
 
     # -- dispatch ----------------------------------------------------------------------
 
@@ -197,23 +212,33 @@ class RemotePool:
         timeout: float | None,
         progress: ProgressFn | None = None,
         relay: Relay | None = None,
+        *,
+        raw: bool = False,
     ) -> Any:
         worker = await self._route(spec.name)
         limit = timeout or spec.timeout or self.default_timeout
-        body = {"op": op, "a": args, "to": limit, "s": spec_ref(spec)}
+        body: dict[str, Any] = {"op": op, "a": args, "to": limit, "s": spec_ref(spec)}
         if progress is not None:
             body["prog"] = True
         if relay is not None:
-            body["rel"] = [m for m in _RELAYABLE if relay.handler(m) is not None]
-        if (worker, spec.name, spec.config_hash) not in self._specs_sent:
-            body["S"] = spec.to_wire()
+            body["rel"] = relay.methods()
+        sent_key = (worker, spec.name, spec.config_hash)
+        if sent_key not in self._specs_sent:
+            self._attach_spec(body, spec)
         try:
-            result = await self._send(worker, op, body, limit, progress, relay, server=spec.name)
+            result = await self._send(worker, op, body, limit, progress, relay, server=spec.name, raw=raw)
         except _ResendSpec:
-            body["S"] = spec.to_wire()
-            result = await self._send(worker, op, body, limit, progress, relay, server=spec.name)
-        self._specs_sent.add((worker, spec.name, spec.config_hash))
+            self._attach_spec(body, spec)
+            result = await self._send(worker, op, body, limit, progress, relay, server=spec.name, raw=raw)
+        self._specs_sent.add(sent_key)
         return result
+
+    def _attach_spec(self, body: dict[str, Any], spec: ServerSpec) -> None:
+        # The full spec carries decrypted secrets: on the wire it is encrypted when a codec is set.
+        if self.codec is not None:
+            body["SE"] = self.codec.encrypt(dumps(spec.to_wire()))
+        else:
+            body["S"] = spec.to_wire()
 
     async def _name_call(self, name: str, op: str) -> Any:
         worker = await self._route(name)
@@ -229,26 +254,40 @@ class RemotePool:
         relay: Relay | None = None,
         *,
         server: str = "",
+        raw: bool = False,
     ) -> Any:
-        await self._ensure_started()
-        assert self._redis is not None
+        if self._subscribed is None or not self._subscribed.done() or self._subscribed.exception() is not None:
+            await self._ensure_subscribed()
         request_id = f"{self.client_id}:{next(self._ids)}"
-        body = {"op": op, **body, "t": "call", "id": request_id, "r": self.reply_channel}
+        body["t"] = "call"
+        body["op"] = op
+        body["id"] = request_id
+        body["r"] = self.reply_channel
         future = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = _Pending(future, worker, progress, relay)
+        pending = self._pending[request_id] = _Pending(future, worker, progress, relay)
         try:
-            await self._redis.rpush(inbox_key(self.prefix, worker), dumps(body))
+            await self._redis.call("RPUSH", inbox_key(self.prefix, worker), dumps(body))
             reply = await self._await_reply(future, worker, request_id, limit, server)
+            if pending.tail is not None and not pending.tail.done():
+                # Log lines the worker sent before the result reach the caller before it too.
+                await asyncio.wait({pending.tail}, timeout=_LOG_FLUSH_TIMEOUT)
         finally:
-            self._pending.pop(request_id, None)
-        return _result(reply, op)
+            del self._pending[request_id]
+        if "err" in reply:
+            if reply["err"]["kind"] == SPEC_UNKNOWN:
+                raise _ResendSpec()
+            raise decode_error(reply["err"])
+        if raw:
+            return reply["ok"]
+        codec = OPS.get(op) or NAME_OPS[op]
+        return codec.load(reply["ok"])
 
     async def _await_reply(
         self, future: asyncio.Future[dict[str, Any]], worker: str, request_id: str, limit: float, server: str
     ) -> dict[str, Any]:
         try:
             async with asyncio.timeout(limit + self.dispatch_margin):
-                return await asyncio.shield(future)
+                return await future
         except TimeoutError:
             self._send_cancel(worker, request_id)
             raise CallTimeout(server, f"server {server!r}: no reply from pool worker {worker} within {limit:g}s")
@@ -260,81 +299,92 @@ class RemotePool:
         self._spawn(self._push(worker, {"t": "cancel", "id": request_id}))
 
     async def _push(self, worker: str, message: dict[str, Any]) -> None:
-        if self._redis is not None:
-            await self._redis.rpush(inbox_key(self.prefix, worker), dumps(message))
+        await self._redis.fire("RPUSH", inbox_key(self.prefix, worker), dumps(message))
 
-    def _spawn(self, coro: Any) -> None:
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        return task
 
     # -- routing -----------------------------------------------------------------------
 
     async def _route(self, server: str) -> str:
-        workers = await self._live_workers()
-        if not workers:
-            workers = await self._live_workers(refresh=True)
+        if time.monotonic() - self._workers_at > _WORKERS_REFRESH:
+            await self._live_workers()
+        worker = self._routes.get(server)
+        if worker is not None:
+            return worker
+        workers = self._workers or await self._live_workers(refresh=True)
         if not workers:
             raise ServerUnavailable(server, f"server {server!r} is unavailable: no pool workers are running")
-        return max(workers, key=lambda w: _affinity(w, server))
+        worker = self._routes[server] = max(workers, key=lambda w: _affinity(w, server))
+        return worker
 
     async def _live_workers(self, refresh: bool = False) -> list[str]:
         if refresh or time.monotonic() - self._workers_at > _WORKERS_REFRESH:
-            await self._ensure_started()
-            assert self._redis is not None
             since = time.time() - WORKER_TTL_SECONDS
-            found = await self._redis.zrangebyscore(workers_key(self.prefix), since, "+inf")
-            self._workers = sorted(w.decode() if isinstance(w, bytes) else w for w in found)
+            found = await self._redis.call("ZRANGEBYSCORE", workers_key(self.prefix), since, "+inf")
+            workers = sorted(w.decode() if isinstance(w, bytes) else w for w in found)
+            if workers != self._workers:
+                self._workers = workers
+                self._routes = {}  # rendezvous choices change only with the worker list
             self._workers_at = time.monotonic()
         return self._workers
 
     # -- replies -----------------------------------------------------------------------
 
-    async def _ensure_started(self) -> None:
-        if self._reader is not None:
-            return
-        if self._started is None:
-            self._started = asyncio.Lock()
-        async with self._started:
-            if self._reader is None:
-                await self._start_reader()
+    async def _ensure_subscribed(self) -> None:
+        if self._subscriber is None or self._subscriber.done():
+            self._subscribed = asyncio.get_running_loop().create_future()
+            self._subscriber = asyncio.get_running_loop().create_task(
+                self._subscribe_forever(), name="mcp-remote-pool-subscriber"
+            )
+        assert self._subscribed is not None
+        await asyncio.shield(self._subscribed)
 
-    async def _start_reader(self) -> None:
-        # Commands: bounded socket timeout. The subscriber waits with its own read timeout.
-        self._redis = connect_redis(self.redis_url, socket_timeout=10.0)
-        pubsub = self._redis.pubsub()
+    async def _subscribe_forever(self) -> None:
+        """Hold the reply subscription; resubscribe when the connection drops."""
+        assert self._subscribed is not None
         channels = [self.reply_channel] + ([events_channel(self.prefix)] if self.on_notification else [])
-        await pubsub.subscribe(*channels)
-        self._reader = asyncio.get_running_loop().create_task(self._read(pubsub), name="mcp-remote-pool-reader")
+        while True:
+            try:
+                conn = self._sub_conn = await RespConnection.open(self.redis_url, on_push=self._on_push)
+                await conn.subscribe(*channels)
+            except (OSError, TimeoutError) as exc:
+                if not self._subscribed.done():
+                    self._subscribed.set_exception(exc)  # the first caller hears why
+                    self._subscribed.exception()
+                    return
+                logger.warning("remote pool could not resubscribe (%s); retrying", exc)
+                await asyncio.sleep(_RESUBSCRIBE_WAIT)
+                continue
+            if not self._subscribed.done():
+                self._subscribed.set_result(None)
+            await conn.wait_closed()
+            logger.warning("remote pool lost its reply subscription; resubscribing")
+            await asyncio.sleep(_RESUBSCRIBE_WAIT)
 
-    async def _read(self, pubsub: Any) -> None:
-        try:
-            while True:
-                try:
-                    message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=_READ_WAIT)
-                except (ConnectionError, TimeoutError, aioredis.RedisError):
-                    logger.warning("remote pool lost its reply subscription; resubscribing", exc_info=True)
-                    await asyncio.sleep(0.2)
-                    continue
-                if message is not None:
-                    self._on_message(message)
-        finally:
-            await pubsub.aclose()
-
-    def _on_message(self, message: dict[str, Any]) -> None:
-        data = json.loads(message["data"])
+    def _on_push(self, channel: bytes, raw: bytes) -> None:
+        data = json.loads(raw)
         if "s" in data and "n" in data:
             self._spawn(self._deliver_notification(data))
             return
         pending = self._pending.get(data.get("id", ""))
         if pending is None:
             return  # a late reply for a call that already gave up
-        if data["t"] == "res" and not pending.future.done():
-            pending.future.set_result(data)
-        elif data["t"] == "prog" and pending.progress is not None and data["k"] > pending.progress_seen:
+        kind = data["t"]
+        if kind == "res":
+            if not pending.future.done():
+                pending.future.set_result(data)
+        elif kind == "log":
+            log = pending.relay.log if pending.relay is not None else None
+            if log is not None:
+                pending.tail = self._spawn(_deliver_after(pending.tail, log, data["p"]))
+        elif kind == "prog" and pending.progress is not None and data["k"] > pending.progress_seen:
             pending.progress_seen = data["k"]  # an overtaken, older update is dropped: progress only grows
             self._spawn(pending.progress(*data["p"]))
-        elif data["t"] == "sreq":
+        elif kind == "sreq":
             self._spawn(self._answer_server_request(pending, data))
 
     async def _deliver_notification(self, data: dict[str, Any]) -> None:
@@ -361,18 +411,15 @@ class _ResendSpec(Exception):
     """The worker did not know the spec by reference: send it in full."""
 
 
-_RELAYABLE = ("sampling/createMessage", "elicitation/create", "roots/list")
+async def _deliver_after(previous: asyncio.Future[None] | None, log: Any, params: dict[str, Any]) -> None:
+    if previous is not None:
+        await asyncio.wait({previous})
+    try:
+        await log(params)
+    except Exception:
+        logger.exception("relay log handler failed")
 
 
 def _affinity(worker: str, server: str) -> int:
     # Rendezvous hashing: every web process picks the same worker for a server without coordination.
     return int.from_bytes(hashlib.blake2b(f"{worker}\0{server}".encode(), digest_size=8).digest(), "big")
-
-
-def _result(reply: dict[str, Any], op: str) -> Any:
-    if "err" in reply:
-        if reply["err"]["kind"] == SPEC_UNKNOWN:
-            raise _ResendSpec()
-        raise decode_error(reply["err"])
-    codec = OPS.get(op) or NAME_OPS[op]
-    return codec.load(reply["ok"])

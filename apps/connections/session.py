@@ -10,11 +10,12 @@ send `notifications/cancelled` to the backend (a shielded "courtesy cancel").
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import itertools
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 import anyio
@@ -22,9 +23,11 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from apps.connections.errors import ServerStartFailed
-from apps.connections.hooks import NotificationHook, Relay
+from apps.connections.hooks import NotificationHook, ProgressFn, Relay
 from apps.connections.specs import ServerSpec
 from apps.connections.stderr import StderrTail
 from apps.connections.transports import ChildProcess, open_transport
@@ -34,6 +37,27 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 CLIENT_INFO = types.Implementation(name="mcp-hub", version="1.0")
 _STOP_MARGIN = 4.0  # beyond the child's grace period: SIGTERM + SIGKILL waits
+_LOG_FLUSH_TIMEOUT = 5.0  # how long a finished call waits for its relayed log lines to be delivered
+# Transports that tell which of our requests a server message belongs to: Streamable HTTP
+# carries it on that request's response stream, and the SDK hands it over in the context of
+# the task that sent the request (below: `_current_call`). Stdio and legacy SSE do not.
+_ASSOCIATING_TRANSPORTS = frozenset({"streamable_http"})
+
+# (connection, call id) of the request the running task is making; seen by the SDK's
+# callbacks for server messages that arrived on that request's own stream.
+_current_call: contextvars.ContextVar[tuple[Connection, int] | None] = contextvars.ContextVar(
+    "mcp_pool_current_call", default=None
+)
+
+
+class _Call:
+    """One in-flight request: its relay, and the chain of log lines being delivered to it."""
+
+    __slots__ = ("relay", "tail")
+
+    def __init__(self, relay: Relay) -> None:
+        self.relay = relay
+        self.tail: asyncio.Future[None] | None = None
 
 
 class Listener(Protocol):
@@ -69,7 +93,7 @@ class Connection:
         self._connect_timeout = connect_timeout
         self._relay_methods = relay_methods
         self._on_notification = on_notification
-        self._relays: dict[int, Relay] = {}
+        self._calls: dict[int, _Call] = {}  # in-flight requests that carry a relay, oldest first
         self._ids = itertools.count()
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._stop = asyncio.Event()
@@ -103,6 +127,7 @@ class Connection:
         return self._task is not None and self._task.done()
 
     async def _own(self) -> None:
+        _current_call.set(None)  # this task's context was copied from whichever caller started us
         reason: str | None = None
         try:
             with anyio.CancelScope() as scope:
@@ -199,18 +224,36 @@ class Connection:
         if client is None:
             raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
         call_id = next(self._ids)
+        call = None
         if relay is not None:
-            self._relays[call_id] = relay
+            call = self._calls[call_id] = _Call(relay)
+        token = _current_call.set((self, call_id))
         self.inflight += 1
         try:
-            with anyio.fail_after(timeout):
-                return await fn(client)
+            async with asyncio.timeout(timeout):
+                result = await fn(client)
+                if call is not None and call.relay.log is not None:
+                    await self._flush_logs(call)
+                return result
         finally:
-            self._relays.pop(call_id, None)
+            _current_call.reset(token)
+            if call is not None:
+                del self._calls[call_id]
             self.inflight -= 1
             self.last_used = time.monotonic()
             if self.stopping and self.inflight == 0:
                 self._stop.set()
+
+    async def _flush_logs(self, call: _Call) -> None:
+        """Let log lines the backend sent before its result reach the caller before the result."""
+        await asyncio.sleep(0)  # the SDK's handler tasks for messages read before the result run first
+        if call.tail is not None and not call.tail.done():
+            with anyio.move_on_after(_LOG_FLUSH_TIMEOUT):
+                await asyncio.shield(call.tail)
+
+    @property
+    def probing(self) -> bool:
+        return self._probe is not None
 
     async def wait_probe(self) -> None:
         """Hold new calls while a liveness probe runs: they would likely hang too."""
@@ -242,12 +285,44 @@ class Connection:
             logger.warning("server %r sent something unreadable: %s", self.spec.name, message)
             return
         # Progress belongs to one call and already reached that call's progress callback.
-        if self._on_notification is None or isinstance(message, types.ProgressNotification):
+        if isinstance(message, types.ProgressNotification):
+            return
+        if isinstance(message, types.LoggingMessageNotification) and self._relay_log(message):
+            return
+        if self._on_notification is None:
             return
         try:
             await self._on_notification(self.spec.name, message)
         except Exception:
             logger.exception("on_notification hook failed for server %r", self.spec.name)
+
+    def _relay_log(self, message: types.LoggingMessageNotification) -> bool:
+        """Hand a log line to the call it belongs to; False when no call claims it.
+
+        Runs synchronously in the SDK's handler task, before the result of the same call
+        can wake its caller: the delivery is chained in arrival order and the call waits
+        for the chain before returning (see `request`).
+        """
+        call = self._claimant("log", fallback=self.spec.transport not in _ASSOCIATING_TRANSPORTS)
+        if call is None:
+            return False
+        params = message.params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        call.tail = asyncio.ensure_future(_deliver_after(call.tail, call.relay.log, params, self.spec.name))
+        return True
+
+    def _claimant(self, method: str, *, fallback: bool) -> _Call | None:
+        """The in-flight call a server message belongs to, if it has a handler for `method`.
+
+        Known exactly when the message came on that call's own stream; otherwise (stdio,
+        legacy SSE) the oldest relaying call in flight with such a handler, if `fallback`.
+        """
+        current = _current_call.get()
+        if current is not None and current[0] is self:
+            call = self._calls.get(current[1])
+            return call if call is not None and call.relay.handler(method) is not None else None
+        if not fallback:
+            return None
+        return next((c for c in self._calls.values() if c.relay.handler(method) is not None), None)
 
     async def _sampling(self, ctx: ClientRequestContext, params: types.CreateMessageRequestParams) -> Any:
         return await self._relay("sampling/createMessage", params)
@@ -259,15 +334,75 @@ class Connection:
         return await self._relay("roots/list")
 
     async def _relay(self, method: str, *args: Any) -> Any:
-        handler = next((h for r in self._relays.values() if (h := r.handler(method)) is not None), None)
-        if handler is None:
+        # A request with no known call still goes to the oldest relaying call: it was
+        # surely caused by one, and answering beats failing the backend's tool.
+        call = self._claimant(method, fallback=True)
+        if call is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message=f"no client is attached to answer {method}")
+        handler = call.relay.handler(method)
+        assert handler is not None
         try:
             return await handler(*args)
         except MCPError as exc:
             return exc.error
         except Exception as exc:  # boundary: the relay's failure becomes the backend's error reply
             return types.ErrorData(code=types.INTERNAL_ERROR, message=describe_exception(exc))
+
+
+async def _deliver_after(
+    previous: asyncio.Future[None] | None, log: Any, params: dict[str, Any], server: str
+) -> None:
+    if previous is not None:
+        await asyncio.wait({previous})
+    try:
+        await log(params)
+    except Exception:
+        logger.exception("relay log handler failed for server %r", server)
+
+
+async def call_tool_raw(
+    client: Client,
+    name: str,
+    arguments: dict[str, Any] | None,
+    progress: ProgressFn | None,
+    meta: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """tools/call returning the result as the backend sent it (a JSON-ready dict).
+
+    The SDK's typed path validates a result twice (the version's wire schema, then
+    `CallToolResult`), and a caller forwarding JSON then dumps it again: ~half the CPU
+    of a small call. This sends the same request through the session's dispatcher and
+    checks only the shape. Not used on 2026-07-28 sessions, whose calls may need the
+    SDK's input-required rounds and header-mismatch retry; not checked against a
+    tool's output schema (the end client may do that).
+    """
+    session = client.session
+    if session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return dump_result(await client.call_tool(name, arguments, progress_callback=progress, meta=_meta(meta)))
+    params: dict[str, Any] = {"name": name}
+    if arguments is not None:
+        params["arguments"] = arguments
+    if meta:
+        params["_meta"] = dict(meta)
+    data = {"method": "tools/call", "params": params}
+    opts: dict[str, Any] = {}
+    session._stamp(data, opts)  # the negotiated protocol-version header, as send_request does
+    opts.setdefault("headers", {})[MCP_NAME_HEADER] = encode_header_value(name)
+    if progress is not None:
+        opts["on_progress"] = progress
+    raw = await session._dispatcher.send_raw_request("tools/call", data["params"], opts)
+    if type(raw) is dict and type(raw.get("content")) is list and "resultType" not in raw:
+        return raw
+    # Not the plain shape: let the model judge it (raises on garbage) and normalise it.
+    return dump_result(types.CallToolResult.model_validate(raw, by_name=False))
+
+
+def dump_result(model: Any) -> dict[str, Any]:
+    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def _meta(meta: Mapping[str, Any] | None) -> Any:
+    return dict(meta) if meta is not None else None
 
 
 def describe_exception(exc: BaseException) -> str:

@@ -6,6 +6,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -69,9 +70,9 @@ class ServerSpec:
             "mode": self.mode,
         }
 
-    @property
+    @cached_property
     def config_hash(self) -> str:
-        # Computed on demand: specs are rebuilt per request by callers, and hashing ~1 KB is ~2 µs.
+        # Once per spec object (the pool compares it on every call); frozen, so it cannot go stale.
         blob = json.dumps(self._connection_config(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:24]
 

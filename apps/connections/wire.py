@@ -4,14 +4,19 @@ Compact JSON. Each pool operation has one row in `OPS`: how the worker invokes i
 `Pool` from wire arguments, and how its result is dumped and loaded again. Errors keep
 their kind: an `MCPError` keeps its JSON-RPC code; pool errors keep their class.
 
-Messages, web → worker inbox (a Redis list, RPUSH / BLPOP):
-  {"t": "call", "id", "r": reply channel, "op", "s": spec ref or "S": full spec, "a": args,
-   "to": timeout, "prog": bool, "rel": [relayed methods]}
+Messages, web → worker inbox (a Redis list, RPUSH / BLMPOP):
+  {"t": "call", "id", "r": reply channel, "op", "s": spec ref, "SE": encrypted full spec
+   (or "S": the full spec in clear when no codec is configured), "a": args, "to": timeout,
+   "prog": bool, "rel": [relayed kinds: sampling/createMessage, elicitation/create,
+   roots/list, log]}
   {"t": "cancel", "id"}                       the caller gave up: cancel the call
   {"t": "sres", "id", "rid", "ok" | "err"}    answer to a server→client request
 worker → web (PUBLISH on the caller's reply channel):
-  {"t": "res", "id", "ok" | "err"}   {"t": "prog", "id", "p": [progress, total, message]}
+  {"t": "res", "id", "ok" | "err"}   {"t": "prog", "id", "k": seq, "p": [progress, total, message]}
+  {"t": "log", "id", "p": notifications/message params}   (before the call's "res")
   {"t": "sreq", "id", "rid", "m": method, "p": params}
+A call_tool result travels as the backend's JSON (`Pool.call_tool(raw=True)`); the web
+side builds the model only for callers that did not ask for raw.
 worker → everyone (PUBLISH on the events channel): {"s": server, "n": notification}
 """
 
@@ -116,9 +121,9 @@ OPS: dict[str, Op] = {
     "call_tool": _op(
         lambda pool, spec, a, timeout, progress, relay: pool.call_tool(
             spec, a["name"], a.get("arguments"), timeout=timeout, progress_callback=progress, relay=relay,
-            meta=a.get("meta"),
+            meta=a.get("meta"), raw=True,
         ),
-        _model(types.CallToolResult),
+        ((lambda value: value), types.CallToolResult.model_validate),
     ),
     "list_tools": _op(lambda pool, spec, a, timeout, **_: pool.list_tools(spec, timeout=timeout), _models(types.Tool)),
     "list_resources": _op(

@@ -26,9 +26,11 @@ from typing import Any
 import mcp_types as types
 import redis.asyncio as aioredis
 
+from apps.connections.codec import SpecCodec, default_codec
 from apps.connections.errors import PoolError, ServerUnavailable
 from apps.connections.hooks import Relay
 from apps.connections.pool import Pool, PoolOptions
+from apps.connections.resp import RespClient, RespConnection
 from apps.connections.specs import ServerSpec
 from apps.connections.wire import (
     NAME_OPS,
@@ -46,8 +48,10 @@ DEFAULT_PREFIX = "mcphub:pool"
 HEARTBEAT_SECONDS = 1.0
 WORKER_TTL_SECONDS = 5.0  # a worker silent this long is considered gone
 _BLPOP_SECONDS = 1  # wake up this often to notice shutdown (Redis >= 7 for BLMPOP)
+_BLPOP_GRACE = 10.0  # a BLMPOP unanswered this long past its timeout means a dead connection
 _BATCH = 128  # messages taken per wake-up
 _SPEC_CACHE = 4096
+_NO_CODEC: Any = object()
 
 
 def workers_key(prefix: str) -> str:
@@ -63,6 +67,7 @@ def events_channel(prefix: str) -> str:
 
 
 def connect_redis(url: str, *, socket_timeout: float | None, max_connections: int = 64) -> aioredis.Redis:
+    """A redis-py client for the cold path (tests, tools); the hot path uses `resp.RespClient`."""
     # redis-py 8 defaults socket_timeout to 5 s; every client here sets its own on purpose.
     # A blocking pool: 100 concurrent callers queue for a socket instead of failing.
     pool = aioredis.BlockingConnectionPool.from_url(
@@ -77,7 +82,12 @@ def connect_redis(url: str, *, socket_timeout: float | None, max_connections: in
 
 
 class PoolWorker:
-    """Serves pool operations from this worker's Redis inbox until `stop()`."""
+    """Serves pool operations from this worker's Redis inbox until `stop()`.
+
+    Two Redis connections: one blocked in BLMPOP on the inbox, one for everything sent
+    back (replies, progress, log lines and server requests are PUBLISHed without waiting
+    for Redis's answer; one connection keeps them in order).
+    """
 
     def __init__(
         self,
@@ -86,22 +96,23 @@ class PoolWorker:
         options: PoolOptions | None = None,
         prefix: str = DEFAULT_PREFIX,
         worker_id: str | None = None,
+        codec: SpecCodec | None = _NO_CODEC,
     ) -> None:
         self.redis_url = redis_url
         self.prefix = prefix
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.inbox = inbox_key(prefix, self.worker_id)
+        self.codec = default_codec() if codec is _NO_CODEC else codec
         self.pool = Pool(options, on_notification=self._publish_notification)
         self._specs: OrderedDict[tuple[str, str], ServerSpec] = OrderedDict()
         self._calls: dict[str, asyncio.Task[None]] = {}
         self._server_requests: dict[tuple[str, int], asyncio.Future[dict[str, Any]]] = {}
         self._request_ids = 0
         self._stopping = asyncio.Event()
-        self._redis: aioredis.Redis | None = None
+        self._out = RespClient(redis_url)
+        self._inbox_conn: RespConnection | None = None
 
     async def run(self) -> None:
-        # Longer than the BLPOP block, so a healthy idle wait never trips the socket timeout.
-        self._redis = connect_redis(self.redis_url, socket_timeout=_BLPOP_SECONDS + 10)
         heartbeat = asyncio.create_task(self._heartbeat(), name="mcp-pool-heartbeat")
         try:
             await self._register()
@@ -112,65 +123,82 @@ class PoolWorker:
 
     def stop(self) -> None:
         self._stopping.set()
+        if self._inbox_conn is not None:
+            self._inbox_conn.close()  # wakes the BLMPOP at once instead of at its timeout
 
     async def _register(self) -> None:
-        assert self._redis is not None
-        await self._redis.zadd(workers_key(self.prefix), {self.worker_id: time.time()})
+        await self._out.call("ZADD", workers_key(self.prefix), time.time(), self.worker_id)
         logger.info("pool worker %s listening on %s", self.worker_id, self.inbox)
 
     async def _heartbeat(self) -> None:
-        assert self._redis is not None
         while True:
             await asyncio.sleep(HEARTBEAT_SECONDS)
             try:
                 now = time.time()
-                await self._redis.zadd(workers_key(self.prefix), {self.worker_id: now})
-                await self._redis.zremrangebyscore(workers_key(self.prefix), 0, now - 10 * WORKER_TTL_SECONDS)
+                await self._out.call("ZADD", workers_key(self.prefix), now, self.worker_id)
+                await self._out.call("ZREMRANGEBYSCORE", workers_key(self.prefix), 0, now - 10 * WORKER_TTL_SECONDS)
             except Exception:  # boundary: a Redis hiccup must not end the heartbeat
                 logger.warning("pool worker heartbeat failed", exc_info=True)
 
     async def _read_inbox(self) -> None:
-        assert self._redis is not None
         while not self._stopping.is_set():
             try:
+                if self._inbox_conn is None or self._inbox_conn.closed:
+                    self._inbox_conn = await RespConnection.open(self.redis_url)
+                    if self._stopping.is_set():
+                        break
                 # BLMPOP takes everything queued (up to a batch) in the same round trip as the wait.
-                item = await self._redis.blmpop(_BLPOP_SECONDS, 1, self.inbox, direction="LEFT", count=_BATCH)
-            except (ConnectionError, TimeoutError, aioredis.RedisError):
-                logger.warning("pool worker lost Redis; retrying", exc_info=True)
+                async with asyncio.timeout(_BLPOP_SECONDS + _BLPOP_GRACE):
+                    item = await self._inbox_conn.call(
+                        "BLMPOP", _BLPOP_SECONDS, 1, self.inbox, "LEFT", "COUNT", _BATCH
+                    )
+            except (OSError, TimeoutError) as exc:
+                if self._stopping.is_set():
+                    break
+                logger.warning("pool worker lost Redis (%s); retrying", exc)
+                if self._inbox_conn is not None:
+                    self._inbox_conn.close()
                 await asyncio.sleep(0.5)
                 continue
             for raw in item[1] if item else ():
                 self._dispatch(json.loads(raw))
 
     async def _shutdown(self) -> None:
-        assert self._redis is not None
-        await self._redis.zrem(workers_key(self.prefix), self.worker_id)
+        if self._inbox_conn is not None:
+            self._inbox_conn.close()
+        try:
+            await self._out.call("ZREM", workers_key(self.prefix), self.worker_id)
+        except OSError:
+            logger.warning("pool worker could not unregister", exc_info=True)
         for task in list(self._calls.values()):
             task.cancel()
         await asyncio.gather(*self._calls.values(), return_exceptions=True)
-        await self._fail_queued()
+        try:
+            await self._fail_queued()
+        except OSError:
+            logger.warning("pool worker could not answer its queued calls", exc_info=True)
         await self.pool.aclose()
-        await self._redis.aclose()
+        await self._out.aclose()
 
     async def _fail_queued(self) -> None:
         """Answer calls still queued for us, so no caller waits out its timeout for nothing."""
-        assert self._redis is not None
-        while raw_items := await self._redis.lpop(self.inbox, _BATCH):
+        while raw_items := await self._out.call("LPOP", self.inbox, _BATCH):
             for raw in raw_items:
                 msg = json.loads(raw)
                 if msg.get("t") == "call":
                     error = ServerUnavailable("", "pool worker shut down before running the call")
                     await self._reply(msg, {"err": encode_error(error)})
-        await self._redis.delete(self.inbox)
+        await self._out.call("DEL", self.inbox)
 
     # -- messages ----------------------------------------------------------------------
 
     def _dispatch(self, msg: dict[str, Any]) -> None:
         kind = msg.get("t")
         if kind == "call":
+            call_id = msg["id"]
             task = asyncio.create_task(self._serve(msg))
-            self._calls[msg["id"]] = task
-            task.add_done_callback(lambda _: self._calls.pop(msg["id"], None))
+            self._calls[call_id] = task
+            task.add_done_callback(lambda _: self._calls.pop(call_id, None))
         elif kind == "cancel" and (task := self._calls.get(msg["id"])) is not None:
             task.cancel()  # the pool's request scope sends notifications/cancelled to the backend
         elif kind == "sres":
@@ -185,7 +213,10 @@ class PoolWorker:
             return  # the caller cancelled and no longer listens
         except Exception as exc:  # boundary: every failure becomes an error reply, never a silent drop
             reply = {"err": encode_error(exc)}
-        await self._reply(msg, reply)
+        try:
+            await self._reply(msg, reply)
+        except OSError:
+            logger.warning("pool worker could not send a reply for %s", msg.get("id"), exc_info=True)
 
     async def _execute(self, msg: dict[str, Any]) -> Any:
         op_name = msg["op"]
@@ -200,6 +231,16 @@ class PoolWorker:
         return op.dump(result)
 
     def _spec(self, msg: dict[str, Any]) -> ServerSpec:
+        if "SE" in msg:
+            if self.codec is None:
+                raise PoolError(
+                    msg["s"][0],
+                    "pool worker cannot decrypt the server spec: give it the web processes' "
+                    "MCPHUB_ENCRYPTION_KEYS (Django settings) or a codec",
+                )
+            spec = ServerSpec.from_wire(json.loads(self.codec.decrypt(msg["SE"])))
+            self._remember(spec)
+            return spec
         if "S" in msg:
             spec = ServerSpec.from_wire(msg["S"])
             self._remember(spec)
@@ -217,17 +258,15 @@ class PoolWorker:
             self._specs.popitem(last=False)
 
     async def _reply(self, msg: dict[str, Any], body: dict[str, Any]) -> None:
-        assert self._redis is not None
-        await self._redis.publish(msg["r"], dumps({"t": "res", "id": msg["id"], **body}))
+        await self._out.fire("PUBLISH", msg["r"], dumps({"t": "res", "id": msg["id"], **body}))
 
     def _progress_sender(self, msg: dict[str, Any]) -> Any:
         order = itertools.count()
 
         async def send(progress: float, total: float | None, message: str | None) -> None:
-            assert self._redis is not None
-            # Numbered before the first await: concurrent publishes may overtake each other.
+            # Numbered: the SDK runs each progress callback in its own task, so they may overtake.
             body = {"t": "prog", "id": msg["id"], "k": next(order), "p": [progress, total, message]}
-            await self._redis.publish(msg["r"], dumps(body))
+            await self._out.fire("PUBLISH", msg["r"], dumps(body))
 
         return send
 
@@ -240,29 +279,32 @@ class PoolWorker:
 
             return ask if method in methods else None
 
+        async def log(params: dict[str, Any]) -> None:
+            # Same connection as the reply, sent before it: the caller sees it first.
+            await self._out.fire("PUBLISH", msg["r"], dumps({"t": "log", "id": msg["id"], "p": params}))
+
         return Relay(
             sampling=forward("sampling/createMessage"),
             elicitation=forward("elicitation/create"),
             list_roots=forward("roots/list"),
+            log=log if "log" in methods else None,
         )
 
     async def _ask_caller(self, msg: dict[str, Any], method: str, params: Any) -> Any:
         """Forward a server→client request to the web process that made the call; await its answer."""
-        assert self._redis is not None
         self._request_ids += 1
         key = (msg["id"], self._request_ids)
         future = self._server_requests[key] = asyncio.get_running_loop().create_future()
         try:
             out = {"t": "sreq", "id": msg["id"], "rid": key[1], "m": method, "p": dump_any(params)}
-            await self._redis.publish(msg["r"], dumps(out))
+            await self._out.fire("PUBLISH", msg["r"], dumps(out))
             answer = await future
         finally:
             self._server_requests.pop(key, None)
         return _server_request_result(method, answer)
 
     async def _publish_notification(self, server: str, notification: Any) -> None:
-        assert self._redis is not None
-        await self._redis.publish(events_channel(self.prefix), dumps({"s": server, "n": dump_model(notification)}))
+        await self._out.fire("PUBLISH", events_channel(self.prefix), dumps({"s": server, "n": dump_model(notification)}))
 
 
 class _SpecUnknown(PoolError):

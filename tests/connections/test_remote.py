@@ -101,3 +101,63 @@ async def test_progress_sampling_and_notifications_cross_the_wire(worker):
         await asyncio.sleep(0.3)
     assert updates and updates[-1] == 5.0 and updates == sorted(updates)
     assert "echo:notifications/tools/list_changed" in seen
+
+
+async def test_log_lines_cross_the_wire_before_the_result_and_raw_results_stay_json(worker):
+    _, prefix = worker
+    events: list[str] = []
+
+    async def log(params: dict) -> None:
+        await asyncio.sleep(0.01)
+        events.append(f"log:{params['data']}")
+
+    async def on_notification(server: str, notification: types.ServerNotification) -> None:
+        if isinstance(notification, types.LoggingMessageNotification):
+            events.append(f"hook:{notification.params.data}")
+
+    async with await _remote(prefix, on_notification=on_notification) as pool:
+        spec = sdk_spec("echo")
+        result = await pool.call_tool(spec, "chatty", {"count": 3}, relay=Relay(log=log), raw=True)
+        events.append(f"result:{result['content'][0]['text']}")
+        assert events == ["log:line 0", "log:line 1", "log:line 2", "result:said 3"]
+        typed = await pool.call_tool(spec, "add", {"a": 1, "b": 2})
+        assert isinstance(typed, types.CallToolResult) and typed.structured_content == {"result": 3}
+        events.clear()
+        await pool.call_tool(spec, "chatty", {"count": 1})  # nobody claims it: the events channel
+        await asyncio.sleep(0.3)
+        assert events == ["hook:line 0"]
+
+
+async def test_specs_cross_the_wire_encrypted(worker):
+    """The full spec (with decrypted secrets) is Fernet-encrypted with the project's keys."""
+    from apps.connections.codec import DjangoCodec, default_codec
+
+    _, prefix = worker
+    assert isinstance(default_codec(), DjangoCodec)  # Django settings are configured in this test run
+    seen: list[bytes] = []
+    spy = redis.Redis.from_url(REDIS_URL, socket_timeout=5)
+    async with await _remote(prefix) as pool:
+        inbox = f"{prefix}:inbox:{(await pool._live_workers(refresh=True))[0]}"
+        original = pool._redis.call
+
+        async def record(*args):
+            if args[0] == "RPUSH" and args[1] == inbox:
+                seen.append(args[2].encode())
+            return await original(*args)
+
+        pool._redis.call = record
+        spec = tiny_spec("secretive", env={"API_TOKEN": "s3cr3t-value"})
+        assert text(await pool.call_tool(spec, "env", {"name": "API_TOKEN"})) == "s3cr3t-value"
+    spy.close()
+    assert seen and all(b"s3cr3t-value" not in m for m in seen)
+    assert b'"SE":' in seen[0]
+
+
+async def test_a_worker_without_the_keys_says_so(worker):
+    from apps.connections.codec import FernetCodec
+
+    _, prefix = worker
+    other = FernetCodec(["Zm9yZWlnbi1rZXktZm9yLXRlc3RzLW9ubHktMzJieXQ="])  # keys the worker does not have
+    async with await _remote(prefix, codec=other) as pool:
+        with pytest.raises(Exception, match="decrypt|MCPHUB_ENCRYPTION_KEYS"):
+            await pool.call_tool(tiny_spec("wrong-key", env={"X": "1"}), "echo", {"text": "x"})

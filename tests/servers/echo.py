@@ -83,6 +83,21 @@ async def log(message: str, ctx: Context) -> str:
 
 
 @server.tool()
+async def chatty(count: int, ctx: Context) -> str:
+    """Send `count` log notifications during the call, then answer."""
+    for i in range(count):
+        await ctx.info(f"line {i}")
+    return f"said {count}"
+
+
+@server.tool()
+def client_capabilities(ctx: Context) -> dict:
+    """The capabilities the client declared at initialize."""
+    params = ctx.session.client_params
+    return params.capabilities.model_dump(by_alias=True, exclude_none=True) if params else {}
+
+
+@server.tool()
 async def ask(question: str, ctx: Context) -> str:
     """Ask the client's model (sampling) and return its answer."""
     result = await ctx.session.create_message(

@@ -7,6 +7,7 @@ a hung child at once) and the stderr tail (the only clue to why a child died).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -112,8 +113,20 @@ async def _pump_stdout(
 
 
 def _parse(line: bytes) -> SessionMessage | Exception:
+    # Fast path for the common case, a successful response: the session validates its
+    # `result` against the request's result type anyway (or hands it on raw), so building
+    # the envelope without pydantic's union matching saves ~30 µs per call.
     try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+        data = json.loads(line)
+    except ValueError as exc:
+        return exc
+    if type(data) is dict and len(data) == 3 and type(data.get("result")) is dict and data.get("jsonrpc") == "2.0":
+        request_id = data.get("id")
+        if type(request_id) is int or type(request_id) is str:
+            response = types.JSONRPCResponse.model_construct(jsonrpc="2.0", id=request_id, result=data["result"])
+            return SessionMessage(response)
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(data, by_name=False))
     except ValueError as exc:
         return exc
 
@@ -127,8 +140,15 @@ async def _pump_stdin(
     try:
         async with source:
             async for message in source:
-                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                await process.stdin.send(data.encode() + b"\n")
+                lines = [message.message.model_dump_json(by_alias=True, exclude_unset=True)]
+                # Whatever else is already waiting goes out in the same write (one wake-up of the child).
+                while True:
+                    try:
+                        queued = source.receive_nowait().message
+                        lines.append(queued.model_dump_json(by_alias=True, exclude_unset=True))
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                await process.stdin.send(("\n".join(lines) + "\n").encode())
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
         # Writing failed, so the child cannot hear us: end the session rather than hang requests.
         await reader_sink.aclose()
