@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 
 from apps.accounts.models import Team
 from apps.gateway.selectors import WINDOWS, UsageFilter
+from apps.toolsets.models import Endpoint
 
 
 class TokenForm(forms.Form):
@@ -37,9 +39,24 @@ class LoadForm(forms.Form):
 
 
 class EndpointSettingsForm(forms.Form):
+    """An endpoint's name and settings: the same fields create one and change one."""
+
     name = forms.CharField(max_length=100)
+    naming_strategy = forms.ChoiceField(choices=Endpoint.Naming.choices, label="Tool names")
+    mode = forms.ChoiceField(choices=Endpoint.Mode.choices)
     token_budget = forms.IntegerField(min_value=0, max_value=10_000_000, label="Token budget")
     budget_enforced = forms.BooleanField(required=False, label="Refuse tools beyond the budget")
+
+    @classmethod
+    def for_endpoint(cls, endpoint: Endpoint) -> EndpointSettingsForm:
+        return cls(initial={name: getattr(endpoint, name) for name in cls.base_fields})
+
+    @classmethod
+    def for_new(cls) -> EndpointSettingsForm:
+        return cls(initial={
+            "name": "", "naming_strategy": Endpoint.Naming.HYBRID, "mode": Endpoint.Mode.STATIC,
+            "token_budget": settings.MCPHUB_DEFAULT_TOKEN_BUDGET, "budget_enforced": True,
+        })
 
 
 class UsageForm(forms.Form):

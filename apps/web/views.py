@@ -46,9 +46,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 def endpoint_page(request: HttpRequest, slug: str) -> HttpResponse:
     endpoint = own_endpoint(request, slug)
     raw_token, form = "", TokenForm()
-    settings_form = EndpointSettingsForm(initial={
-        "name": endpoint.name, "token_budget": endpoint.token_budget, "budget_enforced": endpoint.budget_enforced,
-    })
+    settings_form = EndpointSettingsForm.for_endpoint(endpoint)
     if request.method == "POST":
         form = TokenForm(request.POST)
         if form.is_valid():
@@ -68,6 +66,11 @@ def endpoint_page(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "web/endpoint.html", context)
 
 
+def _form_errors(form: EndpointSettingsForm) -> str:
+    return "; ".join(f"{form.fields[name].label or name.capitalize()}: {' '.join(errors)}"
+                     for name, errors in form.errors.items())
+
+
 @login_required
 @require_POST
 def endpoint_settings(request: HttpRequest, slug: str) -> HttpResponse:
@@ -77,8 +80,39 @@ def endpoint_settings(request: HttpRequest, slug: str) -> HttpResponse:
         services.update_endpoint(endpoint=endpoint, **form.cleaned_data)
         messages.success(request, "Endpoint settings saved.")
     else:
-        messages.error(request, "Settings not saved: " + "; ".join(e for errs in form.errors.values() for e in errs))
+        messages.error(request, "Settings not saved. " + _form_errors(form))
     return redirect("web:endpoint", slug=endpoint.slug)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def new_endpoint(request: HttpRequest) -> HttpResponse:
+    form = EndpointSettingsForm(request.POST) if request.method == "POST" else EndpointSettingsForm.for_new()
+    if form.is_valid():
+        endpoint = services.create_endpoint(owner=request.user, **form.cleaned_data)
+        messages.success(request, f"Endpoint “{endpoint.name}” created. Create a token to connect a client.")
+        return redirect("web:endpoint", slug=endpoint.slug)
+    return render(request, "web/endpoint_new.html", {"form": form})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def delete_endpoint(request: HttpRequest, slug: str) -> HttpResponse:
+    """GET asks for confirmation (saying what goes with it); POST deletes."""
+    endpoint = own_endpoint(request, slug)
+    if request.method == "POST":
+        try:
+            services.delete_endpoint(endpoint=endpoint)
+        except services.DefaultEndpointProtected as exc:
+            messages.error(request, str(exc))
+            return redirect("web:endpoint", slug=endpoint.slug)
+        messages.success(request, f"Endpoint “{endpoint.name}” deleted.")
+        return redirect("web:dashboard")
+    context = {
+        "endpoint": endpoint, "url": endpoint_url(endpoint), "enabled": endpoint.tools.count(),
+        "tokens": AccessToken.objects.filter(endpoint=endpoint).active().count(),
+    }
+    return render(request, "web/endpoint_delete.html", context)
 
 
 @login_required
