@@ -1,4 +1,8 @@
-"""Records every tools/call, off the hot path: rows are buffered and written in batches."""
+"""Records every tools/call, off the hot path: rows are buffered and written in batches.
+
+The hot path only appends a tuple; a thread writes the batch with one plain INSERT executemany
+(the ORM's bulk_create cost ~100 µs of CPU per row here, most of it per-field preparation).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connections, router, transaction
 
 from apps.gateway.models import ToolCall
 
@@ -22,8 +26,14 @@ logger = logging.getLogger(__name__)
 
 FLUSH_SECONDS = 0.5
 MAX_BUFFER = 5000
+# The buffered row: ToolCall's columns in this order.
+COLUMNS = (
+    "user_id", "endpoint_id", "tool_id", "server_name", "tool_name", "exposed_name",
+    "started_at", "duration_ms", "ok", "error", "arguments",
+)
+STARTED, ARGUMENTS = COLUMNS.index("started_at"), COLUMNS.index("arguments")
 
-_buffer: list[ToolCall] = []
+_buffer: list[tuple[Any, ...]] = []
 _flusher: asyncio.Task[None] | None = None
 
 
@@ -34,21 +44,19 @@ def record(
     if len(_buffer) >= MAX_BUFFER:
         logger.warning("call log buffer full: dropping a record (database too slow?)")
         return
-    _buffer.append(
-        ToolCall(
-            user_id=ctx.principal.user_id,
-            endpoint_id=ctx.endpoint.id,
-            tool_id=exposed.item_id,
-            server_name=exposed.server,
-            tool_name=exposed.backend_name,
-            exposed_name=exposed.name,
-            started_at=datetime.fromtimestamp(started, tz=timezone.utc),
-            duration_ms=(time.perf_counter() - clock) * 1000,
-            ok=ok,
-            error=error,
-            arguments=arguments if settings.MCPHUB_LOG_TOOL_ARGUMENTS else None,
-        )
-    )
+    _buffer.append((
+        ctx.principal.user_id,
+        ctx.endpoint.id,
+        exposed.item_id,
+        exposed.server,
+        exposed.backend_name,
+        exposed.name,
+        started,
+        (time.perf_counter() - clock) * 1000,
+        ok,
+        error,
+        arguments if settings.MCPHUB_LOG_TOOL_ARGUMENTS else None,
+    ))
     if _flusher is None or _flusher.done():
         _flusher = asyncio.create_task(_flush_soon(), name="mcphub-calllog")
 
@@ -65,13 +73,44 @@ async def flush() -> None:
         await sync_to_async(_write, thread_sensitive=False)(batch)
 
 
-def _write(batch: list[ToolCall]) -> None:
+def _write(batch: list[tuple[Any, ...]]) -> None:
     try:
-        ToolCall.objects.bulk_create(batch)
+        _insert(batch)
     except DatabaseError:
         # One row may point at a user, endpoint or tool deleted meanwhile: keep the others.
         for row in batch:
-            _write_one(row)
+            _write_one(_model(row))
+
+
+def _insert(batch: list[tuple[Any, ...]]) -> None:
+    """One INSERT, executemany, in one transaction: all rows or none."""
+    alias = router.db_for_write(ToolCall)
+    connection = connections[alias]
+    started_field = ToolCall._meta.get_field("started_at")
+    arguments_field = ToolCall._meta.get_field("arguments")
+    rows = []
+    for row in batch:
+        values = list(row)
+        values[STARTED] = started_field.get_db_prep_save(_when(row[STARTED]), connection)
+        if row[ARGUMENTS] is not None:
+            values[ARGUMENTS] = arguments_field.get_db_prep_save(row[ARGUMENTS], connection)
+        rows.append(values)
+    quote = connection.ops.quote_name
+    sql = "INSERT INTO {} ({}) VALUES ({})".format(
+        quote(ToolCall._meta.db_table), ", ".join(quote(c) for c in COLUMNS), ", ".join(["%s"] * len(COLUMNS))
+    )
+    with transaction.atomic(using=alias), connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
+
+
+def _when(started: float) -> datetime:
+    return datetime.fromtimestamp(started, tz=timezone.utc)
+
+
+def _model(row: tuple[Any, ...]) -> ToolCall:
+    fields = dict(zip(COLUMNS, row))
+    fields["started_at"] = _when(row[STARTED])
+    return ToolCall(**fields)
 
 
 def _write_one(row: ToolCall) -> None:
