@@ -203,12 +203,13 @@ async def _backend_call(ctx: Context, exposed: Exposed, arguments: dict[str, Any
             timeout=spec.timeout,
             progress_callback=_progress(ctx, meta.get("progressToken")),
             relay=_relay(ctx),
+            raw=True,
         )
     except MCPError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None
     except PoolError as exc:
         return {"content": [{"type": "text", "text": f"Tool {exposed.name} failed: {exc.message}"}], "isError": True}
-    return _dump(result)
+    return result
 
 
 def _meta(params: dict[str, Any]) -> dict[str, Any]:
@@ -238,27 +239,51 @@ def _progress(ctx: Context, token: Any) -> Callable[..., Awaitable[None]] | None
 
 
 def _relay(ctx: Context):
-    """Answers to the backend's sampling/elicitation/roots requests, asked of our own client."""
+    """What the backend sends our client during a call: its log lines (at the session's level),
+    and its sampling/elicitation/roots requests when our client can answer them."""
     from apps.connections.hooks import Relay
 
-    emitter, caps = ctx.emitter, (ctx.session.client_capabilities if ctx.session else {})
-    if emitter is None or not emitter.can_request:
+    emitter = ctx.emitter
+    if emitter is None:
         return None
+    caps = ctx.session.client_capabilities if ctx.session else {}
+    can_ask = emitter.can_request
 
-    def ask(method: str, result_model: str):
+    def ask(method: str, result_model: str, capability: str):
+        if not (can_ask and capability in caps):
+            return None
+
         async def forward(params: Any) -> Any:
             import mcp_types
 
-            answer = await emitter.request(method, _dump(params) if params is not None else {})
+            try:
+                answer = await emitter.request(method, _dump(params) if params is not None else {})
+            except RpcError as exc:
+                return mcp_types.ErrorData(code=exc.code, message=exc.message)
             return getattr(mcp_types, result_model).model_validate(answer)
 
         return forward
 
+    roots = ask("roots/list", "ListRootsResult", "roots")
     return Relay(
-        sampling=ask("sampling/createMessage", "CreateMessageResult") if "sampling" in caps else None,
-        elicitation=ask("elicitation/create", "ElicitResult") if "elicitation" in caps else None,
-        list_roots=_roots(ask("roots/list", "ListRootsResult")) if "roots" in caps else None,
+        sampling=ask("sampling/createMessage", "CreateMessageResult", "sampling"),
+        elicitation=ask("elicitation/create", "ElicitResult", "elicitation"),
+        list_roots=_roots(roots) if roots else None,
+        log=_log_sink(ctx),
     )
+
+
+def _log_sink(ctx: Context):
+    """Log lines at or above the level the client set (all of them if it never set one)."""
+    emitter = ctx.emitter
+    threshold = LOG_LEVELS.index(ctx.session.log_level) if ctx.session and ctx.session.log_level in LOG_LEVELS else 0
+
+    async def log(params: dict[str, Any]) -> None:
+        level = params.get("level")
+        if level not in LOG_LEVELS or LOG_LEVELS.index(level) >= threshold:
+            await emitter.notify("notifications/message", params)
+
+    return log
 
 
 def _roots(forward):

@@ -90,3 +90,18 @@ async def test_set_level_and_ping_answer(hub, alice_endpoint, alice_hub_token):
         pong = await client.send_ping()
 
     assert level is not None and pong is not None
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+async def test_log_lines_during_a_call_reach_the_client_at_its_level(hub, alice_endpoint, alice_hub_token):
+    lines: list[tuple[str, object]] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        lines.append((params.level, params.data))
+
+    async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token, logging_callback=on_log) as client:
+        await client.call_tool("log", {"message": "shown at the default level"})
+        await client.set_logging_level("error")
+        await client.call_tool("log", {"message": "info is below error: filtered"})
+
+    assert lines == [("info", "shown at the default level")]
