@@ -12,7 +12,8 @@ They reach the pool this process should use (`run_on_pool`):
 
 Health, honestly (`check_health`):
 - `down`: the ping failed, timed out, or the pool refuses the server (circuit open);
-- `degraded`: the ping answered, but slower than MCPHUB_HEALTH_SLOW_MS, or the pool saw the
+- `degraded`: the ping answered, but slower than MCPHUB_HEALTH_SLOW_MS (the second of two pings
+  is timed: the first may pay for starting the backend), or the pool saw the
   server's connection fail (crash, hang, failed start) since the previous check;
 - `healthy`: the ping answered in time and nothing failed since the previous check.
 A tool call that fails with a crash or hang therefore shows up as `degraded` at the next check
@@ -22,7 +23,6 @@ at the latest; a JSON-RPC error or an `isError` result is an answer, not a failu
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -36,8 +36,6 @@ from django.db import transaction
 from apps.catalog.discovery import DiscoveryReport, _describe, apply_discovery, record_health
 from apps.catalog.models import McpServer
 from apps.connections.specs import ServerSpec
-
-logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -203,10 +201,8 @@ def check_health(*, server: McpServer) -> HealthVerdict:
 async def _probe(pool: Any, spec: ServerSpec, *, keep: bool) -> tuple[float | BaseException, ServerPoolStats]:
     timeout = float(settings.MCPHUB_HEALTH_TIMEOUT)
     try:
-        seconds = await pool.ping(spec, timeout=timeout)
-        if seconds * 1000 > settings.MCPHUB_HEALTH_SLOW_MS:
-            seconds = await pool.ping(spec, timeout=timeout)  # the first one may have paid for the start
-        outcome: float | BaseException = seconds
+        await pool.ping(spec, timeout=timeout)  # may pay for starting the backend: not the round trip
+        outcome: float | BaseException = await pool.ping(spec, timeout=timeout)
     except Exception as exc:  # boundary: the failure is the verdict
         outcome = exc
     stats = await _server_stats(pool, spec.name)
