@@ -11,12 +11,14 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter  # noqa: E402
 
 from apps.gateway.transport import Gateway  # noqa: E402
+from mcphub import beat  # noqa: E402
 
 mcp_gateway = Gateway()
 
 
 async def http_app(scope, receive, send):
     """`/mcp/...` goes straight to the gateway (raw ASGI, no Django middleware on the hot path)."""
+    beat.start_once()
     if scope["path"].startswith("/mcp/"):
         await mcp_gateway(scope, receive, send)
     else:

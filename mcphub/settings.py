@@ -265,6 +265,11 @@ MCPHUB_MAX_REQUEST_BYTES = envint("MCPHUB_MAX_REQUEST_BYTES", 4 * 1024 * 1024)
 MCPHUB_LIST_PAGE_SIZE = envint("MCPHUB_LIST_PAGE_SIZE", 1000)
 MCPHUB_LOG_TOOL_ARGUMENTS = envbool("MCPHUB_LOG_TOOL_ARGUMENTS", False)
 
+# --- MCP connection pool (keys: apps.connections.pool.PoolOptions). With REDIS_URL the pool lives in
+# the Celery workers, whose own listener re-discovers on a backend's list_changed; embedded, the
+# in-process pool calls this hook instead.
+MCPHUB_POOL = {"on_notification": "apps.catalog.watch.on_backend_notification"}
+
 # --- Health checks, re-discovery and the watched .mcp.json (Celery beat; see apps/catalog/operations.py).
 MCPHUB_HEALTH_INTERVAL = envint("MCPHUB_HEALTH_INTERVAL", 60)  # seconds between health checks
 MCPHUB_HEALTH_TIMEOUT = envint("MCPHUB_HEALTH_TIMEOUT", 10)  # seconds a health ping may take
@@ -276,6 +281,8 @@ CELERY_BEAT_SCHEDULE = {
     "catalog-health": {"task": "catalog.check_health_all", "schedule": float(MCPHUB_HEALTH_INTERVAL)},
     "catalog-rediscovery": {"task": "catalog.discover_all", "schedule": MCPHUB_DISCOVERY_INTERVAL * 60.0},
 }
+# Embedded default (no REDIS_URL, so no `celery beat`): the web process runs this schedule itself.
+MCPHUB_EMBEDDED_BEAT = envbool("MCPHUB_EMBEDDED_BEAT", True)
 if MCPHUB_WATCH_MCP_JSON and MCP_JSON_PATH:
     CELERY_BEAT_SCHEDULE["catalog-watch-mcp-json"] = {
         "task": "catalog.watch_mcp_json", "schedule": float(MCPHUB_WATCH_INTERVAL),

@@ -37,7 +37,17 @@ def build_pool(redis_url: str | None, options: Mapping[str, Any]) -> AnyPool:
             prefix=options.get("redis_prefix", DEFAULT_PREFIX),
             default_timeout=float(options.get("default_timeout", 60.0)),
         )
-    return Pool(PoolOptions.from_mapping(options))
+    return Pool(PoolOptions.from_mapping(options), on_notification=_hook(options.get("on_notification")))
+
+
+def _hook(path: str | None) -> Any:
+    """The in-process pool's notification hook, named by dotted path (the library imports no app)."""
+    if not path:
+        return None
+    from importlib import import_module
+
+    module, _, name = path.rpartition(".")
+    return getattr(import_module(module), name)
 
 
 def get_pool(redis_url: str | None = _UNSET, options: Mapping[str, Any] | None = None) -> AnyPool:

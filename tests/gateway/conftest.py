@@ -57,6 +57,7 @@ def hub_env(**extra: str) -> dict[str, str]:
         SECRET_KEY=settings.SECRET_KEY,
         MCPHUB_ENCRYPTION_KEYS=",".join(settings.MCPHUB_ENCRYPTION_KEYS),
         MCPHUB_DEBUG="false",
+        MCPHUB_EMBEDDED_BEAT="false",  # periodic health checks would race the tests' own checks
         PYTHONUNBUFFERED="1",
     )
     if settings.REDIS_URL:

@@ -1,0 +1,60 @@
+"""Embedded default: Celery beat's schedule, run on the web process's own event loop.
+
+With REDIS_URL, `celery beat` runs CELERY_BEAT_SCHEDULE; without it there is no beat process, so
+the one web process runs the same entries itself (tasks execute in a thread, as Celery would).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from datetime import timedelta
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+FIRST_RUN_DELAY = 5.0  # let start-up finish before the first health check
+
+
+def _interval(schedule: object) -> float | None:
+    if isinstance(schedule, (int, float)):
+        return float(schedule)
+    if isinstance(schedule, timedelta):
+        return schedule.total_seconds()
+    return None  # crontab and friends: only `celery beat` runs those
+
+
+async def run_schedule(schedule: dict | None = None) -> None:
+    from mcphub.celery import app
+
+    entries = {name: (entry["task"], _interval(entry["schedule"])) for name, entry in (schedule or settings.CELERY_BEAT_SCHEDULE).items()}
+    entries = {name: (task, every) for name, (task, every) in entries.items() if every}
+    due = {name: time.monotonic() + min(FIRST_RUN_DELAY, every) for name, (_, every) in entries.items()}
+    while entries:
+        now = time.monotonic()
+        for name in [n for n, at in due.items() if at <= now]:
+            task, every = entries[name]
+            due[name] = now + every
+            await _run(app, task)
+        await asyncio.sleep(max(0.2, min(due.values()) - time.monotonic()))
+
+
+async def _run(app, task: str) -> None:
+    try:
+        await sync_to_async(app.tasks[task].apply, thread_sensitive=False)()
+    except Exception:  # noqa: BLE001 - one failing entry must not stop the schedule
+        logger.exception("scheduled task %s failed", task)
+
+
+_started = False
+
+
+def start_once() -> None:
+    """Start the schedule with the first request (Daphne sends no ASGI lifespan)."""
+    global _started
+    if not _started and not settings.REDIS_URL and settings.MCPHUB_EMBEDDED_BEAT:
+        _started = True
+        asyncio.get_running_loop().create_task(run_schedule(), name="mcphub-embedded-beat")
