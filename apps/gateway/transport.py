@@ -55,17 +55,37 @@ class Route:
 _running: dict[tuple[str, str], asyncio.Task[Any]] = {}
 
 
+class _TrackedSend:
+    """Remembers whether the response has started, so an error can still be answered cleanly."""
+
+    __slots__ = ("send", "started")
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.started = False
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        self.started = True
+        await self.send(message)
+
+
 class Gateway:
     """Raw ASGI app for `/mcp/...`; everything else is Django's."""
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Send) -> None:
         request = Request(scope, receive)
+        tracked = _TrackedSend(send)
         try:
-            await self._handle(request, send)
+            await self._handle(request, tracked)
         except HttpError as exc:
-            await respond(send, exc.status, exc.body, exc.headers)
+            await respond(tracked, exc.status, exc.body, exc.headers)
         except ConnectionAbortedError:
             pass
+        except Exception:
+            # Never Daphne's HTML 500: a JSON-RPC internal error, if the response has not begun.
+            logger.exception("gateway error on %s %s", request.method, request.path)
+            if not tracked.started:
+                await respond(tracked, 500, jsonrpc.error(None, RpcError(jsonrpc.INTERNAL_ERROR, "Internal error")))
 
     async def _handle(self, request: Request, send: Send) -> None:
         match = ROUTE.match(request.path)
