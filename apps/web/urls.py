@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.web import preset_views, tool_views, usage_views, views
+from apps.web import preset_views, server_views, tool_views, usage_views, views
 
 app_name = "web"
 
@@ -8,6 +8,9 @@ urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", views.LogoutView.as_view(), name="logout"),
+    path("servers/<str:name>/test/", server_views.test_server, name="test_server"),
+    path("servers/<str:name>/discover/", server_views.discover_server, name="discover_server"),
+    path("servers/<str:name>/live/", server_views.server_live, name="server_live"),
     path("tools/", tool_views.tools_page, name="tools"),
     path("tools/<int:tool_id>/", tool_views.tool_detail, name="tool_detail"),
     path("endpoint/", views.default_endpoint, name="default_endpoint"),
