@@ -1,0 +1,93 @@
+"""The Usage page and API over a large call log.
+
+    .venv/bin/python benchmarks/usage.py [--calls 300000] [--runs 5]
+
+Builds a throwaway test database (SQLite in memory, or `test_<db>` on Postgres when DATABASE_URL
+is set), writes `--calls` tool calls spread over 30 days (100 tools on 20 servers, 2% errors), and
+times the Usage page and `GET /api/usage/` through the whole Django stack for each window.
+Prints p50 / p95 in milliseconds and whether percentiles were sampled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcphub.settings")
+os.environ.setdefault("MCPHUB_DEBUG", "true")
+os.environ.setdefault("MCPHUB_DATA_DIR", "/tmp/mcphub-bench-data")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import setup_test_environment  # noqa: E402
+from django.utils import timezone  # noqa: E402
+
+from apps.accounts.models import User  # noqa: E402
+from apps.gateway.models import ToolCall  # noqa: E402
+
+
+def fill_log(user: User, calls: int) -> None:
+    rng, endpoint, now = random.Random(5), user.endpoints.get(), timezone.now()
+    batch = []
+    for i in range(calls):
+        ok = rng.random() >= 0.02
+        batch.append(ToolCall(
+            user=user, endpoint=endpoint, server_name=f"server-{i % 20:02d}", tool_name=f"tool_{i % 100:03d}",
+            exposed_name=f"tool_{i % 100:03d}", started_at=now - timedelta(seconds=rng.uniform(0, 30 * 86400)),
+            duration_ms=rng.lognormvariate(4, 1), ok=ok, error="" if ok else "boom",
+        ))
+        if len(batch) == 10_000:
+            ToolCall.objects.bulk_create(batch)
+            batch = []
+    ToolCall.objects.bulk_create(batch)
+
+
+def timed(label: str, runs: int, call) -> None:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        response = call()
+        samples.append((time.perf_counter() - start) * 1000)
+        assert response.status_code == 200, (label, response.status_code)
+    samples.sort()
+    p95 = samples[min(len(samples) - 1, int(len(samples) * 0.95))]
+    print(f"{label:<36} p50 {statistics.median(samples):7.1f} ms   p95 {p95:7.1f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=300_000)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+
+    setup_test_environment()
+    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
+    try:
+        user = User.objects.create_user("bench", password="bench")
+        fill_log(user, args.calls)
+        client = Client()
+        client.force_login(user)
+        print(f"{ToolCall.objects.count()} calls over 30 days; {connection.vendor}; {args.runs} runs each")
+        for window in ("24h", "7d", "30d"):
+            body = client.get(f"/api/usage/?window={window}").json()
+            print(f"-- {window}: {body['totals']['calls']} calls, percentiles sampled: {body['sampled']}")
+            timed(f"Usage page ({window})", args.runs, lambda w=window: client.get(f"/usage/?window={w}"))
+            timed(f"API: usage ({window})", args.runs, lambda w=window: client.get(f"/api/usage/?window={w}"))
+    finally:
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+
+
+if __name__ == "__main__":
+    main()
