@@ -486,10 +486,13 @@ async def bench_sessions(hub: Hub, token: str, count: int, sse: bool) -> dict[st
         await conn.open()
         conn.send("GET", path, {**headers, "Mcp-Session-Id": session_id})
         streams.append(conn)
-    # The hub sends the stream's headers with its first event or keep-alive comment; count the
-    # streams that answered 200 once the first keep-alive has passed, then measure.
-    heads = await asyncio.gather(*(asyncio.wait_for(c.read_head(), 30) for c in streams), return_exceptions=True)
+    # Count the streams that answered 200 (the response headers come with the stream's first
+    # bytes), then measure.
+    started = time.perf_counter()
+    heads = await asyncio.gather(*(asyncio.wait_for(c.read_head(), 60) for c in streams), return_exceptions=True)
     opened = sum(1 for h in heads if isinstance(h, tuple) and h[0] == 200)
+    figures["sse_seconds"] = time.perf_counter() - started
+    figures["sse_timeouts"] = sum(1 for h in heads if isinstance(h, asyncio.TimeoutError | TimeoutError))
     rss2, redis2 = rss_bytes(hub.web.pid), hub.redis_memory()
     figures.update(
         sse_open=opened,
@@ -649,7 +652,8 @@ def report(args: argparse.Namespace, targets: list[Target], loads: list[float], 
         if "sse_open" in m:
             total_sse = total + m["sse_rss_kb"] + m["sse_redis_kb"]
             print(f"  {mode:9} + open GET stream:  web RSS +{m['sse_rss_kb']:6.2f} KB + redis +{m['sse_redis_kb']:6.2f} KB"
-                  f" ({int(m['sse_open'])}/{args.sessions} streams answered 200) = {total_sse:6.2f} KB/session")
+                  f" = {total_sse:6.2f} KB/session ({int(m['sse_open'])}/{args.sessions} streams answered 200 within"
+                  f" {m['sse_seconds']:.1f} s, {int(m['sse_timeouts'])} timed out)")
     print(f"\nload average at the end: {os.getloadavg()}")
 
 

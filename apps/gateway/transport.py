@@ -373,7 +373,9 @@ async def _get_stream(request: Request, send: Send, principal: Principal, endpoi
     _check_rate(snap)
     session = _require_session(session_id, snap.session, principal, endpoint)
     await start_sse(send, [(b"mcp-session-id", session.id.encode())])
-    await _pump(request, send, session, endpoint, event_name="message")
+    # Daphne sends the headers with the first body bytes: a comment opens the stream as soon as
+    # this process listens for the session's messages, not at the first keep-alive 15 s later.
+    await _pump(request, send, session, endpoint, event_name="message", on_ready=lambda: sse_comment(send, "open"))
 
 
 async def _pump(request: Request, send: Send, session: Session, endpoint: EndpointRef, *, event_name: str, on_ready: Any = None) -> None:
