@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+from django.conf import settings
 
 from apps.accounts.models import Membership, User
 from apps.accounts.services import add_member, create_access_token, create_team
 from apps.catalog.models import McpServer, Tool
+from tests.live_hub import HubProcesses, free_port, hub_env, start_web, start_worker, stop, wait_for_pool_worker, wait_healthy
 
 
 @pytest.fixture
@@ -80,3 +84,28 @@ def make_tool():
 def _fast_password_hashing(settings) -> None:
     """PBKDF2's deliberate slowness costs ~0.4 s per persona; tests do not need it."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(scope="session")
+def hub(django_db_setup, tmp_path_factory) -> Iterator[HubProcesses]:
+    """One web process (+ one pool worker when REDIS_URL is set) for the whole test session."""
+    log_dir = tmp_path_factory.mktemp("hub-logs")
+    port = free_port()
+    env = hub_env(MCPHUB_DATA_DIR=str(tmp_path_factory.mktemp("hub-data")))
+    processes = [start_web(port, env, log_dir)]
+    if settings.REDIS_URL:
+        processes.append(start_worker(env, log_dir))
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base_url, processes)
+        if settings.REDIS_URL:
+            wait_for_pool_worker()
+        yield HubProcesses(base_url, processes, log_dir)
+    finally:
+        stop(processes)
+
+
+@pytest.fixture
+def pool_host(request, transactional_db):
+    """With REDIS_URL, the hub whose worker holds connections and runs tasks; embedded: nothing."""
+    return request.getfixturevalue("hub") if settings.REDIS_URL else None

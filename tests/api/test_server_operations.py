@@ -9,7 +9,7 @@ import pytest
 
 from apps.accounts.services import create_access_token
 from apps.catalog.models import McpServer
-from tests.gateway.conftest import SERVERS, hub  # noqa: F401 - a real hub, started once per session
+from tests.live_hub import SERVERS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -18,7 +18,6 @@ import pytest
 from django.conf import settings
 
 from apps.catalog.models import McpServer
-from tests.gateway.conftest import hub  # noqa: F401 - a real hub, started once per session
 
 SERVERS = Path(__file__).resolve().parent.parent / "servers"
 REDIS_MODE = bool(settings.REDIS_URL)
@@ -27,12 +26,6 @@ REDIS_MODE = bool(settings.REDIS_URL)
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture
-def pool_host(request, transactional_db):
-    """With REDIS_URL, the hub whose worker holds connections and runs tasks; embedded: nothing."""
-    return request.getfixturevalue("hub") if REDIS_MODE else None
 
 
 @pytest.fixture

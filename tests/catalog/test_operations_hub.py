@@ -20,7 +20,7 @@ from apps.accounts.services import create_access_token
 from apps.catalog.models import McpServer
 from apps.toolsets.services import enable_tools
 from tests.catalog.conftest import tiny_args
-from tests.gateway.conftest import mcp_client
+from tests.live_hub import mcp_client
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

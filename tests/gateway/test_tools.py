@@ -8,7 +8,7 @@ from mcp import MCPError
 
 from apps.gateway.models import ToolCall
 from apps.toolsets.services import disable_tools
-from tests.gateway.conftest import mcp_client
+from tests.live_hub import mcp_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 

@@ -7,8 +7,7 @@ import sys
 import pytest
 
 from apps.catalog.models import McpServer
-from tests.catalog.conftest import pool_host  # noqa: F401 - with REDIS_URL, a hub whose worker holds connections
-from tests.gateway.conftest import SERVERS, hub  # noqa: F401
+from tests.live_hub import SERVERS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
