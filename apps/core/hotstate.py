@@ -15,6 +15,9 @@ import redis
 import redis.asyncio as aioredis
 from django.conf import settings
 
+ASYNC_MAX_CONNECTIONS = 256
+ASYNC_WAIT_SECONDS = 10.0
+
 _sync_client: redis.Redis | None = None
 _async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Redis] = weakref.WeakKeyDictionary()
 
@@ -40,7 +43,12 @@ def async_redis() -> aioredis.Redis | None:
     loop = asyncio.get_running_loop()
     client = _async_clients.get(loop)
     if client is None:
-        client = _async_clients[loop] = aioredis.Redis.from_url(settings.REDIS_URL, **_options())
+        # A burst of concurrent requests waits for a free connection instead of failing at
+        # redis-py's default cap (100 connections raise MaxConnectionsError).
+        pool = aioredis.BlockingConnectionPool.from_url(
+            settings.REDIS_URL, max_connections=ASYNC_MAX_CONNECTIONS, timeout=ASYNC_WAIT_SECONDS, **_options()
+        )
+        client = _async_clients[loop] = aioredis.Redis(connection_pool=pool)
     return client
 
 
