@@ -12,10 +12,9 @@ Prints p50 / p95 in milliseconds and the response size.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +30,11 @@ django.setup()
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
+
+from benchmarks.timing import timed as _timed  # noqa: E402
+
+# Pages may answer with a redirect (e.g. after a toggle): both count as served.
+timed = functools.partial(_timed, ok=(200, 302))
 
 from apps.accounts.models import User  # noqa: E402
 from apps.catalog.models import McpServer, Tool  # noqa: E402
@@ -49,19 +53,6 @@ def fill_catalog(tools: int, servers: int) -> list[Tool]:
                              description=f"Does thing {t} of server {s}: a reasonably long description " * 2,
                              token_estimate=40 + t % 60))
     return Tool.objects.bulk_create(rows)
-
-
-def timed(label: str, runs: int, call) -> None:
-    samples, size = [], 0
-    for _ in range(runs):
-        start = time.perf_counter()
-        response = call()
-        samples.append((time.perf_counter() - start) * 1000)
-        assert response.status_code in (200, 302), (label, response.status_code)
-        size = len(response.content)
-    samples.sort()
-    p95 = samples[min(len(samples) - 1, int(len(samples) * 0.95))]
-    print(f"{label:<44} p50 {statistics.median(samples):7.1f} ms   p95 {p95:7.1f} ms   {size / 1024:7.1f} KiB")
 
 
 def main() -> None:

@@ -13,9 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import statistics
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -32,6 +30,8 @@ django.setup()
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
+
+from benchmarks.timing import timed  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from apps.accounts.models import User  # noqa: E402
@@ -52,18 +52,6 @@ def fill_log(user: User, calls: int) -> None:
             ToolCall.objects.bulk_create(batch)
             batch = []
     ToolCall.objects.bulk_create(batch)
-
-
-def timed(label: str, runs: int, call) -> None:
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        response = call()
-        samples.append((time.perf_counter() - start) * 1000)
-        assert response.status_code == 200, (label, response.status_code)
-    samples.sort()
-    p95 = samples[min(len(samples) - 1, int(len(samples) * 0.95))]
-    print(f"{label:<36} p50 {statistics.median(samples):7.1f} ms   p95 {p95:7.1f} ms")
 
 
 def main() -> None:
