@@ -42,7 +42,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,19 +182,6 @@ def wait_port(port: int, procs: Processes, timeout: float = 60.0) -> None:
         except OSError:
             time.sleep(0.1)
     raise TimeoutError(f"nothing listening on {port}")
-
-
-def wait_healthy(base_url: str, procs: Processes, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        procs.check()
-        try:
-            with urllib.request.urlopen(base_url + "/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise TimeoutError(f"hub at {base_url} did not become healthy")
 
 
 def cpu_seconds(pid: int) -> float:
@@ -564,7 +550,9 @@ async def bench(args: argparse.Namespace) -> None:
             seeds[mode] = run_seed(env, echo_url, args)
             hubs[mode] = start_hub(mode, env, procs, redis_pid if mode == "prod" else None, redis_port if mode == "prod" else None)
         for hub in hubs.values():
-            wait_healthy(f"http://127.0.0.1:{hub.port}", procs)
+            from tests.live_hub import wait_healthy
+
+            wait_healthy(f"http://127.0.0.1:{hub.port}", procs.procs, timeout=90.0)
         print(f"hubs up: {', '.join(f'{m} :{h.port}' for m, h in hubs.items())}; seeded {seeds[modes[0]]['endpoints']}", flush=True)
 
         direct = Target("direct → echo (HTTP)", echo_port, "/mcp", None, "echo")
