@@ -67,6 +67,14 @@ class HubProcesses:
         return "\n".join(p.read_text()[-4000:] for p in sorted(self.log_dir.glob("*.log")))
 
 
+# A raw client's first message, for tests that speak HTTP to the gateway without the SDK.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+}
+
 # Pids of the hub processes tests started: leak checks count the pool's children, not these.
 HUB_PIDS: set[int] = set()
 

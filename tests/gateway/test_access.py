@@ -9,16 +9,10 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from apps.accounts.services import create_access_token, revoke_access_token
-from tests.live_hub import mcp_client
+from tests.live_hub import INITIALIZE, mcp_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
-}
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
@@ -31,29 +25,29 @@ async def post(url: str, body: object, token: str | None = None, **headers: str)
 
 
 async def test_no_token_is_401_with_a_bearer_challenge(hub, alice_endpoint):
-    response = await post(hub.url(alice_endpoint.path), INIT)
+    response = await post(hub.url(alice_endpoint.path), INITIALIZE)
 
     assert response.status_code == 401
     assert response.headers["www-authenticate"].startswith("Bearer")
 
 
 async def test_a_wrong_token_is_401(hub, alice_endpoint, alice_hub_token):
-    response = await post(hub.url(alice_endpoint.path), INIT, alice_hub_token[:-2] + "xx")
+    response = await post(hub.url(alice_endpoint.path), INITIALIZE, alice_hub_token[:-2] + "xx")
 
     assert response.status_code == 401
     assert 'error="invalid_token"' in response.headers["www-authenticate"]
 
 
 async def test_charlie_gets_404_for_alices_endpoint_like_for_a_missing_one(hub, alice_endpoint, charlie_token):
-    theirs = await post(hub.url(alice_endpoint.path), INIT, charlie_token)
-    missing = await post(hub.url("/mcp/no-such-endpoint/"), INIT, charlie_token)
+    theirs = await post(hub.url(alice_endpoint.path), INITIALIZE, charlie_token)
+    missing = await post(hub.url("/mcp/no-such-endpoint/"), INITIALIZE, charlie_token)
 
     assert theirs.status_code == missing.status_code == 404
     assert theirs.json() == missing.json()
 
 
 async def test_charlie_cannot_ride_alices_session(hub, alice_endpoint, alice_hub_token, charlie_token, charlie):
-    alice_init = await post(hub.url(alice_endpoint.path), INIT, alice_hub_token)
+    alice_init = await post(hub.url(alice_endpoint.path), INITIALIZE, alice_hub_token)
     session = alice_init.headers["mcp-session-id"]
     charlie_endpoint = await sync_to_async(lambda: charlie.endpoints.get())()
 
@@ -93,7 +87,7 @@ async def test_a_scoped_token_works_in_the_url_and_an_unscoped_one_does_not(hub,
 
     async with mcp_client(hub.url(f"/mcp/t/{scoped}/"), None) as client:
         names = {t.name for t in (await client.list_tools()).tools}
-    unscoped = await post(hub.url(f"/mcp/t/{alice_hub_token}/"), INIT)
+    unscoped = await post(hub.url(f"/mcp/t/{alice_hub_token}/"), INITIALIZE)
 
     assert "echo" in names
     assert unscoped.status_code == 401
@@ -105,7 +99,7 @@ async def test_a_scoped_token_cannot_reach_the_owners_other_endpoints(hub, alice
     other = await sync_to_async(create_endpoint)(owner=alice, name="other")
     _, scoped = await sync_to_async(create_access_token)(user=alice, endpoint=other)
 
-    response = await post(hub.url(alice_endpoint.path), INIT, scoped)
+    response = await post(hub.url(alice_endpoint.path), INITIALIZE, scoped)
 
     assert response.status_code == 404
 
@@ -114,15 +108,15 @@ async def test_a_revoked_token_stops_working(hub, alice, alice_endpoint):
     token, raw = await sync_to_async(create_access_token)(user=alice)
     await sync_to_async(revoke_access_token)(token=token)
 
-    response = await post(hub.url(alice_endpoint.path), INIT, raw)
+    response = await post(hub.url(alice_endpoint.path), INITIALIZE, raw)
 
     assert response.status_code == 401
 
 
 async def test_a_foreign_host_or_origin_is_refused(hub, alice_endpoint, alice_hub_token):
-    evil_host = await post(hub.url(alice_endpoint.path), INIT, alice_hub_token, Host="evil.example.com")
-    evil_origin = await post(hub.url(alice_endpoint.path), INIT, alice_hub_token, Origin="http://evil.example.com")
-    good_origin = await post(hub.url(alice_endpoint.path), INIT, alice_hub_token, Origin="http://localhost:3000")
+    evil_host = await post(hub.url(alice_endpoint.path), INITIALIZE, alice_hub_token, Host="evil.example.com")
+    evil_origin = await post(hub.url(alice_endpoint.path), INITIALIZE, alice_hub_token, Origin="http://evil.example.com")
+    good_origin = await post(hub.url(alice_endpoint.path), INITIALIZE, alice_hub_token, Origin="http://localhost:3000")
 
     assert evil_host.status_code == 421
     assert evil_origin.status_code == 403
@@ -132,7 +126,7 @@ async def test_a_foreign_host_or_origin_is_refused(hub, alice_endpoint, alice_hu
 async def test_a_token_over_its_rate_limit_gets_429_with_retry_after(hub, alice, alice_endpoint):
     _, raw = await sync_to_async(create_access_token)(user=alice, rate_limit_per_minute=3)
 
-    responses = [(await post(hub.url(alice_endpoint.path), INIT, raw)) for _ in range(8)]
+    responses = [(await post(hub.url(alice_endpoint.path), INITIALIZE, raw)) for _ in range(8)]
 
     codes = [r.status_code for r in responses]
     # A minute boundary may fall inside the burst: even then, 8 requests overrun 3 per minute twice.

@@ -15,15 +15,10 @@ from apps.accounts.models import AccessToken
 from apps.catalog.models import McpServer, Tool
 from apps.gateway.models import ToolCall
 from apps.toolsets.models import Endpoint, EndpointTool
+from tests.live_hub import INITIALIZE
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
 JSONRPC_ERRORS = {-32700, -32600, -32601, -32602, -32603, -32001, -32002}
 
 
@@ -105,9 +100,9 @@ async def test_hostile_requests_get_clean_errors_and_change_nothing(hub, alice_e
                 assert payload.get("jsonrpc") == "2.0"
 
     async with httpx2.AsyncClient(timeout=60) as http:
-        session = (await http.post(url, headers=base_headers, content=json.dumps(INIT))).headers["mcp-session-id"]
+        session = (await http.post(url, headers=base_headers, content=json.dumps(INITIALIZE))).headers["mcp-session-id"]
         await asyncio.gather(*(send(http, *case) for case in cases))
-        healthy = await http.post(url, headers=base_headers, content=json.dumps(INIT))
+        healthy = await http.post(url, headers=base_headers, content=json.dumps(INITIALIZE))
 
     assert sum(statuses.values()) == len(cases) >= 2001
     assert 413 in statuses and 415 in statuses and 406 in statuses and 400 in statuses and 404 in statuses
