@@ -1,8 +1,11 @@
-"""Hub-wide health: JSON, 200 when every dependency answers, 503 naming those that do not."""
+"""Hub-wide health: JSON, 200 when every dependency answers, 503 naming those that do not.
+
+Apps add their own checks with `register_check` (from their AppConfig.ready), so core depends on
+none of them: the connection pool registers its worker count this way.
+"""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from django.conf import settings
@@ -15,20 +18,29 @@ class Unhealthy(Exception):
     """A check that ran and found something wrong (as opposed to one that could not run)."""
 
 
+Check = Callable[[], dict]
+_checks: dict[str, tuple[Check, Callable[[], bool]]] = {}
+
+
+def register_check(name: str, check: Check, *, when: Callable[[], bool] = lambda: True) -> None:
+    """Add a check: it returns facts to report (e.g. a count) or raises when something is wrong."""
+    _checks[name] = (check, when)
+
+
+def redis_client():
+    import redis
+
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+
+
 def _check_database() -> dict:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
     return {}
 
 
-def _redis():
-    import redis
-
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
-
-
 def _check_redis() -> dict:
-    client = _redis()
+    client = redis_client()
     try:
         client.ping()
     finally:
@@ -36,30 +48,16 @@ def _check_redis() -> dict:
     return {}
 
 
-def _check_workers() -> dict:
-    """With Redis, tool calls need a pool worker: count those whose heartbeat is fresh."""
-    from apps.connections.default import pool_settings
-    from apps.connections.worker import DEFAULT_PREFIX, WORKER_TTL_SECONDS, workers_key
-
-    prefix = pool_settings()[1].get("redis_prefix", DEFAULT_PREFIX)
-    client = _redis()
-    try:
-        live = client.zcount(workers_key(prefix), time.time() - WORKER_TTL_SECONDS, "+inf")
-    finally:
-        client.close()
-    if not live:
-        raise Unhealthy("no pool workers running")
-    return {"workers": live}
+register_check("database", _check_database)
+register_check("redis", _check_redis, when=lambda: bool(settings.REDIS_URL))
 
 
 def run_checks() -> tuple[dict[str, str], dict[str, int]]:
     """Each check's verdict ("ok" or "error: …") and the facts the checks counted (e.g. workers)."""
-    checks: dict[str, Callable[[], dict]] = {"database": _check_database}
-    if settings.REDIS_URL:
-        # Without Redis the pool runs inside the web process: there are no workers to count.
-        checks.update(redis=_check_redis, workers=_check_workers)
     results, facts = {}, {}
-    for name, check in checks.items():
+    for name, (check, when) in _checks.items():
+        if not when():
+            continue
         try:
             facts.update(check())
             results[name] = "ok"
