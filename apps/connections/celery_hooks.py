@@ -15,10 +15,10 @@ import asyncio
 import logging
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from apps.connections.pool import PoolOptions
-from apps.connections.worker import DEFAULT_PREFIX, PoolWorker
+if TYPE_CHECKING:
+    from apps.connections.worker import PoolWorker
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,11 @@ class PoolWorkerThread:
 
     def _run(self) -> None:
         self._loop = asyncio.new_event_loop()
+        # Imported here: mcphub.celery loads this module in every process, and the pool pulls in
+        # the MCP SDK (~1.5 s) that only a worker needs.
+        from apps.connections.pool import PoolOptions
+        from apps.connections.worker import DEFAULT_PREFIX, PoolWorker
+
         prefix = self.options.get("redis_prefix", DEFAULT_PREFIX)
         self.worker = PoolWorker(self.redis_url, options=PoolOptions.from_mapping(self.options), prefix=prefix)
         self._ready.set()
