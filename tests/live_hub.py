@@ -224,3 +224,27 @@ def start_private_hub(log_dir: Path, *, redis_url: str | None, worker: bool = Tr
         stop(processes)
         raise
     return HubProcesses(base_url, processes, log_dir)
+
+
+class HttpBackend:
+    """tests/servers/echo.py over Streamable HTTP on a fixed port, to stop and restart."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> HttpBackend:
+        args = [sys.executable, str(SERVERS / "echo.py"), "http", str(self.port)]
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        assert wait_for(lambda: _accepts(self.port), 30), "the echo HTTP backend did not start"
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()

@@ -233,26 +233,51 @@ class Pool:
     ) -> T:
         server = self._servers.get(spec.name) or self._server(spec.name)
         limit = timeout or spec.timeout or self.options.default_timeout
+        what = f"{what} {target}" if target else what
         async with server.inflight:
-            conn = await self._connection(spec, server)
-            server.calls += 1
             try:
-                result = await conn.request(fn, limit, relay)
-            except TimeoutError:
-                conn.probe_soon(min(self.options.probe_timeout, limit))
-                what = f"{what} {target}" if target else what
-                raise CallTimeout(spec.name, f"server {spec.name!r}: {what} timed out after {limit:g}s") from None
-            except MCPError as exc:
-                if exc.code == types.CONNECTION_CLOSED:
-                    raise await self._crashed(server, conn, f"{what} {target}" if target else what) from None
-                server.breaker.record_success()  # a JSON-RPC error is an answer: the backend works
+                return await self._attempt(spec, server, fn, limit, relay, what)
+            except _SessionExpired:
+                # A request answered 404 for an unknown session was never executed: run it once
+                # more on a new session (the MCP transport spec's recovery for a restarted server).
+                return await self._attempt(spec, server, fn, limit, relay, what, retry=False)
+
+    async def _attempt(
+        self,
+        spec: ServerSpec,
+        server: _Server,
+        fn: Callable[[Client], Awaitable[T]],
+        limit: float,
+        relay: Relay | None,
+        what: str,
+        *,
+        retry: bool = True,
+    ) -> T:
+        conn = await self._connection(spec, server)
+        server.calls += 1
+        try:
+            result = await conn.request(fn, limit, relay)
+        except TimeoutError:
+            conn.probe_soon(min(self.options.probe_timeout, limit))
+            raise CallTimeout(spec.name, f"server {spec.name!r}: {what} timed out after {limit:g}s") from None
+        except MCPError as exc:
+            if conn.child.session_expired:
+                # Every request on a session the server forgot was refused (404), none ran.
+                conn.fail("the server no longer knows our session (HTTP 404): it restarted or expired it")
+                if retry:
+                    raise _SessionExpired() from None
+            if exc.code == types.CONNECTION_CLOSED:
+                raise await self._crashed(server, conn, what) from None
+            if conn.child.session_expired:
                 raise
-            except (OSError, RuntimeError) as exc:
-                if conn.usable:
-                    raise
-                raise await self._crashed(server, conn, f"{what} {target}" if target else what) from exc
-            server.breaker.record_success()
-            return result
+            server.breaker.record_success()  # a JSON-RPC error is an answer: the backend works
+            raise
+        except (OSError, RuntimeError) as exc:
+            if conn.usable:
+                raise
+            raise await self._crashed(server, conn, what) from exc
+        server.breaker.record_success()
+        return result
 
     async def _crashed(self, server: _Server, conn: Connection, what: str) -> ServerCrashed:
         reason = await conn.wait_failure(timeout=1.0)
@@ -396,6 +421,10 @@ class Pool:
             "circuit": server.breaker.state,
             "last_error": server.breaker.last_error or None,
         }
+
+
+class _SessionExpired(Exception):
+    """The backend forgot the connection's session: the request did not run; retry it once."""
 
 
 class _ServerListener:

@@ -56,13 +56,14 @@ def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 class ChildProcess:
-    """What the owner of a connection can see and steer of its child process."""
+    """What the owner of a connection can see and steer of its child process (or HTTP session)."""
 
     def __init__(self, stderr: StderrTail, on_exit: Callable[[str], None] | None = None) -> None:
         self.stderr = stderr
         self.on_exit = on_exit
         self.grace = 2.0  # seconds between closing stdin and SIGTERM; 0 for a hung child
         self.process: anyio.abc.Process | None = None
+        self.session_expired = False  # an HTTP server answered 404 for our session id
 
     @property
     def pid(self) -> int | None:
