@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 
 from apps.connections.breaker import Breaker, BreakerPolicy
 from apps.connections.discovery import Discovery, collect_pages
-from apps.connections.errors import CallTimeout, ServerCrashed, ServerUnavailable
+from apps.connections.errors import CallTimeout, PoolError, ServerCrashed, ServerUnavailable
 from apps.connections.hooks import NotificationHook, ProgressFn, Relay
 from apps.connections.session import Connection, call_tool_raw
 from apps.connections.specs import ServerSpec
@@ -42,6 +42,7 @@ class PoolOptions:
     idle_timeout: float = 600.0
     default_timeout: float = 60.0
     connect_timeout: float = 30.0
+    retry_wait: float = 0.5  # after a failed start, how long a call waits for the retry before failing fast
     probe_timeout: float = 5.0
     shutdown_grace: float = 2.0
     drain_timeout: float = 120.0
@@ -74,8 +75,14 @@ class _Server:
         self.failures = 0
         self.calls = 0
         self.last_failure_at = 0.0
-        self.last_start_error: BaseException | None = None
+        self.last_start_error: PoolError | None = None  # until a start succeeds
+        self.starter: asyncio.Task[Connection] | None = None
         self.config_hash = ""
+
+    def start_finished(self, task: asyncio.Task[Connection]) -> None:
+        self.starter = None
+        if not task.cancelled():
+            task.exception()  # retrieved: a start whose callers all gave up must not log noise
 
     @property
     def restarts(self) -> int:
@@ -198,6 +205,10 @@ class Pool:
 
     async def aclose(self) -> None:
         self._closed = True
+        starters = [s.starter for s in self._servers.values() if s.starter is not None]
+        for starter in starters:
+            starter.cancel()
+        await asyncio.gather(*starters, return_exceptions=True)
         if self._reaper is not None:
             self._reaper.cancel()
             await asyncio.gather(self._reaper, return_exceptions=True)
@@ -300,17 +311,30 @@ class Pool:
     async def _connect(self, spec: ServerSpec, server: _Server) -> Connection:
         if self._closed:
             raise ServerUnavailable(spec.name, f"server {spec.name!r} is unavailable: the pool is closed")
-        waited_since = time.monotonic()
         async with server.lock:
             self._replace_stale(spec, server)
-            if server.conn is None:
-                if server.last_failure_at > waited_since and server.last_start_error is not None:
-                    raise server.last_start_error  # the start we queued behind just failed: share its verdict
+            if server.conn is None and server.starter is None:
                 server.breaker.check()
-                await self._start(spec, server)
-            conn = server.conn
-        await conn.wait_ready()
+                server.starter = asyncio.get_running_loop().create_task(self._start(spec, server))
+                server.starter.add_done_callback(server.start_finished)
+            starter, previous = server.starter, server.last_start_error
+        if starter is not None:
+            await self._await_start(starter, previous)
+        conn = server.conn
+        if conn is None or not conn.usable:
+            raise ServerUnavailable(spec.name, f"server {spec.name!r} is unavailable: its connection closed at start")
         return conn
+
+    async def _await_start(self, starter: asyncio.Task[Connection], previous: PoolError | None) -> None:
+        """Wait for the shared start; after a failed one, only briefly (it may hang again)."""
+        if previous is None:
+            await asyncio.shield(starter)
+            return
+        done, _ = await asyncio.wait({starter}, timeout=self.options.retry_wait)
+        if not done:
+            # Fail fast with the reason of the last failed start while the retry runs on.
+            raise type(previous)(previous.server, f"{previous.message} (a new start is under way)")
+        starter.result()
 
     def _replace_stale(self, spec: ServerSpec, server: _Server) -> None:
         if server.config_hash != spec.config_hash:
@@ -334,13 +358,13 @@ class Pool:
             conn.fail(f"did not drain within {self.options.drain_timeout:g}s after a config change")
 
     async def _start(self, spec: ServerSpec, server: _Server) -> Connection:
+        """One start shared by every caller; a task of its own, so no caller's cancellation ends it."""
         await asyncio.sleep(server.breaker.start_delay())
         await self._make_room()
         self._ensure_reaper()
         async with self._start_gate:
             self._count_start(+1)
             try:
-                # Registered before awaiting, so a cancelled caller cannot orphan a starting child.
                 conn = server.conn = self._new_connection(spec, server)
                 server.starts += 1
                 conn.launch()
@@ -348,9 +372,11 @@ class Pool:
             finally:
                 self._count_start(-1)
         if (error := conn.start_error()) is not None:
-            server.conn = None
-            server.last_start_error = error
+            if server.conn is conn:
+                server.conn = None
+            server.last_start_error = error if isinstance(error, PoolError) else None
             raise error
+        server.last_start_error = None
         return conn
 
     def _new_connection(self, spec: ServerSpec, server: _Server) -> Connection:

@@ -4,7 +4,8 @@ Importing the SDK costs ~2 s of CPU per process, which would make 500 connect/cl
 cycles take minutes; this speaks just enough JSON-RPC (initialize, ping, tools/*).
 Flags: --fail MSG (exit 3 at start), --silent (never answer), --startup-delay S,
 --stderr-lines N (flood stderr at start), --stubborn (ignore SIGTERM and stdin EOF: only
-SIGKILL ends it), --tag T (a marker in the command line for tests to find it by).
+SIGKILL ends it), --tag T (a marker in the command line for tests to find it by),
+--while PATH (--fail and --silent apply only while the file PATH exists: a fault to fix).
 """
 
 import json
@@ -70,6 +71,9 @@ def flags():
 
 def main():
     opts = flags()
+    if "--while" in opts and not os.path.exists(opts["--while"]):
+        opts.pop("--fail", None)
+        opts.pop("--silent", None)
     if "--stubborn" in opts:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if "--fail" in opts:
