@@ -135,6 +135,12 @@ async def _authenticate(request: Request, route: Route) -> Principal:
     principal = await auth.principal_for(raw)
     if principal is None:
         raise _unauthorized("invalid_token", "The access token is invalid, expired or revoked")
+    if not principal.mcp_allowed:
+        raise HttpError(
+            403,
+            {"error": "insufficient_scope", "message": "This is an API token; MCP endpoints need a token with the mcp scope"},
+            [(b"www-authenticate", b'Bearer realm="mcphub", error="insufficient_scope", scope="mcp"')],
+        )
     if route.url_token and principal.scope_endpoint_id is None:
         raise _unauthorized("invalid_token", "Only a token scoped to one endpoint may be used in the URL")
     return principal
