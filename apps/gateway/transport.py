@@ -198,9 +198,9 @@ def _require_json_content(request: Request) -> None:
 async def _read_message(request: Request) -> Any:
     body = await request.body(settings.MCPHUB_MAX_REQUEST_BYTES)
     try:
-        message = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise HttpError(400, jsonrpc.error(None, RpcError(jsonrpc.PARSE_ERROR, "Parse error: body is not valid JSON"))) from None
+        message = jsonrpc.loads(body)
+    except RpcError as exc:
+        raise HttpError(400, jsonrpc.error(None, exc)) from None
     if isinstance(message, list):
         raise HttpError(400, jsonrpc.error(None, RpcError(jsonrpc.INVALID_REQUEST, "Invalid Request: JSON-RPC batches are not supported")))
     return message
