@@ -38,6 +38,10 @@ def _skip_twisted_form_parsing() -> None:
 
 _skip_twisted_form_parsing()
 
+from mcphub import server_guards  # noqa: E402
+
+server_guards.install()
+
 
 async def http_app(scope, receive, send):
     """`/mcp/...` goes straight to the gateway (raw ASGI, no Django middleware on the hot path)."""

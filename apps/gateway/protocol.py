@@ -58,7 +58,7 @@ Handler = Callable[[Context, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 def negotiate(requested: Any) -> str:
-    return requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
+    return requested if isinstance(requested, str) and requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
 
 
 def initialize_result(version: str) -> dict[str, Any]:
@@ -342,7 +342,7 @@ async def completion_complete(ctx: Context, params: dict[str, Any]) -> dict[str,
     import mcp_types
     from mcp import MCPError
 
-    ref, argument = _mapping(params, "ref"), _mapping(params, "argument")
+    ref, argument = _mapping(params, "ref"), _completion_argument(params)
     if ref.get("type") == "ref/prompt":
         exposed = ctx.view.prompts.get(str(ref.get("name")))
         if exposed is None:
@@ -353,12 +353,26 @@ async def completion_complete(ctx: Context, params: dict[str, Any]) -> dict[str,
         backend_ref = mcp_types.ResourceTemplateReference(type="ref/resource", uri=ref["uri"])
     else:
         raise RpcError(INVALID_PARAMS, "Invalid params: ref.type must be 'ref/prompt' or 'ref/resource'")
-    context = _mapping(_mapping(params, "context"), "arguments")
+    context = _string_map(_mapping(params, "context"), "arguments", "context.arguments")
     try:
         result = await _get_pool().complete(ctx.view.specs[server], backend_ref, argument, context or None)
     except MCPError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None
     return _dump(result)
+
+
+def _completion_argument(params: dict[str, Any]) -> dict[str, str]:
+    argument = params.get("argument")
+    if not (isinstance(argument, dict) and isinstance(argument.get("name"), str) and isinstance(argument.get("value"), str)):
+        raise RpcError(INVALID_PARAMS, "Invalid params: 'argument' must be an object with string 'name' and 'value'")
+    return {"name": argument["name"], "value": argument["value"]}
+
+
+def _string_map(params: dict[str, Any], key: str, label: str) -> dict[str, str]:
+    value = _mapping(params, key)
+    if not all(isinstance(v, str) for v in value.values()):
+        raise RpcError(INVALID_PARAMS, f"Invalid params: '{label}' must map names to strings")
+    return value
 
 
 # -- session-level -------------------------------------------------------------------

@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -45,21 +45,26 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def endpoint_page(request: HttpRequest, slug: str) -> HttpResponse:
     endpoint = own_endpoint(request, slug)
-    raw_token, form = "", TokenForm()
+    raw_token, token_for_mcp, form = "", False, TokenForm()
     settings_form = EndpointSettingsForm.for_endpoint(endpoint)
     if request.method == "POST":
         form = TokenForm(request.POST)
         if form.is_valid():
+            scope = form.cleaned_data["scope"] or "mcp"
             _, raw_token = create_access_token(
-                user=request.user, name=form.cleaned_data["name"] or f"{endpoint.name} token", endpoint=endpoint
+                user=request.user, name=form.cleaned_data["name"] or f"{endpoint.name} token",
+                endpoint=endpoint if scope == "mcp" else None, scope=scope,
             )
+            token_for_mcp = scope == "mcp"
     context = {
         "endpoint": endpoint,
         "url": endpoint_url(endpoint),
         "budget": selectors.endpoint_budget(endpoint),
         "raw_token": raw_token,
-        "snippets": client_snippets(endpoint, raw_token) if raw_token else client_snippets(endpoint),
-        "tokens": AccessToken.objects.filter(user=request.user, endpoint=endpoint),
+        "snippets": client_snippets(endpoint, raw_token) if token_for_mcp else client_snippets(endpoint),
+        # This endpoint's MCP tokens, and the account-wide ones (API, or older full tokens) that reach it too.
+        "tokens": AccessToken.objects.filter(user=request.user)
+        .filter(Q(endpoint=endpoint) | Q(endpoint__isnull=True)).select_related("endpoint"),
         "form": form,
         "settings_form": settings_form,
     }
