@@ -14,6 +14,7 @@ from apps.gateway.transport import Gateway  # noqa: E402
 from mcphub import beat  # noqa: E402
 
 mcp_gateway = Gateway()
+beat.start_with_server()
 
 
 class _NoFormParsing:

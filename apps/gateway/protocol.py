@@ -14,14 +14,19 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.urls import reverse
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 
+from apps.catalog.models import Tool
 from apps.gateway import calllog, jsonrpc, naming
 from apps.gateway.auth import EndpointRef, Principal
 from apps.gateway.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, RpcError
 from apps.gateway.state import Session
 from apps.gateway.view import EndpointView, Exposed
+from apps.toolsets.models import Endpoint
+from apps.toolsets.selectors import disabled_tool_named
 
 SERVER_INFO = {"name": "mcphub", "title": "MCP Hub", "version": "0.1.0"}
 CAPABILITIES: dict[str, Any] = {
@@ -168,6 +173,21 @@ def _unknown(kind: str, name: str, names: list[str]) -> RpcError:
     return RpcError(INVALID_PARAMS, f"Unknown {kind}: {name}.{hint}", {"suggestions": suggestions} if suggestions else None)
 
 
+async def _missing_tool(ctx: Context, name: str) -> RpcError:
+    """A tool the caller could enable here says so and where; anything else is unknown."""
+    tool = await sync_to_async(_disabled_tool, thread_sensitive=False)(ctx.endpoint.id, name)
+    if tool is None:
+        return _unknown("tool", name, list(ctx.view.tools))
+    url = f"{settings.SITE_URL}{reverse('web:tool_list', args=[ctx.endpoint.slug])}"
+    message = f"Tool {name} ({tool.key}) is not enabled on this endpoint. Enable it on {url} and call it again."
+    return RpcError(INVALID_PARAMS, message, {"tool": tool.key, "enable_at": url})
+
+
+def _disabled_tool(endpoint_id: int, name: str) -> Tool | None:
+    endpoint = Endpoint.objects.select_related("owner").get(pk=endpoint_id)
+    return disabled_tool_named(endpoint=endpoint, name=name)
+
+
 def _dump(model: Any) -> dict[str, Any]:
     return model.model_dump(by_alias=True, exclude_none=True, mode="json")
 
@@ -177,7 +197,7 @@ async def tools_call(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     arguments = _mapping(params, "arguments")
     exposed = ctx.view.tools.get(name)
     if exposed is None:
-        raise _unknown("tool", name, list(ctx.view.tools))
+        raise await _missing_tool(ctx, name)
     started, clock = time.time(), time.perf_counter()
     try:
         result = await _backend_call(ctx, exposed, arguments, _meta(params))
