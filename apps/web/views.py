@@ -9,10 +9,12 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.accounts.models import AccessToken
 from apps.accounts.services import create_access_token, revoke_access_token
+from apps.core.crypto import decrypt, encrypt
 from apps.catalog.selectors import visible_servers
 from apps.toolsets import selectors, services
 from apps.toolsets.snippets import client_snippets, endpoint_url
@@ -41,18 +43,19 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     return render(request, "web/dashboard.html", {"cards": cards, "servers": _servers_at_a_glance(request.user)})
 
 
+# The raw token crosses one redirect in the session, encrypted: a reload of the page must neither
+# create a second token nor show this one again.
+_NEW_TOKEN_KEY = "web:new-token:{endpoint_id}"
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def endpoint_page(request: HttpRequest, slug: str) -> HttpResponse:
     endpoint = own_endpoint(request, slug)
-    raw_token, form = "", TokenForm()
-    settings_form = EndpointSettingsForm.for_endpoint(endpoint)
     if request.method == "POST":
-        form = TokenForm(request.POST)
-        if form.is_valid():
-            _, raw_token = create_access_token(
-                user=request.user, name=form.cleaned_data["name"] or f"{endpoint.name} token", endpoint=endpoint
-            )
+        return _create_token(request, endpoint)
+    stashed = request.session.pop(_NEW_TOKEN_KEY.format(endpoint_id=endpoint.pk), "")
+    raw_token = decrypt(stashed) if stashed else ""
     context = {
         "endpoint": endpoint,
         "url": endpoint_url(endpoint),
@@ -60,13 +63,25 @@ def endpoint_page(request: HttpRequest, slug: str) -> HttpResponse:
         "raw_token": raw_token,
         "snippets": client_snippets(endpoint, raw_token) if raw_token else client_snippets(endpoint),
         "tokens": AccessToken.objects.filter(user=request.user, endpoint=endpoint),
-        "form": form,
-        "settings_form": settings_form,
+        "form": TokenForm(),
+        "settings_form": EndpointSettingsForm.for_endpoint(endpoint),
     }
     return render(request, "web/endpoint.html", context)
 
 
-def _form_errors(form: EndpointSettingsForm) -> str:
+def _create_token(request: HttpRequest, endpoint) -> HttpResponse:
+    form = TokenForm(request.POST)
+    if form.is_valid():
+        _, raw = create_access_token(
+            user=request.user, name=form.cleaned_data["name"] or f"{endpoint.name} token", endpoint=endpoint
+        )
+        request.session[_NEW_TOKEN_KEY.format(endpoint_id=endpoint.pk)] = encrypt(raw)
+    else:
+        messages.error(request, "Token not created. " + _form_errors(form))
+    return redirect(reverse("web:endpoint", args=[endpoint.slug]) + "#token")
+
+
+def _form_errors(form) -> str:
     return "; ".join(f"{form.fields[name].label or name.capitalize()}: {' '.join(errors)}"
                      for name, errors in form.errors.items())
 

@@ -116,6 +116,10 @@ def test_alice_creates_a_token_and_copies_the_claude_code_snippet(sign_in, scree
     assert copied == f'claude mcp add --transport http mcphub {url} --header "Authorization: Bearer {raw}"'
     screenshot(page, "endpoint")
 
+    page.reload()  # the page after creating is a plain GET: reloading creates nothing, shows nothing again
+    expect(page.locator("#raw-token")).to_have_count(0)
+    assert AccessToken.objects.filter(user=alice).count() == 1
+
 
 def test_staff_see_server_status_and_errors(sign_in, screenshot, admin_user, catalog):
     page = sign_in("admin", "admin-password")
