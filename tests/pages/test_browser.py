@@ -95,8 +95,18 @@ def test_alice_shares_a_preset_and_bob_loads_it(sign_in, screenshot, alice, bob,
     expect(bob_page.locator("#budget .budget-figures")).to_contain_text("400 /")
     assert sorted(t.name for t in bob.endpoints.get().tools.all()) == ["convert", "now"]
 
-    page.goto(f"/presets/{preset.pk}/")
+    # Saving again under the same name makes v2 and lands on its diff; rolling back makes v3.
+    alice.endpoints.get().tools.add(catalog["zones"])
+    page.goto("/presets/")
+    page.get_by_label("Name").fill("review")
+    page.get_by_role("button", name="Save preset").click()
+    expect(page.locator("#flash")).to_contain_text("Saved “review” v2")
+    expect(page.locator(".diff-add")).to_contain_text("time.zones")
     screenshot(page, "preset-versions")
+    page.get_by_role("button", name="Roll back to v1").click()
+    expect(page.locator("#flash")).to_contain_text("v3 has the tools of v1")
+    assert Preset.objects.filter(name="review").count() == 1
+    assert preset.latest_version.tool_keys == ["time.convert", "time.now"]
 
 
 def test_alice_creates_a_token_and_copies_the_claude_code_snippet(sign_in, screenshot, alice, catalog):
