@@ -136,8 +136,16 @@ def test_staff_see_server_status_and_errors(sign_in, screenshot, admin_user, cat
     page.goto("/servers/")
 
     expect(page.locator("tbody tr")).to_have_count(2)
-    expect(page.locator("tbody")).to_contain_text("spawn mcp-server-time ENOENT")
+    expect(page.locator("#server-time")).to_contain_text("spawn mcp-server-time ENOENT")
+
+    page.locator("#server-time").get_by_role("button", name="Stderr & counters").click()
+    panel = page.locator("#server-time .server-panel")
+    expect(panel).to_contain_text("None open right now")
+    actions = page.locator("#server-time .server-actions").bounding_box()
+    assert actions["height"] < 100  # the result is under the row, not stacked in the Actions column
     screenshot(page, "servers")
+    panel.get_by_role("button", name="Close").click()
+    expect(panel).to_have_count(0)
 
 
 def test_the_tools_page_fits_a_phone(sign_in, screenshot, alice, catalog):
