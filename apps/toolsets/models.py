@@ -129,3 +129,29 @@ class PresetVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.preset.name} v{self.number}"
+
+
+class ToolCall(models.Model):
+    """The tool-call log: who called what, how long it took, and whether it worked (gateway and chat)."""
+
+    # Names are copied, not only linked: the log must outlive renamed or deleted servers/tools.
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    endpoint = models.ForeignKey("toolsets.Endpoint", null=True, on_delete=models.SET_NULL, related_name="+")
+    tool = models.ForeignKey("catalog.Tool", null=True, on_delete=models.SET_NULL, related_name="+")
+    server_name = models.CharField(max_length=40)
+    tool_name = models.CharField(max_length=255)
+    exposed_name = models.CharField(max_length=64)
+    started_at = models.DateTimeField(db_index=True)
+    duration_ms = models.FloatField()
+    ok = models.BooleanField()
+    error = models.TextField(blank=True)
+    arguments = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        # Moved here from `gateway` (the chat records its calls too): table and index keep their names.
+        db_table = "gateway_toolcall"
+        ordering = ["-started_at"]
+        indexes = [models.Index(fields=["server_name", "tool_name", "started_at"], name="gateway_too_server__336e58_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.exposed_name} ({'ok' if self.ok else 'error'}, {self.duration_ms:.1f} ms)"
