@@ -28,6 +28,17 @@ class Endpoint(TimeStampedModel):
         STATIC = "static", "Static (all enabled tools listed)"
         DYNAMIC = "dynamic", "Dynamic (search and load tools on demand)"
 
+    class Approval(models.TextChoices):
+        OFF = "off", "Off (tools run without asking)"
+        DESTRUCTIVE = "destructive", "Destructive tools only (destructiveHint: true)"
+        ALL = "all", "Every call"
+
+    def needs_approval(self, annotations: dict | None) -> bool:
+        """Whether an LLM's call to a tool with these annotations waits for the user's approval."""
+        if self.approval == self.Approval.ALL:
+            return True
+        return self.approval == self.Approval.DESTRUCTIVE and bool((annotations or {}).get("destructiveHint"))
+
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="endpoints")
     slug = models.CharField(max_length=64, unique=True, validators=[endpoint_slug_validator])
     name = models.CharField(max_length=100)
@@ -39,6 +50,10 @@ class Endpoint(TimeStampedModel):
         default=True, help_text="Refuse enabling tools beyond the budget (off: warn only)."
     )
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.STATIC)
+    approval = models.CharField(
+        max_length=12, choices=Approval.choices, default=Approval.DESTRUCTIVE,
+        help_text="Which tool calls by an LLM (chat, autonomous runs) wait for the user's approval.",
+    )
 
     class Meta:
         ordering = ["owner__username", "name"]
