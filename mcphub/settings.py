@@ -105,6 +105,7 @@ INSTALLED_APPS = [
     "apps.connections",
     "apps.toolsets",
     "apps.gateway",
+    "apps.llm",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
