@@ -106,6 +106,7 @@ INSTALLED_APPS = [
     "apps.toolsets",
     "apps.gateway",
     "apps.llm",
+    "apps.chat",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",

@@ -43,13 +43,13 @@ NO_PROVIDER = (
 
 
 def _default_provider(owner):
-    from apps.llm.models import default_provider_for
+    from apps.llm.selectors import default_provider_for
 
     return default_provider_for(owner)
 
 
 def _check_provider(owner, provider) -> None:
-    from apps.llm.models import providers_for
+    from apps.llm.selectors import providers_for
 
     if provider is not None and not providers_for(owner).filter(pk=provider.pk).exists():
         raise ChatError("Unknown provider.", code="provider")
