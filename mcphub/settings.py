@@ -106,6 +106,7 @@ INSTALLED_APPS = [
     "apps.toolsets",
     "apps.gateway",
     "apps.llm",
+    "apps.chat",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -270,6 +271,10 @@ MCPHUB_RATE_LIMIT_PER_MINUTE = envint("MCPHUB_RATE_LIMIT_PER_MINUTE", 6000)  # p
 MCPHUB_MAX_REQUEST_BYTES = envint("MCPHUB_MAX_REQUEST_BYTES", 4 * 1024 * 1024)
 MCPHUB_LIST_PAGE_SIZE = envint("MCPHUB_LIST_PAGE_SIZE", 1000)
 MCPHUB_LOG_TOOL_ARGUMENTS = envbool("MCPHUB_LOG_TOOL_ARGUMENTS", False)
+# Chat: model/tool rounds per turn before the hub stops the turn; tool results are cut to this many
+# characters when sent to the model (the whole result is kept and shown).
+MCPHUB_CHAT_MAX_ROUNDS = envint("MCPHUB_CHAT_MAX_ROUNDS", 10)
+MCPHUB_CHAT_TOOL_RESULT_CHARS = envint("MCPHUB_CHAT_TOOL_RESULT_CHARS", 16000)
 
 # --- MCP connection pool (keys: apps.connections.pool.PoolOptions). With REDIS_URL the pool lives in
 # the Celery workers, whose own listener re-discovers on a backend's list_changed; embedded, the

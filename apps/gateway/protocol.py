@@ -20,11 +20,12 @@ from django.urls import reverse
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 
 from apps.catalog.models import Tool
-from apps.gateway import calllog, jsonrpc, naming
+from apps.gateway import jsonrpc
 from apps.gateway.auth import EndpointRef, Principal
 from apps.gateway.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, RpcError
 from apps.gateway.state import Session
-from apps.gateway.view import EndpointView, Exposed
+from apps.toolsets import calllog, naming
+from apps.toolsets.exposure import EndpointView, Exposed
 from apps.toolsets.models import Endpoint
 from apps.toolsets.selectors import disabled_tool_named
 
@@ -202,10 +203,10 @@ async def tools_call(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     try:
         result = await _backend_call(ctx, exposed, arguments, _meta(params))
     except RpcError as exc:
-        calllog.record(ctx, exposed, started, clock, ok=False, error=exc.message, arguments=arguments)
+        calllog.record(ctx.principal.user_id, ctx.endpoint.id, exposed, started, clock, ok=False, error=exc.message, arguments=arguments)
         raise
-    error = _error_text(result) if result.get("isError") else ""
-    calllog.record(ctx, exposed, started, clock, ok=not error, error=error, arguments=arguments)
+    error = calllog.error_text(result) if result.get("isError") else ""
+    calllog.record(ctx.principal.user_id, ctx.endpoint.id, exposed, started, clock, ok=not error, error=error, arguments=arguments)
     return result
 
 
@@ -235,11 +236,6 @@ async def _backend_call(ctx: Context, exposed: Exposed, arguments: dict[str, Any
 def _meta(params: dict[str, Any]) -> dict[str, Any]:
     meta = params.get("_meta")
     return meta if isinstance(meta, dict) else {}
-
-
-def _error_text(result: dict[str, Any]) -> str:
-    texts = [c.get("text", "") for c in result.get("content", []) if isinstance(c, dict) and c.get("type") == "text"]
-    return " ".join(texts)[:2000] or "isError"
 
 
 def _progress(ctx: Context, token: Any) -> Callable[..., Awaitable[None]] | None:
