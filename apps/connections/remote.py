@@ -55,6 +55,7 @@ logger = logging.getLogger(__name__)
 _WORKERS_REFRESH = 0.5  # seconds a worker list is trusted before asking Redis again
 _WATCH_INTERVAL = 0.5  # while calls are pending, how often their workers' heartbeats are checked
 _RESCUE_GRACE = 1.0
+_REDIS_DOWN = "the hub lost its link to Redis"
 _MAX_MOVES = 3  # times one call may be handed back by stopping workers and sent again
 _RESUBSCRIBE_WAIT = 0.2
 _LOG_FLUSH_TIMEOUT = 5.0
@@ -295,7 +296,10 @@ class RemotePool:
         pending = self._pending[request_id] = _Pending(future, worker, payload, server, progress, relay)
         self._ensure_watch()
         try:
-            await self._redis.call("RPUSH", inbox_key(self.prefix, worker), payload)
+            try:
+                await self._redis.call("RPUSH", inbox_key(self.prefix, worker), payload)
+            except OSError as exc:
+                raise ServerUnavailable(server, f"server {server!r} is unavailable: {_REDIS_DOWN} ({exc})") from None
             reply = await self._await_reply(future, worker, request_id, limit, server)
             if pending.tail is not None and not pending.tail.done():
                 # Log lines the worker sent before the result reach the caller before it too.
@@ -445,7 +449,16 @@ class RemotePool:
                 self._subscribed.set_result(None)
             await conn.wait_closed()
             logger.warning("remote pool lost its reply subscription; resubscribing")
+            self._fail_pending()
             await asyncio.sleep(_RESUBSCRIBE_WAIT)
+
+    def _fail_pending(self) -> None:
+        """Replies published while we were not subscribed are lost: tell the callers now, not at their timeout."""
+        for request_id, pending in self._pending.items():
+            if not pending.future.done():
+                message = f"server {pending.server!r}: {_REDIS_DOWN} during the call; it may or may not have run"
+                error = encode_error(ServerUnavailable(pending.server, message))
+                pending.future.set_result({"t": "res", "id": request_id, "err": error})
 
     def _on_push(self, channel: bytes, raw: bytes) -> None:
         data = json.loads(raw)

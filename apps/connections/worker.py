@@ -152,6 +152,8 @@ class PoolWorker:
                 now = time.time()
                 await self._out.call("ZADD", workers_key(self.prefix), now, self.worker_id)
                 await self._reap(now - _REAP_AFTER)
+            except OSError as exc:
+                logger.warning("pool worker heartbeat failed: %s", exc)  # Redis is away; the next beat retries
             except Exception:  # boundary: a Redis hiccup must not end the heartbeat
                 logger.warning("pool worker heartbeat failed", exc_info=True)
 
@@ -274,8 +276,8 @@ class PoolWorker:
             reply = {"err": encode_error(exc)}
         try:
             await self._reply(msg, reply)
-        except OSError:
-            logger.warning("pool worker could not send a reply for %s", msg.get("id"), exc_info=True)
+        except OSError as exc:
+            logger.warning("pool worker could not send a reply for %s: %s", msg.get("id"), exc)
 
     async def _execute(self, msg: dict[str, Any]) -> Any:
         op_name = msg["op"]
