@@ -92,6 +92,10 @@ class McpServerAdmin(admin.ModelAdmin):
         # Error reports (500 mails, Sentry) must not carry the secrets an admin just typed.
         return super().changeform_view(request, *args, **kwargs)
 
+    def save_model(self, request: HttpRequest, obj: McpServer, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        operations.discover_if_due(servers=[obj])
+
     def get_fieldsets(self, request: HttpRequest, obj: McpServer | None = None):
         # A server not yet saved has no health, pool state or tools to show.
         return self.fieldsets if obj else self.fieldsets[:-3]

@@ -90,14 +90,10 @@ class ServerViewSet(viewsets.ModelViewSet):
         )
 
     def perform_create(self, serializer: ServerSerializer) -> None:
-        server = serializer.save()
-        operations.request_discovery(server_ids=[server.pk])
+        operations.discover_if_due(servers=[serializer.save()])
 
     def perform_update(self, serializer: ServerSerializer) -> None:
-        before = serializer.instance.config_hash
-        server = serializer.save()
-        if server.config_hash != before:  # new connection config: its catalog may differ too
-            operations.request_discovery(server_ids=[server.pk])
+        operations.discover_if_due(servers=[serializer.save()])
 
     @extend_schema(request=None, responses=HealthSerializer)
     @action(detail=True, methods=["post"])

@@ -20,7 +20,7 @@ from django.db.models import Case, Count, F, IntegerField, Q, QuerySet, Value, W
 from django.db.models.functions import Mod
 from django.utils import timezone
 
-from apps.gateway.models import ToolCall
+from apps.toolsets.models import ToolCall
 from apps.toolsets.models import Endpoint
 
 MAX_DURATIONS = 50_000

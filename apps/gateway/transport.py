@@ -25,7 +25,7 @@ from apps.gateway.http import HttpError, Request, Send, end_stream, respond, sse
 from apps.gateway.jsonrpc import RpcError
 from apps.gateway.mailbox import mailbox
 from apps.gateway.state import Session
-from apps.gateway.view import EndpointView, current
+from apps.toolsets.exposure import EndpointView, current
 from apps.toolsets.events import TOOLS_CHANGED, endpoint_group
 
 logger = logging.getLogger(__name__)

@@ -26,27 +26,28 @@ def _staff_server(request: HttpRequest, name: str) -> McpServer:
     return server
 
 
-def _row(request: HttpRequest, server: McpServer, outcome: str, ok: bool) -> HttpResponse:
-    server = McpServer.objects.annotate(tool_count=Count("tools", distinct=True)).get(pk=server.pk)
-    return render(request, "web/_server_row.html", {"server": server, "outcome": outcome, "outcome_ok": ok})
+def _row(request: HttpRequest, name: str, **panel) -> HttpResponse:
+    """The server's row again (its status may have changed) with the action's result in a panel under it."""
+    server = McpServer.objects.annotate(tool_count=Count("tools", distinct=True)).get(name=name)
+    return render(request, "web/_server_row.html", {"server": server, **panel})
 
 
 @login_required
 @require_POST
 def test_server(request: HttpRequest, name: str) -> HttpResponse:
     verdict = operations.check_health(server=_staff_server(request, name))
-    return _row(request, McpServer.objects.get(name=name), str(verdict), verdict.ok)
+    return _row(request, name, verdict=verdict)
 
 
 @login_required
 @require_POST
 def discover_server(request: HttpRequest, name: str) -> HttpResponse:
     outcome = operations.discover_now(server=_staff_server(request, name))
-    return _row(request, McpServer.objects.get(name=name), str(outcome), outcome.ok)
+    return _row(request, name, discovery=outcome)
 
 
 @login_required
 @require_GET
 def server_live(request: HttpRequest, name: str) -> HttpResponse:
     server = _staff_server(request, name)
-    return render(request, "web/_server_live.html", {"server": server, "live": operations.live_state(server_name=server.name)})
+    return _row(request, name, live=operations.live_state(server_name=server.name))
