@@ -96,7 +96,9 @@ class McpServer(TimeStampedModel):
     @classmethod
     def from_db(cls, db, field_names, values):
         server = super().from_db(db, field_names, values)
-        server._stored = (server.config_hash, server.enabled)
+        # Read from the loaded values only: touching a deferred field here (a query with .only())
+        # would load it through from_db again, recursing without end.
+        server._stored = (server.__dict__.get("config_hash"), server.__dict__.get("enabled"))
         return server
 
     def save(self, *args, **kwargs) -> None:
