@@ -6,13 +6,13 @@ transaction: a file with one bad entry changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from apps.accounts.models import Team, User
 from apps.catalog import operations
@@ -23,6 +23,7 @@ from apps.catalog.mcp_json import (
     env_placeholder,
     header_placeholder,
     normalize_server_name,
+    parse_mcp_json,
     render_mcp_json,
 )
 from apps.catalog.models import McpServer
@@ -102,6 +103,28 @@ def import_servers(
             if discover:
                 operations.discover_if_due(servers=saved)
     return [change for _, change, _ in plans]
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    changes: list[ServerChange]
+    warnings: tuple[str, ...] = ()
+
+
+def import_mcp_json(
+    *, text: str, environ: Mapping[str, str], owner: User | None = None, team: Team | None = None, dry_run: bool = False
+) -> ImportResult:
+    """Parse a whole config's text and import it (or plan it, `dry_run`): the pages' way in.
+
+    `environ` expands `${VAR}` placeholders; raises McpJsonError naming every problem.
+    """
+    parsed = parse_mcp_json(text, environ=environ)
+    try:
+        changes = import_servers(configs=parsed.servers, owner=owner, team=team, dry_run=dry_run)
+    except IntegrityError as exc:
+        # Someone else wrote a server of the same name meanwhile; the transaction rolled back.
+        raise McpJsonError([f"a concurrent change got in the way ({exc}); try again"]) from None
+    return ImportResult(changes=changes, warnings=parsed.warnings)
 
 
 def _plan(

@@ -72,6 +72,8 @@ class McpServer(TimeStampedModel):
 
     class Meta:
         ordering = ["name"]
+        # A stdio server's command runs on the worker host: only superusers hold this by default.
+        permissions = [("manage_stdio_server", "Can define or change stdio servers (runs commands on the hub's host)")]
         constraints = [
             models.CheckConstraint(
                 condition=~models.Q(transport="stdio") | ~models.Q(command=""),

@@ -6,7 +6,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from mcp import MCPError
 
-from apps.gateway.models import ToolCall
+from apps.toolsets.models import ToolCall
 from apps.toolsets.services import disable_tools
 from tests.live_hub import mcp_client
 
