@@ -20,7 +20,7 @@ import redis
 import redis.asyncio as aioredis
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import transaction
 from django.db.models import F
 
 ASYNC_MAX_CONNECTIONS = 256
@@ -171,7 +171,7 @@ _readers: dict[str, SqliteCounterReader] = {}
 
 
 def _sqlite_reader() -> SqliteCounterReader | None:
-    database = connections["default"].settings_dict
+    database = settings.DATABASES["default"]  # the connection's own dict, without its thread-local lookup
     if not database["ENGINE"].endswith("sqlite3"):
         return None
     path = str(database["NAME"])  # read each time: tests switch to their own database file
