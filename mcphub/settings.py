@@ -258,7 +258,8 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_tokens"]}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
     # A line per task run ("Task … succeeded") drowns the log at INFO; failures are still logged.
-    "loggers": {"celery.app.trace": {"level": "WARNING"}},
+    # Daphne's start-up lines (HTTP/2 extras, endpoints) repeat what `./hub run` already said.
+    "loggers": {"celery.app.trace": {"level": "WARNING"}, "daphne": {"level": "WARNING"}},
 }
 
 # --- Hub behaviour.
