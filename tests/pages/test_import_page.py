@@ -45,7 +45,7 @@ def test_the_preview_says_what_would_be_created_changed_and_skipped_and_writes_n
     page = response.content.decode()
     assert response.status_code == 200
     assert "Preview: 1 to create, 1 to change, 1 unchanged" in page
-    assert '<tr class="change-created">\n        <td><strong>github</strong>' in page
+    assert '<tr class="change-created">\n        <td data-label="Server"><strong>github</strong>' in page
     assert "will change</span> <span class=\"muted\">command, args</span>" in page
     assert "unchanged (skipped)" in page
     assert "Apply: 1 new, 1 changed" in page
