@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.catalog.importing import ImportResult, export_servers, import_mcp_json
 from apps.catalog.mcp_json import McpJsonError
+from apps.catalog.models import McpServer
 from apps.web.access import staff_with_perms
 from apps.web.forms import McpJsonForm
 
@@ -64,7 +65,9 @@ def _apply(request: HttpRequest, form: McpJsonForm, text: str) -> HttpResponse:
 
 def _render(request: HttpRequest, form: McpJsonForm, *, text: str = "", result: ImportResult | None = None,
             errors: list[str] | None = None, digest: str = "") -> HttpResponse:
-    rows = [(change, LABELS[change.action]) for change in result.changes] if result else []
+    transports = dict(McpServer.Transport.choices)
+    rows = [(change, transports.get(change.transport, change.transport), LABELS[change.action])
+            for change in result.changes] if result else []
     counts = Counter(change.action for change in result.changes) if result else Counter()
     context = {"nav": "servers", "form": form, "text": text, "result": result, "rows": rows, "counts": counts,
                "errors": errors or [], "digest": digest, "export": export_servers()}
