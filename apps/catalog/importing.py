@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from apps.accounts.models import Team, User
+from apps.catalog import operations
 from apps.catalog.mcp_json import (
     McpJsonError,
     ServerConfig,
@@ -79,11 +80,13 @@ def import_servers(
     owner: User | None = None,
     team: Team | None = None,
     dry_run: bool = False,
+    discover: bool = True,
 ) -> list[ServerChange]:
     """Create or update one server per config, matched by name; all or nothing.
 
     `owner` makes the servers private to that user, `team` shares them with that team, neither
     makes them global. An existing server of another scope is an error, not a silent move.
+    Servers created or changed are discovered after commit (`discover=False`: the caller will).
     Raises McpJsonError listing every entry that cannot be saved.
     """
     scope = _Scope.of(owner=owner, team=team)
@@ -94,9 +97,11 @@ def import_servers(
         if errors:
             raise McpJsonError(errors)
         if not dry_run:
-            for server, change, _ in plans:
-                if change.action != "unchanged":
-                    server.save()
+            saved = [server for server, change, _ in plans if change.action != "unchanged"]
+            for server in saved:
+                server.save()
+            if discover:
+                operations.discover_if_due(servers=saved)
     return [change for _, change, _ in plans]
 
 

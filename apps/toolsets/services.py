@@ -34,12 +34,16 @@ def _new_slug(base: str) -> str:
 
 
 def create_endpoint(*, owner, name: str, slug: str | None = None, is_default: bool = False, **fields) -> Endpoint:
-    """Create an endpoint; without a slug one is derived from the owner (retried on collision)."""
+    """Create an endpoint; without a slug one is derived from its name (retried on collision).
+
+    Never from the owner's username: the URL goes into client configs, logs and screenshots.
+    Slugs already issued are kept as they are, so every URL handed out keeps working.
+    """
     for _ in range(5):
         try:
             with transaction.atomic():
                 return Endpoint.objects.create(
-                    owner=owner, name=name, slug=slug or _new_slug(owner.username), is_default=is_default, **fields
+                    owner=owner, name=name, slug=slug or _new_slug(name), is_default=is_default, **fields
                 )
         except IntegrityError:
             if slug:

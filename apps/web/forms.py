@@ -12,6 +12,11 @@ from apps.toolsets.models import Endpoint
 
 class TokenForm(forms.Form):
     name = forms.CharField(max_length=100, required=False, help_text="Where you will use it, e.g. 'laptop'.")
+    # An endpoint page's token is for MCP clients of that endpoint; scripts ask for an API token.
+    scope = forms.ChoiceField(
+        choices=[("mcp", "MCP: this endpoint"), ("api_read", "REST API: read-only"), ("api_write", "REST API: read-write")],
+        initial="mcp", required=False, label="For",
+    )
 
 
 class PresetForm(forms.Form):

@@ -1,4 +1,8 @@
-"""Servers page actions for staff: test the connection, discover now, read stderr and counters."""
+"""Servers page actions: test the connection, discover now, read stderr and counters.
+
+Each needs the right to change that server (Django's model permission, plus the stdio permission
+for a stdio server), exactly as through the API and the admin.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +15,15 @@ from django.views.decorators.http import require_GET, require_POST
 
 from apps.catalog import operations
 from apps.catalog.models import McpServer
+from apps.catalog.permissions import may_write_server
+from apps.catalog.selectors import visible_servers
 
 
 def _staff_server(request: HttpRequest, name: str) -> McpServer:
-    if not request.user.is_staff:
-        raise PermissionDenied("Server operations are for staff.")
-    return get_object_or_404(McpServer, name=name)
+    server = get_object_or_404(visible_servers(request.user), name=name)
+    if not may_write_server(request.user, server):
+        raise PermissionDenied("You do not have permission to operate this server.")
+    return server
 
 
 def _row(request: HttpRequest, name: str, **panel) -> HttpResponse:

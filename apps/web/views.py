@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -54,15 +54,17 @@ def endpoint_page(request: HttpRequest, slug: str) -> HttpResponse:
     endpoint = own_endpoint(request, slug)
     if request.method == "POST":
         return _create_token(request, endpoint)
-    stashed = request.session.pop(_NEW_TOKEN_KEY.format(endpoint_id=endpoint.pk), "")
-    raw_token = decrypt(stashed) if stashed else ""
+    stashed = request.session.pop(_NEW_TOKEN_KEY.format(endpoint_id=endpoint.pk), None) or {}
+    raw_token = decrypt(stashed["token"]) if stashed else ""
     context = {
         "endpoint": endpoint,
         "url": endpoint_url(endpoint),
         "budget": selectors.endpoint_budget(endpoint),
         "raw_token": raw_token,
-        "snippets": client_snippets(endpoint, raw_token) if raw_token else client_snippets(endpoint),
-        "tokens": AccessToken.objects.filter(user=request.user, endpoint=endpoint),
+        "snippets": client_snippets(endpoint, raw_token) if stashed.get("mcp") else client_snippets(endpoint),
+        # This endpoint's MCP tokens, and the account-wide ones (API, or older full tokens) that reach it too.
+        "tokens": AccessToken.objects.filter(user=request.user)
+        .filter(Q(endpoint=endpoint) | Q(endpoint__isnull=True)).select_related("endpoint"),
         "form": TokenForm(),
         "settings_form": EndpointSettingsForm.for_endpoint(endpoint),
     }
@@ -72,10 +74,13 @@ def endpoint_page(request: HttpRequest, slug: str) -> HttpResponse:
 def _create_token(request: HttpRequest, endpoint) -> HttpResponse:
     form = TokenForm(request.POST)
     if form.is_valid():
+        scope = form.cleaned_data["scope"] or "mcp"
         _, raw = create_access_token(
-            user=request.user, name=form.cleaned_data["name"] or f"{endpoint.name} token", endpoint=endpoint
+            user=request.user, name=form.cleaned_data["name"] or f"{endpoint.name} token",
+            endpoint=endpoint if scope == "mcp" else None, scope=scope,
         )
-        request.session[_NEW_TOKEN_KEY.format(endpoint_id=endpoint.pk)] = encrypt(raw)
+        # Shown once, on the redirected GET: snippets carry the token only when it works on this endpoint.
+        request.session[_NEW_TOKEN_KEY.format(endpoint_id=endpoint.pk)] = {"token": encrypt(raw), "mcp": scope == "mcp"}
     else:
         messages.error(request, "Token not created. " + _form_errors(form))
     return redirect(reverse("web:endpoint", args=[endpoint.slug]) + "#token")

@@ -1,0 +1,55 @@
+"""The adapter contract: one subclass per provider kind, all speaking the events of apps/llm/types.py."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Sequence
+from typing import ClassVar
+
+from apps.llm.types import Event, Message, ToolSpec
+
+
+# Keyless servers (LM Studio, Ollama, a local proxy) still get a key: the SDKs insist on one, and
+# without one they would read OPENAI_API_KEY / ANTHROPIC_API_KEY or credential files from the hub's
+# environment. A user's base URL must never receive the operator's key.
+NO_KEY = "no-key"
+
+
+class Adapter(ABC):
+    """Talks to one provider account.
+
+    `stream()` yields text deltas as they arrive, each ToolCall once and whole, then Usage (if the
+    provider reported it) and Finish last. It retries once on a transient failure before its first
+    event and raises LLMError with a user-presentable message otherwise. Cancelling the task that
+    iterates it closes the HTTP response.
+    """
+
+    kind: ClassVar[str]
+    label: ClassVar[str]
+
+    def __init__(self, *, base_url: str, api_key: str | None, timeout: float = 120.0) -> None:
+        self.base_url = base_url
+        self.api_key = api_key or None
+        self.timeout = timeout
+
+    @abstractmethod
+    def stream(
+        self,
+        *,
+        model: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[Event]: ...
+
+    @abstractmethod
+    async def list_models(self) -> list[str]: ...
+
+    async def aclose(self) -> None:
+        return None
+
+    async def __aenter__(self) -> Adapter:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

@@ -1,0 +1,111 @@
+"""OpenAI-compatible chat completions (OpenAI, LM Studio, Ollama, vLLM, llama.cpp server) on the `openai` SDK."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import openai
+
+from apps.llm.adapters import register
+from apps.llm.adapters.assembly import PartialCall
+from apps.llm.adapters.base import NO_KEY, Adapter
+from apps.llm.adapters.retrying import Attempts
+from apps.llm.types import Event, Finish, Message, TextDelta, ToolSpec, Usage
+
+
+@register
+class OpenAIAdapter(Adapter):
+    kind = "openai"
+    label = "OpenAI-compatible (OpenAI, LM Studio, Ollama, vLLM, llama.cpp)"
+
+    def __init__(self, *, base_url: str, api_key: str | None, timeout: float = 120.0) -> None:
+        super().__init__(base_url=base_url, api_key=api_key, timeout=timeout)
+        # max_retries=0: the one retry is ours (retrying.py), so its behaviour is tested, not the SDK's.
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url, api_key=self.api_key or NO_KEY, max_retries=0,
+            timeout=openai.Timeout(timeout, connect=min(timeout, 10.0)),
+        )
+        self._attempts = Attempts(sdk=openai, base_url=base_url, timeout=timeout)
+
+    def stream(
+        self, *, model: str, messages: Sequence[Message], tools: Sequence[ToolSpec], max_tokens: int | None = None
+    ) -> AsyncIterator[Event]:
+        request: dict[str, Any] = {
+            "model": model,
+            "messages": [_message(m) for m in messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            request["tools"] = [_tool(t) for t in tools]
+        if max_tokens:
+            request["max_tokens"] = max_tokens
+        return self._attempts.stream(lambda: self._events(request), model=model)
+
+    async def _events(self, request: dict[str, Any]) -> AsyncIterator[Event]:
+        stream = await self._client.chat.completions.create(**request)
+        calls: dict[int, PartialCall] = {}
+        usage: Usage | None = None
+        reason: str | None = None
+        try:
+            async for chunk in stream:
+                if chunk.usage is not None:
+                    usage = Usage(chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
+                for choice in chunk.choices[:1]:
+                    if choice.delta.content:
+                        yield TextDelta(choice.delta.content)
+                    for delta in choice.delta.tool_calls or ():
+                        _add_fragment(calls, delta)
+                    reason = choice.finish_reason or reason
+        finally:
+            await stream.close()
+        for position, index in enumerate(sorted(calls)):
+            yield calls[index].finish(fallback_id=f"call_{position}")
+        if usage is not None:
+            yield usage
+        # Some servers (older Ollama) say "stop" after calling tools; the calls are what matter.
+        yield Finish("tool_calls" if calls and reason in (None, "stop") else reason or "stop")
+
+    async def list_models(self) -> list[str]:
+        async def fetch() -> list[str]:
+            return sorted([model.id async for model in self._client.models.list()])
+
+        return await self._attempts.call(fetch)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+def _add_fragment(calls: dict[int, PartialCall], delta: Any) -> None:
+    index = delta.index if delta.index is not None else len(calls)
+    call = calls.setdefault(index, PartialCall())
+    call.id = call.id or (delta.id or "")
+    if delta.function is not None:
+        call.name = call.name or (delta.function.name or "")
+        if delta.function.arguments:
+            call.fragments.append(delta.function.arguments)
+
+
+def _message(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        text = f"Error: {message.text}" if message.is_error else message.text
+        return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": text}
+    if message.role == "assistant" and message.tool_calls:
+        return {
+            "role": "assistant",
+            "content": message.text or None,
+            "tool_calls": [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                for c in message.tool_calls
+            ],
+        }
+    return {"role": message.role, "content": message.text}
+
+
+def _tool(tool: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": tool.input_schema},
+    }

@@ -1,0 +1,68 @@
+"""LLM provider accounts: shared ones (created by staff) and users' private ones."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+
+from apps.core.fields import EncryptedJSONField
+from apps.core.models import TimeStampedModel
+
+
+def validate_base_url(value: str) -> None:
+    # Not URLValidator: it refuses single-label hosts such as a compose service `http://ollama:11434/v1`.
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValidationError("Enter an http(s) URL such as http://127.0.0.1:1234/v1 or https://api.openai.com/v1.")
+    if parts.query or parts.fragment or parts.username or parts.password:
+        raise ValidationError("The base URL takes no query, fragment or credentials; put the key in API key.")
+
+
+class Provider(TimeStampedModel):
+    """One account at an LLM service. `owner` empty: shared with everyone (staff create those).
+
+    `is_default` marks the owner's default (for a shared provider: the site default). The API key
+    is encrypted at rest and never returned by any API or page.
+    """
+
+    class Kind(models.TextChoices):
+        OPENAI = "openai", "OpenAI-compatible (OpenAI, LM Studio, Ollama, vLLM, llama.cpp)"
+        ANTHROPIC = "anthropic", "Anthropic (Messages API)"
+
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.OPENAI)
+    base_url = models.CharField(max_length=2048, validators=[validate_base_url])
+    default_model = models.CharField(max_length=200, blank=True)
+    api_key = EncryptedJSONField(default="", blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="llm_providers",
+        help_text="Empty: shared with every user.",
+    )
+    is_default = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["name", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "name"], name="llm_provider_unique_name_per_owner"),
+            # NULLs never clash in a unique index, so shared names need their own rule.
+            models.UniqueConstraint(fields=["name"], condition=Q(owner__isnull=True), name="llm_provider_unique_shared_name"),
+            models.UniqueConstraint(fields=["owner"], condition=Q(is_default=True), name="llm_provider_one_default_per_owner"),
+            models.UniqueConstraint(
+                fields=["is_default"], condition=Q(is_default=True, owner__isnull=True), name="llm_provider_one_shared_default"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_shared(self) -> bool:
+        return self.owner_id is None
+
+    @property
+    def has_api_key(self) -> bool:
+        return bool(self.api_key)

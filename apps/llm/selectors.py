@@ -1,0 +1,38 @@
+"""Permission-scoped reads of LLM providers."""
+
+from __future__ import annotations
+
+from django.db.models import F, Q, QuerySet
+
+from apps.llm.models import Provider
+
+
+def providers_for(user) -> QuerySet[Provider]:
+    """Shared providers and the user's own; nobody sees another user's private provider."""
+    if not getattr(user, "is_authenticated", False):
+        return Provider.objects.none()
+    return Provider.objects.filter(Q(owner__isnull=True) | Q(owner=user))
+
+
+def provider_for(user, provider_id: int) -> Provider:
+    """One provider the user may use; Provider.DoesNotExist otherwise (also for others' private ones)."""
+    return providers_for(user).get(pk=provider_id)
+
+
+def editable_providers(user) -> QuerySet[Provider]:
+    """What the user may change: their own, and (staff) the shared ones."""
+    if not getattr(user, "is_authenticated", False):
+        return Provider.objects.none()
+    if user.is_staff:
+        return Provider.objects.filter(Q(owner__isnull=True) | Q(owner=user))
+    return Provider.objects.filter(owner=user)
+
+
+def default_provider_for(user) -> Provider | None:
+    """The user's own default, else the shared default, else their first provider (own first), else None."""
+    visible = providers_for(user)
+    for scope in (Q(owner=user, is_default=True), Q(owner__isnull=True, is_default=True)):
+        found = visible.filter(scope).first()
+        if found:
+            return found
+    return visible.order_by(F("owner_id").asc(nulls_last=True), "name", "pk").first()

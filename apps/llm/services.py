@@ -1,0 +1,121 @@
+"""Writes for LLM providers, and the adapter that talks to one.
+
+Every change to a Provider goes through here (keyword-only, atomic) so permissions, the
+one-default rule and (later) the audit trail live in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from asgiref.sync import async_to_sync
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+
+from apps.llm.adapters import Adapter, adapter_class
+from apps.llm.models import Provider
+from apps.llm.types import LLMError
+
+# Fields a caller may change with update_provider(); api_key has its own rule (None keeps it).
+EDITABLE_FIELDS = ("name", "kind", "base_url", "default_model", "is_default")
+
+
+def adapter_for(provider: Provider, *, timeout: float = 120.0) -> Adapter:
+    """A ready adapter for `provider` (the key is decrypted on load). Close it with `aclose()`."""
+    return adapter_class(provider.kind)(base_url=provider.base_url, api_key=provider.api_key or None, timeout=timeout)
+
+
+def can_edit(user, provider: Provider) -> bool:
+    if provider.is_shared:
+        return bool(user.is_staff)
+    return provider.owner_id == user.pk
+
+
+def _check_can_edit(actor, provider: Provider) -> None:
+    # actor None: the operator (management command, start-up), who may change anything.
+    if actor is not None and not can_edit(actor, provider):
+        raise PermissionDenied("Only staff change shared providers; only its owner changes a private one.")
+
+
+@transaction.atomic
+def create_provider(
+    *,
+    actor,
+    name: str,
+    kind: str,
+    base_url: str,
+    default_model: str = "",
+    api_key: str = "",
+    shared: bool = False,
+    owner=None,
+    is_default: bool = False,
+) -> Provider:
+    """A new provider: private to `owner` (default: the actor), or shared (staff or the operator only)."""
+    if not shared:
+        owner = owner or actor
+        if owner is None:
+            raise PermissionDenied("A private provider needs an owner.")
+    provider = Provider(
+        name=name, kind=kind, base_url=base_url, default_model=default_model, api_key=api_key or "",
+        owner=None if shared else owner, is_default=is_default,
+    )
+    _check_can_edit(actor, provider)
+    return _save(provider)
+
+
+@transaction.atomic
+def update_provider(*, actor, provider: Provider, api_key: str | None = None, **changes) -> Provider:
+    """Change the given fields; `api_key=None` keeps the stored key, "" removes it."""
+    _check_can_edit(actor, provider)
+    unknown = set(changes) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise TypeError(f"Not editable: {', '.join(sorted(unknown))}")
+    for field, value in changes.items():
+        setattr(provider, field, value)
+    if api_key is not None:
+        provider.api_key = api_key
+    return _save(provider)
+
+
+@transaction.atomic
+def delete_provider(*, actor, provider: Provider) -> None:
+    _check_can_edit(actor, provider)
+    provider.delete()
+
+
+def _save(provider: Provider) -> Provider:
+    provider.full_clean()
+    if provider.is_default:
+        # One default per owner (and one shared default): the new one takes over.
+        Provider.objects.filter(owner=provider.owner, is_default=True).exclude(pk=provider.pk).update(is_default=False)
+    provider.save()
+    return provider
+
+
+@dataclass(frozen=True)
+class ConnectionCheck:
+    """The outcome of "test connection": the models the provider lists, or its clear error."""
+
+    ok: bool
+    models: list[str]
+    error: str = ""
+
+    def __str__(self) -> str:
+        if not self.ok:
+            return self.error
+        return f"Connected: {len(self.models)} model(s)" + (f", e.g. {', '.join(self.models[:3])}" if self.models else "")
+
+
+async def alist_models(provider: Provider, *, timeout: float = 15.0) -> ConnectionCheck:
+    adapter = adapter_for(provider, timeout=timeout)
+    try:
+        return ConnectionCheck(ok=True, models=await adapter.list_models())
+    except LLMError as exc:
+        return ConnectionCheck(ok=False, models=[], error=str(exc))
+    finally:
+        await adapter.aclose()
+
+
+def list_models(provider: Provider, *, timeout: float = 15.0) -> ConnectionCheck:
+    """Test the connection by listing the provider's models (sync views, admin, commands)."""
+    return async_to_sync(alist_models)(provider, timeout=timeout)

@@ -1,0 +1,74 @@
+"""Provider-neutral values that flow between the hub and any LLM adapter (no Django imports)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool offered to the model (exposed name, exactly as the endpoint lists it)."""
+
+    name: str
+    description: str
+    input_schema: dict
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A whole tool call assembled from deltas; also an event of `Adapter.stream()`."""
+
+    id: str
+    name: str
+    arguments: dict  # parsed JSON object; {} when the model sent none
+    arguments_error: str | None = None  # set (and arguments={}) when the model's JSON was invalid
+
+
+@dataclass(frozen=True)
+class Message:
+    """One entry of the conversation history given to `Adapter.stream()`."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()  # assistant messages that called tools
+    tool_call_id: str | None = None  # tool messages: which call this answers
+    is_error: bool = False  # tool messages: the result is an error
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class Finish:
+    reason: str  # "stop" | "tool_calls" | "length" | "content_filter" | other provider reason
+
+
+Event = TextDelta | ToolCall | Usage | Finish
+
+ERROR_KINDS = ("auth", "quota", "rate_limit", "model", "unavailable", "bad_request", "other")
+
+
+class LLMError(Exception):
+    """One clear, user-presentable message.
+
+    `kind`: auth | quota | rate_limit | model | unavailable | bad_request | other; `status` is the
+    provider's HTTP status when there was one.
+    """
+
+    def __init__(self, message: str, *, kind: str = "other", status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.kind = kind if kind in ERROR_KINDS else "other"
+        self.status = status
+
+    def __str__(self) -> str:
+        return self.message

@@ -1,0 +1,480 @@
+"""The scripted LLM: the one stand-in of the test suite (DESIGN.md §8).
+
+A real HTTP server on a free port that answers like OpenAI's Chat Completions API
+(`POST /v1/chat/completions`, `GET /v1/models`) and Anthropic's Messages API (`POST /v1/messages`,
+`GET /v1/models` when the request carries `anthropic-version`), streaming exactly as those services
+do: OpenAI's `data: {chunk}` lines ending in `data: [DONE]` (with a usage chunk when the request
+asks for `stream_options.include_usage`), Anthropic's named events message_start / ping /
+content_block_start / content_block_delta / content_block_stop / message_delta / message_stop.
+Errors come in each provider's JSON error shape. Hub child processes reach it through `.url`.
+
+    with ScriptedLLM() as server:
+        server.script([Reply(text=["Hel", "lo"]), Reply(error=429, retry_after=0)])
+        ... OpenAI base URL: server.url ("http://127.0.0.1:PORT/v1"); Anthropic: server.url too
+        (the adapter strips /v1) or server.base ...
+        server.requests      # the JSON bodies of the model requests, in order
+        server.disconnects   # clients that went away mid-reply (stop / cancel tests)
+
+Script entries are consumed one per model request, in order; when the script is empty the
+`responder` (a function of the request body) answers, else a 500 says the script ran out.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import struct
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+DEFAULT_MODELS = ("scripted-model", "scripted-large")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer to one model request.
+
+    text: streamed in exactly these chunks. tool_calls: (id, name, arguments) — arguments a dict, or a
+    str sent verbatim (invalid JSON tests); streamed in `args_chunk`-character fragments.
+    error: an HTTP status answered in the provider's error format (`error_code` picks the OpenAI
+    code / Anthropic error type, e.g. "insufficient_quota"); retry_after sets that header.
+    delay: seconds before the response starts; chunk_delay: between chunks.
+    finish: the finish reason in neutral words (stop, tool_calls, length, content_filter).
+    drop: reset the connection without answering; cut_after: reset it after this many chunks.
+    """
+
+    text: Sequence[str] = ()
+    tool_calls: Sequence[tuple[str, str, dict | str]] = ()
+    error: int | None = None
+    error_message: str | None = None
+    error_code: str | None = None
+    retry_after: float | None = None
+    delay: float = 0.0
+    chunk_delay: float = 0.0
+    finish: str | None = None
+    usage: tuple[int, int] | None = None
+    args_chunk: int = 5
+    drop: bool = False
+    cut_after: int | None = None
+
+    def arguments(self, index: int) -> str:
+        raw = self.tool_calls[index][2]
+        return raw if isinstance(raw, str) else json.dumps(raw)
+
+    def fragments(self, index: int) -> list[str]:
+        raw, size = self.arguments(index), max(1, self.args_chunk)
+        return [raw[i : i + size] for i in range(0, len(raw), size)]
+
+    @property
+    def finish_reason(self) -> str:
+        return self.finish or ("tool_calls" if self.tool_calls else "stop")
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any = None
+
+
+class ClientGone(Exception):
+    """The client closed the connection while we were answering."""
+
+
+class ScriptedLLM:
+    """A threaded HTTP server speaking OpenAI's and Anthropic's wire formats, answering from a script.
+
+    `models`: what GET /v1/models lists; when given, a request for another model gets the
+    provider's 404 "model not found" (None: any model is accepted). `api_key`: when set, a request
+    without it (Bearer or x-api-key) gets the provider's 401.
+    """
+
+    def __init__(self, *, models: Sequence[str] | None = None, api_key: str | None = None) -> None:
+        self.models = list(models) if models is not None else None
+        self.api_key = api_key
+        self.responder: Callable[[dict], Reply] | None = None
+        self.requests: list[dict] = []
+        self.received: list[Received] = []
+        self.disconnects = 0
+        self.unscripted = 0
+        self.active = 0  # replies being answered right now
+        self._script: list[Reply] = []
+        self._lock = threading.Condition()
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd.daemon_threads = True
+        self._httpd.llm = self  # type: ignore[attr-defined]
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle
+    def start(self) -> ScriptedLLM:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> ScriptedLLM:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.base}/v1"
+
+    # --- scripting
+    def script(self, replies: Iterable[Reply]) -> None:
+        with self._lock:
+            self._script.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._script)
+
+    def next_reply(self, body: dict) -> Reply:
+        with self._lock:
+            if self._script:
+                return self._script.pop(0)
+            self.unscripted += 1
+        if self.responder is not None:
+            return self.responder(body)
+        return Reply(error=500, error_message="ScriptedLLM: the test scripted no reply for this request")
+
+    def record(self, received: Received) -> None:
+        with self._lock:
+            self.received.append(received)
+            if received.method == "POST":
+                self.requests.append(received.body)
+
+    def answering(self, delta: int) -> None:
+        with self._lock:
+            self.active += delta
+
+    def client_gone(self) -> None:
+        with self._lock:
+            self.disconnects += 1
+            self._lock.notify_all()
+
+    def wait_for_disconnects(self, count: int = 1, timeout: float = 5.0) -> bool:
+        with self._lock:
+            return self._lock.wait_for(lambda: self.disconnects >= count, timeout)
+
+
+# --- wire formats -------------------------------------------------------------------------------
+
+_OPENAI_ERRORS = {
+    400: ("invalid_request_error", None, "Invalid request."),
+    401: ("invalid_request_error", "invalid_api_key",
+          "Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys."),
+    403: ("invalid_request_error", "unsupported_country_region_territory", "Country, region, or territory not supported"),
+    404: ("invalid_request_error", "model_not_found", "The model does not exist or you do not have access to it."),
+    429: ("requests", "rate_limit_exceeded", "Rate limit reached for requests. Please try again in 20ms."),
+    500: ("server_error", None, "The server had an error while processing your request. Sorry about that!"),
+    503: ("server_error", None, "The engine is currently overloaded, please try again later"),
+}
+_OPENAI_CODES = {"insufficient_quota": ("insufficient_quota", "insufficient_quota",
+                                        "You exceeded your current quota, please check your plan and billing details.")}
+_ANTHROPIC_ERRORS = {
+    400: ("invalid_request_error", "Invalid request."),
+    401: ("authentication_error", "invalid x-api-key"),
+    403: ("permission_error", "Your API key does not have permission to use the specified resource."),
+    404: ("not_found_error", "The requested resource could not be found."),
+    413: ("request_too_large", "Request exceeds the maximum allowed number of bytes."),
+    429: ("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit."),
+    500: ("api_error", "Internal server error"),
+    529: ("overloaded_error", "Overloaded"),
+}
+_ANTHROPIC_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens", "content_filter": "refusal"}
+
+
+def openai_error(status: int, *, message: str | None = None, code: str | None = None) -> dict:
+    kind, default_code, default_message = _OPENAI_CODES.get(code or "") or _OPENAI_ERRORS.get(
+        status, ("server_error" if status >= 500 else "invalid_request_error", None, f"HTTP {status}")
+    )
+    return {"error": {"message": message or default_message, "type": kind, "param": None, "code": code or default_code}}
+
+
+def anthropic_error(status: int, *, message: str | None = None, code: str | None = None) -> dict:
+    kind, default_message = _ANTHROPIC_ERRORS.get(status, ("api_error", f"HTTP {status}"))
+    return {"type": "error", "error": {"type": code or kind, "message": message or default_message},
+            "request_id": f"req_{uuid.uuid4().hex[:24]}"}
+
+
+def _input_tokens(body: dict) -> int:
+    # Deterministic stand-in for a tokenizer: ~4 characters per token.
+    return max(1, len(json.dumps(body.get("messages", []))) // 4)
+
+
+def _output_tokens(reply: Reply) -> int:
+    return len(reply.text) + sum(len(reply.fragments(i)) + 1 for i in range(len(reply.tool_calls)))
+
+
+def openai_chunks(reply: Reply, body: dict) -> Iterator[dict]:
+    """Chat Completions stream chunks, as api.openai.com sends them."""
+    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    base = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion.chunk",
+            "created": int(time.time()), "model": body.get("model", ""), "system_fingerprint": "fp_scripted"}
+
+    def chunk(delta: dict, finish: str | None = None) -> dict:
+        out = {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+        return {**out, "usage": None} if include_usage else out
+
+    yield chunk({"role": "assistant", "content": "" if reply.text else None, "refusal": None})
+    for piece in reply.text:
+        yield chunk({"content": piece})
+    for index, (call_id, name, _) in enumerate(reply.tool_calls):
+        yield chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
+                                     "function": {"name": name, "arguments": ""}}]})
+        for fragment in reply.fragments(index):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
+    yield chunk({}, reply.finish_reason)
+    if include_usage:
+        prompt, completion = reply.usage or (_input_tokens(body), _output_tokens(reply))
+        yield {**base, "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                                                "total_tokens": prompt + completion}}
+
+
+def openai_completion(reply: Reply, body: dict) -> dict:
+    prompt, completion = reply.usage or (_input_tokens(body), _output_tokens(reply))
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(reply.text) or None, "refusal": None}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": reply.arguments(i)}}
+            for i, (call_id, name, _) in enumerate(reply.tool_calls)
+        ]
+    return {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", ""), "system_fingerprint": "fp_scripted",
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}}
+
+
+def anthropic_events(reply: Reply, body: dict) -> Iterator[tuple[str, dict]]:
+    """Messages API stream events, as api.anthropic.com sends them."""
+    prompt, completion = reply.usage or (_input_tokens(body), _output_tokens(reply))
+    yield "message_start", {"type": "message_start", "message": {
+        "id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant", "model": body.get("model", ""),
+        "content": [], "stop_reason": None, "stop_sequence": None,
+        "usage": {"input_tokens": prompt, "output_tokens": 1}}}
+    yield "ping", {"type": "ping"}
+    index = 0
+    if reply.text:
+        yield "content_block_start", {"type": "content_block_start", "index": 0,
+                                      "content_block": {"type": "text", "text": ""}}
+        for piece in reply.text:
+            yield "content_block_delta", {"type": "content_block_delta", "index": 0,
+                                          "delta": {"type": "text_delta", "text": piece}}
+        yield "content_block_stop", {"type": "content_block_stop", "index": 0}
+        index = 1
+    for number, (call_id, name, _) in enumerate(reply.tool_calls):
+        yield "content_block_start", {"type": "content_block_start", "index": index,
+                                      "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}}}
+        for fragment in [""] + reply.fragments(number):
+            yield "content_block_delta", {"type": "content_block_delta", "index": index,
+                                          "delta": {"type": "input_json_delta", "partial_json": fragment}}
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+        index += 1
+    reason = _ANTHROPIC_REASONS.get(reply.finish_reason, reply.finish_reason)
+    yield "message_delta", {"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": None},
+                            "usage": {"output_tokens": completion}}
+    yield "message_stop", {"type": "message_stop"}
+
+
+def anthropic_message(reply: Reply, body: dict) -> dict:
+    prompt, completion = reply.usage or (_input_tokens(body), _output_tokens(reply))
+    content: list[dict] = [{"type": "text", "text": "".join(reply.text)}] if reply.text else []
+    content += [{"type": "tool_use", "id": call_id, "name": name, "input": json.loads(reply.arguments(i) or "{}")}
+                for i, (call_id, name, _) in enumerate(reply.tool_calls)]
+    return {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
+            "model": body.get("model", ""), "content": content,
+            "stop_reason": _ANTHROPIC_REASONS.get(reply.finish_reason, reply.finish_reason), "stop_sequence": None,
+            "usage": {"input_tokens": prompt, "output_tokens": completion}}
+
+
+# --- HTTP ---------------------------------------------------------------------------------------
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hung up is what the cancel tests do on purpose: no traceback for it.
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionError, ClientGone)):
+            super().handle_error(request, client_address)
+
+
+@dataclass
+class _Format:
+    error: Callable[..., dict]
+    stream: Callable[[Reply, dict], Iterator[bytes]]
+    whole: Callable[[Reply, dict], dict]
+    models: Callable[[list[str]], dict]
+    request_id_header: str = "x-request-id"
+
+
+def _openai_sse(reply: Reply, body: dict) -> Iterator[bytes]:
+    for chunk in openai_chunks(reply, body):
+        yield f"data: {json.dumps(chunk)}\n\n".encode()
+    yield b"data: [DONE]\n\n"
+
+
+def _anthropic_sse(reply: Reply, body: dict) -> Iterator[bytes]:
+    for name, data in anthropic_events(reply, body):
+        yield f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+OPENAI = _Format(
+    error=openai_error, stream=_openai_sse, whole=openai_completion,
+    models=lambda ids: {"object": "list", "data": [
+        {"id": i, "object": "model", "created": 1700000000, "owned_by": "scripted"} for i in ids]},
+)
+ANTHROPIC = _Format(
+    error=anthropic_error, stream=_anthropic_sse, whole=anthropic_message, request_id_header="request-id",
+    models=lambda ids: {"data": [{"type": "model", "id": i, "display_name": i, "created_at": "2025-01-01T00:00:00Z"}
+                                 for i in ids], "has_more": False, "first_id": ids[0] if ids else None,
+                        "last_id": ids[-1] if ids else None},
+)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "ScriptedLLM/1"
+
+    @property
+    def llm(self) -> ScriptedLLM:
+        return self.server.llm  # type: ignore[attr-defined]
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet test output
+        pass
+
+    def _format(self) -> _Format:
+        is_anthropic = self.path.startswith("/v1/messages") or "anthropic-version" in self.headers
+        return ANTHROPIC if is_anthropic else OPENAI
+
+    def do_GET(self) -> None:
+        self.llm.record(Received("GET", self.path, dict(self.headers)))
+        fmt = self._format()
+        if self.path.split("?")[0].rstrip("/") != "/v1/models":
+            return self._json(404, fmt.error(404, message=f"Unknown path {self.path}"))
+        if self._authorized(fmt):
+            self._json(200, fmt.models(list(self.llm.models or DEFAULT_MODELS)))
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except json.JSONDecodeError:
+            body = None
+        self.llm.record(Received("POST", self.path, dict(self.headers), body))
+        path = self.path.split("?")[0].rstrip("/")
+        fmt = ANTHROPIC if path == "/v1/messages" else OPENAI
+        if path not in ("/v1/chat/completions", "/v1/messages"):
+            return self._json(404, fmt.error(404, message=f"Unknown path {self.path}"))
+        if not isinstance(body, dict):
+            return self._json(400, fmt.error(400, message="The request body is not a JSON object."))
+        if not self._authorized(fmt):
+            return
+        model = body.get("model")
+        if self.llm.models is not None and model not in self.llm.models:
+            message = (f"The model `{model}` does not exist or you do not have access to it." if fmt is OPENAI
+                       else f"model: {model}")
+            return self._json(404, fmt.error(404, message=message))
+        self._answer(fmt, self.llm.next_reply(body), body)
+
+    def _authorized(self, fmt: _Format) -> bool:
+        expected = self.llm.api_key
+        if expected is None:
+            return True
+        given = self.headers.get("x-api-key") or self.headers.get("Authorization", "").removeprefix("Bearer ")
+        if given == expected:
+            return True
+        self._json(401, fmt.error(401))
+        return False
+
+    def _answer(self, fmt: _Format, reply: Reply, body: dict) -> None:
+        self.llm.answering(+1)
+        try:
+            self._pause(reply.delay)
+            if reply.drop:
+                return self._reset()
+            if reply.error:
+                headers = {} if reply.retry_after is None else {"retry-after": f"{reply.retry_after:g}"}
+                return self._json(reply.error, fmt.error(reply.error, message=reply.error_message,
+                                                         code=reply.error_code), headers)
+            if body.get("stream"):
+                return self._stream(fmt.stream(reply, body), reply)
+            self._json(200, fmt.whole(reply, body))
+        except ClientGone:
+            self.close_connection = True
+            self.llm.client_gone()
+        finally:
+            self.llm.answering(-1)
+
+    def _stream(self, chunks: Iterator[bytes], reply: Reply) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for number, data in enumerate(chunks):
+            if reply.cut_after is not None and number >= reply.cut_after:
+                return self._reset()
+            if number:
+                self._pause(reply.chunk_delay)
+            self._write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
+        self._write(b"0\r\n\r\n")
+
+    def _json(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header(self._format().request_id_header, f"req_{uuid.uuid4().hex[:16]}")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self._write(data)
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self.wfile.write(data)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise ClientGone from exc
+
+    def _pause(self, seconds: float) -> None:
+        """Sleep, but notice a client that hangs up meanwhile (a cancelled request)."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            readable, _, _ = select.select([self.connection], [], [], min(left, 0.05))
+            if readable and self.connection.recv(1, socket.MSG_PEEK) == b"":
+                raise ClientGone
+
+    def _reset(self) -> None:
+        # SO_LINGER 0: close() sends RST, what a crashed proxy or server looks like to the client.
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.close_connection = True
+        self.connection.close()
+
+
+__all__ = ["ANTHROPIC", "DEFAULT_MODELS", "OPENAI", "Received", "Reply", "ScriptedLLM"]
