@@ -96,7 +96,10 @@ class McpServer(TimeStampedModel):
     @classmethod
     def from_db(cls, db, field_names, values):
         server = super().from_db(db, field_names, values)
-        server._stored = (server.config_hash, server.enabled)
+        # Only when both were loaded: reading a deferred field (`.only()`) would load it through
+        # from_db again, recursing without end.
+        if "config_hash" in field_names and "enabled" in field_names:
+            server._stored = (server.config_hash, server.enabled)
         return server
 
     def save(self, *args, **kwargs) -> None:

@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 
 from apps.accounts.services import create_access_token
 from apps.catalog.models import McpServer
-from apps.gateway.models import ToolCall
+from apps.toolsets.models import ToolCall
 from apps.toolsets.services import create_endpoint, create_preset, enable_tools, update_preset
 
 pytestmark = pytest.mark.django_db(transaction=True)
