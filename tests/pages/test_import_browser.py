@@ -13,9 +13,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_an_admin_previews_fixes_and_applies_an_import(global_server, sign_in, screenshot, admin_user):
+    # Imported servers are discovered after commit: these fail at once (no such command, port 9 closed).
     config = {"mcpServers": {"time": {"command": "mcp-server-time"},
-                             "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
-                             "github": {"type": "http", "url": "ftp://gh.example.com/mcp"}}}
+                             "memory": {"command": "/nonexistent/server-memory", "args": ["--stdio"]},
+                             "github": {"type": "http", "url": "ftp://127.0.0.1:9/mcp"}}}
     page = sign_in("admin", "admin-password")
     page.goto("/servers/")
     page.get_by_role("link", name="Import / export .mcp.json").click()
@@ -25,7 +26,7 @@ def test_an_admin_previews_fixes_and_applies_an_import(global_server, sign_in, s
     expect(page.get_by_role("alert")).to_contain_text("mcpServers.github.url: must be an http:// or https:// URL")
     expect(page.get_by_role("button", name="Apply")).to_have_count(0)
 
-    config["mcpServers"]["github"]["url"] = "https://gh.example.com/mcp"
+    config["mcpServers"]["github"]["url"] = "http://127.0.0.1:9/mcp"
     page.get_by_label("Paste a config").fill(json.dumps(config, indent=2))
     page.get_by_role("button", name="Preview").click()
     expect(page.locator(".import-preview h3")).to_have_text("Preview: 2 to create, 0 to change, 1 unchanged")
