@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from apps.accounts.models import AccessToken
+from apps.accounts.models import AccessToken, User
 from apps.catalog.models import McpServer
 from apps.toolsets.models import Preset
 
@@ -154,3 +154,13 @@ def test_the_tools_page_fits_a_phone(sign_in, screenshot, alice, catalog):
 
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     screenshot(page, "tools-phone")
+
+
+def test_a_refused_action_says_why(sign_in, catalog, db):
+    User.objects.create_user("dana", password="dana-password", is_staff=True)  # staff, but no server permissions
+    page = sign_in("dana", "dana-password")
+    page.goto("/servers/")
+
+    page.locator("#server-time").get_by_role("button", name="Test").click()
+
+    expect(page.locator("#flash")).to_contain_text("Not allowed: You do not have permission to operate this server.")
