@@ -7,6 +7,7 @@ from rest_framework.routers import DefaultRouter
 from apps.accounts.api import AccessTokenViewSet, TeamViewSet
 from apps.catalog.api import ServerViewSet
 from apps.gateway.api import UsageViewSet
+from apps.llm.api import ProviderViewSet
 from apps.toolsets.api import EndpointViewSet, ToolViewSet
 from apps.toolsets.preset_api import PresetViewSet
 
@@ -18,6 +19,7 @@ router.register("presets", PresetViewSet, basename="preset")
 router.register("tokens", AccessTokenViewSet, basename="token")
 router.register("teams", TeamViewSet, basename="team")
 router.register("usage", UsageViewSet, basename="usage")
+router.register("llm/providers", ProviderViewSet, basename="llm-provider")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
