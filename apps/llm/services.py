@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
 from apps.llm.adapters import Adapter, adapter_class
+from apps.llm.detect import LocalServer
 from apps.llm.models import Provider
 from apps.llm.types import LLMError
 
@@ -141,3 +142,12 @@ async def alist_models(provider: Provider, *, timeout: float = 15.0) -> Connecti
 def list_models(provider: Provider, *, timeout: float = 15.0) -> ConnectionCheck:
     """Test the connection by listing the provider's models (sync views, admin, commands)."""
     return async_to_sync(alist_models)(provider, timeout=timeout)
+
+
+def add_local_server(*, actor, server: LocalServer) -> Provider:
+    """A detected LM Studio / Ollama as a shared provider; the site default if there is none yet."""
+    has_default = Provider.objects.filter(owner__isnull=True, is_default=True).exists()
+    return create_provider(
+        actor=actor, name=server.name, kind="openai", base_url=server.base_url,
+        default_model=server.suggested_model, shared=True, is_default=not has_default,
+    )
