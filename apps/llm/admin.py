@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import flatten_fieldsets
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.decorators import method_decorator
@@ -43,6 +44,13 @@ class ProviderAdmin(admin.ModelAdmin):
         if obj is None:  # nothing stored yet to remove
             return ((None, self.fieldsets[0][1]), ("Secret", {"fields": ("api_key",)}), self.fieldsets[2])
         return self.fieldsets
+
+    def get_form(self, request: HttpRequest, obj: Provider | None = None, change: bool = False, **kwargs: Any):
+        # The admin would list every fieldset name as a model field, and construct_instance would
+        # then blank the stored key on every save: the key fields stay form-only.
+        fields = flatten_fieldsets(self.get_fieldsets(request, obj))
+        kwargs["fields"] = [name for name in fields if name not in ("api_key", "clear_api_key")]
+        return super().get_form(request, obj, change=change, **kwargs)
 
     @method_decorator(sensitive_post_parameters("api_key"))
     def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any):
