@@ -35,7 +35,7 @@ from benchmarks.timing import timed  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from apps.accounts.models import User  # noqa: E402
-from apps.gateway.models import ToolCall  # noqa: E402
+from apps.toolsets.models import ToolCall  # noqa: E402
 
 
 def fill_log(user: User, calls: int) -> None:

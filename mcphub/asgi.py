@@ -8,12 +8,16 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcphub.settings")
 # Django must be set up before anything imports models (consumers, gateway routes).
 django_asgi_app = get_asgi_application()
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from apps.chat import runtime as chat_runtime  # noqa: E402
+from apps.chat.routing import websocket_urlpatterns  # noqa: E402
 from apps.gateway.transport import Gateway  # noqa: E402
 from mcphub import beat  # noqa: E402
 
 mcp_gateway = Gateway()
+beat.start_with_server()
 
 
 class _NoFormParsing:
@@ -38,14 +42,20 @@ def _skip_twisted_form_parsing() -> None:
 
 _skip_twisted_form_parsing()
 
+from mcphub import server_guards  # noqa: E402
+
+server_guards.install()
+
 
 async def http_app(scope, receive, send):
     """`/mcp/...` goes straight to the gateway (raw ASGI, no Django middleware on the hot path)."""
     beat.start_once()
+    chat_runtime.bind_web_loop()
     if scope["path"].startswith("/mcp/"):
         await mcp_gateway(scope, receive, send)
     else:
         await django_asgi_app(scope, receive, send)
 
 
-application = ProtocolTypeRouter({"http": http_app})
+# Chat sockets check their own origin (session) or token (scripts): see apps/chat/auth.py.
+application = ProtocolTypeRouter({"http": http_app, "websocket": AuthMiddlewareStack(URLRouter(websocket_urlpatterns))})

@@ -106,6 +106,7 @@ INSTALLED_APPS = [
     "apps.toolsets",
     "apps.gateway",
     "apps.llm",
+    "apps.chat",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -187,7 +188,8 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
-CELERY_BROKER_URL = REDIS_URL or "memory://"
+# A host in the memory URL, or kombu warns "No hostname was supplied" at the first task.
+CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
 CELERY_RESULT_BACKEND = REDIS_URL or "cache+memory://"
 # Embedded default: tasks run in-process, so one `daphne` is the whole hub.
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
@@ -249,8 +251,12 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # No raw access token in any log line (URLs with /mcp/t/<token>/, headers, tracebacks).
+    "filters": {"redact_tokens": {"()": "apps.accounts.log_filters.RedactTokensFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_tokens"]}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+    # A line per task run ("Task … succeeded") drowns the log at INFO; failures are still logged.
+    "loggers": {"celery.app.trace": {"level": "WARNING"}},
 }
 
 # --- Hub behaviour.
@@ -265,6 +271,10 @@ MCPHUB_RATE_LIMIT_PER_MINUTE = envint("MCPHUB_RATE_LIMIT_PER_MINUTE", 6000)  # p
 MCPHUB_MAX_REQUEST_BYTES = envint("MCPHUB_MAX_REQUEST_BYTES", 4 * 1024 * 1024)
 MCPHUB_LIST_PAGE_SIZE = envint("MCPHUB_LIST_PAGE_SIZE", 1000)
 MCPHUB_LOG_TOOL_ARGUMENTS = envbool("MCPHUB_LOG_TOOL_ARGUMENTS", False)
+# Chat: model/tool rounds per turn before the hub stops the turn; tool results are cut to this many
+# characters when sent to the model (the whole result is kept and shown).
+MCPHUB_CHAT_MAX_ROUNDS = envint("MCPHUB_CHAT_MAX_ROUNDS", 10)
+MCPHUB_CHAT_TOOL_RESULT_CHARS = envint("MCPHUB_CHAT_TOOL_RESULT_CHARS", 16000)
 
 # --- MCP connection pool (keys: apps.connections.pool.PoolOptions). With REDIS_URL the pool lives in
 # the Celery workers, whose own listener re-discovers on a backend's list_changed; embedded, the

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.http import HttpRequest
 
-from apps.gateway.models import ToolCall
+from apps.toolsets.models import ToolCall
 
 
 @admin.register(ToolCall)

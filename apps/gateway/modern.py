@@ -12,7 +12,7 @@ from apps.gateway import jsonrpc, protocol
 from apps.gateway.auth import EndpointRef, Principal
 from apps.gateway.http import HttpError, Request, Send, respond, sse_event, start_sse
 from apps.gateway.jsonrpc import RpcError
-from apps.gateway.view import current
+from apps.toolsets.exposure import current
 from apps.toolsets.events import TOOLS_CHANGED, endpoint_group
 
 

@@ -28,6 +28,17 @@ class Endpoint(TimeStampedModel):
         STATIC = "static", "Static (all enabled tools listed)"
         DYNAMIC = "dynamic", "Dynamic (search and load tools on demand)"
 
+    class Approval(models.TextChoices):
+        OFF = "off", "Off (tools run without asking)"
+        DESTRUCTIVE = "destructive", "Destructive tools only (destructiveHint: true)"
+        ALL = "all", "Every call"
+
+    def needs_approval(self, annotations: dict | None) -> bool:
+        """Whether an LLM's call to a tool with these annotations waits for the user's approval."""
+        if self.approval == self.Approval.ALL:
+            return True
+        return self.approval == self.Approval.DESTRUCTIVE and bool((annotations or {}).get("destructiveHint"))
+
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="endpoints")
     slug = models.CharField(max_length=64, unique=True, validators=[endpoint_slug_validator])
     name = models.CharField(max_length=100)
@@ -39,6 +50,10 @@ class Endpoint(TimeStampedModel):
         default=True, help_text="Refuse enabling tools beyond the budget (off: warn only)."
     )
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.STATIC)
+    approval = models.CharField(
+        max_length=12, choices=Approval.choices, default=Approval.DESTRUCTIVE,
+        help_text="Which tool calls by an LLM (chat, autonomous runs) wait for the user's approval.",
+    )
 
     class Meta:
         ordering = ["owner__username", "name"]
@@ -129,3 +144,29 @@ class PresetVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.preset.name} v{self.number}"
+
+
+class ToolCall(models.Model):
+    """The tool-call log: who called what, how long it took, and whether it worked (gateway and chat)."""
+
+    # Names are copied, not only linked: the log must outlive renamed or deleted servers/tools.
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    endpoint = models.ForeignKey("toolsets.Endpoint", null=True, on_delete=models.SET_NULL, related_name="+")
+    tool = models.ForeignKey("catalog.Tool", null=True, on_delete=models.SET_NULL, related_name="+")
+    server_name = models.CharField(max_length=40)
+    tool_name = models.CharField(max_length=255)
+    exposed_name = models.CharField(max_length=64)
+    started_at = models.DateTimeField(db_index=True)
+    duration_ms = models.FloatField()
+    ok = models.BooleanField()
+    error = models.TextField(blank=True)
+    arguments = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        # Moved here from `gateway` (the chat records its calls too): table and index keep their names.
+        db_table = "gateway_toolcall"
+        ordering = ["-started_at"]
+        indexes = [models.Index(fields=["server_name", "tool_name", "started_at"], name="gateway_too_server__336e58_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.exposed_name} ({'ok' if self.ok else 'error'}, {self.duration_ms:.1f} ms)"

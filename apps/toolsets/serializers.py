@@ -53,7 +53,7 @@ class EndpointSerializer(serializers.ModelSerializer):
     class Meta:
         model = Endpoint
         fields = [
-            "slug", "name", "url", "is_default", "naming_strategy", "token_budget", "budget_enforced", "mode",
+            "slug", "name", "url", "is_default", "naming_strategy", "token_budget", "budget_enforced", "mode", "approval",
             "enabled_count", "budget", "created_at", "updated_at",
         ]
         read_only_fields = ["is_default", "created_at", "updated_at"]

@@ -7,7 +7,7 @@ from django.contrib import admin
 from django.urls import reverse
 
 from apps.catalog.models import Prompt, Resource, ResourceTemplate, Tool
-from apps.gateway.models import ToolCall
+from apps.toolsets.models import ToolCall
 
 REGISTERED = sorted(admin.site._registry, key=lambda model: model._meta.label)
 # Discovery (or the gateway's call log) fills these in; nobody adds them by hand.

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from apps.gateway import selectors
-from apps.gateway.models import ToolCall
+from apps.toolsets.models import ToolCall
 
 
 def log_call(user, endpoint, server: str, tool: str, *, ago: timedelta, ms: float, ok: bool = True) -> ToolCall:

@@ -13,7 +13,7 @@ from asgiref.sync import sync_to_async
 
 from apps.accounts.models import AccessToken
 from apps.catalog.models import McpServer, Tool
-from apps.gateway.models import ToolCall
+from apps.toolsets.models import ToolCall
 from apps.toolsets.models import Endpoint, EndpointTool
 from tests.live_hub import INITIALIZE
 

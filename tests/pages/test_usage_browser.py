@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from apps.gateway.models import ToolCall
+from apps.toolsets.models import ToolCall
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

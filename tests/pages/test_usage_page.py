@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.gateway.models import ToolCall
+from apps.toolsets.models import ToolCall
 
 
 def log_call(user, server: str, tool: str, *, minutes_ago: int, ms: float, ok: bool = True) -> None:

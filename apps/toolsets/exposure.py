@@ -17,7 +17,7 @@ from asgiref.sync import sync_to_async
 from apps.catalog.models import McpServer, Prompt, Resource, ResourceTemplate
 from apps.catalog.selectors import visible_servers
 from apps.connections.specs import ServerSpec
-from apps.gateway import naming
+from apps.toolsets import naming
 from apps.toolsets.models import Endpoint, EndpointTool
 
 

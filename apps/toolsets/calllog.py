@@ -1,4 +1,4 @@
-"""Records every tools/call, off the hot path: rows are buffered and written in batches.
+"""Records every tool call (gateway tools/call and chat turns), off the hot path: rows are buffered and written in batches.
 
 The hot path only appends a tuple; a thread writes the batch with one plain INSERT executemany
 (the ORM's bulk_create cost ~100 µs of CPU per row here, most of it per-field preparation).
@@ -16,11 +16,10 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connections, router, transaction
 
-from apps.gateway.models import ToolCall
+from apps.toolsets.models import ToolCall
 
 if TYPE_CHECKING:
-    from apps.gateway.protocol import Context
-    from apps.gateway.view import Exposed
+    from apps.toolsets.exposure import Exposed
 
 logger = logging.getLogger(__name__)
 
@@ -38,15 +37,16 @@ _flusher: asyncio.Task[None] | None = None
 
 
 def record(
-    ctx: Context, exposed: Exposed, started: float, clock: float, *, ok: bool, error: str, arguments: dict[str, Any]
+    user_id: int | None, endpoint_id: int | None, exposed: Exposed, started: float, clock: float,
+    *, ok: bool, error: str, arguments: dict[str, Any],
 ) -> None:
     global _flusher
     if len(_buffer) >= MAX_BUFFER:
         logger.warning("call log buffer full: dropping a record (database too slow?)")
         return
     _buffer.append((
-        ctx.principal.user_id,
-        ctx.endpoint.id,
+        user_id,
+        endpoint_id,
         exposed.item_id,
         exposed.server,
         exposed.backend_name,
@@ -59,6 +59,12 @@ def record(
     ))
     if _flusher is None or _flusher.done():
         _flusher = asyncio.create_task(_flush_soon(), name="mcphub-calllog")
+
+
+def error_text(result: dict[str, Any]) -> str:
+    """An `isError` tool result's text, as the log keeps it."""
+    texts = [c.get("text", "") for c in result.get("content", []) if isinstance(c, dict) and c.get("type") == "text"]
+    return " ".join(texts)[:2000] or "isError"
 
 
 async def _flush_soon() -> None:

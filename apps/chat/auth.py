@@ -1,0 +1,41 @@
+"""Who is on a chat WebSocket: a hub access token (`Authorization: Bearer`) or the browser session.
+
+A session-authenticated socket must come from this site (its `Origin` matches `Host`): a browser
+sends the session cookie to any page's WebSocket, so the check stops cross-site hijacking.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from channels.db import database_sync_to_async
+from django.contrib.auth.models import AnonymousUser
+
+from apps.accounts.services import authenticate_token
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+async def websocket_user(scope: dict[str, Any]):
+    authorization = _header(scope, b"authorization")
+    if authorization is not None:
+        scheme, _, raw = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not raw.strip():
+            return AnonymousUser()
+        token = await database_sync_to_async(authenticate_token)(raw.strip())
+        return token.user if token is not None else AnonymousUser()
+    user = scope.get("user") or AnonymousUser()
+    if not _same_origin(scope):
+        return AnonymousUser()
+    return user
+
+
+def _same_origin(scope: dict[str, Any]) -> bool:
+    origin, host = _header(scope, b"origin"), _header(scope, b"host")
+    return origin is not None and host is not None and urlsplit(origin).netloc == host

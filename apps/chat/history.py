@@ -1,0 +1,77 @@
+"""What a turn starts from: the conversation's settings and its history as provider-neutral messages."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from apps.chat.models import Message as MessageRow
+from apps.chat.models import Turn
+from apps.llm.types import Message, ToolCall
+
+CANCELLED = "The call did not complete (the turn was stopped or interrupted)."
+
+
+@dataclass(frozen=True)
+class TurnSetup:
+    turn_id: uuid.UUID
+    conversation_id: uuid.UUID
+    user_id: int
+    endpoint_id: int | None
+    model: str
+    history: tuple[Message, ...]
+    adapter: Callable[[], Any]
+    needs_approval: Callable[[dict | None], bool]
+
+
+def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
+    """Sync ORM: call from a thread. None when the turn vanished, is not running, or lost its provider."""
+    from apps.llm.services import adapter_for
+
+    turn = Turn.objects.select_related("conversation__provider", "conversation__endpoint").filter(pk=turn_id).first()
+    if turn is None or turn.status != Turn.Status.RUNNING:
+        return None
+    conversation = turn.conversation
+    provider, endpoint = conversation.provider, conversation.endpoint
+    if provider is None:
+        from apps.chat.services import NO_PROVIDER, finish_turn
+
+        finish_turn(turn.pk, Turn.Status.FAILED, NO_PROVIDER)
+        return None
+    return TurnSetup(
+        turn_id=turn.pk,
+        conversation_id=conversation.pk,
+        user_id=conversation.owner_id,
+        endpoint_id=endpoint.pk if endpoint else None,
+        model=conversation.model or provider.default_model,
+        history=tuple(to_messages(conversation.messages.order_by("id"))),
+        adapter=lambda: adapter_for(provider),
+        needs_approval=endpoint.needs_approval if endpoint else (lambda annotations: False),
+    )
+
+
+def to_messages(rows) -> list[Message]:
+    """The stored history as the model sees it; a tool call left without a result (a stopped or
+    lost turn) gets one, since providers refuse a history with an unanswered call."""
+    messages: list[Message] = []
+    unanswered: list[str] = []
+    for row in rows:
+        if row.role != MessageRow.Role.TOOL:
+            messages.extend(_answer(unanswered))
+            unanswered = []
+        if row.role == MessageRow.Role.USER:
+            messages.append(Message(role="user", text=row.text))
+        elif row.role == MessageRow.Role.ASSISTANT:
+            calls = tuple(ToolCall(id=c["id"], name=c["name"], arguments=c.get("arguments") or {}) for c in row.tool_calls)
+            messages.append(Message(role="assistant", text=row.text, tool_calls=calls))
+            unanswered = [c.id for c in calls]
+        elif row.tool_call_id in unanswered:
+            unanswered.remove(row.tool_call_id)
+            messages.append(Message(role="tool", text=row.text, tool_call_id=row.tool_call_id, is_error=row.is_error))
+    return messages + _answer(unanswered)
+
+
+def _answer(call_ids: list[str]) -> list[Message]:
+    return [Message(role="tool", text=CANCELLED, tool_call_id=call_id, is_error=True) for call_id in call_ids]

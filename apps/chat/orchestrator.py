@@ -1,0 +1,180 @@
+"""One turn: model → tool calls through the pool → results → model, until the model stops.
+
+Runs on an asyncio loop (the worker's chat loop; embedded, the web process's loop), so one
+process carries hundreds of turns that mostly wait on a model. Every completed message is in the
+database before its event goes out; a stop cancels the model call and any tool call in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from apps.chat import services
+from apps.chat.events import Control, EventSink
+from apps.chat.history import TurnSetup, load_turn
+from apps.chat.models import Message as MessageRow
+from apps.chat.models import Turn
+from apps.chat.tools import Toolbox, error_result, result_text
+from apps.llm.types import Finish, LLMError, Message, TextDelta, ToolCall, Usage
+
+logger = logging.getLogger(__name__)
+
+
+def _db(fn):
+    return sync_to_async(fn, thread_sensitive=False)
+
+
+async def run_turn(turn_id: uuid.UUID) -> None:
+    """Run a turn to its end; returns quietly if it vanished or is not running any more."""
+    setup = await _db(load_turn)(turn_id)
+    if setup is None:
+        return
+    sink = EventSink(setup.conversation_id, await _db(services.next_seq)(setup.conversation_id))
+    try:
+        async with Control(setup.conversation_id) as control:
+            await TurnRunner(setup, sink, control).run()
+    finally:
+        await sink.close()
+
+
+@dataclass
+class TurnRunner:
+    setup: TurnSetup
+    sink: EventSink
+    control: Control
+    tools: Toolbox | None = None
+    partial: list[str] = field(default_factory=list)
+    usage: list[int] = field(default_factory=lambda: [0, 0])
+
+    async def run(self) -> None:
+        work = asyncio.create_task(self._rounds())
+        stop = asyncio.create_task(self.control.stopped.wait())
+        beat = asyncio.create_task(self._heartbeat())
+        try:
+            await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if not work.done():
+                work.cancel()
+                await asyncio.gather(work, return_exceptions=True)
+                await self._end(Turn.Status.STOPPED, "", "Stopped.")
+            else:
+                await self._end(*self._outcome(work))
+        finally:
+            stop.cancel()
+            beat.cancel()
+
+    def _outcome(self, work: asyncio.Task[str]) -> tuple[str, str, str]:
+        exc = work.exception()
+        if exc is None:
+            error = work.result()
+            return Turn.Status.COMPLETE, error, "Done."
+        if isinstance(exc, LLMError):
+            return Turn.Status.FAILED, f"The model provider failed: {exc.message}", "Failed."
+        logger.error("chat turn %s failed", self.setup.turn_id, exc_info=exc)
+        return Turn.Status.FAILED, f"The turn failed unexpectedly ({type(exc).__name__}).", "Failed."
+
+    async def _end(self, status: str, error: str, message: str) -> None:
+        if status == Turn.Status.STOPPED and self.partial:
+            await self._save(role=MessageRow.Role.ASSISTANT, text="".join(self.partial))
+        await _db(services.finish_turn)(self.setup.turn_id, status, error)
+        if error:
+            self.sink.emit("error", {"message": error})
+        usage = {"input_tokens": self.usage[0], "output_tokens": self.usage[1]}
+        self.sink.emit("status", {"state": "complete", "message": message, "usage": usage})
+        self.sink.emit("end", {"turn": str(self.setup.turn_id), "status": status, "usage": usage})
+
+    async def _heartbeat(self) -> None:
+        # Also the backstop for a stop sent before this turn joined its control group.
+        while True:
+            if not await _db(services.heartbeat)(self.setup.turn_id):
+                self.control.stopped.set()
+            await asyncio.sleep(services.HEARTBEAT_SECONDS)
+
+    async def _rounds(self) -> str:
+        """The loop; returns an error message when it ended on the round limit, else ""."""
+        setup = self.setup
+        self.tools = await Toolbox.load(setup.user_id, setup.endpoint_id)
+        history = list(setup.history)
+        adapter = setup.adapter()
+        try:
+            for _ in range(settings.MCPHUB_CHAT_MAX_ROUNDS):
+                self.sink.emit("status", {"state": "processing", "message": "Waiting for the model…"})
+                text, calls = await self._model_round(adapter, history)
+                history.append(Message(role="assistant", text=text, tool_calls=tuple(calls)))
+                if not calls:
+                    return ""
+                history.extend(await asyncio.gather(*(self._tool(call) for call in calls)))
+        finally:
+            await adapter.aclose()
+        return f"Stopped after {settings.MCPHUB_CHAT_MAX_ROUNDS} rounds (the per-turn limit): ask again to continue."
+
+    async def _model_round(self, adapter: Any, history: list[Message]) -> tuple[str, list[ToolCall]]:
+        self.partial = []
+        calls: list[ToolCall] = []
+        usage = Usage(0, 0)
+        clock = time.perf_counter()
+        async for event in adapter.stream(model=self.setup.model, messages=history, tools=self.tools.specs):
+            if isinstance(event, TextDelta):
+                self.partial.append(event.text)
+                self.sink.emit("text", {"text": event.text})
+            elif isinstance(event, ToolCall):
+                calls.append(event)
+            elif isinstance(event, Usage):
+                usage = event
+            elif isinstance(event, Finish):
+                pass
+        text, self.partial = "".join(self.partial), []
+        self.usage[0] += usage.input_tokens
+        self.usage[1] += usage.output_tokens
+        await self._save(
+            role=MessageRow.Role.ASSISTANT, text=text,
+            tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
+            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+            duration_ms=(time.perf_counter() - clock) * 1000,
+        )
+        await _db(services.add_usage)(self.setup.turn_id, usage.input_tokens, usage.output_tokens)
+        for call in calls:
+            self.sink.emit("tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments})
+        return text, calls
+
+    async def _tool(self, call: ToolCall) -> Message:
+        clock = time.perf_counter()
+        result = await self._result(call)
+        is_error = bool(result.get("isError"))
+        text = result_text(result, settings.MCPHUB_CHAT_TOOL_RESULT_CHARS)
+        duration = (time.perf_counter() - clock) * 1000
+        await self._save(
+            role=MessageRow.Role.TOOL, text=text, tool_call_id=call.id, tool_name=call.name[:64],
+            is_error=is_error, result=result, duration_ms=duration,
+        )
+        self.sink.emit("tool_result", {
+            "id": call.id, "name": call.name, "isError": is_error, "content": result.get("content") or [],
+            "duration_ms": round(duration, 1),
+        })
+        return Message(role="tool", text=text, tool_call_id=call.id, is_error=is_error)
+
+    async def _result(self, call: ToolCall) -> dict[str, Any]:
+        if call.arguments_error:
+            return error_result(f"Invalid arguments for {call.name}: {call.arguments_error}")
+        exposed = self.tools.find(call.name)
+        if exposed is None:
+            return self.tools.unknown(call.name)
+        if self.setup.needs_approval(exposed.entry.get("annotations")):
+            self.sink.emit("approval_required", {"id": call.id, "name": call.name, "arguments": call.arguments})
+            self.sink.emit("status", {"state": "tool", "tool": call.name, "message": f"{call.name} waits for your approval"})
+            if not await self.control.approval(call.id):
+                return error_result(f"The user denied the call to {call.name}.")
+        self.sink.emit("status", {"state": "tool", "tool": call.name, "message": f"Running {call.name}…"})
+        return await self.tools.call(exposed, call)
+
+    async def _save(self, **fields: Any) -> int:
+        return await _db(services.save_message)(
+            conversation_id=self.setup.conversation_id, turn_id=self.setup.turn_id, **fields
+        )

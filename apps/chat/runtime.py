@@ -1,0 +1,55 @@
+"""Where turns run: one asyncio loop per process, so a process carries hundreds of turns at once.
+
+Production: the Celery task hands the turn to this process's chat loop (a daemon thread started on
+first use) and returns; the loop runs the turn. Embedded (no REDIS_URL): the web process's own loop
+runs it, because the in-memory channel layer only reaches consumers on that loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from concurrent.futures import Future
+
+_lock = threading.Lock()
+_web_loop: asyncio.AbstractEventLoop | None = None
+_bound = False
+_thread_loop: asyncio.AbstractEventLoop | None = None
+_running: set[Future[None]] = set()
+
+
+def bind_web_loop() -> None:
+    """Embedded only: turns started in this process run on the calling (ASGI server's) loop."""
+    global _web_loop, _bound
+    if _bound:  # called on every request: the first one decides
+        return
+    from django.conf import settings
+
+    _bound = True
+    if not settings.REDIS_URL:
+        _web_loop = asyncio.get_running_loop()
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    global _thread_loop
+    if _web_loop is not None and _web_loop.is_running():
+        return _web_loop
+    with _lock:
+        if _thread_loop is None:
+            _thread_loop = asyncio.new_event_loop()
+            threading.Thread(target=_thread_loop.run_forever, name="chat-loop", daemon=True).start()
+    return _thread_loop
+
+
+def submit(turn_id: str) -> Future[None]:
+    from apps.chat.orchestrator import run_turn
+
+    future = asyncio.run_coroutine_threadsafe(run_turn(uuid.UUID(turn_id)), _loop())
+    _running.add(future)
+    future.add_done_callback(_running.discard)
+    return future
+
+
+def running() -> int:
+    return len(_running)

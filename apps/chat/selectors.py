@@ -1,0 +1,44 @@
+"""Permission-scoped reads: a user sees only their own conversations."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db.models import QuerySet
+
+from apps.chat.models import Conversation, Event, Message, Turn
+
+
+def conversations_for(user) -> QuerySet[Conversation]:
+    if not user.is_authenticated:
+        return Conversation.objects.none()
+    return Conversation.objects.filter(owner=user)
+
+
+def conversation_for(user, conversation_id: object) -> Conversation | None:
+    """The user's conversation with this id, or None (also for a malformed id: never an error page)."""
+    try:
+        key = uuid.UUID(str(conversation_id))
+    except ValueError:
+        return None
+    return conversations_for(user).select_related("provider", "endpoint").filter(pk=key).first()
+
+
+def history(conversation: Conversation) -> QuerySet[Message]:
+    return Message.objects.filter(conversation=conversation).order_by("id")
+
+
+def events_after(conversation_id: uuid.UUID, after: int, *, until: int | None = None) -> list[dict]:
+    events = Event.objects.filter(conversation_id=conversation_id, seq__gt=after)
+    if until is not None:
+        events = events.filter(seq__lte=until)
+    return [event.as_wire() for event in events.order_by("seq")]
+
+
+def last_seq(conversation_id: uuid.UUID) -> int:
+    event = Event.objects.filter(conversation_id=conversation_id).order_by("-seq").only("seq").first()
+    return event.seq if event else 0
+
+
+def running_turn(conversation: Conversation) -> Turn | None:
+    return conversation.turns.filter(status=Turn.Status.RUNNING).first()

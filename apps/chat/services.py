@@ -1,0 +1,189 @@
+"""Writes: conversations, turns, and what the orchestrator records as a turn runs.
+
+Starting a turn commits the user's message and the turn row, then enqueues the worker's task in
+`transaction.on_commit`, so the worker never looks for a row that is not there yet.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Max, Q
+from django.utils import timezone
+
+from apps.chat.models import Conversation, Event, Message, Turn
+from apps.toolsets.models import Endpoint
+
+MAX_TEXT = 100_000
+TITLE_LENGTH = 60
+# A running turn whose worker has not been heard of for this long was lost (worker crash).
+STALE_AFTER = timedelta(seconds=60)
+HEARTBEAT_SECONDS = 15.0
+
+
+class ChatError(Exception):
+    """A request the chat refuses, with a message the user can act on."""
+
+    def __init__(self, message: str, *, code: str = "invalid") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+NO_PROVIDER = (
+    "No LLM provider is configured. Add one on the Models page, in the admin, or with "
+    "`python manage.py mcp_llm add NAME --kind openai --base-url URL --model MODEL`."
+)
+
+
+# -- conversations ------------------------------------------------------------------------
+
+
+def _default_provider(owner):
+    from apps.llm.selectors import default_provider_for
+
+    return default_provider_for(owner)
+
+
+def _check_provider(owner, provider) -> None:
+    from apps.llm.selectors import providers_for
+
+    if provider is not None and not providers_for(owner).filter(pk=provider.pk).exists():
+        raise ChatError("Unknown provider.", code="provider")
+
+
+def _check_endpoint(owner, endpoint: Endpoint | None) -> None:
+    if endpoint is not None and endpoint.owner_id != owner.pk:
+        raise ChatError("Unknown endpoint.", code="endpoint")
+
+
+def create_conversation(
+    *, owner, title: str = "", provider=None, model: str = "", endpoint: Endpoint | None = None
+) -> Conversation:
+    """Every argument optional: the owner's default provider (and its model) and default endpoint."""
+    _check_provider(owner, provider)
+    _check_endpoint(owner, endpoint)
+    if provider is None:
+        provider = _default_provider(owner)
+    if endpoint is None:
+        endpoint = Endpoint.objects.filter(owner=owner, is_default=True).first()
+    return Conversation.objects.create(
+        owner=owner, title=title.strip()[:200], provider=provider, model=model.strip(), endpoint=endpoint
+    )
+
+
+def update_conversation(*, conversation: Conversation, **changes: Any) -> Conversation:
+    if "provider" in changes:
+        _check_provider(conversation.owner, changes["provider"])
+    if "endpoint" in changes:
+        _check_endpoint(conversation.owner, changes["endpoint"])
+    for field in ("title", "provider", "model", "endpoint"):
+        if field in changes:
+            value = changes[field]
+            setattr(conversation, field, value.strip() if isinstance(value, str) else value)
+    conversation.save()
+    return conversation
+
+
+def delete_conversation(*, conversation: Conversation) -> None:
+    conversation.delete()
+
+
+# -- turns ----------------------------------------------------------------------------------
+
+
+def start_turn(*, conversation: Conversation, text: Any) -> Turn:
+    """The user's message, and a turn the worker runs (refused while another turn runs)."""
+    if not isinstance(text, str) or not text.strip():
+        raise ChatError("The message needs a non-empty 'text'.")
+    if len(text) > MAX_TEXT:
+        raise ChatError(f"The message is too long (at most {MAX_TEXT} characters).")
+    if conversation.provider_id is None:
+        raise ChatError(NO_PROVIDER, code="no_provider")
+    with transaction.atomic():
+        _expire_stale_turns(conversation)
+        try:
+            with transaction.atomic():
+                turn = Turn.objects.create(conversation=conversation)
+        except IntegrityError:
+            raise ChatError(
+                "A turn is already running in this conversation: wait for it to end or stop it.", code="busy"
+            ) from None
+        Message.objects.create(conversation=conversation, turn=turn, role=Message.Role.USER, text=text)
+        if not conversation.title:
+            conversation.title = " ".join(text.split())[:TITLE_LENGTH]
+        conversation.save(update_fields=["title", "updated_at"])
+        transaction.on_commit(lambda: _enqueue(turn.id))
+    return turn
+
+
+def _enqueue(turn_id: uuid.UUID) -> None:
+    from apps.chat.tasks import run_turn
+
+    run_turn.delay(str(turn_id))
+
+
+def _expire_stale_turns(conversation: Conversation) -> None:
+    cutoff = timezone.now() - STALE_AFTER
+    lost = Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+    conversation.turns.filter(lost, status=Turn.Status.RUNNING).update(
+        status=Turn.Status.FAILED, error="Interrupted: the worker running this turn was lost.", finished_at=timezone.now()
+    )
+
+
+def request_stop(*, conversation: Conversation) -> Turn:
+    turn = conversation.turns.filter(status=Turn.Status.RUNNING).first()
+    if turn is None:
+        raise ChatError("No turn is running.", code="idle")
+    Turn.objects.filter(pk=turn.pk).update(stop_requested=True)
+    return turn
+
+
+def check_approval(*, conversation: Conversation, call_id: Any, allow: Any) -> Turn:
+    """Validate an approve/deny: the orchestrator waiting on it receives the decision."""
+    if not isinstance(call_id, str) or not call_id:
+        raise ChatError("'approve' needs a 'call_id' string.")
+    if not isinstance(allow, bool):
+        raise ChatError("'approve' needs 'allow': true or false.")
+    turn = conversation.turns.filter(status=Turn.Status.RUNNING).first()
+    if turn is None:
+        raise ChatError("No turn is running: nothing waits for approval.", code="idle")
+    return turn
+
+
+# -- what the orchestrator records (sync: called through sync_to_async) ------------------------
+
+
+def save_message(**fields: Any) -> int:
+    return Message.objects.create(**fields).pk
+
+
+def save_events(conversation_id: uuid.UUID, events: list[dict[str, Any]]) -> None:
+    Event.objects.bulk_create(
+        [Event(conversation_id=conversation_id, seq=e["seq"], type=e["type"], payload=e["payload"]) for e in events]
+    )
+
+
+def next_seq(conversation_id: uuid.UUID) -> int:
+    return (Event.objects.filter(conversation_id=conversation_id).aggregate(m=Max("seq"))["m"] or 0) + 1
+
+
+def heartbeat(turn_id: uuid.UUID) -> bool:
+    """Marks the turn alive; False once a stop was requested."""
+    Turn.objects.filter(pk=turn_id).update(heartbeat_at=timezone.now())
+    return not Turn.objects.filter(pk=turn_id, stop_requested=True).exists()
+
+
+def add_usage(turn_id: uuid.UUID, input_tokens: int, output_tokens: int) -> None:
+    Turn.objects.filter(pk=turn_id).update(
+        rounds=F("rounds") + 1, input_tokens=F("input_tokens") + input_tokens,
+        output_tokens=F("output_tokens") + output_tokens,
+    )
+
+
+def finish_turn(turn_id: uuid.UUID, status: str, error: str = "") -> None:
+    Turn.objects.filter(pk=turn_id).update(status=status, error=error[:5000], finished_at=timezone.now())
+    Conversation.objects.filter(turns__id=turn_id).update(updated_at=timezone.now())

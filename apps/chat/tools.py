@@ -1,0 +1,102 @@
+"""The endpoint's tools as the model sees them, and running one call through the pool.
+
+Exposed names and schemas come from the same endpoint view the gateway lists (toolsets.exposure),
+and calls go through the same pool API and call log, so timeouts, the breaker and the relay apply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from apps.llm.types import ToolCall, ToolSpec
+from apps.toolsets import calllog, naming
+from apps.toolsets.exposure import EndpointView, Exposed, build
+
+
+@dataclass
+class Toolbox:
+    user_id: int
+    endpoint_id: int | None
+    view: EndpointView | None
+
+    @classmethod
+    async def load(cls, user_id: int, endpoint_id: int | None) -> Toolbox:
+        view = None
+        if endpoint_id is not None:
+            view = await sync_to_async(build, thread_sensitive=False)(
+                endpoint_id, None, page_size=settings.MCPHUB_LIST_PAGE_SIZE
+            )
+        return cls(user_id, endpoint_id, view)
+
+    @property
+    def specs(self) -> list[ToolSpec]:
+        if self.view is None:
+            return []
+        return [
+            ToolSpec(name=t.name, description=t.entry.get("description") or "", input_schema=t.entry.get("inputSchema") or {})
+            for t in self.view.tools.values()
+        ]
+
+    def find(self, name: str) -> Exposed | None:
+        return self.view.tools.get(name) if self.view is not None else None
+
+    def unknown(self, name: str) -> dict[str, Any]:
+        names = list(self.view.tools) if self.view is not None else []
+        suggestions = naming.suggest(name, names)
+        hint = f" Did you mean: {', '.join(suggestions)}?" if suggestions else ""
+        return error_result(f"Unknown tool: {name}.{hint}")
+
+    async def call(self, exposed: Exposed, call: ToolCall) -> dict[str, Any]:
+        """The backend's result as JSON (`isError` set on any failure); never raises but on cancel."""
+        from mcp import MCPError
+
+        from apps.connections.default import get_pool
+        from apps.connections.errors import PoolError
+
+        spec = self.view.specs[exposed.server]  # type: ignore[union-attr]
+        started, clock = time.time(), time.perf_counter()
+        try:
+            result = await get_pool().call_tool(spec, exposed.backend_name, call.arguments, timeout=spec.timeout, raw=True)
+        except asyncio.CancelledError:
+            self._log(exposed, call, started, clock, "Cancelled by the user")
+            raise
+        except (MCPError, PoolError) as exc:
+            result = error_result(f"Tool {exposed.name} failed: {exc.message}")
+        self._log(exposed, call, started, clock, calllog.error_text(result) if result.get("isError") else "")
+        return result
+
+    def _log(self, exposed: Exposed, call: ToolCall, started: float, clock: float, error: str) -> None:
+        calllog.record(
+            self.user_id, self.endpoint_id, exposed, started, clock, ok=not error, error=error, arguments=call.arguments
+        )
+
+
+def error_result(message: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+def result_text(result: dict[str, Any], limit: int) -> str:
+    """What the model is told of a result: its text, cut to `limit` characters (the rest is kept)."""
+    parts = []
+    for item in result.get("content") or []:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "text":
+            parts.append(str(item.get("text", "")))
+        elif item.get("type") == "resource" and isinstance(item.get("resource"), dict):
+            parts.append(str(item["resource"].get("text") or f"[resource {item['resource'].get('uri', '')}]"))
+        else:
+            parts.append(f"[{item.get('type', 'content')} {item.get('mimeType', '')}]".replace(" ]", "]"))
+    if not parts and result.get("structuredContent") is not None:
+        parts.append(json.dumps(result["structuredContent"]))
+    text = "\n".join(parts)
+    if len(text) > limit:
+        text = f"{text[:limit]}\n[… cut: {len(text) - limit} more characters not shown]"
+    return text

@@ -1,0 +1,99 @@
+"""Alice stops a turn mid-stream or mid-tool-call, and reconnects without losing an event."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from apps.chat.models import Message, Turn
+from tests.chat.conftest import Api, chat_socket, db, seqs
+from tests.llm_server import Reply
+from tests.live_hub import mcp_client
+
+pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
+
+
+async def test_stop_mid_stream_cancels_the_model_call(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
+    llm.script([Reply(text=[f"word{i} " for i in range(200)], chunk_delay=0.05)])
+    async with Api(hub.base_url, alice_hub_token) as api:
+        conversation = await api.new_conversation()
+        async with chat_socket(hub, conversation, alice_hub_token) as chat:
+            await chat.send("message", {"text": "talk a lot"})
+            await chat.until("text")
+            await chat.send("stop")
+            end = await chat.until("end")
+
+    assert end["payload"]["status"] == "stopped"
+    assert await asyncio.to_thread(llm.wait_for_disconnects, 1, 10)
+    turn = await db(lambda: Turn.objects.get(conversation_id=conversation))()
+    assert turn.status == "stopped"
+    # What the user saw streamed is kept as the assistant's (partial) message.
+    saved = await db(lambda: Message.objects.get(conversation_id=conversation, role="assistant").text)()
+    assert saved.startswith("word0") and saved == chat.text()
+
+
+async def test_stop_mid_tool_call_cancels_it_at_the_backend(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
+    async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
+        before = int((await client.call_tool("cancellations", {})).content[0].text)
+    llm.script([Reply(tool_calls=[("c1", "slow", {"seconds": 30})])])
+    async with Api(hub.base_url, alice_hub_token) as api:
+        conversation = await api.new_conversation()
+        async with chat_socket(hub, conversation, alice_hub_token) as chat:
+            await chat.send("message", {"text": "be slow"})
+            await chat.until("status", state="tool")
+            await asyncio.sleep(0.5)
+            await chat.send("stop")
+            end = await chat.until("end")
+            # The conversation is free again: the next message starts a new turn.
+            llm.script([Reply(text=["ok"])])
+            await chat.send("message", {"text": "again"})
+            second = await chat.until("end")
+
+    assert end["payload"]["status"] == "stopped"
+    assert second["payload"]["status"] == "complete"
+    await asyncio.sleep(0.3)
+    async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
+        after = int((await client.call_tool("cancellations", {})).content[0].text)
+    assert after == before + 1
+    # The stopped call is answered in the history the model gets next (providers require it).
+    answered = [m for m in llm.requests[-1]["messages"] if m["role"] == "tool"]
+    assert answered and answered[0]["tool_call_id"] == "c1"
+
+
+async def test_reconnect_with_resume_loses_and_repeats_nothing(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
+    llm.script([Reply(text=[f"w{i} " for i in range(60)], chunk_delay=0.03)])
+    async with Api(hub.base_url, alice_hub_token) as api:
+        conversation = await api.new_conversation()
+        async with chat_socket(hub, conversation, alice_hub_token) as first:
+            await first.send("message", {"text": "stream"})
+            for _ in range(4):
+                await first.next()
+        await asyncio.sleep(0.5)  # events keep coming while nobody listens
+        async with chat_socket(hub, conversation, alice_hub_token) as second:
+            await second.send("resume", {"after": first.events[-1]["seq"]})
+            await second.until("end")
+        async with chat_socket(hub, conversation, alice_hub_token) as third:
+            await third.send("resume", {"after": 0})
+            await third.until("end")
+
+    combined = seqs(first.events) + seqs(second.events)
+    assert combined == list(range(1, len(combined) + 1))
+    assert first.text() + second.text() == "".join(f"w{i} " for i in range(60))
+    assert [(e["seq"], e["type"]) for e in third.events] == [(e["seq"], e["type"]) for e in first.events + second.events]
+
+
+async def test_a_second_message_during_a_turn_is_refused(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
+    llm.script([Reply(text=["slow ", "answer"], delay=1.0)])
+    async with Api(hub.base_url, alice_hub_token) as api:
+        conversation = await api.new_conversation()
+        async with chat_socket(hub, conversation, alice_hub_token) as chat:
+            await chat.send("message", {"text": "first"})
+            await chat.send("message", {"text": "second"})
+            refused = await chat.until("error")
+            posted = await api.client.post(f"/conversations/{conversation}/messages/", json={"text": "third"})
+            await chat.until("end")
+
+    assert refused["seq"] is None and "already running" in refused["payload"]["message"]
+    assert posted.status_code == 409
+    assert await db(lambda: Message.objects.filter(conversation_id=conversation, role="user").count())() == 1
