@@ -20,38 +20,32 @@ def openai(db) -> Provider:
 
 
 @pytest.fixture
-def logged_in(client, admin_user):
-    client.force_login(admin_user)
-    return client
-
-
-@pytest.fixture
 def change_url(openai) -> str:
     return reverse("admin:llm_provider_change", args=[openai.pk])
 
 
-def test_change_page_never_shows_the_key(logged_in, change_url):
-    html = logged_in.get(change_url).content.decode()
+def test_change_page_never_shows_the_key(admin_client, change_url):
+    html = admin_client.get(change_url).content.decode()
 
     assert KEY not in html and "very-secret" not in html
     assert form_data(html)["api_key"] == ""
     assert "stored; type to replace" in html
 
 
-def test_saving_without_typing_a_key_keeps_it(logged_in, change_url, openai):
-    response = submit(logged_in, change_url, {"default_model": "gpt-4.1"})
+def test_saving_without_typing_a_key_keeps_it(admin_client, change_url, openai):
+    response = submit(admin_client, change_url, {"default_model": "gpt-4.1"})
 
     assert response.status_code == 302
     openai.refresh_from_db()
     assert openai.default_model == "gpt-4.1" and openai.api_key == KEY
 
 
-def test_a_typed_key_replaces_it_and_the_box_removes_it(logged_in, change_url, openai):
-    submit(logged_in, change_url, {"api_key": "sk-new"})
+def test_a_typed_key_replaces_it_and_the_box_removes_it(admin_client, change_url, openai):
+    submit(admin_client, change_url, {"api_key": "sk-new"})
     openai.refresh_from_db()
     assert openai.api_key == "sk-new"
 
-    submit(logged_in, change_url, {"clear_api_key": "on"})
+    submit(admin_client, change_url, {"clear_api_key": "on"})
     openai.refresh_from_db()
     assert openai.api_key == ""
 
@@ -65,8 +59,8 @@ def test_the_key_is_encrypted_at_rest(openai):
     assert KEY not in raw and raw.startswith("gAAAA")
 
 
-def test_add_a_provider_in_the_admin(logged_in, alice):
-    response = logged_in.post(reverse("admin:llm_provider_add"), {
+def test_add_a_provider_in_the_admin(admin_client, alice):
+    response = admin_client.post(reverse("admin:llm_provider_add"), {
         "name": "alice-local", "kind": "openai", "base_url": "http://ollama:11434/v1", "default_model": "qwen3",
         "api_key": "", "owner": alice.pk, "is_default": "on",
     })
@@ -76,13 +70,13 @@ def test_add_a_provider_in_the_admin(logged_in, alice):
     assert provider.owner == alice and provider.is_default and provider.api_key == ""
 
 
-def test_test_connection_action_reports_models_or_the_error(logged_in, db):
+def test_test_connection_action_reports_models_or_the_error(admin_client, db):
     with ScriptedLLM(models=["qwen3-8b"], api_key="right") as llm:
         good = services.create_provider(actor=None, name="good", kind="openai", base_url=llm.url, api_key="right",
                                         shared=True)
         bad = services.create_provider(actor=None, name="bad", kind="anthropic", base_url=llm.url, api_key="wrong",
                                        shared=True)
-        response = logged_in.post(reverse("admin:llm_provider_changelist"), {
+        response = admin_client.post(reverse("admin:llm_provider_changelist"), {
             "action": "test_connection", "_selected_action": [good.pk, bad.pk],
         }, follow=True)
 
