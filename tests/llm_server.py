@@ -371,6 +371,8 @@ ANTHROPIC = _Format(
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "ScriptedLLM/1"
+    # Each chunk leaves at once, as from a real streaming server (Nagle + delayed ACK held them ~40 ms).
+    disable_nagle_algorithm = True
 
     @property
     def llm(self) -> ScriptedLLM:
