@@ -17,6 +17,7 @@ from apps.gateway.transport import Gateway  # noqa: E402
 from mcphub import beat  # noqa: E402
 
 mcp_gateway = Gateway()
+beat.start_with_server()
 
 
 class _NoFormParsing:
@@ -40,6 +41,10 @@ def _skip_twisted_form_parsing() -> None:
 
 
 _skip_twisted_form_parsing()
+
+from mcphub import server_guards  # noqa: E402
+
+server_guards.install()
 
 
 async def http_app(scope, receive, send):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
 from datetime import timedelta
 
@@ -15,8 +16,6 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 logger = logging.getLogger(__name__)
-
-FIRST_RUN_DELAY = 5.0  # let start-up finish before the first health check
 
 
 def _interval(schedule: object) -> float | None:
@@ -30,9 +29,14 @@ def _interval(schedule: object) -> float | None:
 async def run_schedule(schedule: dict | None = None) -> None:
     from mcphub.celery import app
 
+    # A web process imports no task module by itself; Celery's own beat and worker load them
+    # (autodiscovery) this way, so the schedule finds every task by name.
+    await sync_to_async(app.loader.import_default_modules, thread_sensitive=False)()
     entries = {name: (entry["task"], _interval(entry["schedule"])) for name, entry in (schedule or settings.CELERY_BEAT_SCHEDULE).items()}
     entries = {name: (task, every) for name, (task, every) in entries.items() if every}
-    due = {name: time.monotonic() + min(FIRST_RUN_DELAY, every) for name, (_, every) in entries.items()}
+    # As `celery beat` does, each entry first runs one interval after start: `./hub run` has just
+    # discovered every server (and recorded its health) before serving.
+    due = {name: time.monotonic() + every for name, (_, every) in entries.items()}
     while entries:
         now = time.monotonic()
         for name in [n for n, at in due.items() if at <= now]:
@@ -53,8 +57,19 @@ _started = False
 
 
 def start_once() -> None:
-    """Start the schedule with the first request (Daphne sends no ASGI lifespan)."""
+    """Start the schedule on the running event loop, once (Daphne sends no ASGI lifespan)."""
     global _started
     if not _started and not settings.REDIS_URL and settings.MCPHUB_EMBEDDED_BEAT:
         _started = True
         asyncio.get_running_loop().create_task(run_schedule(), name="mcphub-embedded-beat")
+
+
+def start_with_server() -> None:
+    """Under Daphne, start as soon as it serves: a hub nobody has visited yet still checks health.
+
+    Other ASGI servers start the schedule with the first request (`start_once` in the app).
+    """
+    reactor = sys.modules.get("twisted.internet.reactor")  # installed by Daphne before loading the app
+    if reactor is not None:
+        # Startup triggers fire before the reactor's asyncio loop runs; a timed call runs on it.
+        reactor.callWhenRunning(reactor.callLater, 0, start_once)

@@ -188,7 +188,8 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
-CELERY_BROKER_URL = REDIS_URL or "memory://"
+# A host in the memory URL, or kombu warns "No hostname was supplied" at the first task.
+CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
 CELERY_RESULT_BACKEND = REDIS_URL or "cache+memory://"
 # Embedded default: tasks run in-process, so one `daphne` is the whole hub.
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
@@ -250,8 +251,12 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # No raw access token in any log line (URLs with /mcp/t/<token>/, headers, tracebacks).
+    "filters": {"redact_tokens": {"()": "apps.accounts.log_filters.RedactTokensFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_tokens"]}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+    # A line per task run ("Task … succeeded") drowns the log at INFO; failures are still logged.
+    "loggers": {"celery.app.trace": {"level": "WARNING"}},
 }
 
 # --- Hub behaviour.

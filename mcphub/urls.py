@@ -12,3 +12,8 @@ urlpatterns = [
     path("api/", include("apps.api.urls")),
     path("", include("apps.web.urls")),
 ]
+
+handler400 = "apps.web.errors.bad_request"
+handler403 = "apps.web.errors.permission_denied"
+handler404 = "apps.web.errors.page_not_found"
+handler500 = "apps.web.errors.server_error"

@@ -1,4 +1,5 @@
-"""Personas: alice owns things, bob is on alice's team, charlie must see nothing of alice's."""
+"""Personas: alice owns things, bob is on alice's team, charlie must see nothing of alice's,
+dave is staff without model permissions."""
 
 from __future__ import annotations
 
@@ -26,6 +27,12 @@ def bob(db) -> User:
 @pytest.fixture
 def charlie(db) -> User:
     return User.objects.create_user("charlie", "charlie@example.com", "charlie-password")
+
+
+@pytest.fixture
+def dave(db) -> User:
+    """Staff (may sign in to the admin) but holds no model permissions: staff alone grants nothing."""
+    return User.objects.create_user("dave", "dave@example.com", "dave-password", is_staff=True)
 
 
 @pytest.fixture

@@ -38,7 +38,7 @@ def _database_url() -> str:
     return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
 
 
-def hub_env(**extra: str) -> dict[str, str]:
+def hub_env(*, embedded: bool = False, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env.update(
         DATABASE_URL=_database_url(),
@@ -48,8 +48,10 @@ def hub_env(**extra: str) -> dict[str, str]:
         MCPHUB_EMBEDDED_BEAT="false",  # periodic health checks would race the tests' own checks
         PYTHONUNBUFFERED="1",
     )
-    if settings.REDIS_URL:
+    if settings.REDIS_URL and not embedded:
         env["REDIS_URL"] = settings.REDIS_URL
+    if embedded:
+        env.pop("REDIS_URL", None)
     env.update(extra)
     return env
 
@@ -109,13 +111,13 @@ def wait_healthy(base_url: str, processes: list[subprocess.Popen], timeout: floa
     raise TimeoutError(f"hub at {base_url} did not become healthy")
 
 
-def wait_for_pool_worker(timeout: float = 60.0) -> None:
+def wait_for_pool_worker(timeout: float = 60.0, *, redis_url: str | None = None) -> None:
     """With REDIS_URL, calls need a live pool worker: wait for one to register its heartbeat."""
     import redis
 
     from apps.connections.worker import DEFAULT_PREFIX, workers_key
 
-    client = redis.Redis.from_url(settings.REDIS_URL)
+    client = redis.Redis.from_url(redis_url or settings.REDIS_URL)
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
@@ -156,3 +158,93 @@ async def mcp_client(url: str, token: str | None, *, mode: str = "legacy", trans
     async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
         async with mcp.Client(streamable_http_client(url, http_client=http), mode=mode, **client_kwargs) as client:
             yield client
+
+
+# --- Fault tests: processes of their own, to kill without harming the session's hub ----------
+
+
+def tagged_processes(tag: str) -> list[int]:
+    """Live pids whose command line carries `tag` (test backends started with `--tag TAG`)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if tag.encode() in argv and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval)
+    return True
+
+
+def start_redis(port: int, data_dir: Path) -> subprocess.Popen:
+    """A throwaway redis-server (never the shared one, which other engineers' tests use)."""
+    args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(data_dir)]
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    assert wait_for(lambda: _accepts(port), 10), "redis-server did not start"
+    return process
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def start_private_hub(log_dir: Path, *, redis_url: str | None, worker: bool = True, **extra: str) -> HubProcesses:
+    """Daphne (+ a Celery worker when `redis_url`), on the test database, for a test to break.
+
+    `redis_url=None` is the embedded shape. A private Redis (`start_redis`) keeps the worker
+    out of the session hub's routing: each worker serves the web processes of its own Redis.
+    """
+    log_dir.mkdir(parents=True, exist_ok=True)
+    env = hub_env(embedded=redis_url is None, MCPHUB_DATA_DIR=str(log_dir), **extra)
+    if redis_url:
+        env["REDIS_URL"] = redis_url
+    port = free_port()
+    processes = [start_web(port, env, log_dir)]
+    if redis_url and worker:
+        processes.append(start_worker(env, log_dir))
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base_url, processes)
+        if redis_url and worker:
+            wait_for_pool_worker(redis_url=redis_url)
+    except BaseException:
+        stop(processes)
+        raise
+    return HubProcesses(base_url, processes, log_dir)
+
+
+class HttpBackend:
+    """tests/servers/echo.py over Streamable HTTP on a fixed port, to stop and restart."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> HttpBackend:
+        args = [sys.executable, str(SERVERS / "echo.py"), "http", str(self.port)]
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        assert wait_for(lambda: _accepts(self.port), 30), "the echo HTTP backend did not start"
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()

@@ -104,6 +104,7 @@ class ScriptedLLM:
         self.received: list[Received] = []
         self.disconnects = 0
         self.unscripted = 0
+        self.active = 0  # replies being answered right now
         self._script: list[Reply] = []
         self._lock = threading.Condition()
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
@@ -163,6 +164,10 @@ class ScriptedLLM:
             self.received.append(received)
             if received.method == "POST":
                 self.requests.append(received.body)
+
+    def answering(self, delta: int) -> None:
+        with self._lock:
+            self.active += delta
 
     def client_gone(self) -> None:
         with self._lock:
@@ -407,6 +412,7 @@ class _Handler(BaseHTTPRequestHandler):
         return False
 
     def _answer(self, fmt: _Format, reply: Reply, body: dict) -> None:
+        self.llm.answering(+1)
         try:
             self._pause(reply.delay)
             if reply.drop:
@@ -421,6 +427,8 @@ class _Handler(BaseHTTPRequestHandler):
         except ClientGone:
             self.close_connection = True
             self.llm.client_gone()
+        finally:
+            self.llm.answering(-1)
 
     def _stream(self, chunks: Iterator[bytes], reply: Reply) -> None:
         self.send_response(200)

@@ -85,17 +85,17 @@ class AccessTokenAdmin(admin.ModelAdmin):
     add_form = AccessTokenIssueForm
     created_template = "admin/accounts/accesstoken/token_created.html"
     list_display = (
-        "user", "name", "display_prefix", "endpoint", "created_at", "last_used_at", "expires_at", "revoked_at",
-        "is_active",
+        "user", "name", "display_prefix", "scope", "endpoint", "created_at", "last_used_at", "expires_at",
+        "revoked_at", "is_active",
     )
-    list_filter = (TokenStateFilter,)
+    list_filter = (TokenStateFilter, "scope")
     list_select_related = ("user", "endpoint")
     search_fields = ("name", "prefix", "user__username", "user__email")
     autocomplete_fields = ("user", "endpoint")
     actions = ("revoke_selected",)
-    change_fields = ("user", "name", "display_prefix", "endpoint", "expires_at")
+    change_fields = ("user", "name", "display_prefix", "scope", "endpoint", "expires_at")
     change_readonly_fields = (
-        "user", "display_prefix", "endpoint", "created_at", "last_used_at", "revoked_at", "is_active",
+        "user", "display_prefix", "scope", "endpoint", "created_at", "last_used_at", "revoked_at", "is_active",
     )
 
     def get_form(self, request: HttpRequest, obj: AccessToken | None = None, **kwargs):
@@ -116,7 +116,7 @@ class AccessTokenAdmin(admin.ModelAdmin):
             super().save_model(request, obj, form, change)
             return
         token, raw = create_access_token(
-            user=obj.user, name=obj.name, endpoint=obj.endpoint, expires_at=obj.expires_at
+            user=obj.user, name=obj.name, endpoint=obj.endpoint, scope=obj.scope, expires_at=obj.expires_at
         )
         # The admin logs and answers about `obj`: make it the row the service created.
         obj.pk = token.pk

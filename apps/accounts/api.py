@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import exceptions, mixins, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -15,7 +15,7 @@ from apps.accounts.serializers import (
     CreatedAccessTokenSerializer,
     TeamSerializer,
 )
-from apps.accounts.services import create_access_token, create_team, revoke_access_token
+from apps.accounts.services import TokenTooBroad, create_access_token, create_team, revoke_access_token
 
 
 class AccessTokenViewSet(
@@ -35,12 +35,20 @@ class AccessTokenViewSet(
         data = AccessTokenCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         endpoint = self._own_endpoint(data.validated_data["endpoint"])
-        token, raw = create_access_token(
-            user=request.user,
-            name=data.validated_data["name"],
-            endpoint=endpoint,
-            expires_at=data.validated_data["expires_at"],
-        )
+        issuer = request.auth if isinstance(request.auth, AccessToken) else None
+        try:
+            token, raw = create_access_token(
+                user=request.user,
+                name=data.validated_data["name"],
+                endpoint=endpoint,
+                scope=data.validated_data["scope"],
+                expires_at=data.validated_data["expires_at"],
+                issued_by=issuer,
+            )
+        except TokenTooBroad as exc:
+            raise exceptions.PermissionDenied(str(exc)) from None
+        except ValueError as exc:
+            raise serializers.ValidationError({"scope": [str(exc)]}) from None
         token.token = raw
         return Response(CreatedAccessTokenSerializer(token).data, status=status.HTTP_201_CREATED)
 

@@ -6,7 +6,7 @@ from django import forms
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.utils import timezone
 
-from apps.accounts.models import AccessToken, User
+from apps.accounts.models import AccessToken, TokenScope, User
 
 
 class HubUserCreationForm(AdminUserCreationForm):
@@ -24,7 +24,14 @@ class AccessTokenIssueForm(forms.ModelForm):
 
     class Meta:
         model = AccessToken
-        fields = ("user", "name", "endpoint", "expires_at")
+        fields = ("user", "name", "scope", "endpoint", "expires_at")
+        help_texts = {"scope": "MCP tokens reach MCP endpoints only (the endpoint named, or all of the user's); "
+                               "API tokens reach the REST API only."}
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # Left empty: MCP-only for a token naming an endpoint, else full (the service's defaults).
+        self.fields["scope"].required = False
 
     def clean_expires_at(self):
         expires_at = self.cleaned_data["expires_at"]
@@ -35,6 +42,10 @@ class AccessTokenIssueForm(forms.ModelForm):
     def clean(self) -> dict:
         cleaned = super().clean()
         user, endpoint = cleaned.get("user"), cleaned.get("endpoint")
+        if not cleaned.get("scope"):
+            cleaned["scope"] = TokenScope.MCP if endpoint is not None else TokenScope.FULL
         if user is not None and endpoint is not None and endpoint.owner_id != user.pk:
             self.add_error("endpoint", f"This endpoint belongs to {endpoint.owner}, not to {user}.")
+        if endpoint is not None and cleaned.get("scope") != TokenScope.MCP:
+            self.add_error("endpoint", "Only an MCP token can name an endpoint; leave it empty for an API token.")
         return cleaned

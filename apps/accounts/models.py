@@ -47,11 +47,32 @@ class AccessTokenQuerySet(models.QuerySet):
         )
 
 
+class TokenScope(models.TextChoices):
+    """What a token may do. Endpoint-scoped tokens sit in client URLs, so they must never be
+    account credentials: MCP tokens reach MCP endpoints only, API tokens the REST API only."""
+
+    MCP = "mcp", "MCP only"
+    API_READ = "api_read", "API read-only"
+    API_WRITE = "api_write", "API read-write"
+    # What every token without an endpoint could do before scopes existed; kept for those tokens.
+    FULL = "full", "Full (API read-write and MCP)"
+
+
+# The rights each scope carries; a token may only create tokens whose rights are a subset of its own.
+SCOPE_RIGHTS: dict[str, frozenset[str]] = {
+    TokenScope.MCP: frozenset({"mcp"}),
+    TokenScope.API_READ: frozenset({"api_read"}),
+    TokenScope.API_WRITE: frozenset({"api_read", "api_write"}),
+    TokenScope.FULL: frozenset({"api_read", "api_write", "mcp"}),
+}
+
+
 class AccessToken(models.Model):
     """A bearer token: only its prefix (for lookup) and an HMAC digest are stored.
 
-    The raw value is shown once at creation. A token may be scoped to one endpoint, which also
-    lets it sit in the URL for clients that cannot set headers.
+    The raw value is shown once at creation. Its `scope` says where it works (see TokenScope);
+    an MCP token may name one endpoint, which also lets it sit in the URL for clients that
+    cannot set headers.
     """
 
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="access_tokens")
@@ -62,6 +83,7 @@ class AccessToken(models.Model):
     endpoint = models.ForeignKey(
         "toolsets.Endpoint", null=True, blank=True, on_delete=models.CASCADE, related_name="tokens"
     )
+    scope = models.CharField(max_length=10, choices=TokenScope.choices, default=TokenScope.FULL)
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     rate_limit_per_minute = models.PositiveIntegerField(
@@ -74,9 +96,33 @@ class AccessToken(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(endpoint__isnull=True) | models.Q(scope=TokenScope.MCP),
+                name="only_mcp_tokens_name_an_endpoint",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"
+
+    @property
+    def rights(self) -> frozenset[str]:
+        return SCOPE_RIGHTS[self.scope]
+
+    def allows_api(self, *, write: bool) -> bool:
+        return ("api_write" if write else "api_read") in self.rights
+
+    @property
+    def allows_mcp(self) -> bool:
+        return "mcp" in self.rights
+
+    @property
+    def scope_label(self) -> str:
+        """How pages and listings name what this token reaches."""
+        if self.scope == TokenScope.MCP:
+            return f"MCP: {self.endpoint.slug}" if self.endpoint_id else "MCP: all your endpoints"
+        return self.get_scope_display()
 
     @property
     def is_active(self) -> bool:

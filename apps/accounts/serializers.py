@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from apps.accounts.models import AccessToken, Membership, Team
+from apps.accounts.models import AccessToken, Membership, Team, TokenScope
 
 
 class AccessTokenSerializer(serializers.ModelSerializer):
@@ -14,7 +14,7 @@ class AccessTokenSerializer(serializers.ModelSerializer):
     class Meta:
         model = AccessToken
         fields = [
-            "id", "name", "prefix", "endpoint", "created_at", "expires_at", "last_used_at", "revoked_at", "is_active",
+            "id", "name", "prefix", "scope", "endpoint", "created_at", "expires_at", "last_used_at", "revoked_at", "is_active",
         ]
         read_only_fields = fields
 
@@ -23,6 +23,11 @@ class AccessTokenCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     # Resolved against the caller's own endpoints by the view.
     endpoint = serializers.SlugField(max_length=64, required=False, allow_null=True, default=None)
+    scope = serializers.ChoiceField(
+        choices=TokenScope.choices, required=False, allow_null=True, default=None,
+        help_text="mcp (MCP endpoints only; the default when `endpoint` is given), api_read, api_write, or full. "
+        "A token can only create tokens within its own scope.",
+    )
     expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
 
 

@@ -8,10 +8,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.accounts import tokens
-from apps.accounts.models import AccessToken, Membership, Team, User
+from apps.accounts.models import AccessToken, Membership, Team, TokenScope, User
 
 # Writing last_used_at on every call would turn each MCP request into a DB write.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+class TokenTooBroad(ValueError):
+    """A token tried to create a token that could do more, or live longer, than itself."""
 
 
 @transaction.atomic
@@ -20,12 +24,26 @@ def create_access_token(
     user: User,
     name: str = "",
     endpoint=None,
+    scope: str | None = None,
     expires_at: datetime | None = None,
     rate_limit_per_minute: int | None = None,
+    issued_by: AccessToken | None = None,
 ) -> tuple[AccessToken, str]:
-    """Create a token; the raw value is returned here and nowhere else, ever."""
+    """Create a token; the raw value is returned here and nowhere else, ever.
+
+    `scope` defaults to MCP-only for a token naming an endpoint, else to full rights (what a
+    signed-in user or an admin may hand out). `issued_by` is the token making this request, if a
+    token is: the new one may not reach further nor live longer than it.
+    """
+    scope = scope or (TokenScope.MCP if endpoint is not None else TokenScope.FULL)
+    if scope not in TokenScope.values:
+        raise ValueError(f"Unknown token scope {scope!r}; choose one of {', '.join(TokenScope.values)}.")
     if endpoint is not None and endpoint.owner_id != user.pk:
         raise ValueError("A token can only be scoped to one of its user's own endpoints.")
+    if endpoint is not None and scope != TokenScope.MCP:
+        raise ValueError("Only an MCP token can name an endpoint; API tokens reach the REST API only.")
+    if issued_by is not None:
+        _check_not_broader(issued_by, scope=scope, endpoint=endpoint, expires_at=expires_at)
     raw = tokens.generate()
     token = AccessToken.objects.create(
         user=user,
@@ -33,10 +51,23 @@ def create_access_token(
         prefix=raw.prefix,
         digest=tokens.digest(raw.value),
         endpoint=endpoint,
+        scope=scope,
         expires_at=expires_at,
         rate_limit_per_minute=rate_limit_per_minute,
     )
     return token, raw.value
+
+
+def _check_not_broader(issuer: AccessToken, *, scope: str, endpoint, expires_at: datetime | None) -> None:
+    wanted = AccessToken(scope=scope).rights
+    if not wanted <= issuer.rights:
+        raise TokenTooBroad(
+            f"A token with scope '{issuer.scope}' cannot create a '{scope}' token: it would reach further than itself."
+        )
+    if "mcp" in wanted and issuer.endpoint_id is not None and (endpoint is None or endpoint.pk != issuer.endpoint_id):
+        raise TokenTooBroad("This token reaches one endpoint only, so it can only create tokens for that endpoint.")
+    if issuer.expires_at is not None and (expires_at is None or expires_at > issuer.expires_at):
+        raise TokenTooBroad("This token expires; a token it creates must expire no later than it does.")
 
 
 def authenticate_token(raw: str) -> AccessToken | None:

@@ -37,3 +37,23 @@ def parse_prefix(raw: str) -> str | None:
 
 def matches(raw: str, stored_digest: str) -> bool:
     return hmac.compare_digest(digest(raw), stored_digest)
+
+
+# Raw tokens must never reach a log: anywhere a URL or header may be written, pass it through
+# `redact`, which keeps only the (non-secret) lookup prefix, enough to tell tokens apart.
+_RAW_TOKEN_RE = re.compile(r"mcphub_(?P<prefix>[a-z0-9]{10})_[A-Za-z0-9_-]{32,64}")
+_URL_TOKEN_RE = re.compile(r"/mcp/t/(?P<token>[^/\s?#\"']+)")
+REDACTED = "…"
+
+
+def redact(text: str) -> str:
+    """`text` with every raw token, and every token-in-URL segment (well-formed or not), redacted."""
+    if "/mcp/t/" not in text and "mcphub_" not in text:
+        return text
+    text = _URL_TOKEN_RE.sub(lambda m: f"/mcp/t/{_short(m['token'])}", text)
+    return _RAW_TOKEN_RE.sub(lambda m: f"mcphub_{m['prefix']}_{REDACTED}", text)
+
+
+def _short(raw: str) -> str:
+    prefix = parse_prefix(raw)
+    return f"mcphub_{prefix}_{REDACTED}" if prefix else REDACTED

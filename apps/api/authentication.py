@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from rest_framework import authentication, exceptions
+from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
 from apps.accounts.models import AccessToken, User
@@ -14,7 +14,9 @@ class HubTokenAuthentication(authentication.BaseAuthentication):
     """Authenticates a request by a hub access token; `request.auth` is the AccessToken row.
 
     A request without a Bearer header falls through to the next class (session); a Bearer header
-    with a wrong, revoked or expired token is refused outright, never silently anonymous.
+    with a wrong, revoked or expired token is refused outright, never silently anonymous. The
+    token's scope is enforced here, once for every view: an MCP token is no REST credential at
+    all, and a read-only API token may only read.
     """
 
     keyword = "Bearer"
@@ -28,10 +30,22 @@ class HubTokenAuthentication(authentication.BaseAuthentication):
         token = authenticate_token(header[1].decode("latin-1"))
         if token is None:
             raise exceptions.AuthenticationFailed("Invalid, expired or revoked token.")
+        _check_scope(token, request)
         return token.user, token
 
     def authenticate_header(self, request: Request) -> str:
         return f'{self.keyword} realm="mcphub"'
+
+
+def _check_scope(token: AccessToken, request: Request) -> None:
+    write = request.method not in permissions.SAFE_METHODS
+    if token.allows_api(write=write):
+        return
+    if not token.allows_api(write=False):
+        raise exceptions.PermissionDenied(
+            "This token is for MCP endpoints only. Create a token with an API scope (api_read or api_write) for the REST API."
+        )
+    raise exceptions.PermissionDenied("This token is read-only (api_read): it cannot change anything.")
 
 
 class HubTokenScheme(OpenApiAuthenticationExtension):

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from django.template.defaultfilters import truncatechars
@@ -15,6 +16,7 @@ from django.utils.html import format_html, format_html_join
 from django.views.decorators.debug import sensitive_post_parameters
 
 from apps.catalog import operations
+from apps.catalog.permissions import may_touch_stdio
 from apps.catalog.forms import McpServerForm
 from apps.catalog.models import McpServer, Prompt, Resource, ResourceTemplate, Tool
 
@@ -64,22 +66,47 @@ class McpServerAdmin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[McpServer]:
         return super().get_queryset(request).annotate(tool_count=Count("tools"))
 
+    def get_form(self, request: HttpRequest, obj: McpServer | None = None, change: bool = False, **kwargs: Any):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.may_define_stdio = may_touch_stdio(request.user)
+        return form
+
+    def has_change_permission(self, request: HttpRequest, obj: McpServer | None = None) -> bool:
+        # Without the stdio permission a stdio server is read-only (still viewable with `view`).
+        return super().has_change_permission(request, obj) and not self._stdio_locked(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: McpServer | None = None) -> bool:
+        return super().has_delete_permission(request, obj) and not self._stdio_locked(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
+        # The bulk "delete selected" action asks has_delete_permission without a row: check them here.
+        if not may_touch_stdio(request.user) and queryset.filter(transport=McpServer.Transport.STDIO).exists():
+            raise PermissionDenied("Deleting stdio servers needs the 'manage stdio servers' permission.")
+        super().delete_queryset(request, queryset)
+
+    def _stdio_locked(self, request: HttpRequest, obj: McpServer | None) -> bool:
+        return obj is not None and obj.transport == McpServer.Transport.STDIO and not may_touch_stdio(request.user)
+
     @method_decorator(sensitive_post_parameters("env", "headers"))
     def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any):
         # Error reports (500 mails, Sentry) must not carry the secrets an admin just typed.
         return super().changeform_view(request, *args, **kwargs)
 
+    def save_model(self, request: HttpRequest, obj: McpServer, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        operations.discover_if_due(servers=[obj])
+
     def get_fieldsets(self, request: HttpRequest, obj: McpServer | None = None):
         # A server not yet saved has no health, pool state or tools to show.
         return self.fieldsets if obj else self.fieldsets[:-3]
 
-    @admin.action(description="Discover now")
+    @admin.action(description="Discover now", permissions=("change",))
     def discover_now(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
         for server in queryset:
             outcome = operations.discover_now(server=server)
             self.message_user(request, str(outcome), messages.SUCCESS if outcome.ok else messages.ERROR)
 
-    @admin.action(description="Test connection")
+    @admin.action(description="Test connection", permissions=("change",))
     def test_connection(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
         levels = {"healthy": messages.SUCCESS, "degraded": messages.WARNING, "down": messages.ERROR}
         for server in queryset:

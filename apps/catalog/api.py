@@ -1,42 +1,40 @@
-"""REST API for MCP servers: everyone lists what they may see; staff define them.
-
-A stdio server runs a command on the worker host, so only staff may create one. When
-`MCPHUB_USERS_MAY_ADD_SERVERS` is on, other users may add remote servers private to themselves.
+"""REST API for MCP servers: everyone lists what they may see; writes follow Django's model
+permissions (see apps/catalog/permissions.py), stdio servers need their own permission.
 """
 
 from __future__ import annotations
 
 import django_filters
-from django.conf import settings
 from django.db.models import Count, QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.catalog import operations
+from apps.catalog import operations, permissions as server_permissions
 from apps.catalog.models import McpServer
 from apps.catalog.selectors import visible_servers
 from apps.catalog.serializers import ServerSerializer
 
 
-def users_may_add_servers() -> bool:
-    return bool(getattr(settings, "MCPHUB_USERS_MAY_ADD_SERVERS", False))
-
-
 class ServerPermission(permissions.BasePermission):
-    message = "Only staff may change servers."
+    """Django model permissions on servers (add, change, delete; test and discover count as
+    change), the stdio permission for stdio servers, and a user's own private servers."""
+
+    message = "You do not have permission to change this server."
 
     def has_permission(self, request: Request, view) -> bool:
-        if request.method in permissions.SAFE_METHODS or request.user.is_staff:
-            return True
-        return users_may_add_servers()
+        if request.method in permissions.SAFE_METHODS or getattr(view, "action", None) != "create":
+            return True  # reads are scoped by the queryset; writes to a row are checked on the row
+        return server_permissions.may_add_server(request.user)
 
     def has_object_permission(self, request: Request, view, obj: McpServer) -> bool:
-        if request.method in permissions.SAFE_METHODS or request.user.is_staff:
+        if request.method in permissions.SAFE_METHODS:
             return True
-        return obj.visibility == McpServer.Visibility.PRIVATE and obj.owner_id == request.user.pk
+        wanted = server_permissions.DELETE if view.action == "destroy" else server_permissions.CHANGE
+        return server_permissions.may_write_server(request.user, obj, permission=wanted)
 
 
 class HealthSerializer(serializers.Serializer):
@@ -92,14 +90,10 @@ class ServerViewSet(viewsets.ModelViewSet):
         )
 
     def perform_create(self, serializer: ServerSerializer) -> None:
-        server = serializer.save()
-        operations.request_discovery(server_ids=[server.pk])
+        operations.discover_if_due(servers=[serializer.save()])
 
     def perform_update(self, serializer: ServerSerializer) -> None:
-        before = serializer.instance.config_hash
-        server = serializer.save()
-        if server.config_hash != before:  # new connection config: its catalog may differ too
-            operations.request_discovery(server_ids=[server.pk])
+        operations.discover_if_due(servers=[serializer.save()])
 
     @extend_schema(request=None, responses=HealthSerializer)
     @action(detail=True, methods=["post"])
@@ -116,7 +110,10 @@ class ServerViewSet(viewsets.ModelViewSet):
         return Response(DiscoveryOutcomeSerializer(outcome).data)
 
     @extend_schema(responses=LiveStateSerializer)
-    @action(detail=True, methods=["get"], permission_classes=[permissions.IsAdminUser])
+    @action(detail=True, methods=["get"])
     def live(self, request: Request, name: str) -> Response:
-        """Staff: the backend's recent stderr and its pool counters (never starts a backend)."""
+        """The backend's recent stderr and its pool counters (never starts a backend); for those
+        who may change the server, as stderr can carry what the server prints about its config."""
+        if not server_permissions.may_write_server(request.user, self.get_object()):
+            raise PermissionDenied("You do not have permission to see this server's live state.")
         return Response(LiveStateSerializer(operations.live_state(server_name=self.get_object().name)).data)

@@ -155,9 +155,20 @@ class McpServerForm(forms.ModelForm):
         help_text=f"One Header-Name=value per line (e.g. Authorization=Bearer …); {MASK} keeps a stored value.",
     )
 
+    # Set per request by the admin: whether the editing user holds the stdio permission.
+    may_define_stdio = False
+
     class Meta:
         model = McpServer
         fields = "__all__"
+
+    def clean_transport(self) -> str:
+        transport = self.cleaned_data["transport"]
+        if transport == McpServer.Transport.STDIO and not self.may_define_stdio:
+            raise ValidationError(
+                "Defining a stdio server needs the 'manage stdio servers' permission: it runs a command on the hub's host."
+            )
+        return transport
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

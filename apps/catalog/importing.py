@@ -6,15 +6,16 @@ transaction: a file with one bad entry changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from apps.accounts.models import Team, User
+from apps.catalog import operations
 from apps.catalog.mcp_json import (
     McpJsonError,
     ServerConfig,
@@ -22,6 +23,7 @@ from apps.catalog.mcp_json import (
     env_placeholder,
     header_placeholder,
     normalize_server_name,
+    parse_mcp_json,
     render_mcp_json,
 )
 from apps.catalog.models import McpServer
@@ -78,11 +80,13 @@ def import_servers(
     owner: User | None = None,
     team: Team | None = None,
     dry_run: bool = False,
+    discover: bool = True,
 ) -> list[ServerChange]:
     """Create or update one server per config, matched by name; all or nothing.
 
     `owner` makes the servers private to that user, `team` shares them with that team, neither
     makes them global. An existing server of another scope is an error, not a silent move.
+    Servers created or changed are discovered after commit (`discover=False`: the caller will).
     Raises McpJsonError listing every entry that cannot be saved.
     """
     scope = _Scope.of(owner=owner, team=team)
@@ -93,10 +97,34 @@ def import_servers(
         if errors:
             raise McpJsonError(errors)
         if not dry_run:
-            for server, change, _ in plans:
-                if change.action != "unchanged":
-                    server.save()
+            saved = [server for server, change, _ in plans if change.action != "unchanged"]
+            for server in saved:
+                server.save()
+            if discover:
+                operations.discover_if_due(servers=saved)
     return [change for _, change, _ in plans]
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    changes: list[ServerChange]
+    warnings: tuple[str, ...] = ()
+
+
+def import_mcp_json(
+    *, text: str, environ: Mapping[str, str], owner: User | None = None, team: Team | None = None, dry_run: bool = False
+) -> ImportResult:
+    """Parse a whole config's text and import it (or plan it, `dry_run`): the pages' way in.
+
+    `environ` expands `${VAR}` placeholders; raises McpJsonError naming every problem.
+    """
+    parsed = parse_mcp_json(text, environ=environ)
+    try:
+        changes = import_servers(configs=parsed.servers, owner=owner, team=team, dry_run=dry_run)
+    except IntegrityError as exc:
+        # Someone else wrote a server of the same name meanwhile; the transaction rolled back.
+        raise McpJsonError([f"a concurrent change got in the way ({exc}); try again"]) from None
+    return ImportResult(changes=changes, warnings=parsed.warnings)
 
 
 def _plan(

@@ -72,6 +72,8 @@ class McpServer(TimeStampedModel):
 
     class Meta:
         ordering = ["name"]
+        # A stdio server's command runs on the worker host: only superusers hold this by default.
+        permissions = [("manage_stdio_server", "Can define or change stdio servers (runs commands on the hub's host)")]
         constraints = [
             models.CheckConstraint(
                 condition=~models.Q(transport="stdio") | ~models.Q(command=""),
@@ -91,6 +93,14 @@ class McpServer(TimeStampedModel):
         config = {field: getattr(self, field) for field in CONNECTION_FIELDS}
         return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
 
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        server = super().from_db(db, field_names, values)
+        # A row read with .only()/.defer() lacks them; touching one here would reload it (recursively).
+        if not {"config_hash", "enabled"} & server.get_deferred_fields():
+            server._stored = (server.config_hash, server.enabled)
+        return server
+
     def save(self, *args, **kwargs) -> None:
         # Derived state kept in step with the row, so any writer (admin, API, import) hot-reloads.
         self.config_hash = self.compute_config_hash()
@@ -98,6 +108,9 @@ class McpServer(TimeStampedModel):
         if update_fields is not None and set(update_fields) & set(CONNECTION_FIELDS):
             kwargs["update_fields"] = {*update_fields, "config_hash"}
         super().save(*args, **kwargs)
+        # New, newly enabled, or connecting differently: what it offers is unknown until discovered.
+        self.discovery_due = self.enabled and getattr(self, "_stored", None) != (self.config_hash, True)
+        self._stored = (self.config_hash, self.enabled)
 
     def to_spec(self) -> ServerSpec:
         """The plain connection recipe the pool understands (secrets decrypted here, in memory only)."""

@@ -162,7 +162,18 @@ def request_discovery(*, server_ids: Iterable[int]) -> None:
     from apps.catalog.tasks import discover_server
 
     ids = list(server_ids)
+    if not ids:
+        return
     transaction.on_commit(lambda: [discover_server.delay(server_id) for server_id in ids])
+
+
+def discover_if_due(*, servers: Iterable[McpServer]) -> None:
+    """After saving servers: discover those new, re-enabled or connecting differently (after commit).
+
+    The admin, the API and imports call this, so a server added anywhere shows its tools (or why
+    it has none) without waiting for the periodic re-discovery.
+    """
+    request_discovery(server_ids=[server.pk for server in servers if getattr(server, "discovery_due", False)])
 
 
 def request_rediscovery(*, server_name: str) -> bool:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 
 from apps.catalog.models import McpServer, Tool
+from apps.catalog.permissions import sees_every_server
 
 
 def visible_servers(user) -> QuerySet[McpServer]:
-    """Servers `user` may see: all for staff; else global, their teams', and their own private ones."""
+    """Servers `user` may see: all with the model's view permission (as in the admin); else
+    global ones, their teams', and their own private ones."""
     servers = McpServer.objects.all()
-    if user.is_staff:
+    if sees_every_server(user):
         return servers
     return servers.filter(
         Q(visibility=McpServer.Visibility.GLOBAL)

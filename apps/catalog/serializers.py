@@ -8,6 +8,7 @@ from rest_framework.exceptions import PermissionDenied
 
 from apps.accounts.models import Team, User
 from apps.catalog.models import McpServer
+from apps.catalog.permissions import ServerWriteRefused, writable_attrs
 
 
 class ServerSerializer(serializers.ModelSerializer):
@@ -56,14 +57,11 @@ class ServerSerializer(serializers.ModelSerializer):
         return attrs
 
     def _scoped(self, attrs: dict) -> dict:
-        """Non-staff writers get remote servers private to themselves, whatever they asked for."""
-        user = self.context["request"].user
-        if user.is_staff:
-            return attrs
-        transport = attrs.get("transport", self.instance.transport if self.instance else McpServer.Transport.STDIO)
-        if transport == McpServer.Transport.STDIO:
-            raise PermissionDenied("Only staff may define stdio servers: they run commands on the hub's host.")
-        return {**attrs, "visibility": McpServer.Visibility.PRIVATE, "owner": user, "team": None}
+        """Writers without model permissions get remote servers private to themselves."""
+        try:
+            return writable_attrs(self.context["request"].user, attrs, instance=self.instance)
+        except ServerWriteRefused as exc:
+            raise PermissionDenied(str(exc)) from None
 
     def _current(self) -> dict:
         if self.instance is None:

@@ -212,9 +212,7 @@ def _digest(path: Path) -> str | None:
 
 
 def _after_import(path: Path, changes: list[ServerChange]) -> None:
-    changed = [c for c in changes if c.action != "unchanged"]
-    for change in changed:
-        logger.info("%s: %s", path, change)
-    names = [c.name for c in changed]
-    ids = McpServer.objects.filter(name__in=names, enabled=True).values_list("pk", flat=True)
-    operations.request_discovery(server_ids=ids)
+    # The import itself has the servers it changed discovered.
+    for change in changes:
+        if change.action != "unchanged":
+            logger.info("%s: %s", path, change)

@@ -1,9 +1,14 @@
 """Restart backoff and a circuit breaker, per backend.
 
 Failures (start errors, crashes, hangs) count up; a successful request resets them.
-Each restart waits `base * 2**(failures-1)` (capped). From `threshold` consecutive
-failures on, the circuit opens: calls fail fast for `open_seconds` (doubling each time
-a half-open trial fails, capped), then one trial start is let through.
+The next start may run `retry_min` after a failure at first, then after `retry_ratio` of
+the outage so far (capped at `retry_max`): a backend that was down 5 s is tried again
+within ~1.3 s of each failure, one down for an hour every `retry_max`. So recovery costs
+a fraction of the outage, and a long outage costs few trial starts.
+
+Below `threshold` consecutive failures a caller waits for that retry (a crash is
+restarted transparently); from `threshold` on the circuit is open: until the retry is
+due, calls fail fast with the last error, then one trial start is let through (half-open).
 """
 
 from __future__ import annotations
@@ -17,11 +22,10 @@ from apps.connections.errors import ServerUnavailable
 
 @dataclass(frozen=True)
 class BreakerPolicy:
-    threshold: int = 5
-    backoff_base: float = 0.25
-    backoff_max: float = 30.0
-    open_seconds: float = 30.0
-    open_max: float = 600.0
+    threshold: int = 3
+    retry_min: float = 0.1
+    retry_ratio: float = 0.25
+    retry_max: float = 30.0
 
 
 class Breaker:
@@ -30,44 +34,48 @@ class Breaker:
         self.policy = policy
         self.failures = 0
         self.last_error = ""
-        self._last_failure_at = 0.0
-        self._open_until = 0.0
+        self._first_failure_at = 0.0
+        self._retry_at = 0.0
 
     @property
     def state(self) -> str:
         if self.failures < self.policy.threshold:
             return "closed"
-        return "open" if time.monotonic() < self._open_until else "half-open"
+        return "open" if time.monotonic() < self._retry_at else "half-open"
 
     def check(self) -> None:
         """Raise while the circuit is open, so a dead backend costs callers nothing."""
-        remaining = self._open_until - time.monotonic()
+        remaining = self._retry_at - time.monotonic()
         if self.failures >= self.policy.threshold and remaining > 0:
             raise ServerUnavailable(
                 self.server,
-                f"server {self.server!r} is unavailable (circuit open, retry in {math.ceil(remaining)}s): "
+                f"server {self.server!r} is unavailable (circuit open, retry in {_seconds(remaining)}): "
                 f"{self.last_error}",
             )
 
     def start_delay(self) -> float:
-        if self.failures == 0 or self.failures >= self.policy.threshold:
-            return 0.0  # the open period already spaced the half-open trial out
-        backoff = min(self.policy.backoff_base * 2 ** (self.failures - 1), self.policy.backoff_max)
-        return max(0.0, self._last_failure_at + backoff - time.monotonic())
+        if self.failures >= self.policy.threshold:
+            return 0.0  # `check` already spaced the half-open trial out
+        return max(0.0, self._retry_at - time.monotonic())
 
     def record_failure(self, error: str) -> None:
+        now = time.monotonic()
+        if self.failures == 0:
+            self._first_failure_at = now
         self.failures += 1
         self.last_error = error
-        self._last_failure_at = time.monotonic()
-        over = self.failures - self.policy.threshold
-        if over >= 0:
-            period = min(self.policy.open_seconds * 2**over, self.policy.open_max)
-            self._open_until = self._last_failure_at + period
+        outage = now - self._first_failure_at
+        wait = min(max(self.policy.retry_min, outage * self.policy.retry_ratio), self.policy.retry_max)
+        self._retry_at = now + wait
 
     def record_success(self) -> None:
         self.failures = 0
-        self._open_until = 0.0
+        self._retry_at = 0.0
 
     def reset(self) -> None:
         self.record_success()
         self.last_error = ""
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f}s" if value < 10 else f"{math.ceil(value)}s"

@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 
 from apps.connections.breaker import Breaker, BreakerPolicy
 from apps.connections.discovery import Discovery, collect_pages
-from apps.connections.errors import CallTimeout, ServerCrashed, ServerUnavailable
+from apps.connections.errors import CallTimeout, PoolError, ServerCrashed, ServerUnavailable
 from apps.connections.hooks import NotificationHook, ProgressFn, Relay
 from apps.connections.session import Connection, call_tool_raw
 from apps.connections.specs import ServerSpec
@@ -42,6 +42,7 @@ class PoolOptions:
     idle_timeout: float = 600.0
     default_timeout: float = 60.0
     connect_timeout: float = 30.0
+    retry_wait: float = 0.5  # after a failed start, how long a call waits for the retry before failing fast
     probe_timeout: float = 5.0
     shutdown_grace: float = 2.0
     drain_timeout: float = 120.0
@@ -74,8 +75,14 @@ class _Server:
         self.failures = 0
         self.calls = 0
         self.last_failure_at = 0.0
-        self.last_start_error: BaseException | None = None
+        self.last_start_error: PoolError | None = None  # until a start succeeds
+        self.starter: asyncio.Task[Connection] | None = None
         self.config_hash = ""
+
+    def start_finished(self, task: asyncio.Task[Connection]) -> None:
+        self.starter = None
+        if not task.cancelled():
+            task.exception()  # retrieved: a start whose callers all gave up must not log noise
 
     @property
     def restarts(self) -> int:
@@ -198,6 +205,10 @@ class Pool:
 
     async def aclose(self) -> None:
         self._closed = True
+        starters = [s.starter for s in self._servers.values() if s.starter is not None]
+        for starter in starters:
+            starter.cancel()
+        await asyncio.gather(*starters, return_exceptions=True)
         if self._reaper is not None:
             self._reaper.cancel()
             await asyncio.gather(self._reaper, return_exceptions=True)
@@ -233,26 +244,51 @@ class Pool:
     ) -> T:
         server = self._servers.get(spec.name) or self._server(spec.name)
         limit = timeout or spec.timeout or self.options.default_timeout
+        what = f"{what} {target}" if target else what
         async with server.inflight:
-            conn = await self._connection(spec, server)
-            server.calls += 1
             try:
-                result = await conn.request(fn, limit, relay)
-            except TimeoutError:
-                conn.probe_soon(min(self.options.probe_timeout, limit))
-                what = f"{what} {target}" if target else what
-                raise CallTimeout(spec.name, f"server {spec.name!r}: {what} timed out after {limit:g}s") from None
-            except MCPError as exc:
-                if exc.code == types.CONNECTION_CLOSED:
-                    raise await self._crashed(server, conn, f"{what} {target}" if target else what) from None
-                server.breaker.record_success()  # a JSON-RPC error is an answer: the backend works
+                return await self._attempt(spec, server, fn, limit, relay, what)
+            except _SessionExpired:
+                # A request answered 404 for an unknown session was never executed: run it once
+                # more on a new session (the MCP transport spec's recovery for a restarted server).
+                return await self._attempt(spec, server, fn, limit, relay, what, retry=False)
+
+    async def _attempt(
+        self,
+        spec: ServerSpec,
+        server: _Server,
+        fn: Callable[[Client], Awaitable[T]],
+        limit: float,
+        relay: Relay | None,
+        what: str,
+        *,
+        retry: bool = True,
+    ) -> T:
+        conn = await self._connection(spec, server)
+        server.calls += 1
+        try:
+            result = await conn.request(fn, limit, relay)
+        except TimeoutError:
+            conn.probe_soon(min(self.options.probe_timeout, limit))
+            raise CallTimeout(spec.name, f"server {spec.name!r}: {what} timed out after {limit:g}s") from None
+        except MCPError as exc:
+            if conn.child.session_expired:
+                # Every request on a session the server forgot was refused (404), none ran.
+                conn.fail("the server no longer knows our session (HTTP 404): it restarted or expired it")
+                if retry:
+                    raise _SessionExpired() from None
+            if exc.code == types.CONNECTION_CLOSED:
+                raise await self._crashed(server, conn, what) from None
+            if conn.child.session_expired:
                 raise
-            except (OSError, RuntimeError) as exc:
-                if conn.usable:
-                    raise
-                raise await self._crashed(server, conn, f"{what} {target}" if target else what) from exc
-            server.breaker.record_success()
-            return result
+            server.breaker.record_success()  # a JSON-RPC error is an answer: the backend works
+            raise
+        except (OSError, RuntimeError) as exc:
+            if conn.usable:
+                raise
+            raise await self._crashed(server, conn, what) from exc
+        server.breaker.record_success()
+        return result
 
     async def _crashed(self, server: _Server, conn: Connection, what: str) -> ServerCrashed:
         reason = await conn.wait_failure(timeout=1.0)
@@ -275,17 +311,30 @@ class Pool:
     async def _connect(self, spec: ServerSpec, server: _Server) -> Connection:
         if self._closed:
             raise ServerUnavailable(spec.name, f"server {spec.name!r} is unavailable: the pool is closed")
-        waited_since = time.monotonic()
         async with server.lock:
             self._replace_stale(spec, server)
-            if server.conn is None:
-                if server.last_failure_at > waited_since and server.last_start_error is not None:
-                    raise server.last_start_error  # the start we queued behind just failed: share its verdict
+            if server.conn is None and server.starter is None:
                 server.breaker.check()
-                await self._start(spec, server)
-            conn = server.conn
-        await conn.wait_ready()
+                server.starter = asyncio.get_running_loop().create_task(self._start(spec, server))
+                server.starter.add_done_callback(server.start_finished)
+            starter, previous = server.starter, server.last_start_error
+        if starter is not None:
+            await self._await_start(starter, previous)
+        conn = server.conn
+        if conn is None or not conn.usable:
+            raise ServerUnavailable(spec.name, f"server {spec.name!r} is unavailable: its connection closed at start")
         return conn
+
+    async def _await_start(self, starter: asyncio.Task[Connection], previous: PoolError | None) -> None:
+        """Wait for the shared start; after a failed one, only briefly (it may hang again)."""
+        if previous is None:
+            await asyncio.shield(starter)
+            return
+        done, _ = await asyncio.wait({starter}, timeout=self.options.retry_wait)
+        if not done:
+            # Fail fast with the reason of the last failed start while the retry runs on.
+            raise type(previous)(previous.server, f"{previous.message} (a new start is under way)")
+        starter.result()
 
     def _replace_stale(self, spec: ServerSpec, server: _Server) -> None:
         if server.config_hash != spec.config_hash:
@@ -309,13 +358,13 @@ class Pool:
             conn.fail(f"did not drain within {self.options.drain_timeout:g}s after a config change")
 
     async def _start(self, spec: ServerSpec, server: _Server) -> Connection:
+        """One start shared by every caller; a task of its own, so no caller's cancellation ends it."""
         await asyncio.sleep(server.breaker.start_delay())
         await self._make_room()
         self._ensure_reaper()
         async with self._start_gate:
             self._count_start(+1)
             try:
-                # Registered before awaiting, so a cancelled caller cannot orphan a starting child.
                 conn = server.conn = self._new_connection(spec, server)
                 server.starts += 1
                 conn.launch()
@@ -323,9 +372,11 @@ class Pool:
             finally:
                 self._count_start(-1)
         if (error := conn.start_error()) is not None:
-            server.conn = None
-            server.last_start_error = error
+            if server.conn is conn:
+                server.conn = None
+            server.last_start_error = error if isinstance(error, PoolError) else None
             raise error
+        server.last_start_error = None
         return conn
 
     def _new_connection(self, spec: ServerSpec, server: _Server) -> Connection:
@@ -396,6 +447,10 @@ class Pool:
             "circuit": server.breaker.state,
             "last_error": server.breaker.last_error or None,
         }
+
+
+class _SessionExpired(Exception):
+    """The backend forgot the connection's session: the request did not run; retry it once."""
 
 
 class _ServerListener:

@@ -31,6 +31,8 @@ class Principal:
     token_prefix: str
     scope_endpoint_id: int | None
     rate_limit: int
+    # False for API-only tokens: they authenticate, but MCP endpoints refuse them (403).
+    mcp_allowed: bool = True
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ def _lookup_principal(raw: str) -> Principal | None:
     if token is None:
         return None
     limit = token.rate_limit_per_minute if token.rate_limit_per_minute is not None else settings.MCPHUB_RATE_LIMIT_PER_MINUTE
-    return Principal(token.user_id, token.prefix, token.endpoint_id, limit)
+    return Principal(token.user_id, token.prefix, token.endpoint_id, limit, token.allows_mcp)
 
 
 def _lookup_endpoint(*, slug: str | None = None, endpoint_id: int | None = None) -> EndpointRef | None:

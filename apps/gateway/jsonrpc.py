@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 PARSE_ERROR = -32700
@@ -30,6 +31,58 @@ class RpcError(Exception):
         return error
 
 
+# Deeper than any real MCP message; deep nesting otherwise costs recursion in every layer below.
+MAX_DEPTH = 100
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def loads(body: bytes) -> Any:
+    """A client's JSON message, or RpcError(PARSE_ERROR) for anything that is not strict UTF-8
+    JSON of bounded depth whose strings are real Unicode (no lone UTF-16 surrogates, which no
+    backend, database or UTF-8 reply could carry)."""
+    try:
+        text = body.decode("utf-8")
+        message = json.loads(text)
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise RpcError(PARSE_ERROR, "Parse error: body is not valid UTF-8 JSON") from None
+    # Both walks are skipped unless the text could fail them (str.count and re.search run in C).
+    if text.count("[") + text.count("{") > MAX_DEPTH and _depth_exceeds(message, MAX_DEPTH):
+        raise RpcError(PARSE_ERROR, f"Parse error: JSON nested deeper than {MAX_DEPTH} levels")
+    if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(message):
+        raise RpcError(PARSE_ERROR, "Parse error: a string holds a lone UTF-16 surrogate (not valid Unicode)")
+    return message
+
+
+def _children(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [*value.keys(), *value.values()]
+    return value if isinstance(value, list) else []
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in _children(item) if isinstance(child, (dict, list)))
+    return False
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        else:
+            stack.extend(_children(item))
+    return False
+
+
 class RawJson(str):
     """JSON text already serialized (e.g. a cached list page), spliced verbatim into a response."""
 
@@ -48,7 +101,14 @@ def render(message: dict[str, Any]) -> str:
 
 
 def dumps(message: dict[str, Any]) -> str:
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # A backend's answer may carry a lone surrogate: escaped (\ud800), it is still valid JSON.
+            text = json.dumps(message, separators=(",", ":"), ensure_ascii=True)
+    return text
 
 
 def result(request_id: Any, value: dict[str, Any]) -> dict[str, Any]:

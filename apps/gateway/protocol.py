@@ -14,15 +14,20 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.urls import reverse
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 
+from apps.catalog.models import Tool
 from apps.gateway import jsonrpc
-from apps.toolsets import calllog, naming
 from apps.gateway.auth import EndpointRef, Principal
 from apps.gateway.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, RpcError
 from apps.gateway.state import Session
+from apps.toolsets import calllog, naming
 from apps.toolsets.exposure import EndpointView, Exposed
+from apps.toolsets.models import Endpoint
+from apps.toolsets.selectors import disabled_tool_named
 
 SERVER_INFO = {"name": "mcphub", "title": "MCP Hub", "version": "0.1.0"}
 CAPABILITIES: dict[str, Any] = {
@@ -59,7 +64,7 @@ Handler = Callable[[Context, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 def negotiate(requested: Any) -> str:
-    return requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
+    return requested if isinstance(requested, str) and requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
 
 
 def initialize_result(version: str) -> dict[str, Any]:
@@ -169,6 +174,21 @@ def _unknown(kind: str, name: str, names: list[str]) -> RpcError:
     return RpcError(INVALID_PARAMS, f"Unknown {kind}: {name}.{hint}", {"suggestions": suggestions} if suggestions else None)
 
 
+async def _missing_tool(ctx: Context, name: str) -> RpcError:
+    """A tool the caller could enable here says so and where; anything else is unknown."""
+    tool = await sync_to_async(_disabled_tool, thread_sensitive=False)(ctx.endpoint.id, name)
+    if tool is None:
+        return _unknown("tool", name, list(ctx.view.tools))
+    url = f"{settings.SITE_URL}{reverse('web:tool_list', args=[ctx.endpoint.slug])}"
+    message = f"Tool {name} ({tool.key}) is not enabled on this endpoint. Enable it on {url} and call it again."
+    return RpcError(INVALID_PARAMS, message, {"tool": tool.key, "enable_at": url})
+
+
+def _disabled_tool(endpoint_id: int, name: str) -> Tool | None:
+    endpoint = Endpoint.objects.select_related("owner").get(pk=endpoint_id)
+    return disabled_tool_named(endpoint=endpoint, name=name)
+
+
 def _dump(model: Any) -> dict[str, Any]:
     return model.model_dump(by_alias=True, exclude_none=True, mode="json")
 
@@ -178,7 +198,7 @@ async def tools_call(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     arguments = _mapping(params, "arguments")
     exposed = ctx.view.tools.get(name)
     if exposed is None:
-        raise _unknown("tool", name, list(ctx.view.tools))
+        raise await _missing_tool(ctx, name)
     started, clock = time.time(), time.perf_counter()
     try:
         result = await _backend_call(ctx, exposed, arguments, _meta(params))
@@ -338,7 +358,7 @@ async def completion_complete(ctx: Context, params: dict[str, Any]) -> dict[str,
     import mcp_types
     from mcp import MCPError
 
-    ref, argument = _mapping(params, "ref"), _mapping(params, "argument")
+    ref, argument = _mapping(params, "ref"), _completion_argument(params)
     if ref.get("type") == "ref/prompt":
         exposed = ctx.view.prompts.get(str(ref.get("name")))
         if exposed is None:
@@ -349,12 +369,26 @@ async def completion_complete(ctx: Context, params: dict[str, Any]) -> dict[str,
         backend_ref = mcp_types.ResourceTemplateReference(type="ref/resource", uri=ref["uri"])
     else:
         raise RpcError(INVALID_PARAMS, "Invalid params: ref.type must be 'ref/prompt' or 'ref/resource'")
-    context = _mapping(_mapping(params, "context"), "arguments")
+    context = _string_map(_mapping(params, "context"), "arguments", "context.arguments")
     try:
         result = await _get_pool().complete(ctx.view.specs[server], backend_ref, argument, context or None)
     except MCPError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None
     return _dump(result)
+
+
+def _completion_argument(params: dict[str, Any]) -> dict[str, str]:
+    argument = params.get("argument")
+    if not (isinstance(argument, dict) and isinstance(argument.get("name"), str) and isinstance(argument.get("value"), str)):
+        raise RpcError(INVALID_PARAMS, "Invalid params: 'argument' must be an object with string 'name' and 'value'")
+    return {"name": argument["name"], "value": argument["value"]}
+
+
+def _string_map(params: dict[str, Any], key: str, label: str) -> dict[str, str]:
+    value = _mapping(params, key)
+    if not all(isinstance(v, str) for v in value.values()):
+        raise RpcError(INVALID_PARAMS, f"Invalid params: '{label}' must map names to strings")
+    return value
 
 
 # -- session-level -------------------------------------------------------------------

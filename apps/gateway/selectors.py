@@ -103,9 +103,14 @@ class UsageForbidden(PermissionError):
     pass
 
 
+def sees_every_call(user) -> bool:
+    """Everyone's usage is for those who may view the call log in the admin, not for staff as such."""
+    return user.is_authenticated and user.has_perm("gateway.view_toolcall")
+
+
 def visible_calls(user, *, username: str = "") -> QuerySet[ToolCall]:
     """Calls on `user`'s own endpoints (and, for a deleted endpoint, calls they made); staff see all."""
-    if user.is_staff:
+    if sees_every_call(user):
         calls = ToolCall.objects.all()
         return calls.filter(user__username=username) if username else calls
     if username and username != user.get_username():
@@ -237,6 +242,6 @@ def _fill_percentiles(durations, *, totals: Stats, buckets: list[Bucket],
 def usage_users(user) -> QuerySet:
     """The users staff may pick on the usage page: those with calls in the log (nobody for others)."""
     users = get_user_model().objects.order_by("username")
-    if not user.is_staff:
+    if not sees_every_call(user):
         return users.none()
     return users.filter(pk__in=ToolCall.objects.values("user_id"))

@@ -135,6 +135,12 @@ async def _authenticate(request: Request, route: Route) -> Principal:
     principal = await auth.principal_for(raw)
     if principal is None:
         raise _unauthorized("invalid_token", "The access token is invalid, expired or revoked")
+    if not principal.mcp_allowed:
+        raise HttpError(
+            403,
+            {"error": "insufficient_scope", "message": "This is an API token; MCP endpoints need a token with the mcp scope"},
+            [(b"www-authenticate", b'Bearer realm="mcphub", error="insufficient_scope", scope="mcp"')],
+        )
     if route.url_token and principal.scope_endpoint_id is None:
         raise _unauthorized("invalid_token", "Only a token scoped to one endpoint may be used in the URL")
     return principal
@@ -192,9 +198,9 @@ def _require_json_content(request: Request) -> None:
 async def _read_message(request: Request) -> Any:
     body = await request.body(settings.MCPHUB_MAX_REQUEST_BYTES)
     try:
-        message = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise HttpError(400, jsonrpc.error(None, RpcError(jsonrpc.PARSE_ERROR, "Parse error: body is not valid JSON"))) from None
+        message = jsonrpc.loads(body)
+    except RpcError as exc:
+        raise HttpError(400, jsonrpc.error(None, exc)) from None
     if isinstance(message, list):
         raise HttpError(400, jsonrpc.error(None, RpcError(jsonrpc.INVALID_REQUEST, "Invalid Request: JSON-RPC batches are not supported")))
     return message

@@ -86,3 +86,18 @@ class VersionDiff:
 def diff_versions(old: PresetVersion, new: PresetVersion) -> VersionDiff:
     before, after = set(old.tool_keys), set(new.tool_keys)
     return VersionDiff(added=sorted(after - before), removed=sorted(before - after), unchanged=sorted(before & after))
+
+
+def disabled_tool_named(*, endpoint: Endpoint, name: str) -> Tool | None:
+    """The tool a client most likely meant by `name` (its own name, `server__tool` or
+    `server.tool`) that the endpoint's owner may see but has not enabled there; None if none.
+
+    A tool of a server the owner cannot see is never found: to them it stays unknown.
+    """
+    match = Q(name=name)
+    for separator in ("__", "."):
+        server, found, tool = name.partition(separator)
+        if found:
+            match |= Q(server__name=server, name=tool)
+    candidates = visible_tools(endpoint.owner).filter(match, server__enabled=True, available=True)
+    return candidates.exclude(endpoint_tools__endpoint=endpoint).order_by("server__name", "name").first()

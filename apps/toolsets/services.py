@@ -34,12 +34,16 @@ def _new_slug(base: str) -> str:
 
 
 def create_endpoint(*, owner, name: str, slug: str | None = None, is_default: bool = False, **fields) -> Endpoint:
-    """Create an endpoint; without a slug one is derived from the owner (retried on collision)."""
+    """Create an endpoint; without a slug one is derived from its name (retried on collision).
+
+    Never from the owner's username: the URL goes into client configs, logs and screenshots.
+    Slugs already issued are kept as they are, so every URL handed out keeps working.
+    """
     for _ in range(5):
         try:
             with transaction.atomic():
                 return Endpoint.objects.create(
-                    owner=owner, name=name, slug=slug or _new_slug(owner.username), is_default=is_default, **fields
+                    owner=owner, name=name, slug=slug or _new_slug(name), is_default=is_default, **fields
                 )
         except IntegrityError:
             if slug:
@@ -176,9 +180,39 @@ def create_preset(
     return preset
 
 
-def save_endpoint_as_preset(*, endpoint: Endpoint, name: str, team: Team | None = None, description: str = "") -> Preset:
+@dataclass(frozen=True)
+class PresetSave:
+    """What saving an endpoint's tools under a name did: the version it added after `previous`.
+
+    `version` is None when the owner's preset of that name already held exactly these tools;
+    `previous` is None when the save created the preset.
+    """
+
+    preset: Preset
+    version: PresetVersion | None
+    previous: PresetVersion | None
+
+
+@transaction.atomic
+def save_endpoint_as_preset(*, endpoint: Endpoint, name: str, team: Team | None = None) -> PresetSave:
+    """Save the endpoint's tools as a new version of its owner's preset `name` (any case), or a new preset.
+
+    A chosen team shares the preset with it; choosing none leaves an existing preset's sharing as it is.
+    """
+    owner = endpoint.owner
     keys = [tool.key for tool in endpoint.tools.select_related("server")]
-    return create_preset(owner=endpoint.owner, name=name, tool_keys=keys, description=description, team=team)
+    # Several presets may share a name from before saves became versions: the latest touched one wins.
+    preset = (Preset.objects.select_for_update().filter(owner=owner, name__iexact=name.strip())
+              .order_by("-updated_at", "-pk").first())
+    if preset is None:
+        preset = create_preset(owner=owner, name=name.strip(), tool_keys=keys, team=team)
+        return PresetSave(preset=preset, version=preset.latest_version, previous=None)
+    previous = preset.latest_version
+    update_preset(preset=preset, user=owner, tool_keys=keys, note=f"Saved from {endpoint.name}")
+    if team is not None and preset.team_id != team.pk:
+        share_preset(preset=preset, team=team, user=owner)
+    latest = preset.latest_version
+    return PresetSave(preset=preset, version=None if latest == previous else latest, previous=previous)
 
 
 @transaction.atomic

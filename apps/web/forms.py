@@ -14,6 +14,11 @@ from apps.toolsets.models import Endpoint
 
 class TokenForm(forms.Form):
     name = forms.CharField(max_length=100, required=False, help_text="Where you will use it, e.g. 'laptop'.")
+    # An endpoint page's token is for MCP clients of that endpoint; scripts ask for an API token.
+    scope = forms.ChoiceField(
+        choices=[("mcp", "MCP: this endpoint"), ("api_read", "REST API: read-only"), ("api_write", "REST API: read-write")],
+        initial="mcp", required=False, label="For",
+    )
 
 
 class PresetForm(forms.Form):
@@ -38,6 +43,31 @@ class ShareForm(forms.Form):
 class LoadForm(forms.Form):
     endpoint = forms.SlugField(max_length=64)
     mode = forms.ChoiceField(choices=[("replace", "Replace"), ("merge", "Merge")])
+
+
+class McpJsonForm(forms.Form):
+    """A `.mcp.json` to preview or apply: uploaded as a file, or pasted (an upload wins)."""
+
+    MAX_BYTES = 1_000_000
+
+    text = forms.CharField(required=False, widget=forms.Textarea, label="Paste a config", strip=False)
+    file = forms.FileField(required=False, label="or upload a file")
+    # The text the preview was made of: Apply writes only what the page showed.
+    previewed = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        upload = data.get("file")
+        if upload is not None:
+            if upload.size > self.MAX_BYTES:
+                raise forms.ValidationError(f"The file is larger than {self.MAX_BYTES // 1_000_000} MB.")
+            try:
+                data["text"] = upload.read().decode("utf-8-sig")
+            except UnicodeDecodeError:
+                raise forms.ValidationError("The file is not UTF-8 text.") from None
+        if not data.get("text", "").strip():
+            raise forms.ValidationError("Paste a config or choose a file.")
+        return data
 
 
 class EndpointSettingsForm(forms.Form):

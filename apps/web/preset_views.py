@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.catalog.selectors import visible_tools
@@ -35,6 +36,7 @@ def presets_page(request: HttpRequest) -> HttpResponse:
     for preset in presets:
         preset.latest = max(preset.versions.all(), key=lambda v: v.number, default=None)
         preset.editable = selectors.can_edit_preset(request.user, preset)
+        preset.version_count = len(preset.versions.all())
     context = {
         "nav": "presets",
         "endpoint": endpoint,
@@ -43,6 +45,7 @@ def presets_page(request: HttpRequest) -> HttpResponse:
         "form": PresetForm(user=request.user),
         "share_form": ShareForm(user=request.user),
         "enabled_count": endpoint.tools.count(),
+        "own_names": sorted({p.name for p in presets if p.owner_id == request.user.pk}),
     }
     return render(request, "web/presets.html", context)
 
@@ -50,16 +53,27 @@ def presets_page(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def save_preset(request: HttpRequest) -> HttpResponse:
+    """Save the endpoint's tools; under the name of one of your presets that is its next version."""
     endpoint = own_endpoint(request, request.POST.get("endpoint"))
     form = PresetForm(request.POST, user=request.user)
     if not form.is_valid():
         messages.error(request, "Preset not saved: give it a name (and a team you belong to).")
-    else:
-        preset = services.save_endpoint_as_preset(endpoint=endpoint, name=form.cleaned_data["name"],
-                                                  team=form.cleaned_data["team"])
-        shared = f", shared with {preset.team}" if preset.team else ""
-        messages.success(request, f"Saved “{preset.name}” with {len(preset.latest_version.tool_keys)} tools{shared}.")
-    return redirect(f"/presets/?endpoint={endpoint.slug}")
+        return redirect(f"/presets/?endpoint={endpoint.slug}")
+    saved = services.save_endpoint_as_preset(endpoint=endpoint, name=form.cleaned_data["name"],
+                                             team=form.cleaned_data["team"])
+    preset, version, previous = saved.preset, saved.version, saved.previous
+    shared = f", shared with {preset.team}" if preset.team else ""
+    if previous is None:
+        messages.success(request, f"Saved “{preset.name}” with {len(version.tool_keys)} tools{shared}.")
+        return redirect(f"/presets/?endpoint={endpoint.slug}")
+    if version is None:
+        messages.info(request, f"“{preset.name}” v{previous.number} already has exactly these "
+                               f"{len(previous.tool_keys)} tools: no new version saved.")
+        return redirect("web:preset", preset_id=preset.pk)
+    diff = selectors.diff_versions(previous, version)
+    messages.success(request, f"Saved “{preset.name}” v{version.number}{shared}: "
+                              f"{len(diff.added)} added, {len(diff.removed)} removed since v{previous.number}.")
+    return redirect(reverse("web:preset", args=[preset.pk]) + f"?from={previous.number}&to={version.number}")
 
 
 @login_required

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.web import chat_views, preset_views, server_views, tool_views, usage_views, views
+from apps.web import chat_views, import_views, preset_views, server_views, tool_views, usage_views, views
 
 app_name = "web"
 
@@ -8,6 +8,8 @@ urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", views.LogoutView.as_view(), name="logout"),
+    path("servers/import/", import_views.import_page, name="import_servers"),
+    path("servers/export/", import_views.export_file, name="export_servers"),
     path("servers/<str:name>/test/", server_views.test_server, name="test_server"),
     path("servers/<str:name>/discover/", server_views.discover_server, name="discover_server"),
     path("servers/<str:name>/live/", server_views.server_live, name="server_live"),

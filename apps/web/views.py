@@ -6,13 +6,15 @@ from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.accounts.models import AccessToken
 from apps.accounts.services import create_access_token, revoke_access_token
+from apps.core.crypto import decrypt, encrypt
 from apps.catalog.selectors import visible_servers
 from apps.toolsets import selectors, services
 from apps.toolsets.snippets import client_snippets, endpoint_url
@@ -41,32 +43,50 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     return render(request, "web/dashboard.html", {"cards": cards, "servers": _servers_at_a_glance(request.user)})
 
 
+# The raw token crosses one redirect in the session, encrypted: a reload of the page must neither
+# create a second token nor show this one again.
+_NEW_TOKEN_KEY = "web:new-token:{endpoint_id}"
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def endpoint_page(request: HttpRequest, slug: str) -> HttpResponse:
     endpoint = own_endpoint(request, slug)
-    raw_token, form = "", TokenForm()
-    settings_form = EndpointSettingsForm.for_endpoint(endpoint)
     if request.method == "POST":
-        form = TokenForm(request.POST)
-        if form.is_valid():
-            _, raw_token = create_access_token(
-                user=request.user, name=form.cleaned_data["name"] or f"{endpoint.name} token", endpoint=endpoint
-            )
+        return _create_token(request, endpoint)
+    stashed = request.session.pop(_NEW_TOKEN_KEY.format(endpoint_id=endpoint.pk), None) or {}
+    raw_token = decrypt(stashed["token"]) if stashed else ""
     context = {
         "endpoint": endpoint,
         "url": endpoint_url(endpoint),
         "budget": selectors.endpoint_budget(endpoint),
         "raw_token": raw_token,
-        "snippets": client_snippets(endpoint, raw_token) if raw_token else client_snippets(endpoint),
-        "tokens": AccessToken.objects.filter(user=request.user, endpoint=endpoint),
-        "form": form,
-        "settings_form": settings_form,
+        "snippets": client_snippets(endpoint, raw_token) if stashed.get("mcp") else client_snippets(endpoint),
+        # This endpoint's MCP tokens, and the account-wide ones (API, or older full tokens) that reach it too.
+        "tokens": AccessToken.objects.filter(user=request.user)
+        .filter(Q(endpoint=endpoint) | Q(endpoint__isnull=True)).select_related("endpoint"),
+        "form": TokenForm(),
+        "settings_form": EndpointSettingsForm.for_endpoint(endpoint),
     }
     return render(request, "web/endpoint.html", context)
 
 
-def _form_errors(form: EndpointSettingsForm) -> str:
+def _create_token(request: HttpRequest, endpoint) -> HttpResponse:
+    form = TokenForm(request.POST)
+    if form.is_valid():
+        scope = form.cleaned_data["scope"] or "mcp"
+        _, raw = create_access_token(
+            user=request.user, name=form.cleaned_data["name"] or f"{endpoint.name} token",
+            endpoint=endpoint if scope == "mcp" else None, scope=scope,
+        )
+        # Shown once, on the redirected GET: snippets carry the token only when it works on this endpoint.
+        request.session[_NEW_TOKEN_KEY.format(endpoint_id=endpoint.pk)] = {"token": encrypt(raw), "mcp": scope == "mcp"}
+    else:
+        messages.error(request, "Token not created. " + _form_errors(form))
+    return redirect(reverse("web:endpoint", args=[endpoint.slug]) + "#token")
+
+
+def _form_errors(form) -> str:
     return "; ".join(f"{form.fields[name].label or name.capitalize()}: {' '.join(errors)}"
                      for name, errors in form.errors.items())
 

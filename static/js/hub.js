@@ -51,6 +51,12 @@
     if (flash) flash.remove();
   });
 
+  // A result panel under a Servers row closes without asking the server again.
+  document.addEventListener("click", (event) => {
+    const close = event.target.closest("[data-close-panel]");
+    if (close) close.closest("tr").remove();
+  });
+
   // Filter selects apply themselves (a <noscript> button covers the rest).
   document.addEventListener("change", (event) => {
     if (event.target.matches("select[data-autosubmit]")) event.target.form.requestSubmit();

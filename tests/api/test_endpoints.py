@@ -10,7 +10,7 @@ def test_alice_creates_an_endpoint_with_a_derived_slug(as_alice):
 
     assert response.status_code == 201, response.json()
     body = response.json()
-    assert body["slug"].startswith("alice-")
+    assert body["slug"].startswith("work-")
     assert body["url"] == f"http://localhost:8000/mcp/{body['slug']}/"
     assert body["budget"] == {"used": 0, "limit": 5000, "enforced": True, "over_by": 0, "percent": 0, "state": "ok"}
 

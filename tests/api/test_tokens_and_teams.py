@@ -16,8 +16,12 @@ def test_a_new_token_is_returned_once_and_works(as_alice, alice_endpoint):
     listed = as_alice.get("/api/tokens/").json()["results"]
     assert raw not in str(listed)
     assert {t["name"]: t["endpoint"] for t in listed}["cursor"] == alice_endpoint.slug
+    assert response.json()["scope"] == "mcp"
     fresh = APIClient()
     fresh.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert fresh.get("/api/endpoints/").status_code == 403  # an endpoint's token is for MCP only
+    api = as_alice.post("/api/tokens/", {"name": "script", "scope": "api_read"}, format="json").json()["token"]
+    fresh.credentials(HTTP_AUTHORIZATION=f"Bearer {api}")
     assert fresh.get("/api/endpoints/").status_code == 200
 
 

@@ -28,7 +28,7 @@ async def _crash_and_recover(pool: Pool, name: str, rounds: int) -> None:
 
 
 async def test_500_connect_close_and_50_crash_restart_cycles_leak_nothing():
-    options = PoolOptions(breaker=BreakerPolicy(backoff_base=0.0), shutdown_grace=1.0)
+    options = PoolOptions(breaker=BreakerPolicy(retry_min=0.0), shutdown_grace=1.0)
     async with Pool(options) as warmup:  # first use imports and caches lazily-loaded modules
         await _connect_and_close(warmup, "warmup", 2)
     fds, tasks = open_fds(), len(asyncio.all_tasks())

@@ -17,7 +17,7 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def test_the_schedule_runs_each_entry_at_its_interval_and_survives_a_failure(monkeypatch):
+async def test_the_schedule_runs_each_entry_at_its_interval_and_survives_a_failure():
     runs: list[str] = []
 
     @app.task(name="tests.beat_tick")
@@ -29,10 +29,9 @@ async def test_the_schedule_runs_each_entry_at_its_interval_and_survives_a_failu
         runs.append("boom")
         raise RuntimeError("a broken task")
 
-    monkeypatch.setattr(beat, "FIRST_RUN_DELAY", 0.0)
     schedule = {"tick": {"task": "tests.beat_tick", "schedule": 0.3}, "boom": {"task": "tests.beat_boom", "schedule": 0.3}}
     runner = asyncio.ensure_future(beat.run_schedule(schedule))
-    await asyncio.sleep(1.0)
+    await asyncio.sleep(1.15)
     runner.cancel()
 
     assert runs.count("tick") >= 3

@@ -69,7 +69,10 @@ async def test_charlie_sees_none_of_alices_tools_on_his_own_endpoint(hub, alice_
         result = await _call_unknown(client)
 
     assert tools == [] and prompts == [] and resources == []
-    assert "Unknown tool" in result
+    # echo's server is visible to everyone, so charlie is told to enable it on his own endpoint;
+    # nothing in the answer points at alice's.
+    assert "not enabled on this endpoint" in result and charlie_endpoint.slug in result
+    assert alice_endpoint.slug not in result
 
 
 async def _call_unknown(client) -> str:

@@ -33,18 +33,37 @@ async def test_legacy_sse_transport_works_too(hub, alice_endpoint, alice_hub_tok
     assert result.content[0].text == "over sse"
 
 
-async def test_a_disabled_tool_is_unknown_and_the_error_suggests_names(hub, alice_endpoint, alice_hub_token, echo_server):
+async def test_a_disabled_tool_says_it_is_not_enabled_here_and_where_to_enable_it(hub, alice_endpoint, alice_hub_token, echo_server):
     await sync_to_async(lambda: disable_tools(endpoint=alice_endpoint, tools=echo_server.tools.filter(name="echo")))()
 
     async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
         with pytest.raises(MCPError) as error:
             await client.call_tool("echo", {"text": "x"})
+        with pytest.raises(MCPError) as prefixed:
+            await client.call_tool("echo__echo", {"text": "x"})
         with pytest.raises(MCPError) as typo:
             await client.call_tool("progres", {"steps": 1})
 
     assert error.value.code == -32602
-    assert "Unknown tool: echo" in error.value.message
-    assert "progress" in typo.value.message
+    assert "echo (echo.echo) is not enabled on this endpoint" in error.value.message
+    assert f"http://localhost:8000/endpoints/{alice_endpoint.slug}/tools/" in error.value.message
+    assert "is not enabled on this endpoint" in prefixed.value.message
+    assert "Unknown tool: progres" in typo.value.message and "progress" in typo.value.message
+
+
+async def test_a_tool_of_a_server_charlie_cannot_see_stays_unknown_to_him(hub, alice_private_server, make_tool, charlie, charlie_token):
+    await sync_to_async(make_tool)(alice_private_server, "read_notes")
+    charlie_endpoint = await sync_to_async(charlie.endpoints.get)()
+
+    async with mcp_client(hub.url(charlie_endpoint.path), charlie_token) as client:
+        with pytest.raises(MCPError) as error:
+            await client.call_tool("read_notes", {})
+        with pytest.raises(MCPError) as prefixed:
+            await client.call_tool("alice-notes__read_notes", {})
+
+    assert "Unknown tool: read_notes" in error.value.message
+    assert "Unknown tool: alice-notes__read_notes" in prefixed.value.message
+    assert "enable" not in error.value.message + prefixed.value.message
 
 
 async def test_a_backend_failure_is_a_tool_error_not_a_hang(hub, alice_endpoint, alice_hub_token):

@@ -95,8 +95,18 @@ def test_alice_shares_a_preset_and_bob_loads_it(sign_in, screenshot, alice, bob,
     expect(bob_page.locator("#budget .budget-figures")).to_contain_text("400 /")
     assert sorted(t.name for t in bob.endpoints.get().tools.all()) == ["convert", "now"]
 
-    page.goto(f"/presets/{preset.pk}/")
+    # Saving again under the same name makes v2 and lands on its diff; rolling back makes v3.
+    alice.endpoints.get().tools.add(catalog["zones"])
+    page.goto("/presets/")
+    page.get_by_label("Name").fill("review")
+    page.get_by_role("button", name="Save preset").click()
+    expect(page.locator("#flash")).to_contain_text("Saved “review” v2")
+    expect(page.locator(".diff-add")).to_contain_text("time.zones")
     screenshot(page, "preset-versions")
+    page.get_by_role("button", name="Roll back to v1").click()
+    expect(page.locator("#flash")).to_contain_text("v3 has the tools of v1")
+    assert Preset.objects.filter(name="review").count() == 1
+    assert preset.latest_version.tool_keys == ["time.convert", "time.now"]
 
 
 def test_alice_creates_a_token_and_copies_the_claude_code_snippet(sign_in, screenshot, alice, catalog):
@@ -116,14 +126,26 @@ def test_alice_creates_a_token_and_copies_the_claude_code_snippet(sign_in, scree
     assert copied == f'claude mcp add --transport http mcphub {url} --header "Authorization: Bearer {raw}"'
     screenshot(page, "endpoint")
 
+    page.reload()  # the page after creating is a plain GET: reloading creates nothing, shows nothing again
+    expect(page.locator("#raw-token")).to_have_count(0)
+    assert AccessToken.objects.filter(user=alice).count() == 1
+
 
 def test_staff_see_server_status_and_errors(sign_in, screenshot, admin_user, catalog):
     page = sign_in("admin", "admin-password")
     page.goto("/servers/")
 
     expect(page.locator("tbody tr")).to_have_count(2)
-    expect(page.locator("tbody")).to_contain_text("spawn mcp-server-time ENOENT")
+    expect(page.locator("#server-time")).to_contain_text("spawn mcp-server-time ENOENT")
+
+    page.locator("#server-time").get_by_role("button", name="Stderr & counters").click()
+    panel = page.locator("#server-time .server-panel")
+    expect(panel).to_contain_text("None open right now")
+    actions = page.locator("#server-time .server-actions").bounding_box()
+    assert actions["height"] < 100  # the result is under the row, not stacked in the Actions column
     screenshot(page, "servers")
+    panel.get_by_role("button", name="Close").click()
+    expect(panel).to_have_count(0)
 
 
 def test_the_tools_page_fits_a_phone(sign_in, screenshot, alice, catalog):

@@ -123,15 +123,37 @@ def test_tool_details_show_the_schema(as_alice, tools):
     assert "Input schema" in body and "&quot;type&quot;: &quot;object&quot;" in body
 
 
-def test_a_new_token_is_shown_once_in_the_snippets(as_alice, alice):
+def test_a_new_token_is_shown_once_in_the_snippets_after_a_redirect(as_alice, alice):
     endpoint = alice.endpoints.get()
 
-    first = as_alice.post(f"/endpoints/{endpoint.slug}/", {"name": "laptop"}).content.decode()
+    response = as_alice.post(f"/endpoints/{endpoint.slug}/", {"name": "laptop"})
     token = AccessToken.objects.get(user=alice, name="laptop")
+    assert response.status_code == 302 and response["Location"] == f"/endpoints/{endpoint.slug}/#token"
+    assert f"mcphub_{token.prefix}_".encode() not in response.content
 
+    first = as_alice.get(f"/endpoints/{endpoint.slug}/").content.decode()
     assert f"mcphub_{token.prefix}_" in first
     assert "claude mcp add --transport http mcphub" in first
     assert f"mcphub_{token.prefix}_" not in as_alice.get(f"/endpoints/{endpoint.slug}/").content.decode()
+    assert AccessToken.objects.filter(user=alice).count() == 1
+
+
+def test_the_raw_token_waits_in_the_session_encrypted(as_alice, alice):
+    endpoint = alice.endpoints.get()
+
+    as_alice.post(f"/endpoints/{endpoint.slug}/", {"name": "laptop"})
+
+    token = AccessToken.objects.get(user=alice, name="laptop")
+    assert f"mcphub_{token.prefix}_" not in str(dict(as_alice.session))
+
+
+def test_a_bad_token_name_creates_nothing_and_says_why(as_alice, alice):
+    endpoint = alice.endpoints.get()
+
+    response = as_alice.post(f"/endpoints/{endpoint.slug}/", {"name": "x" * 101}, follow=True)
+
+    assert "Token not created" in response.content.decode()
+    assert not AccessToken.objects.filter(user=alice).exists()
 
 
 def test_saving_and_sharing_a_preset_lets_bob_load_it(as_alice, alice, bob, team, tools, client):

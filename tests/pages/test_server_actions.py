@@ -20,15 +20,15 @@ def tiny(transactional_db) -> McpServer:
 def test_staff_test_and_discover_a_server_from_its_row(client, admin_user, tiny, pool_host):
     client.force_login(admin_user)
 
-    tested = client.post("/servers/tiny/test/")
-    discovered = client.post("/servers/tiny/discover/")
-    live = client.get("/servers/tiny/live/")
+    tested = client.post("/servers/tiny/test/").content.decode()
+    discovered = client.post("/servers/tiny/discover/").content.decode()
+    live = client.get("/servers/tiny/live/").content.decode()
 
-    assert tested.status_code == 200 and 'id="server-tiny"' in tested.content.decode()
-    assert "tiny: healthy" in tested.content.decode() or "tiny: degraded" in tested.content.decode()
-    assert discovered.status_code == 200 and "tools" in discovered.content.decode()
+    assert 'id="server-tiny"' in tested and 'class="server-panel"' in tested
+    assert "Works: tiny answered in" in tested or "Works, but not well" in tested
+    assert "Found " in discovered and " tools" in discovered and "New (" in discovered
     assert tiny.tools.exists()
-    assert "Live processes" in live.content.decode()
+    assert "Since the pool started" in live and "Recent stderr" in live
 
 
 def test_a_broken_server_shows_why(client, admin_user, tiny, pool_host):
@@ -37,7 +37,29 @@ def test_a_broken_server_shows_why(client, admin_user, tiny, pool_host):
 
     response = client.post("/servers/tiny/test/")
 
-    assert "tiny: down" in response.content.decode()
+    assert "Does not work: " in response.content.decode() and "Status is now Down." in response.content.decode()
+
+
+def test_the_live_state_of_a_down_server_is_in_plain_words(client, admin_user, tiny):
+    McpServer.objects.filter(pk=tiny.pk).update(status="down")
+    client.force_login(admin_user)
+
+    live = client.get("/servers/tiny/live/").content.decode()
+
+    assert "None open right now: the next call or test starts one" in live
+    assert "Let through" in live
+    assert "<dt>State</dt>" not in live and "<dt>Circuit</dt>" not in live
+
+
+def test_results_sit_in_a_panel_under_the_row_not_in_the_actions_cell(client, admin_user, tiny):
+    client.force_login(admin_user)
+
+    body = client.get("/servers/tiny/live/").content.decode()
+
+    actions = body[body.index('<td class="server-actions">'):]
+    actions = actions[:actions.index("</td>")]
+    assert "Connection" not in actions
+    assert body.index('<tr class="server-panel"><td colspan="7">') > body.index('<td class="server-actions">')
 
 
 def test_non_staff_cannot_operate_servers(client, alice, tiny):

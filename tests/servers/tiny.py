@@ -3,11 +3,14 @@
 Importing the SDK costs ~2 s of CPU per process, which would make 500 connect/close
 cycles take minutes; this speaks just enough JSON-RPC (initialize, ping, tools/*).
 Flags: --fail MSG (exit 3 at start), --silent (never answer), --startup-delay S,
---stderr-lines N (flood stderr at start).
+--stderr-lines N (flood stderr at start), --stubborn (ignore SIGTERM and stdin EOF: only
+SIGKILL ends it), --tag T (a marker in the command line for tests to find it by),
+--while PATH (--fail and --silent apply only while the file PATH exists: a fault to fix).
 """
 
 import json
 import os
+import signal
 import sys
 import time
 
@@ -68,6 +71,11 @@ def flags():
 
 def main():
     opts = flags()
+    if "--while" in opts and not os.path.exists(opts["--while"]):
+        opts.pop("--fail", None)
+        opts.pop("--silent", None)
+    if "--stubborn" in opts:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if "--fail" in opts:
         sys.stderr.write(f"tiny: {opts['--fail']}\n")
         sys.exit(3)
@@ -86,6 +94,8 @@ def main():
             reply = {"jsonrpc": "2.0", "id": msg["id"], "result": result}
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
+    while "--stubborn" in opts:
+        time.sleep(3600)
 
 
 main()

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 import httpx2
 from mcp.client._transport import TransportStreams
 from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp.client.streamable_http import MCP_SESSION_ID, streamable_http_client
 
 from apps.connections.specs import ServerSpec
 from apps.connections.transports.stdio import ChildProcess
@@ -19,7 +19,14 @@ _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 
 @asynccontextmanager
 async def streamable_http_transport(spec: ServerSpec, child: ChildProcess) -> AsyncIterator[TransportStreams]:
-    async with httpx2.AsyncClient(headers=dict(spec.headers), timeout=_HTTP_TIMEOUT) as http:
+    async def watch(response: httpx2.Response) -> None:
+        # The transport spec: 404 for a request carrying our session id means the server no
+        # longer knows the session (it restarted); the SDK only turns it into a JSON-RPC error.
+        if response.status_code == 404 and MCP_SESSION_ID in response.request.headers:
+            child.session_expired = True
+
+    hooks = {"response": [watch]}
+    async with httpx2.AsyncClient(headers=dict(spec.headers), timeout=_HTTP_TIMEOUT, event_hooks=hooks) as http:
         async with streamable_http_client(spec.url, http_client=http) as streams:
             yield streams
 

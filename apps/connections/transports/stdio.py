@@ -3,14 +3,22 @@
 The SDK's `stdio_client` also starts children in a new session, but it hides the
 process and sends stderr to a file: the pool needs the pid (stats, leak checks, killing
 a hung child at once) and the stderr tail (the only clue to why a child died).
+
+No child outlives the process that started it, even one that ignores stdin EOF and
+SIGTERM: the child is started with a parent-death signal (SIGKILL when the starting
+thread dies: a crash, SIGKILL, any exit), and an orderly exit also kills every group
+still running (`atexit`), which reaches grandchildren the death signal does not.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
+import shutil
 import signal
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 
@@ -31,6 +39,15 @@ BASE_ENV_KEYS = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
 _KILL_WAIT = 1.0
 _EXIT_POLL = 0.01
 _CLOSE_WAIT = 2.0
+# util-linux `setpriv` (in every Debian, so in our image) sets the death signal and execs the
+# command in place: same pid, ~1 ms. Elsewhere a minimal Python does the same (~20 ms).
+_SETPRIV = shutil.which("setpriv")
+_PY_GUARD = (
+    "import ctypes,os,sys;ctypes.CDLL(None).prctl(1,9);"  # PR_SET_PDEATHSIG, SIGKILL
+    "os.getppid()==int(sys.argv[1]) or os._exit(70);"  # the parent died before prctl: exit now
+    "os.execvp(sys.argv[2],sys.argv[2:])"
+)
+_live_groups: set[int] = set()  # process groups of children this process started and not yet stopped
 
 
 def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -39,13 +56,14 @@ def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 class ChildProcess:
-    """What the owner of a connection can see and steer of its child process."""
+    """What the owner of a connection can see and steer of its child process (or HTTP session)."""
 
     def __init__(self, stderr: StderrTail, on_exit: Callable[[str], None] | None = None) -> None:
         self.stderr = stderr
         self.on_exit = on_exit
         self.grace = 2.0  # seconds between closing stdin and SIGTERM; 0 for a hung child
         self.process: anyio.abc.Process | None = None
+        self.session_expired = False  # an HTTP server answered 404 for our session id
 
     @property
     def pid(self) -> int | None:
@@ -68,15 +86,33 @@ class ChildProcess:
             self.on_exit(reason)
 
 
+def guarded_command(argv: list[str]) -> list[str]:
+    """`argv`, run so that the child is SIGKILLed when the thread that starts it dies (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return argv
+    if _SETPRIV is not None:
+        return [_SETPRIV, "--pdeathsig", "KILL", "--", *argv]
+    return [sys.executable, "-I", "-S", "-c", _PY_GUARD, str(os.getpid()), *argv]
+
+
+def _kill_live_groups() -> None:
+    for pgid in list(_live_groups):
+        _signal_group(pgid, signal.SIGKILL)
+
+
+atexit.register(_kill_live_groups)
+
+
 @asynccontextmanager
 async def stdio_transport(spec: ServerSpec, child: ChildProcess) -> AsyncIterator[TransportStreams]:
     process = await anyio.open_process(
-        [spec.command, *spec.args],
+        guarded_command([spec.command, *spec.args]),
         env=child_environment(dict(spec.env)),
         cwd=spec.cwd,
         start_new_session=True,  # the child leads its own group: killpg reaches all its descendants
     )
     child.process = process
+    _live_groups.add(process.pid)
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
     async with anyio.create_task_group() as tg:
@@ -91,6 +127,7 @@ async def stdio_transport(spec: ServerSpec, child: ChildProcess) -> AsyncIterato
                 read_stream.close()
                 write_stream.close()
                 await stop_process_group(process, child.grace)
+                _live_groups.discard(process.pid)
             tg.cancel_scope.cancel()
 
 

@@ -9,7 +9,7 @@ import anthropic
 
 from apps.llm.adapters import register
 from apps.llm.adapters.assembly import PartialCall
-from apps.llm.adapters.base import Adapter
+from apps.llm.adapters.base import NO_KEY, Adapter
 from apps.llm.adapters.retrying import Attempts
 from apps.llm.types import Event, Finish, Message, TextDelta, ToolSpec, Usage
 
@@ -28,10 +28,9 @@ class AnthropicAdapter(Adapter):
         super().__init__(base_url=base_url, api_key=api_key, timeout=timeout)
         # The SDK adds /v1/... itself; people paste "https://api.anthropic.com/v1" as often as not.
         root = base_url.rstrip("/").removesuffix("/v1")
-        # An explicit key (even empty) keeps the SDK from reading ANTHROPIC_API_KEY from the hub's
-        # environment; max_retries=0: the one retry is ours (retrying.py).
+        # max_retries=0: the one retry is ours (retrying.py).
         self._client = anthropic.AsyncAnthropic(
-            base_url=root, api_key=self.api_key or "", max_retries=0,
+            base_url=root, api_key=self.api_key or NO_KEY, max_retries=0,
             timeout=anthropic.Timeout(timeout, connect=min(timeout, 10.0)),
         )
         self._attempts = Attempts(sdk=anthropic, base_url=base_url, timeout=timeout)

@@ -9,6 +9,12 @@ from typing import ClassVar
 from apps.llm.types import Event, Message, ToolSpec
 
 
+# Keyless servers (LM Studio, Ollama, a local proxy) still get a key: the SDKs insist on one, and
+# without one they would read OPENAI_API_KEY / ANTHROPIC_API_KEY or credential files from the hub's
+# environment. A user's base URL must never receive the operator's key.
+NO_KEY = "no-key"
+
+
 class Adapter(ABC):
     """Talks to one provider account.
 

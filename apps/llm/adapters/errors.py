@@ -7,10 +7,13 @@ serves both, given the SDK module.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
+
+import httpx2
 
 from apps.llm.types import LLMError
 
@@ -79,24 +82,26 @@ def _retry_after(exc: Any) -> float:
 
 
 def _connection_reason(exc: BaseException) -> str:
-    """The innermost cause's words: "Connection refused" beats the SDK's "Connection error."."""
+    """Plain words for why: the OS's ("Connection refused") beats the SDK's "Connection error."."""
     reason, seen = str(exc), set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
+        if isinstance(cause, OSError) and cause.errno:
+            return os.strerror(cause.errno)
         if str(cause):
             reason = str(cause)
         cause = cause.__cause__ or cause.__context__
-    reason = re.sub(r"^\[Errno -?\d+\]\s*", "", reason)
-    return reason[:_MESSAGE_LIMIT]
+    return re.sub(r"^\[Errno -?\d+\]\s*", "", reason)[:_MESSAGE_LIMIT]
 
 
 def classify(exc: BaseException, *, sdk: ModuleType, base_url: str, model: str | None, timeout: float) -> Failure | None:
     """A Failure for an SDK exception, or None when `exc` is not the SDK's to explain."""
-    if isinstance(exc, sdk.APITimeoutError):
+    # The anthropic SDK lets a transport error raised mid-stream through unwrapped.
+    if isinstance(exc, (sdk.APITimeoutError, httpx2.TimeoutException)):
         # Not retried: a model that took the whole timeout would likely take it again, doubling the wait.
         return Failure(f"The provider at {base_url} did not answer within {timeout:g} s.", "unavailable", None)
-    if isinstance(exc, sdk.APIConnectionError):
+    if isinstance(exc, (sdk.APIConnectionError, httpx2.TransportError)):
         reason = _connection_reason(exc)
         return Failure(f"Cannot reach the provider at {base_url}{_AGAIN}: {reason}.", "unavailable", RETRY_DELAY)
     if isinstance(exc, sdk.APIStatusError):

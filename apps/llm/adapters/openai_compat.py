@@ -10,13 +10,9 @@ import openai
 
 from apps.llm.adapters import register
 from apps.llm.adapters.assembly import PartialCall
-from apps.llm.adapters.base import Adapter
+from apps.llm.adapters.base import NO_KEY, Adapter
 from apps.llm.adapters.retrying import Attempts
 from apps.llm.types import Event, Finish, Message, TextDelta, ToolSpec, Usage
-
-# Local servers need no key, but the SDK insists on one (and would read OPENAI_API_KEY from the
-# hub's environment otherwise: a user's base URL must never receive the operator's key).
-NO_KEY = "no-key"
 
 
 @register

@@ -32,8 +32,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--if-found", action="store_true", help="Without PATH: finding no file is not an error (for the launcher)."
         )
+        parser.add_argument(
+            "--no-discover", action="store_true", help="Do not discover the servers created or changed (the launcher does next)."
+        )
 
-    def handle(self, *args, path: Path | None, dry_run: bool, if_found: bool, **options) -> None:
+    def handle(self, *args, path: Path | None, dry_run: bool, if_found: bool, no_discover: bool, **options) -> None:
         if options["owner"] and options["team"]:
             raise CommandError("Give --owner or --team, not both.")
         owner, team = self._owner(options["owner"]), self._team(options["team"])
@@ -42,7 +45,9 @@ class Command(BaseCommand):
             return
         try:
             parsed = read_mcp_json(path)
-            changes = import_servers(configs=parsed.servers, owner=owner, team=team, dry_run=dry_run)
+            changes = import_servers(
+                configs=parsed.servers, owner=owner, team=team, dry_run=dry_run, discover=not no_discover
+            )
         except McpJsonError as exc:
             raise CommandError(f"{path}: nothing imported.\n" + "\n".join(f"  {e}" for e in exc.errors)) from None
         except IntegrityError as exc:

@@ -6,7 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from apps.accounts.models import AccessToken, User
+from apps.accounts.models import AccessToken, TokenScope, User
 from apps.accounts.services import create_access_token, revoke_access_token
 from apps.toolsets.models import Endpoint
 from apps.toolsets.services import ensure_default_endpoint
@@ -19,7 +19,12 @@ class Command(BaseCommand):
         actions = parser.add_subparsers(dest="action", required=True)
         create = actions.add_parser("create", help="Create a token and print it once.")
         create.add_argument("--user", required=True)
-        create.add_argument("--endpoint", help="Scope the token to this endpoint slug (default: unscoped).")
+        create.add_argument("--endpoint", help="An MCP token for this endpoint slug only (may sit in the URL).")
+        create.add_argument(
+            "--scope", choices=TokenScope.values,
+            help="mcp (MCP endpoints only; the default with --endpoint), api_read, api_write, or full "
+            "(API read-write and MCP; the default otherwise).",
+        )
         create.add_argument("--name", default="", help="A label, e.g. the client that will use it.")
         create.add_argument("--create-user", action="store_true", help="Create the user if it does not exist.")
         create.add_argument("--json", action="store_true", help='Print {"token": ..., "endpoint": ...}.')
@@ -31,21 +36,26 @@ class Command(BaseCommand):
     def handle(self, *args, action: str, **options) -> None:
         getattr(self, f"_{action}")(**options)
 
-    def _create(self, *, user: str, endpoint: str | None, name: str, create_user: bool, json: bool, **_) -> None:
+    def _create(
+        self, *, user: str, endpoint: str | None, scope: str | None, name: str, create_user: bool, json: bool, **_
+    ) -> None:
         owner = self._user(user, create=create_user)
         target = self._endpoint(owner, endpoint) if endpoint else ensure_default_endpoint(user=owner)
-        _, raw = create_access_token(user=owner, name=name, endpoint=target if endpoint else None)
+        try:
+            token, raw = create_access_token(user=owner, name=name, endpoint=target if endpoint else None, scope=scope)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         if json:
-            self.stdout.write(_json_line({"token": raw, "endpoint": target.path}))
+            self.stdout.write(_json_line({"token": raw, "endpoint": target.path, "scope": token.scope}))
         else:
             self.stdout.write(f"Token (shown once, store it now): {raw}")
             self.stdout.write(f"Endpoint: {target.path}")
+            self.stdout.write(f"Scope: {token.scope_label}")
 
     def _list(self, *, user: str, **_) -> None:
         for token in AccessToken.objects.filter(user=self._user(user)).select_related("endpoint"):
             state = "active" if token.is_active else "revoked/expired"
-            scope = token.endpoint.slug if token.endpoint else "all endpoints"
-            self.stdout.write(f"{token.prefix}  {token.name or '-'}  {scope}  {state}  last used: {token.last_used_at or 'never'}")
+            self.stdout.write(f"{token.prefix}  {token.name or '-'}  {token.scope_label}  {state}  last used: {token.last_used_at or 'never'}")
 
     def _revoke(self, *, prefix: str, **_) -> None:
         token = AccessToken.objects.filter(prefix=prefix).first()

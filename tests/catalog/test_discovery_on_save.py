@@ -1,0 +1,88 @@
+"""A server added or changed in the admin, the API or an import shows what it offers (or why it
+offers nothing) at once: it is discovered after commit, not at the next periodic re-discovery."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from apps.catalog import operations
+from apps.catalog.models import McpServer
+from tests.catalog.conftest import tiny_args, wait_for
+
+TINY_TOOLS = ["argv", "crash", "echo", "env", "env_keys", "pid", "sleep", "spam"]
+
+
+def _tools(name: str) -> list[str]:
+    return sorted(McpServer.objects.get(name=name).tools.filter(available=True).values_list("name", flat=True))
+
+
+def _status(name: str) -> tuple[str, str]:
+    server = McpServer.objects.get(name=name)
+    return server.status, server.last_error
+
+
+def _config(tmp_path, servers: dict) -> str:
+    path = tmp_path / ".mcp.json"
+    path.write_text(json.dumps({"mcpServers": servers}))
+    return str(path)
+
+
+def test_a_server_added_in_the_admin_shows_its_tools(pool_host, admin_client):
+    form = {
+        "name": "tiny", "transport": "stdio", "command": sys.executable, "args": "\n".join(tiny_args()),
+        "timeout": "30", "enabled": "on", "visibility": "global", "env": "", "headers": "",
+    }
+    response = admin_client.post("/admin/catalog/mcpserver/add/", form)
+
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    assert wait_for(lambda: _tools("tiny")) == TINY_TOOLS
+    assert _status("tiny") == ("healthy", "")
+
+
+def test_a_server_changed_through_the_api_is_discovered_again(pool_host, admin_user):
+    api = APIClient()
+    api.force_authenticate(admin_user)
+    created = api.post("/api/servers/", {"name": "tiny", "command": sys.executable, "args": tiny_args()}, format="json")
+    assert created.status_code == 201, created.json()
+    assert wait_for(lambda: _tools("tiny")) == TINY_TOOLS
+
+    api.patch("/api/servers/tiny/", {"command": "/nonexistent/mcp-server"}, format="json")
+
+    status, error = wait_for(lambda: _status("tiny")[0] == "down" and _status("tiny"))
+    assert "/nonexistent/mcp-server" in error
+
+
+def test_an_import_discovers_what_it_created_or_changed_and_nothing_else(pool_host, tmp_path):
+    tiny = {"command": sys.executable, "args": tiny_args()}
+    config = _config(tmp_path, {"tiny": tiny, "broken": {"command": "/nonexistent/mcp-server"}})
+
+    call_command("mcp_import", config)
+
+    assert wait_for(lambda: _tools("tiny")) == TINY_TOOLS
+    status, error = wait_for(lambda: _status("broken")[0] == "down" and _status("broken"))
+    assert "/nonexistent/mcp-server" in error
+    checked = McpServer.objects.get(name="tiny").last_checked_at
+
+    call_command("mcp_import", config)  # unchanged: nothing to discover
+    call_command("mcp_import", _config(tmp_path, {"tiny": {**tiny, "env": {"A": "1"}}}), "--no-discover")
+
+    assert McpServer.objects.get(name="tiny").last_checked_at == checked
+
+
+def test_a_disabled_server_is_not_discovered_until_enabled(pool_host):
+    server = McpServer.objects.create(name="tiny", command=sys.executable, args=tiny_args(), enabled=False)
+
+    server.description = "still disabled"
+    server.save()
+    operations.discover_if_due(servers=[server])
+    assert server.discovery_due is False
+
+    server.enabled = True
+    server.save()
+    operations.discover_if_due(servers=[server])
+
+    assert wait_for(lambda: _tools("tiny")) == TINY_TOOLS
