@@ -255,8 +255,9 @@ LOGGING = {
     "filters": {"redact_tokens": {"()": "apps.accounts.log_filters.RedactTokensFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_tokens"]}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
-    # A line per task run ("Task … succeeded") drowns the log at INFO; failures are still logged.
-    "loggers": {"celery.app.trace": {"level": "WARNING"}},
+    # A line per task run ("Task … succeeded") or per HTTP request of the LLM/MCP clients ("HTTP
+    # Request: POST …") drowns the log at INFO; failures are still logged.
+    "loggers": {"celery.app.trace": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
 }
 
 # --- Hub behaviour.
