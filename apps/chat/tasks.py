@@ -11,3 +11,18 @@ def run_turn(turn_id: str) -> None:
     from apps.chat import runtime
 
     runtime.submit(turn_id)
+
+
+@shared_task(name="chat.execute_run", ignore_result=True)
+def execute_run(run_id: str) -> None:
+    # Returns at once, as run_turn does: the run lives on the chat loop for as long as it takes.
+    from apps.chat import runtime
+
+    runtime.submit_run(run_id)
+
+
+@shared_task(name="chat.sweep_lost_runs", ignore_result=True)
+def sweep_lost_runs() -> None:
+    from apps.chat.runs.services import sweep_lost_runs as sweep
+
+    sweep()
