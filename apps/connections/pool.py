@@ -473,7 +473,9 @@ class _ServerListener:
     def connection_failed(self, conn: Connection, reason: str) -> None:
         self.server.failures += 1
         self.server.last_failure_at = time.monotonic()
-        self.server.breaker.record_failure(reason)
+        # A failed start counts from when it began: one that hung for its whole timeout was
+        # already a long wait, and the next try may follow at once.
+        self.server.breaker.record_failure(reason, began=conn.launched_at if conn.starting else None)
         self.server.stderr.append(f"{MARKER} connection to {self.server.name!r} failed: {reason}")
         logger.warning("server %r failed: %s", self.server.name, reason)
 

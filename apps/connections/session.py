@@ -87,6 +87,7 @@ class Connection:
         self.client: Client | None = None
         self.inflight = 0
         self.last_used = time.monotonic()
+        self.launched_at = self.last_used
         self.failure: str | None = None
         self.stopping = False
         self._listener = listener
@@ -104,6 +105,7 @@ class Connection:
     # -- lifecycle ---------------------------------------------------------------------
 
     def launch(self) -> None:
+        self.launched_at = time.monotonic()
         self._task = asyncio.get_running_loop().create_task(self._own(), name=f"mcp-connection:{self.spec.name}")
         self._task.add_done_callback(lambda _: self._listener.connection_closed(self))
 
