@@ -475,7 +475,8 @@ class _ServerListener:
         self.server.last_failure_at = time.monotonic()
         # A failed start counts from when it began: one that hung for its whole timeout was
         # already a long wait, and the next try may follow at once.
-        self.server.breaker.record_failure(reason, began=conn.launched_at if conn.starting else None)
+        failed_start = conn.starting or conn.start_error() is not None
+        self.server.breaker.record_failure(reason, began=conn.launched_at if failed_start else None)
         self.server.stderr.append(f"{MARKER} connection to {self.server.name!r} failed: {reason}")
         logger.warning("server %r failed: %s", self.server.name, reason)
 
