@@ -290,7 +290,13 @@ MCPHUB_CHAT_TOOL_RESULT_CHARS = envint("MCPHUB_CHAT_TOOL_RESULT_CHARS", 16000)
 # --- MCP connection pool (keys: apps.connections.pool.PoolOptions). With REDIS_URL the pool lives in
 # the Celery workers, whose own listener re-discovers on a backend's list_changed; embedded, the
 # in-process pool calls this hook instead.
-MCPHUB_POOL = {"on_notification": "apps.catalog.watch.on_backend_notification"}
+MCPHUB_POOL = {
+    "on_notification": "apps.catalog.watch.on_backend_notification",
+    # Requests in flight to one backend server; past it calls fail at once with a clear error.
+    "max_inflight_per_server": envint("MCPHUB_MAX_INFLIGHT_PER_SERVER", 512),
+    # Seconds a backend may take to start and answer initialize.
+    "connect_timeout": envint("MCPHUB_CONNECT_TIMEOUT", 30),
+}
 
 # --- Health checks, re-discovery and the watched .mcp.json (Celery beat; see apps/catalog/operations.py).
 MCPHUB_HEALTH_INTERVAL = envint("MCPHUB_HEALTH_INTERVAL", 60)  # seconds between health checks
