@@ -123,6 +123,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "apps.core.outage.OutageMiddleware",
 ]
 
 ROOT_URLCONF = "mcphub.urls"
@@ -256,8 +257,10 @@ LOGGING = {
     "filters": {"redact_tokens": {"()": "apps.accounts.log_filters.RedactTokensFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_tokens"]}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
-    # A line per task run ("Task … succeeded") drowns the log at INFO; failures are still logged.
-    "loggers": {"celery.app.trace": {"level": "WARNING"}},
+    # A line per task run ("Task … succeeded") or per HTTP request of the LLM/MCP clients ("HTTP
+    # Request: POST …") drowns the log at INFO; failures are still logged. Daphne's start-up lines
+    # (HTTP/2 extras, endpoints) repeat what `./hub run` already said.
+    "loggers": {"celery.app.trace": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}, "daphne": {"level": "WARNING"}},
 }
 
 # --- Hub behaviour.

@@ -8,6 +8,7 @@ from apps.accounts.api import AccessTokenViewSet, TeamViewSet
 from apps.catalog.api import ServerViewSet
 from apps.chat.api import ConversationViewSet
 from apps.gateway.api import UsageViewSet
+from apps.llm.api import ProviderViewSet
 from apps.toolsets.api import EndpointViewSet, ToolViewSet
 from apps.toolsets.preset_api import PresetViewSet
 
@@ -20,6 +21,7 @@ router.register("tokens", AccessTokenViewSet, basename="token")
 router.register("teams", TeamViewSet, basename="team")
 router.register("usage", UsageViewSet, basename="usage")
 router.register("conversations", ConversationViewSet, basename="conversation")
+router.register("llm/providers", ProviderViewSet, basename="llm-provider")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -96,9 +96,9 @@ class McpServer(TimeStampedModel):
     @classmethod
     def from_db(cls, db, field_names, values):
         server = super().from_db(db, field_names, values)
-        # Read from the loaded values only: touching a deferred field here (a query with .only())
-        # would load it through from_db again, recursing without end.
-        server._stored = (server.__dict__.get("config_hash"), server.__dict__.get("enabled"))
+        # A row read with .only()/.defer() lacks them; touching one here would reload it (recursively).
+        if not {"config_hash", "enabled"} & server.get_deferred_fields():
+            server._stored = (server.config_hash, server.enabled)
         return server
 
     def save(self, *args, **kwargs) -> None:
