@@ -338,6 +338,12 @@ MIDDLEWARE += [
     "axes.middleware.AxesMiddleware",  # last, as django-axes asks
 ]
 AUDITLOG_DISABLE_ON_RAW_SAVE = True  # loading fixtures is not a change anyone made
+AUDITLOG_MASK_CALLABLE = "apps.audit.registry.hide_secret"  # a secret is "[secret]", never half of it
+# Apps register their models with apps.audit.registry.register() in ready(); an app that must not
+# import apps.audit (llm depends on core only) is listed here instead.
+AUDITLOG_INCLUDE_TRACKING_MODELS = (
+    {"model": "llm.Provider", "mask_fields": ["api_key"], "exclude_fields": ["updated_at"]},
+)
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 # Served over HTTPS (by a TLS-terminating proxy that sets X-Forwarded-Proto): secure cookies, HSTS

@@ -131,3 +131,17 @@ def test_staff_read_the_trail_in_the_admin_with_filters_and_dave_cannot(admin_us
     assert listing.status_code == 200 and "x" in listing.content.decode()
     assert admin.get("/admin/auditlog/logentry/", {"source": "api", "action__exact": "0"}).status_code == 200
     assert staff_without_perms.get("/admin/auditlog/logentry/").status_code == 403
+
+
+def test_llm_providers_are_audited_without_their_api_key(api, alice):
+    from apps.llm.models import Provider
+
+    client, _ = api
+    key = "sk-provider-secret-key-0123456789"
+    created = client.post("/api/llm/providers/", {"name": "Local", "kind": "openai", "base_url": "http://127.0.0.1:1234/v1",
+                                                  "api_key": key}, format="json")
+    assert created.status_code == 201, created.content
+
+    entry = entries(Provider, action=LogEntry.Action.CREATE).last()
+    assert entry.actor == alice and entry.additional_data == {"source": "api"}
+    assert key not in trail_text()
