@@ -118,7 +118,7 @@ def test_the_endpoint_page_makes_mcp_or_api_tokens_and_says_which(client, alice,
     page = f"/endpoints/{alice_endpoint.slug}/"
 
     client.post(page, {"name": "cursor"})
-    shown = client.post(page, {"name": "script", "scope": "api_read"}).content.decode()
+    shown = client.post(page, {"name": "script", "scope": "api_read"}, follow=True).content.decode()
 
     mcp, api = AccessToken.objects.get(name="cursor"), AccessToken.objects.get(name="script")
     assert (mcp.scope, mcp.endpoint) == (TokenScope.MCP, alice_endpoint)
