@@ -145,3 +145,18 @@ def test_llm_providers_are_audited_without_their_api_key(api, alice):
     entry = entries(Provider, action=LogEntry.Action.CREATE).last()
     assert entry.actor == alice and entry.additional_data == {"source": "api"}
     assert key not in trail_text()
+
+
+def test_a_tool_setting_changed_on_an_endpoint_is_recorded(alice, global_server, make_tool):
+    from apps.toolsets.models import EndpointTool
+    from apps.toolsets.services import enable_tools
+
+    endpoint = alice.endpoints.get()
+    enable_tools(endpoint=endpoint, tools=[make_tool(global_server, "now")])
+    setting = EndpointTool.objects.get(endpoint=endpoint)
+
+    setting.name_override = "clock"
+    setting.save()
+
+    entry = entries(EndpointTool, action=LogEntry.Action.UPDATE).last()
+    assert entry.changes_dict["name_override"] == ["", "clock"]
