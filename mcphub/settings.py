@@ -316,8 +316,8 @@ if MCPHUB_WATCH_MCP_JSON and MCP_JSON_PATH:
         "task": "catalog.watch_mcp_json", "schedule": float(MCPHUB_WATCH_INTERVAL),
     }
 
-# --- Security: sign-in lockout (django-axes), response headers, HTTPS.
-INSTALLED_APPS += ["axes"]
+# --- Security: sign-in lockout (django-axes), response headers, HTTPS, audit trail.
+INSTALLED_APPS += ["axes", "auditlog", "apps.audit"]  # auditlog before apps.audit: ours replaces its admin
 # django-axes counts failed sign-ins per account and per address (either one locks); a success
 # resets them; staff unlock early by deleting the access attempt in the admin.
 AUTHENTICATION_BACKENDS = ["apps.accounts.backends.SignInLockoutBackend", "django.contrib.auth.backends.ModelBackend"]
@@ -341,7 +341,18 @@ CONTENT_SECURITY_POLICY = {
         "frame-ancestors": ["'none'"],
     }
 }
-MIDDLEWARE += ["csp.middleware.CSPMiddleware", "axes.middleware.AxesMiddleware"]  # axes: last, as it asks
+MIDDLEWARE += [
+    "csp.middleware.CSPMiddleware",
+    "apps.audit.context.AuditMiddleware",  # who changed what, from where (admin, pages, API)
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks
+]
+AUDITLOG_DISABLE_ON_RAW_SAVE = True  # loading fixtures is not a change anyone made
+AUDITLOG_MASK_CALLABLE = "apps.audit.registry.hide_secret"  # a secret is "[secret]", never half of it
+# Apps register their models with apps.audit.registry.register() in ready(); an app that must not
+# import apps.audit (llm depends on core only) is listed here instead.
+AUDITLOG_INCLUDE_TRACKING_MODELS = (
+    {"model": "llm.Provider", "mask_fields": ["api_key"], "exclude_fields": ["updated_at"]},
+)
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 # Served over HTTPS (by a TLS-terminating proxy that sets X-Forwarded-Proto): secure cookies, HSTS
