@@ -96,7 +96,9 @@ class McpServer(TimeStampedModel):
     @classmethod
     def from_db(cls, db, field_names, values):
         server = super().from_db(db, field_names, values)
-        server._stored = (server.config_hash, server.enabled)
+        # A row read with .only()/.defer() lacks them; touching one here would reload it (recursively).
+        if not {"config_hash", "enabled"} & server.get_deferred_fields():
+            server._stored = (server.config_hash, server.enabled)
         return server
 
     def save(self, *args, **kwargs) -> None:

@@ -22,9 +22,19 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 ASYNC_MAX_CONNECTIONS = 256
 ASYNC_WAIT_SECONDS = 10.0
+
+# Redis is unreachable (down, restarting, the link dropped): a request answers 503 + Retry-After.
+# redis-py's errors, and the OS's for our own RESP client (`ConnectionError` covers refused/reset).
+OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    ConnectionError,
+)
 
 _sync_client: redis.Redis | None = None
 _async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Redis] = weakref.WeakKeyDictionary()
@@ -32,7 +42,15 @@ _async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Re
 
 def _options() -> dict:
     # redis-py 8 defaults socket_timeout to 5 s: idle blocking reads must not time out.
-    return {"socket_timeout": None, "socket_connect_timeout": 5, "health_check_interval": 30}
+    # After a Redis restart every pooled connection is dead: a command that meets one retries
+    # once, at once, on a new connection (the caller sees nothing); a second failure is an outage.
+    return {
+        "socket_timeout": None,
+        "socket_connect_timeout": 2,
+        "health_check_interval": 30,
+        "retry": Retry(NoBackoff(), 1),
+        "retry_on_error": [redis.exceptions.ConnectionError],
+    }
 
 
 def sync_redis() -> redis.Redis | None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
-from apps.core import hotstate
+from apps.core import hotstate, outage
 from apps.toolsets.events import announce_changes_of_other_processes
 
 logger = logging.getLogger(__name__)
@@ -92,6 +92,10 @@ class Mailbox:
                 message = await self.layer.receive(self.channel)
             except asyncio.CancelledError:
                 raise
+            except hotstate.OUTAGE_ERRORS as exc:
+                outage.note(exc)
+                await asyncio.sleep(0.1)
+                continue
             except Exception:  # noqa: BLE001 - a bad message must not kill the inbox
                 logger.exception("mailbox receive failed")
                 await asyncio.sleep(0.1)
