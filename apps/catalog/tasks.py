@@ -38,9 +38,11 @@ def check_health(server_id: int) -> None:
     server = McpServer.objects.filter(pk=server_id, enabled=True).first()
     if server is None:
         return
+    before = server.status
     verdict = operations.check_health(server=server)
-    if verdict.status != McpServer.Status.HEALTHY:
-        logger.warning("health: %s", verdict)
+    # A quiet log: a change of health is news, the same verdict every minute is not.
+    if verdict.status != before:
+        (logger.info if verdict.status == McpServer.Status.HEALTHY else logger.warning)("health: %s (was %s)", verdict, before)
 
 
 @shared_task(name="catalog.check_health_all", ignore_result=True)
