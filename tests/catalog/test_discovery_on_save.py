@@ -110,3 +110,13 @@ def test_servers_loaded_with_only_some_fields_still_load(global_server):
     server = McpServer.objects.only("name", "status").get(pk=global_server.pk)
 
     assert (server.name, server.enabled) == ("time", True)
+
+
+def test_a_server_imported_on_the_servers_page_shows_its_tools(pool_host, admin_client):
+    text = json.dumps({"mcpServers": {"tiny": {"command": sys.executable, "args": tiny_args()}}})
+    digest = admin_client.post("/servers/import/", {"text": text, "preview": "1"}).context["digest"]
+
+    response = admin_client.post("/servers/import/", {"text": text, "previewed": digest, "apply": "1"})
+
+    assert response.status_code == 302
+    assert wait_for(lambda: _tools("tiny")) == TINY_TOOLS
