@@ -27,6 +27,14 @@ def discover_server(server_id: int) -> None:
     (logger.info if outcome.ok else logger.warning)("%s", outcome)
 
 
+@shared_task(name="catalog.discover_servers", ignore_result=True)
+def discover_servers(server_ids: list[int]) -> None:
+    """Several servers at once (concurrently): what an import or a save just created or changed."""
+    servers = list(McpServer.objects.filter(pk__in=server_ids, enabled=True))
+    for outcome in operations.discover_many(servers=servers):
+        (logger.info if outcome.ok else logger.warning)("%s", outcome)
+
+
 @shared_task(name="catalog.discover_all", ignore_result=True)
 def discover_all() -> None:
     for server_id in McpServer.objects.filter(enabled=True).values_list("pk", flat=True):
