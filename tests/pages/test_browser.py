@@ -148,14 +148,6 @@ def test_staff_see_server_status_and_errors(sign_in, screenshot, admin_user, cat
     expect(panel).to_have_count(0)
 
 
-def test_the_tools_page_fits_a_phone(sign_in, screenshot, alice, catalog):
-    page = sign_in("alice", "alice-password", width=390)
-    page.goto("/tools/")
-
-    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-    screenshot(page, "tools-phone")
-
-
 def test_a_refused_action_says_why(sign_in, catalog, db):
     User.objects.create_user("dana", password="dana-password", is_staff=True)  # staff, but no server permissions
     page = sign_in("dana", "dana-password")
