@@ -47,6 +47,9 @@ class Reply:
     delay: seconds before the response starts; chunk_delay: between chunks.
     finish: the finish reason in neutral words (stop, tool_calls, length, content_filter).
     drop: reset the connection without answering; cut_after: reset it after this many chunks.
+    error_after: after this many chunks, an error inside the 200 stream, as the services send one
+    (Anthropic: `event: error` with e.g. overloaded_error; OpenAI: `data: {"error": ...}`); its
+    status picks the type (`error`, default 529 Anthropic / 500 OpenAI).
     """
 
     text: Sequence[str] = ()
@@ -62,6 +65,7 @@ class Reply:
     args_chunk: int = 5
     drop: bool = False
     cut_after: int | None = None
+    error_after: int | None = None
 
     def arguments(self, index: int) -> str:
         raw = self.tool_calls[index][2]
@@ -333,13 +337,21 @@ class _Format:
 
 
 def _openai_sse(reply: Reply, body: dict) -> Iterator[bytes]:
-    for chunk in openai_chunks(reply, body):
+    for number, chunk in enumerate(openai_chunks(reply, body)):
+        if number == reply.error_after:
+            error = openai_error(reply.error or 500, message=reply.error_message, code=reply.error_code)
+            yield f"data: {json.dumps(error)}\n\n".encode()
+            return
         yield f"data: {json.dumps(chunk)}\n\n".encode()
     yield b"data: [DONE]\n\n"
 
 
 def _anthropic_sse(reply: Reply, body: dict) -> Iterator[bytes]:
-    for name, data in anthropic_events(reply, body):
+    for number, (name, data) in enumerate(anthropic_events(reply, body)):
+        if number == reply.error_after:
+            error = anthropic_error(reply.error or 529, message=reply.error_message, code=reply.error_code)
+            yield f"event: error\ndata: {json.dumps(error)}\n\n".encode()
+            return
         yield f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
 
@@ -359,6 +371,8 @@ ANTHROPIC = _Format(
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "ScriptedLLM/1"
+    # Each chunk leaves at once, as from a real streaming server (Nagle + delayed ACK held them ~40 ms).
+    disable_nagle_algorithm = True
 
     @property
     def llm(self) -> ScriptedLLM:
@@ -417,7 +431,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._pause(reply.delay)
             if reply.drop:
                 return self._reset()
-            if reply.error:
+            if reply.error and reply.error_after is None:
                 headers = {} if reply.retry_after is None else {"retry-after": f"{reply.retry_after:g}"}
                 return self._json(reply.error, fmt.error(reply.error, message=reply.error_message,
                                                          code=reply.error_code), headers)

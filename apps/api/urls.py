@@ -1,13 +1,14 @@
 """Everything under /api/: one router for the resources, plus the OpenAPI schema and its docs page."""
 
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
 from apps.accounts.api import AccessTokenViewSet, TeamViewSet
 from apps.catalog.api import ServerViewSet
 from apps.chat.api import ConversationViewSet
 from apps.gateway.api import UsageViewSet
+from apps.llm.api import ProviderViewSet
 from apps.toolsets.api import EndpointViewSet, ToolViewSet
 from apps.toolsets.preset_api import PresetViewSet
 
@@ -20,9 +21,11 @@ router.register("tokens", AccessTokenViewSet, basename="token")
 router.register("teams", TeamViewSet, basename="team")
 router.register("usage", UsageViewSet, basename="usage")
 router.register("conversations", ConversationViewSet, basename="conversation")
+router.register("llm/providers", ProviderViewSet, basename="llm-provider")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # The split view serves its start-up script as a file: the CSP allows no inline scripts.
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include(router.urls)),
 ]

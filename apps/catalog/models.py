@@ -96,9 +96,8 @@ class McpServer(TimeStampedModel):
     @classmethod
     def from_db(cls, db, field_names, values):
         server = super().from_db(db, field_names, values)
-        # Only when both were loaded: reading a deferred field (`.only()`) would load it through
-        # from_db again, recursing without end.
-        if "config_hash" in field_names and "enabled" in field_names:
+        # A row read with .only()/.defer() lacks them; touching one here would reload it (recursively).
+        if not {"config_hash", "enabled"} & server.get_deferred_fields():
             server._stored = (server.config_hash, server.enabled)
         return server
 

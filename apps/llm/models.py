@@ -25,7 +25,8 @@ def validate_base_url(value: str) -> None:
 class Provider(TimeStampedModel):
     """One account at an LLM service. `owner` empty: shared with everyone (staff create those).
 
-    `is_default` marks the owner's default (for a shared provider: the site default). The API key
+    `is_default` marks the owner's default (for a shared provider: the site default); setting it
+    through services.py clears the previous one, so a form may set it freely. The API key
     is encrypted at rest and never returned by any API or page.
     """
 
@@ -47,12 +48,14 @@ class Provider(TimeStampedModel):
     class Meta:
         ordering = ["name", "pk"]
         constraints = [
-            models.UniqueConstraint(fields=["owner", "name"], name="llm_provider_unique_name_per_owner"),
-            # NULLs never clash in a unique index, so shared names need their own rule.
-            models.UniqueConstraint(fields=["name"], condition=Q(owner__isnull=True), name="llm_provider_unique_shared_name"),
-            models.UniqueConstraint(fields=["owner"], condition=Q(is_default=True), name="llm_provider_one_default_per_owner"),
             models.UniqueConstraint(
-                fields=["is_default"], condition=Q(is_default=True, owner__isnull=True), name="llm_provider_one_shared_default"
+                fields=["owner", "name"], name="llm_provider_unique_name_per_owner",
+                violation_error_message="You already have a provider with this name.",
+            ),
+            # NULLs never clash in a unique index, so shared names need their own rule.
+            models.UniqueConstraint(
+                fields=["name"], condition=Q(owner__isnull=True), name="llm_provider_unique_shared_name",
+                violation_error_message="A shared provider with this name already exists.",
             ),
         ]
 

@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
 from apps.llm.adapters import Adapter, adapter_class
+from apps.llm.detect import LocalServer
 from apps.llm.models import Provider
 from apps.llm.types import LLMError
 
@@ -26,14 +27,16 @@ def adapter_for(provider: Provider, *, timeout: float = 120.0) -> Adapter:
 
 
 def can_edit(user, provider: Provider) -> bool:
+    """Staff change shared providers; a private one is its owner's (and a superuser's)."""
+    if user is None:  # the operator: management commands, start-up
+        return True
     if provider.is_shared:
         return bool(user.is_staff)
-    return provider.owner_id == user.pk
+    return provider.owner_id == user.pk or bool(user.is_superuser)
 
 
 def _check_can_edit(actor, provider: Provider) -> None:
-    # actor None: the operator (management command, start-up), who may change anything.
-    if actor is not None and not can_edit(actor, provider):
+    if not can_edit(actor, provider):
         raise PermissionDenied("Only staff change shared providers; only its owner changes a private one.")
 
 
@@ -51,27 +54,45 @@ def create_provider(
     is_default: bool = False,
 ) -> Provider:
     """A new provider: private to `owner` (default: the actor), or shared (staff or the operator only)."""
-    if not shared:
-        owner = owner or actor
-        if owner is None:
-            raise PermissionDenied("A private provider needs an owner.")
+    owner = None if shared else (owner or actor)
+    if not shared and owner is None:
+        raise PermissionDenied("A private provider needs an owner.")
     provider = Provider(
         name=name, kind=kind, base_url=base_url, default_model=default_model, api_key=api_key or "",
-        owner=None if shared else owner, is_default=is_default,
+        owner=owner, is_default=is_default,
     )
     _check_can_edit(actor, provider)
     return _save(provider)
 
 
 @transaction.atomic
-def update_provider(*, actor, provider: Provider, api_key: str | None = None, **changes) -> Provider:
-    """Change the given fields; `api_key=None` keeps the stored key, "" removes it."""
+def update_provider(*, actor, provider: Provider, api_key: str | None = None, owner=..., **changes) -> Provider:
+    """Change the given fields; `api_key=None` keeps the stored key, "" removes it.
+
+    `owner` (staff and the operator only) moves a provider: None makes it shared.
+    """
     _check_can_edit(actor, provider)
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
         raise TypeError(f"Not editable: {', '.join(sorted(unknown))}")
     for field, value in changes.items():
         setattr(provider, field, value)
+    if owner is not ...:
+        if actor is not None and not actor.is_staff:
+            raise PermissionDenied("Only staff move a provider to another owner or share it.")
+        provider.owner = owner
+        _check_can_edit(actor, provider)
+    if api_key is not None:
+        provider.api_key = api_key
+    return _save(provider)
+
+
+@transaction.atomic
+def save_provider(*, actor, provider: Provider, api_key: str | None = None) -> Provider:
+    """Save a provider a form has filled in (the admin): the same rules as create and update."""
+    if provider.pk is not None:
+        _check_can_edit(actor, Provider.objects.get(pk=provider.pk))
+    _check_can_edit(actor, provider)
     if api_key is not None:
         provider.api_key = api_key
     return _save(provider)
@@ -84,10 +105,11 @@ def delete_provider(*, actor, provider: Provider) -> None:
 
 
 def _save(provider: Provider) -> Provider:
-    provider.full_clean()
     if provider.is_default:
-        # One default per owner (and one shared default): the new one takes over.
+        # One default per owner (and one shared default): the new one takes over. Rolled back
+        # with everything else if the provider turns out invalid.
         Provider.objects.filter(owner=provider.owner, is_default=True).exclude(pk=provider.pk).update(is_default=False)
+    provider.full_clean()
     provider.save()
     return provider
 
@@ -99,6 +121,7 @@ class ConnectionCheck:
     ok: bool
     models: list[str]
     error: str = ""
+    kind: str = ""  # LLMError.kind when not ok
 
     def __str__(self) -> str:
         if not self.ok:
@@ -111,7 +134,7 @@ async def alist_models(provider: Provider, *, timeout: float = 15.0) -> Connecti
     try:
         return ConnectionCheck(ok=True, models=await adapter.list_models())
     except LLMError as exc:
-        return ConnectionCheck(ok=False, models=[], error=str(exc))
+        return ConnectionCheck(ok=False, models=[], error=str(exc), kind=exc.kind)
     finally:
         await adapter.aclose()
 
@@ -119,3 +142,12 @@ async def alist_models(provider: Provider, *, timeout: float = 15.0) -> Connecti
 def list_models(provider: Provider, *, timeout: float = 15.0) -> ConnectionCheck:
     """Test the connection by listing the provider's models (sync views, admin, commands)."""
     return async_to_sync(alist_models)(provider, timeout=timeout)
+
+
+def add_local_server(*, actor, server: LocalServer) -> Provider:
+    """A detected LM Studio / Ollama as a shared provider; the site default if there is none yet."""
+    has_default = Provider.objects.filter(owner__isnull=True, is_default=True).exists()
+    return create_provider(
+        actor=actor, name=server.name, kind="openai", base_url=server.base_url,
+        default_model=server.suggested_model, shared=True, is_default=not has_default,
+    )

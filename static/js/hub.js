@@ -79,6 +79,12 @@
     if (close) close.closest("tr").remove();
   });
 
+  // Forms that ask before they act. No inline handlers anywhere: the pages' CSP runs only our files.
+  document.addEventListener("submit", (event) => {
+    const question = event.target.dataset ? event.target.dataset.confirm : undefined;
+    if (question && !window.confirm(question)) event.preventDefault();
+  });
+
   // Filter selects apply themselves (a <noscript> button covers the rest).
   document.addEventListener("change", (event) => {
     if (event.target.matches("select[data-autosubmit]")) event.target.form.requestSubmit();

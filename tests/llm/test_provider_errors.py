@@ -105,3 +105,35 @@ async def test_an_exhausted_quota_is_not_retried(adapter, llm):
 
     assert caught.value.kind == "quota" and "quota" in str(caught.value)
     assert len(llm.requests) == 1
+
+
+async def test_an_error_inside_the_stream_before_any_text_is_retried(adapter, llm):
+    # Anthropic's overloaded_error event / OpenAI's {"error": ...} chunk, right after the stream opened.
+    llm.script([Reply(text=["never seen"], error_after=1), Reply(text=["second try"])])
+
+    events = await collect(adapter)
+
+    assert events[0] == TextDelta("second try")
+    assert len(llm.requests) == 2
+
+
+async def test_an_error_inside_the_stream_after_text_says_the_reply_was_cut_off(adapter, llm):
+    llm.script([Reply(text=["one", "two", "three", "four", "five"], error_after=5, error_message="Overloaded")])
+
+    with pytest.raises(LLMError) as caught:
+        await collect(adapter)
+
+    assert str(caught.value).startswith("The reply was cut off") and "Overloaded" in str(caught.value)
+    assert caught.value.kind == "unavailable"
+    assert len(llm.requests) == 1
+
+
+async def test_a_model_slower_than_the_timeout_is_reported_not_retried(kind, llm):
+    llm.script([Reply(text=["too late"], delay=3.0), Reply(text=["never"])])
+
+    async with adapter_class(kind)(base_url=llm.url, api_key="k", timeout=0.5) as adapter:
+        with pytest.raises(LLMError) as caught:
+            await collect(adapter)
+
+    assert "did not answer within 0.5 s" in str(caught.value)
+    assert len(llm.requests) == 1

@@ -25,8 +25,10 @@ _MESSAGE_LIMIT = 300
 
 _MODEL_MISSING = re.compile(r"model.*(not[ _]found|does not exist|not exist|unknown|not available|no such)", re.I)
 _QUOTA = re.compile(r"insufficient_quota|quota|credit balance|billing|payment required", re.I)
-# Anthropic reports failures inside a 200 stream as an `error` event: its type says what happened.
+# Failures inside a 200 stream (Anthropic's `error` event, OpenAI's error chunk): the type or code
+# says what happened. Checked in order, so specific codes come before generic types.
 _ERROR_TYPE_STATUS = {
+    "invalid_api_key": 401, "model_not_found": 404, "insufficient_quota": 429, "rate_limit_exceeded": 429,
     "authentication_error": 401, "permission_error": 403, "not_found_error": 404, "rate_limit_error": 429,
     "invalid_request_error": 400, "api_error": 500, "overloaded_error": 529, "billing_error": 402,
 }
@@ -105,12 +107,14 @@ def classify(exc: BaseException, *, sdk: ModuleType, base_url: str, model: str |
         reason = _connection_reason(exc)
         return Failure(f"Cannot reach the provider at {base_url}{_AGAIN}: {reason}.", "unavailable", RETRY_DELAY)
     if isinstance(exc, sdk.APIStatusError):
-        return _status_failure(exc, base_url=base_url, model=model)
+        return _status_failure(exc, exc.status_code, base_url=base_url, model=model)
+    if isinstance(exc, sdk.APIError):  # the openai SDK's error chunk inside a 200 stream
+        return _status_failure(exc, 200, base_url=base_url, model=model)
     return None
 
 
-def _status_failure(exc: Any, *, base_url: str, model: str | None) -> Failure:
-    status, body = exc.status_code, exc.body
+def _status_failure(exc: Any, status: int, *, base_url: str, model: str | None) -> Failure:
+    body = exc.body
     code = _error_code(body)
     if status == 200:  # an error event inside a stream
         status = next((s for t, s in _ERROR_TYPE_STATUS.items() if t in code), 500)

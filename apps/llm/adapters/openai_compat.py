@@ -10,7 +10,7 @@ import openai
 
 from apps.llm.adapters import register
 from apps.llm.adapters.assembly import PartialCall
-from apps.llm.adapters.base import NO_KEY, Adapter
+from apps.llm.adapters.base import NO_KEY, Adapter, shared_ssl_context
 from apps.llm.adapters.retrying import Attempts
 from apps.llm.types import Event, Finish, Message, TextDelta, ToolSpec, Usage
 
@@ -23,9 +23,10 @@ class OpenAIAdapter(Adapter):
     def __init__(self, *, base_url: str, api_key: str | None, timeout: float = 120.0) -> None:
         super().__init__(base_url=base_url, api_key=api_key, timeout=timeout)
         # max_retries=0: the one retry is ours (retrying.py), so its behaviour is tested, not the SDK's.
+        timeouts = openai.Timeout(timeout, connect=min(timeout, 10.0))
         self._client = openai.AsyncOpenAI(
-            base_url=base_url, api_key=self.api_key or NO_KEY, max_retries=0,
-            timeout=openai.Timeout(timeout, connect=min(timeout, 10.0)),
+            base_url=base_url, api_key=self.api_key or NO_KEY, max_retries=0, timeout=timeouts,
+            http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context(), timeout=timeouts),
         )
         self._attempts = Attempts(sdk=openai, base_url=base_url, timeout=timeout)
 
