@@ -16,6 +16,8 @@ from playwright.sync_api import expect
 
 from apps.accounts.services import create_access_token
 from apps.catalog.models import McpServer
+from apps.chat.services import create_conversation
+from apps.llm.services import create_provider
 from apps.toolsets.models import ToolCall
 from apps.toolsets.services import create_endpoint, create_preset, enable_tools, update_preset
 
@@ -66,6 +68,10 @@ def a_busy_hub(admin_user, global_server, make_tool):
     enable_tools(endpoint=endpoint, tools=tools[:2])
     for name in ("Claude Desktop on the work laptop", "Cursor"):
         create_access_token(user=admin_user, name=name, endpoint=endpoint)
+    provider = create_provider(actor=admin_user, name="LM Studio on the workstation in the lab", kind="openai",
+                               base_url="http://127.0.0.1:9/v1", default_model="qwen2.5-coder-32b-instruct-q4_k_m")
+    create_conversation(owner=admin_user, title="Why is the time server down on the staging host?", provider=provider,
+                        endpoint=endpoint)
     preset = create_preset(owner=admin_user, name="Code review with the enterprise GitHub", tool_keys=[t.key for t in tools[:1]])
     update_preset(preset=preset, user=admin_user, tool_keys=[t.key for t in tools])
     now = timezone.now()
@@ -114,6 +120,7 @@ def test_every_page_fits_a_phone(a_busy_hub, sign_in, screenshot, browser, live_
         _check(page, screenshot, _key(url), problems)
         queue += _links(page, "main a[href]")
     assert {"/", "/tools/", "/presets/", "/usage/", "/servers/", "/servers/import/"} <= seen, seen
+    assert any(p.startswith("/chat/") and p != "/chat/" for p in seen), seen
     assert any(p.startswith("/endpoints/") and p.endswith("/delete/") for p in seen), seen
     assert any(p.startswith("/presets/") and p != "/presets/" for p in seen), seen
 
