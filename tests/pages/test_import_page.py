@@ -196,3 +196,35 @@ def test_with_the_stdio_permission_stdio_servers_import(client, server_manager):
     page = client.post("/servers/import/", {"text": CONFIG, "preview": "1"}).content.decode()
 
     assert "Preview: 3 to create" in page
+
+
+def test_servers_can_be_imported_for_one_team_or_only_oneself(client, alice, team):
+    alice.is_staff, alice.is_superuser = True, True
+    alice.save()
+    client.force_login(alice)
+    mine = json.dumps({"mcpServers": {"notes": {"type": "http", "url": "https://notes.example.com/mcp"}}})
+    theirs = json.dumps({"mcpServers": {"wiki": {"type": "http", "url": "https://wiki.example.com/mcp"}}})
+
+    for text, audience in [(mine, "me"), (theirs, f"team:{team.slug}")]:
+        digest = client.post("/servers/import/", {"text": text, "audience": audience, "preview": "1"}).context["digest"]
+        client.post("/servers/import/", {"text": text, "audience": audience, "previewed": digest, "apply": "1"})
+
+    notes, wiki = McpServer.objects.get(name="notes"), McpServer.objects.get(name="wiki")
+    assert (notes.visibility, notes.owner, notes.team) == ("private", alice, None)
+    assert (wiki.visibility, wiki.owner, wiki.team) == ("team", None, team)
+
+
+def test_changing_who_sees_them_after_the_preview_needs_a_new_preview(as_admin):
+    digest = _preview(as_admin).context["digest"]
+
+    response = as_admin.post("/servers/import/", {"text": CONFIG, "audience": "me", "previewed": digest, "apply": "1"})
+
+    assert "The config changed after its preview" in response.content.decode()
+    assert not McpServer.objects.exists()
+
+
+def test_a_team_one_is_not_on_is_refused(as_admin, team):
+    response = as_admin.post("/servers/import/", {"text": CONFIG, "audience": f"team:{team.slug}", "preview": "1"})
+
+    assert "is not one of the available choices" in response.content.decode()
+    assert not McpServer.objects.exists()
