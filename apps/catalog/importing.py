@@ -23,7 +23,7 @@ from apps.catalog.mcp_json import (
     env_placeholder,
     header_placeholder,
     normalize_server_name,
-    parse_mcp_json,
+    parse_mcp_json_entries,
     render_mcp_json,
 )
 from apps.catalog.models import McpServer
@@ -126,13 +126,20 @@ def import_mcp_json(
     stdio server (its command runs on the hub's host) is an error. Raises McpJsonError naming
     every problem.
     """
-    parsed = parse_mcp_json(text, environ=environ)
+    parsed, errors = parse_mcp_json_entries(text, environ=environ)
     try:
+        # The entries that parsed are checked against the database too, so one preview names every problem.
         changes = import_servers(configs=parsed.servers, owner=owner, team=team, dry_run=True)
         if not stdio_allowed:
             _refuse_stdio(parsed.servers, changes)
-        if not dry_run:
-            changes = import_servers(configs=parsed.servers, owner=owner, team=team)
+    except McpJsonError as exc:
+        errors += exc.errors
+    if errors:
+        raise McpJsonError(errors)
+    if dry_run:
+        return ImportResult(changes=changes, warnings=parsed.warnings)
+    try:
+        changes = import_servers(configs=parsed.servers, owner=owner, team=team)
     except IntegrityError as exc:
         # Someone else wrote a server of the same name meanwhile; the transaction rolled back.
         raise McpJsonError([f"a concurrent change got in the way ({exc}); try again"]) from None

@@ -85,9 +85,10 @@ def test_every_error_is_named_and_nothing_is_written(as_admin, alice):
 
     page = response.content.decode()
     assert response.status_code == 400
-    assert "Nothing can be imported: 2 problems" in page
+    assert "Nothing can be imported: 3 problems" in page
     assert "mcpServers.broken.command: must be a string" in page
     assert "mcpServers.remote.url: must be an http:// or https:// URL" in page
+    assert "mcpServers.time: server &#x27;time&#x27; already exists and is private to alice" in page
     assert "Apply:" not in page
     assert McpServer.objects.count() == 1
 
