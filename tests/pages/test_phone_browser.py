@@ -49,6 +49,10 @@ SPILLS = """() => {
       found.push(`${el.tagName.toLowerCase()}.${el.className} cuts off ${el.scrollWidth - el.clientWidth} px`);
     }
   }
+  // Tables in a sideways-scrolling box still scroll sideways: they must fit too (code blocks may scroll).
+  for (const el of document.querySelectorAll('main .scroll-x')) {
+    if (el.scrollWidth > el.clientWidth + 1) found.push(`.scroll-x#${el.firstElementChild.id} scrolls ${el.scrollWidth - el.clientWidth} px`);
+  }
   return found.slice(0, 5);
 }"""
 
