@@ -78,7 +78,8 @@ def _render(request: HttpRequest, form: McpJsonForm, *, result: ImportResult | N
             for change in result.changes] if result else []
     counts = Counter(change.action for change in result.changes) if result else Counter()
     context = {"nav": "servers", "form": form, "text": text, "result": result, "rows": rows, "counts": counts,
-               "errors": errors or [], "digest": digest, "export": export_servers()}
+               "errors": errors or [], "digest": digest,
+               "export": export_servers() if request.user.has_perm(permissions.VIEW_ALL) else None}
     return render(request, "web/servers_import.html", context, status=400 if errors else 200)
 
 

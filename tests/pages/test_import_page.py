@@ -229,3 +229,11 @@ def test_a_team_one_is_not_on_is_refused(as_admin, team):
 
     assert "is not one of the available choices" in response.content.decode()
     assert not McpServer.objects.exists()
+
+
+def test_the_export_shows_only_to_those_who_may_see_every_server(client, server_manager, alice_private_server):
+    client.force_login(server_manager)
+
+    page = client.get("/servers/import/").content.decode()
+
+    assert 'id="export"' not in page and "alice-notes" not in page
