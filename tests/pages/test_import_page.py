@@ -237,3 +237,12 @@ def test_the_export_shows_only_to_those_who_may_see_every_server(client, server_
     page = client.get("/servers/import/").content.decode()
 
     assert 'id="export"' not in page and "alice-notes" not in page
+
+
+def test_the_servers_page_offers_import_only_to_those_who_may(client, admin_user, db):
+    clerk = User.objects.create_user("clerk", password="x", is_staff=True)
+
+    client.force_login(admin_user)
+    assert b"Import / export .mcp.json" in client.get("/servers/").content
+    client.force_login(clerk)
+    assert b"Import / export .mcp.json" not in client.get("/servers/").content
