@@ -45,6 +45,16 @@
     });
   }
   document.addEventListener("DOMContentLoaded", settleFlashes);
+
+  // On a phone the nav scrolls sideways: bring the current page's entry into view.
+  document.addEventListener("DOMContentLoaded", () => {
+    const nav = document.querySelector(".topbar nav");
+    const current = nav && nav.querySelector('[aria-current="page"]');
+    if (current && nav.scrollWidth > nav.clientWidth) {
+      const offset = current.getBoundingClientRect().left - nav.getBoundingClientRect().left;
+      nav.scrollLeft += offset - (nav.clientWidth - current.offsetWidth) / 2;
+    }
+  });
   document.addEventListener("htmx:oobAfterSwap", settleFlashes);
   document.addEventListener("click", (event) => {
     const flash = event.target.closest(".flash-area .flash");

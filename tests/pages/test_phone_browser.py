@@ -129,6 +129,8 @@ def test_every_page_fits_a_phone(a_busy_hub, sign_in, screenshot, browser, live_
     assert any(p.startswith("/presets/") and p != "/presets/" for p in seen), seen
 
     page.goto("/servers/")
+    current = page.locator('header nav [aria-current="page"]').bounding_box()
+    assert current["x"] >= 0 and current["x"] + current["width"] <= PHONE, "the current page's nav entry is off screen"
     page.locator("#server-time").get_by_role("button", name="Stderr & counters").click()
     expect(page.locator("#server-time .server-panel")).to_be_visible()
     _check(page, screenshot, "servers-panel", problems)
