@@ -83,6 +83,13 @@
     document.getElementById("flash").replaceChildren(flash);
   });
 
+  // A Servers action re-renders its row: keyboard and screen-reader users land on the result panel.
+  document.addEventListener("htmx:afterSwap", (event) => {
+    const id = event.detail.target && event.detail.target.id;
+    const panel = id && id.startsWith("server-") && document.querySelector(`#${CSS.escape(id)} .panel`);
+    if (panel) panel.focus();
+  });
+
   // A result panel under a Servers row closes without asking the server again.
   document.addEventListener("click", (event) => {
     const close = event.target.closest("[data-close-panel]");

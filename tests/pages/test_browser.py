@@ -141,6 +141,7 @@ def test_staff_see_server_status_and_errors(sign_in, screenshot, admin_user, cat
     page.locator("#server-time").get_by_role("button", name="Stderr & counters").click()
     panel = page.locator("#server-time .server-panel")
     expect(panel).to_contain_text("Live state in the connection pool")
+    expect(panel.locator(".panel")).to_be_focused()
     actions = page.locator("#server-time .server-actions").bounding_box()
     assert actions["height"] < 100  # the result is under the row, not stacked in the Actions column
     screenshot(page, "servers")
