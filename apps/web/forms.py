@@ -50,7 +50,7 @@ class McpJsonForm(forms.Form):
 
     MAX_BYTES = 1_000_000
 
-    text = forms.CharField(required=False, widget=forms.Textarea, label="Paste a config", strip=False)
+    text = forms.CharField(required=False, widget=forms.Textarea, label="Paste a config", strip=False, max_length=MAX_BYTES)
     file = forms.FileField(required=False, label="or upload a file")
     audience = forms.ChoiceField(label="Who sees them", required=False)
     # The text the preview was made of: Apply writes only what the page showed.
