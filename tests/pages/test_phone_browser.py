@@ -102,7 +102,9 @@ def _check(page, screenshot, name: str, problems: list[str]) -> None:
     spills = page.evaluate(SPILLS)
     if wide[0] > wide[1] or spills:
         problems.append(f"{name}: scrollWidth {wide[0]} > {wide[1]}; spilling: {spills}")
-    screenshot(page, "phone-" + (re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "dashboard"))
+    # Stable names across runs: ids, uuids and endpoints' random suffixes become "n".
+    stable = re.sub(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}|-[0-9a-f]{6}(?=/)|\d+", "n", name.lower())
+    screenshot(page, "phone-" + (re.sub(r"[^a-z0-9]+", "-", stable).strip("-") or "dashboard"))
 
 
 def test_every_page_fits_a_phone(a_busy_hub, sign_in, screenshot, browser, live_server):
