@@ -172,11 +172,12 @@ def test_stdio_servers_need_the_stdio_permission(client, server_manager, global_
         "time": {"command": "mcp-server-time"},  # unchanged: nothing runs differently
         "shell": {"command": "sh", "args": ["-c", "id"]},
         "github": {"type": "http", "url": "https://gh.example.com/mcp"},
+        "broken": {"type": "http", "url": 5},
     }})
 
     page = client.post("/servers/import/", {"text": text, "preview": "1"}).content.decode()
 
-    assert "Nothing can be imported: 1 problem" in page
+    assert "Nothing can be imported: 2 problems" in page and "mcpServers.broken.url: must be a string" in page
     assert "mcpServers.shell: creating or changing a stdio server needs the &#x27;manage stdio servers&#x27; permission" in page
     assert McpServer.objects.count() == 1
 
