@@ -135,13 +135,13 @@ class TurnRunner:
         text, self.partial = "".join(self.partial), []
         self.usage[0] += usage.input_tokens
         self.usage[1] += usage.output_tokens
-        await self._save(
+        await _db(services.save_round)(
+            conversation_id=self.setup.conversation_id, turn_id=self.setup.turn_id,
             role=MessageRow.Role.ASSISTANT, text=text,
             tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
             duration_ms=(time.perf_counter() - clock) * 1000,
         )
-        await _db(services.add_usage)(self.setup.turn_id, usage.input_tokens, usage.output_tokens)
         for call in calls:
             self.sink.emit("tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments})
         return text, calls
