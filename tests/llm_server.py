@@ -318,6 +318,8 @@ def anthropic_message(reply: Reply, body: dict) -> dict:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # The default backlog of 5 drops connection bursts (100 conversations at once) into SYN retries.
+    request_queue_size = 512
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that hung up is what the cancel tests do on purpose: no traceback for it.
@@ -480,9 +482,12 @@ class _Handler(BaseHTTPRequestHandler):
         """Sleep, but notice a client that hangs up meanwhile (a cancelled request)."""
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
-            readable, _, _ = select.select([self.connection], [], [], min(left, 0.05))
-            if readable and self.connection.recv(1, socket.MSG_PEEK) == b"":
+            readable, _, _ = select.select([self.connection], [], [], left)
+            if not readable:
+                return
+            if self.connection.recv(1, socket.MSG_PEEK) == b"":
                 raise ClientGone
+            time.sleep(min(left, 0.05))  # bytes waiting (a pipelined request), not a hang-up
 
     def _reset(self) -> None:
         # SO_LINGER 0: close() sends RST, what a crashed proxy or server looks like to the client.
