@@ -127,7 +127,9 @@ def _status_failure(exc: Any, status: int, *, base_url: str, model: str | None) 
         what = "rejected the API key" if status == 401 else "refused access with this API key"
         return Failure(f"The provider at {base_url} {what} ({detail}). Check the provider's API key.",
                        "auth", None, status)
-    if model and (status == 404 or "model_not_found" in code or (status in (400, 422) and _MODEL_MISSING.search(said))):
+    # A 404 is about the model only when it says so: a wrong base URL 404s too.
+    about_model = "model_not_found" in code or bool(model and (model in said or _MODEL_MISSING.search(said)))
+    if model and status in (400, 404, 422) and about_model:
         return Failure(f"Model {model!r} is not available at {base_url} ({detail}). "
                        "Pick one from the provider's model list.", "model", None, status)
     if status == 429:
