@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from apps.llm.models import Provider
+from apps.llm.services import can_edit
 
 
 class ProviderSerializer(serializers.ModelSerializer):
@@ -35,8 +36,6 @@ class ProviderSerializer(serializers.ModelSerializer):
         return data
 
     def get_editable(self, provider: Provider) -> bool:
-        from apps.llm.services import can_edit
-
         return can_edit(self.context["request"].user, provider)
 
     def validate_shared(self, shared: bool) -> bool:

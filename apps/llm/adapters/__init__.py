@@ -24,11 +24,7 @@ def kinds() -> list[str]:
     return list(_REGISTRY)
 
 
-def kind_choices() -> list[tuple[str, str]]:
-    return [(kind, cls.label) for kind, cls in _REGISTRY.items()]
-
-
 # Importing the modules registers their adapters.
 from apps.llm.adapters import anthropic_messages, openai_compat  # noqa: E402,F401
 
-__all__ = ["Adapter", "adapter_class", "kind_choices", "kinds", "register"]
+__all__ = ["Adapter", "adapter_class", "kinds", "register"]

@@ -22,7 +22,6 @@ _REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls
 @register
 class AnthropicAdapter(Adapter):
     kind = "anthropic"
-    label = "Anthropic (Messages API)"
 
     def __init__(self, *, base_url: str, api_key: str | None, timeout: float = 120.0) -> None:
         super().__init__(base_url=base_url, api_key=api_key, timeout=timeout)

@@ -36,7 +36,6 @@ class Adapter(ABC):
     """
 
     kind: ClassVar[str]
-    label: ClassVar[str]
 
     def __init__(self, *, base_url: str, api_key: str | None, timeout: float = 120.0) -> None:
         self.base_url = base_url

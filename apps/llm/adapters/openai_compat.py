@@ -18,7 +18,6 @@ from apps.llm.types import Event, Finish, Message, TextDelta, ToolSpec, Usage
 @register
 class OpenAIAdapter(Adapter):
     kind = "openai"
-    label = "OpenAI-compatible (OpenAI, LM Studio, Ollama, vLLM, llama.cpp)"
 
     def __init__(self, *, base_url: str, api_key: str | None, timeout: float = 120.0) -> None:
         super().__init__(base_url=base_url, api_key=api_key, timeout=timeout)
