@@ -8,8 +8,6 @@ from collections.abc import AsyncIterator, Sequence
 from functools import cache
 from typing import ClassVar
 
-import httpx2
-
 from apps.llm.types import Event, Message, ToolSpec
 
 
@@ -23,6 +21,8 @@ NO_KEY = "no-key"
 def shared_ssl_context() -> ssl.SSLContext:
     """One TLS context per process: building one loads the CA store (~70 ms of CPU), and every
     adapter (one per chat turn) would otherwise build its own. SSLContext is safe to share."""
+    import httpx2  # the SDKs' HTTP client; loaded with them, on first use
+
     return httpx2.create_ssl_context()
 
 
