@@ -83,11 +83,11 @@ class AnthropicAdapter(Adapter):
         yield Usage(input_tokens, output_tokens)
         yield Finish(_REASONS.get(reason or "end_turn", reason or "stop"))
 
-    async def list_models(self) -> list[str]:
+    async def list_models(self, *, retry: bool = True) -> list[str]:
         async def fetch() -> list[str]:
             return sorted([model.id async for model in self._client.models.list()])
 
-        return await self._attempts.call(fetch)
+        return await self._attempts.call(fetch, retry=retry)
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -53,7 +53,8 @@ class Adapter(ABC):
     ) -> AsyncIterator[Event]: ...
 
     @abstractmethod
-    async def list_models(self) -> list[str]: ...
+    async def list_models(self, *, retry: bool = True) -> list[str]:
+        """Model ids the provider serves, sorted; `retry=False` for quick probes (start-up detection)."""
 
     async def aclose(self) -> None:
         return None
