@@ -9,6 +9,7 @@ Two shapes from one module:
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -122,6 +123,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "apps.core.outage.OutageMiddleware",
 ]
 
 ROOT_URLCONF = "mcphub.urls"
@@ -256,8 +258,9 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_tokens"]}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
     # A line per task run ("Task … succeeded") or per HTTP request of the LLM/MCP clients ("HTTP
-    # Request: POST …") drowns the log at INFO; failures are still logged.
-    "loggers": {"celery.app.trace": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
+    # Request: POST …") drowns the log at INFO; failures are still logged. Daphne's start-up lines
+    # (HTTP/2 extras, endpoints) repeat what `./hub run` already said.
+    "loggers": {"celery.app.trace": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}, "daphne": {"level": "WARNING"}},
 }
 
 # --- Hub behaviour.
@@ -270,6 +273,10 @@ MCPHUB_USERS_MAY_ADD_SERVERS = envbool("MCPHUB_USERS_MAY_ADD_SERVERS", False)  #
 MCPHUB_SESSION_TTL = envint("MCPHUB_SESSION_TTL", 24 * 3600)  # seconds an idle MCP session lives
 MCPHUB_RATE_LIMIT_PER_MINUTE = envint("MCPHUB_RATE_LIMIT_PER_MINUTE", 6000)  # per token; 0 = off
 MCPHUB_MAX_REQUEST_BYTES = envint("MCPHUB_MAX_REQUEST_BYTES", 4 * 1024 * 1024)
+# Slow or lying clients (mcphub/server_guards.py): seconds for a whole request to arrive (408
+# beyond; 0 = off), and requests one address may have still arriving at once (429 beyond; 0 = off).
+MCPHUB_REQUEST_READ_TIMEOUT = envint("MCPHUB_REQUEST_READ_TIMEOUT", 10)
+MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT = envint("MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT", 16)
 MCPHUB_LIST_PAGE_SIZE = envint("MCPHUB_LIST_PAGE_SIZE", 1000)
 MCPHUB_LOG_TOOL_ARGUMENTS = envbool("MCPHUB_LOG_TOOL_ARGUMENTS", False)
 # Chat: model/tool rounds per turn before the hub stops the turn; tool results are cut to this many
@@ -299,3 +306,45 @@ if MCPHUB_WATCH_MCP_JSON and MCP_JSON_PATH:
     CELERY_BEAT_SCHEDULE["catalog-watch-mcp-json"] = {
         "task": "catalog.watch_mcp_json", "schedule": float(MCPHUB_WATCH_INTERVAL),
     }
+
+# --- Security: sign-in lockout (django-axes), response headers, HTTPS.
+INSTALLED_APPS += ["axes"]
+# django-axes counts failed sign-ins per account and per address (either one locks); a success
+# resets them; staff unlock early by deleting the access attempt in the admin.
+AUTHENTICATION_BACKENDS = ["apps.accounts.backends.SignInLockoutBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = envint("MCPHUB_SIGNIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("MCPHUB_SIGNIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "web/locked_out.html"
+# The pages' CSP: scripts and styles from our own files only (inline style attributes allowed for
+# the budget bars), never framed; the admin and API docs live under the same policy.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+MIDDLEWARE += ["csp.middleware.CSPMiddleware", "axes.middleware.AxesMiddleware"]  # axes: last, as it asks
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+# Served over HTTPS (by a TLS-terminating proxy that sets X-Forwarded-Proto): secure cookies, HSTS
+# and a redirect to https (not for /health, which container health checks reach over plain HTTP).
+MCPHUB_HTTPS = envbool("MCPHUB_HTTPS", SITE_URL.startswith("https://"))
+if MCPHUB_HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = envbool("MCPHUB_SSL_REDIRECT", True)
+    SECURE_REDIRECT_EXEMPT = [r"^health$"]
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = envint("MCPHUB_HSTS_SECONDS", 365 * 24 * 3600)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("MCPHUB_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = envbool("MCPHUB_HSTS_PRELOAD", False)
+    # Preloading binds the whole domain into browsers for good: an operator's choice, not our default.
+    SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]

@@ -112,19 +112,46 @@ class ImportResult:
 
 
 def import_mcp_json(
-    *, text: str, environ: Mapping[str, str], owner: User | None = None, team: Team | None = None, dry_run: bool = False
+    *,
+    text: str,
+    environ: Mapping[str, str],
+    owner: User | None = None,
+    team: Team | None = None,
+    dry_run: bool = False,
+    stdio_allowed: bool = True,
 ) -> ImportResult:
     """Parse a whole config's text and import it (or plan it, `dry_run`): the pages' way in.
 
-    `environ` expands `${VAR}` placeholders; raises McpJsonError naming every problem.
+    `environ` expands `${VAR}` placeholders. Without `stdio_allowed`, creating or changing a
+    stdio server (its command runs on the hub's host) is an error. Raises McpJsonError naming
+    every problem.
     """
     parsed = parse_mcp_json(text, environ=environ)
     try:
-        changes = import_servers(configs=parsed.servers, owner=owner, team=team, dry_run=dry_run)
+        changes = import_servers(configs=parsed.servers, owner=owner, team=team, dry_run=True)
+        if not stdio_allowed:
+            _refuse_stdio(parsed.servers, changes)
+        if not dry_run:
+            changes = import_servers(configs=parsed.servers, owner=owner, team=team)
     except IntegrityError as exc:
         # Someone else wrote a server of the same name meanwhile; the transaction rolled back.
         raise McpJsonError([f"a concurrent change got in the way ({exc}); try again"]) from None
     return ImportResult(changes=changes, warnings=parsed.warnings)
+
+
+def _refuse_stdio(configs: Sequence[ServerConfig], changes: Sequence[ServerChange]) -> None:
+    touched = [change.name for change in changes if change.action != "unchanged"]
+    was_stdio = set(McpServer.objects.filter(name__in=touched, transport=McpServer.Transport.STDIO)
+                    .values_list("name", flat=True))
+    where = {config.name: config.location for config in configs}
+    errors = [
+        f"{where[change.name]}: creating or changing a stdio server needs the 'manage stdio servers' "
+        "permission (its command runs on the hub's host)"
+        for change in changes
+        if change.name in touched and (change.transport == McpServer.Transport.STDIO or change.name in was_stdio)
+    ]
+    if errors:
+        raise McpJsonError(errors)
 
 
 def _plan(

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -135,14 +135,29 @@ def discover_now(*, server: McpServer) -> DiscoveryOutcome:
     Works on a disabled server too (an admin checking it before enabling it); its connection
     is closed again afterwards.
     """
-    spec = server.to_spec()
+    return discover_many(servers=[server])[0]
+
+
+def discover_many(*, servers: Sequence[McpServer]) -> list[DiscoveryOutcome]:
+    """`discover_now` for several servers at once: they start and answer concurrently."""
+    plans = [(server.to_spec(), server.enabled) for server in servers]
+
+    async def discover_all(pool: Any) -> list[Any]:
+        return await asyncio.gather(*(_discover(pool, spec, keep=keep) for spec, keep in plans), return_exceptions=True)
+
     try:
-        discovery = run_on_pool(lambda pool: _discover(pool, spec, keep=server.enabled))
-    except Exception as exc:  # boundary: any backend failure is this server's verdict
-        error = _describe(exc)
+        results = run_on_pool(discover_all) if plans else []
+    except Exception as exc:  # boundary: no pool to ask is every server's verdict
+        results = [exc] * len(plans)
+    return [_outcome(server, result) for server, result in zip(servers, results)]
+
+
+def _outcome(server: McpServer, result: Any) -> DiscoveryOutcome:
+    if isinstance(result, BaseException):  # any backend failure is this server's verdict
+        error = _describe(result)
         record_health(server=server, ok=False, error=error)
         return DiscoveryOutcome(server.name, error=error)
-    return DiscoveryOutcome(server.name, report=apply_discovery(server=server, discovery=discovery))
+    return DiscoveryOutcome(server.name, report=apply_discovery(server=server, discovery=result))
 
 
 async def _discover(pool: Any, spec: ServerSpec, *, keep: bool) -> Any:

@@ -29,6 +29,7 @@ from apps.catalog import operations
 from apps.catalog.importing import ServerChange, import_servers
 from apps.catalog.mcp_json import McpJsonError, read_mcp_json
 from apps.catalog.models import McpServer
+from apps.core.hotstate import OUTAGE_ERRORS
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +100,10 @@ class EventsListener:
         while not self._stop.is_set():
             try:
                 self._listen()
-            except Exception:  # boundary: Redis restarts; keep listening
+            except OUTAGE_ERRORS as exc:  # Redis restarts: one line, not a traceback a second
+                logger.warning("catalog events listener lost Redis (%s); reconnecting", exc)
+                self._stop.wait(0.5)
+            except Exception:  # boundary: whatever else happens, keep listening
                 logger.warning("catalog events listener lost Redis; reconnecting", exc_info=True)
                 self._stop.wait(1.0)
 

@@ -1,8 +1,9 @@
 """`/ws/chat/<conversation-id>/`: moves messages between a client and the conversation's turns.
 
 Client → server: `message` {text}, `stop`, `approve` {call_id, allow}, `resume` {after}.
-Server → client: the conversation's events, each `{"type", "seq", "payload"}` in `seq` order
-without gaps or repeats; an `error` about this connection's own request has `seq: null` (it is not
+Server → client: the conversation's events (`user_message` opens each turn; then `status`, `text`,
+`tool_call`, `approval_required`, `tool_result`, `error`, and `end` with the turn's token usage),
+each `{"type", "seq", "payload"}`, in `seq` order without gaps or repeats; an `error` about this connection's own request has `seq: null` (it is not
 part of the conversation and is not replayed).
 """
 

@@ -22,6 +22,7 @@ class TurnSetup:
     endpoint_id: int | None
     model: str
     history: tuple[Message, ...]
+    user_text: str
     adapter: Callable[[], Any]
     needs_approval: Callable[[dict | None], bool]
 
@@ -47,6 +48,7 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
         endpoint_id=endpoint.pk if endpoint else None,
         model=conversation.model or provider.default_model,
         history=tuple(to_messages(conversation.messages.order_by("id"))),
+        user_text=turn.messages.filter(role=MessageRow.Role.USER).values_list("text", flat=True).first() or "",
         adapter=lambda: adapter_for(provider),
         needs_approval=endpoint.needs_approval if endpoint else (lambda annotations: False),
     )

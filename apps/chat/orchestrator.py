@@ -55,6 +55,8 @@ class TurnRunner:
     usage: list[int] = field(default_factory=lambda: [0, 0])
 
     async def run(self) -> None:
+        # The user's message opens the turn's events, so a client rebuilds a conversation from events alone.
+        self.sink.emit("user_message", {"turn": str(self.setup.turn_id), "text": self.setup.user_text})
         work = asyncio.create_task(self._rounds())
         stop = asyncio.create_task(self.control.stopped.wait())
         beat = asyncio.create_task(self._heartbeat())
@@ -145,11 +147,9 @@ class TurnRunner:
         return text, calls
 
     async def _tool(self, call: ToolCall) -> Message:
-        clock = time.perf_counter()
-        result = await self._result(call)
+        result, duration = await self._result(call)
         is_error = bool(result.get("isError"))
         text = result_text(result, settings.MCPHUB_CHAT_TOOL_RESULT_CHARS)
-        duration = (time.perf_counter() - clock) * 1000
         await self._save(
             role=MessageRow.Role.TOOL, text=text, tool_call_id=call.id, tool_name=call.name[:64],
             is_error=is_error, result=result, duration_ms=duration,
@@ -160,19 +160,22 @@ class TurnRunner:
         })
         return Message(role="tool", text=text, tool_call_id=call.id, is_error=is_error)
 
-    async def _result(self, call: ToolCall) -> dict[str, Any]:
+    async def _result(self, call: ToolCall) -> tuple[dict[str, Any], float]:
+        """The call's result and how long the tool took (not counting the wait for approval)."""
         if call.arguments_error:
-            return error_result(f"Invalid arguments for {call.name}: {call.arguments_error}")
+            return error_result(f"Invalid arguments for {call.name}: {call.arguments_error}"), 0.0
         exposed = self.tools.find(call.name)
         if exposed is None:
-            return self.tools.unknown(call.name)
+            return self.tools.unknown(call.name), 0.0
         if self.setup.needs_approval(exposed.entry.get("annotations")):
             self.sink.emit("approval_required", {"id": call.id, "name": call.name, "arguments": call.arguments})
             self.sink.emit("status", {"state": "tool", "tool": call.name, "message": f"{call.name} waits for your approval"})
             if not await self.control.approval(call.id):
-                return error_result(f"The user denied the call to {call.name}.")
+                return error_result(f"The user denied the call to {call.name}."), 0.0
         self.sink.emit("status", {"state": "tool", "tool": call.name, "message": f"Running {call.name}…"})
-        return await self.tools.call(exposed, call)
+        clock = time.perf_counter()
+        result = await self.tools.call(exposed, call)
+        return result, (time.perf_counter() - clock) * 1000
 
     async def _save(self, **fields: Any) -> int:
         return await _db(services.save_message)(

@@ -23,11 +23,12 @@ import mcp_types as types
 
 from apps.connections.codec import SpecCodec, default_codec
 from apps.connections.discovery import Discovery
-from apps.connections.errors import CallTimeout, PoolError, ServerUnavailable
+from apps.connections.errors import CallTimeout, PoolError, ServerCrashed, ServerUnavailable
 from apps.connections.hooks import NotificationHook, ProgressFn, Relay
 from apps.connections.resp import RespClient, RespConnection
 from apps.connections.specs import ServerSpec
 from apps.connections.wire import (
+    HANDBACK,
     NAME_OPS,
     OPS,
     SPEC_UNKNOWN,
@@ -43,6 +44,7 @@ from apps.connections.wire import (
 from apps.connections.worker import (
     DEFAULT_PREFIX,
     WORKER_TTL_SECONDS,
+    draining_key,
     events_channel,
     inbox_key,
     workers_key,
@@ -50,20 +52,32 @@ from apps.connections.worker import (
 
 logger = logging.getLogger(__name__)
 
-_WORKERS_REFRESH = 1.0  # seconds a worker list is trusted before asking Redis again
+_WORKERS_REFRESH = 0.5  # seconds a worker list is trusted before asking Redis again
+_WATCH_INTERVAL = 0.5  # while calls are pending, how often their workers' heartbeats are checked
+_RESCUE_GRACE = 1.0
+_REDIS_DOWN = "the hub lost its link to Redis"
+_MAX_MOVES = 3  # times one call may be handed back by stopping workers and sent again
 _RESUBSCRIBE_WAIT = 0.2
 _LOG_FLUSH_TIMEOUT = 5.0
 _NO_CODEC: Any = object()
 
 
 class _Pending:
-    __slots__ = ("future", "worker", "progress", "relay", "progress_seen", "tail")
+    __slots__ = ("future", "worker", "payload", "server", "progress", "relay", "progress_seen", "tail")
 
     def __init__(
-        self, future: asyncio.Future[dict[str, Any]], worker: str, progress: ProgressFn | None, relay: Relay | None
+        self,
+        future: asyncio.Future[dict[str, Any]],
+        worker: str,
+        payload: str,
+        server: str,
+        progress: ProgressFn | None,
+        relay: Relay | None,
     ) -> None:
         self.future = future
         self.worker = worker
+        self.payload = payload  # as pushed: a dead worker's inbox gives it back by value (LREM)
+        self.server = server
         self.progress = progress
         self.relay = relay
         self.progress_seen = -1
@@ -95,7 +109,9 @@ class RemotePool:
         self._pending: dict[str, _Pending] = {}
         self._specs_sent: set[tuple[str, str, str]] = set()
         self._workers: list[str] = []
+        self._alive: set[str] = set()  # fresh heartbeat, draining or not: their calls still run
         self._workers_at = 0.0
+        self._watch: asyncio.Task[None] | None = None
         self._routes: dict[str, str] = {}  # server → worker, for the current worker list
         self._redis = RespClient(redis_url)
         self._subscriber: asyncio.Task[None] | None = None
@@ -215,23 +231,30 @@ class RemotePool:
         *,
         raw: bool = False,
     ) -> Any:
-        worker = await self._route(spec.name)
         limit = timeout or spec.timeout or self.default_timeout
         body: dict[str, Any] = {"op": op, "a": args, "to": limit, "s": spec_ref(spec)}
         if progress is not None:
             body["prog"] = True
         if relay is not None:
             body["rel"] = relay.methods()
-        sent_key = (worker, spec.name, spec.config_hash)
-        if sent_key not in self._specs_sent:
-            self._attach_spec(body, spec)
-        try:
-            result = await self._send(worker, op, body, limit, progress, relay, server=spec.name, raw=raw)
-        except _ResendSpec:
-            self._attach_spec(body, spec)
-            result = await self._send(worker, op, body, limit, progress, relay, server=spec.name, raw=raw)
-        self._specs_sent.add(sent_key)
-        return result
+        for _ in range(_MAX_MOVES):
+            worker = await self._route(spec.name)
+            sent_key = (worker, spec.name, spec.config_hash)
+            for key in ("S", "SE"):  # the spec goes in full only to a worker that has not seen it
+                body.pop(key, None)
+            if sent_key not in self._specs_sent:
+                self._attach_spec(body, spec)
+            try:
+                try:
+                    result = await self._send(worker, op, body, limit, progress, relay, server=spec.name, raw=raw)
+                except _ResendSpec:
+                    self._attach_spec(body, spec)
+                    result = await self._send(worker, op, body, limit, progress, relay, server=spec.name, raw=raw)
+            except _Moved:
+                continue  # the call never ran: the next live worker takes it
+            self._specs_sent.add(sent_key)
+            return result
+        raise ServerUnavailable(spec.name, f"server {spec.name!r} is unavailable: pool workers kept stopping")
 
     def _attach_spec(self, body: dict[str, Any], spec: ServerSpec) -> None:
         # The full spec carries decrypted secrets: on the wire it is encrypted when a codec is set.
@@ -241,8 +264,13 @@ class RemotePool:
             body["S"] = spec.to_wire()
 
     async def _name_call(self, name: str, op: str) -> Any:
-        worker = await self._route(name)
-        return await self._send(worker, op, {"op": op, "a": {"name": name}}, 30.0, server=name)
+        for _ in range(_MAX_MOVES):
+            worker = await self._route(name)
+            try:
+                return await self._send(worker, op, {"op": op, "a": {"name": name}}, 30.0, server=name)
+            except _Moved:
+                continue
+        raise ServerUnavailable(name, f"server {name!r} is unavailable: pool workers kept stopping")
 
     async def _send(
         self,
@@ -264,9 +292,14 @@ class RemotePool:
         body["id"] = request_id
         body["r"] = self.reply_channel
         future = asyncio.get_running_loop().create_future()
-        pending = self._pending[request_id] = _Pending(future, worker, progress, relay)
+        payload = dumps(body)
+        pending = self._pending[request_id] = _Pending(future, worker, payload, server, progress, relay)
+        self._ensure_watch()
         try:
-            await self._redis.call("RPUSH", inbox_key(self.prefix, worker), dumps(body))
+            try:
+                await self._redis.call("RPUSH", inbox_key(self.prefix, worker), payload)
+            except OSError as exc:
+                raise ServerUnavailable(server, f"server {server!r} is unavailable: {_REDIS_DOWN} ({exc})") from None
             reply = await self._await_reply(future, worker, request_id, limit, server)
             if pending.tail is not None and not pending.tail.done():
                 # Log lines the worker sent before the result reach the caller before it too.
@@ -276,6 +309,9 @@ class RemotePool:
         if "err" in reply:
             if reply["err"]["kind"] == SPEC_UNKNOWN:
                 raise _ResendSpec()
+            if reply["err"]["kind"] == HANDBACK:
+                self._leaving(worker)
+                raise _Moved()
             raise decode_error(reply["err"])
         if raw:
             return reply["ok"]
@@ -322,15 +358,65 @@ class RemotePool:
         return worker
 
     async def _live_workers(self, refresh: bool = False) -> list[str]:
+        """Workers taking new calls: a fresh heartbeat, and not draining for a stop."""
         if refresh or time.monotonic() - self._workers_at > _WORKERS_REFRESH:
             since = time.time() - WORKER_TTL_SECONDS
-            found = await self._redis.call("ZRANGEBYSCORE", workers_key(self.prefix), since, "+inf")
-            workers = sorted(w.decode() if isinstance(w, bytes) else w for w in found)
+            found, draining = await asyncio.gather(
+                self._redis.call("ZRANGEBYSCORE", workers_key(self.prefix), since, "+inf"),
+                self._redis.call("SMEMBERS", draining_key(self.prefix)),
+            )
+            self._alive = {_text(w) for w in found}
+            workers = sorted(self._alive - {_text(w) for w in draining})
             if workers != self._workers:
                 self._workers = workers
                 self._routes = {}  # rendezvous choices change only with the worker list
             self._workers_at = time.monotonic()
         return self._workers
+
+    def _leaving(self, worker: str) -> None:
+        # It said it is stopping: route around it now, before the next refresh says so too.
+        if worker in self._workers:
+            self._workers = [w for w in self._workers if w != worker]
+            self._routes = {}
+
+    # -- a dead worker's calls ---------------------------------------------------------
+
+    def _ensure_watch(self) -> None:
+        if self._watch is None or self._watch.done():
+            self._watch = self._spawn(self._watch_workers())
+
+    async def _watch_workers(self) -> None:
+        """While calls are pending, notice a worker whose heartbeat stopped (SIGKILL, lost host)."""
+        rescuing: set[str] = set()
+        while self._pending:
+            await asyncio.sleep(_WATCH_INTERVAL)
+            try:
+                await self._live_workers(refresh=True)
+            except OSError:
+                continue  # Redis itself is away: the calls' own timeouts apply
+            for request_id, pending in list(self._pending.items()):
+                if pending.worker not in self._alive and request_id not in rescuing and not pending.future.done():
+                    rescuing.add(request_id)
+                    self._spawn(self._rescue(request_id, pending)).add_done_callback(
+                        lambda _, r=request_id: rescuing.discard(r)
+                    )
+
+    async def _rescue(self, request_id: str, pending: _Pending) -> None:
+        """Take the call back if the dead worker never read it (then it runs elsewhere); else fail it."""
+        taken = await self._redis.call("LREM", inbox_key(self.prefix, pending.worker), 1, pending.payload)
+        if taken:
+            error = {"kind": HANDBACK, "server": "", "message": f"pool worker {pending.worker} is gone"}
+        else:
+            # A worker that stopped in order answers what it read (a result, or the call handed
+            # back) before it leaves: give that answer a moment to arrive before calling it lost.
+            await asyncio.wait({pending.future}, timeout=_RESCUE_GRACE)
+            message = (
+                f"server {pending.server!r}: pool worker {pending.worker} stopped (no heartbeat for "
+                f"{WORKER_TTL_SECONDS:g}s) while running the call; it may or may not have run"
+            )
+            error = encode_error(ServerCrashed(pending.server, message))
+        if not pending.future.done():
+            pending.future.set_result({"t": "res", "id": request_id, "err": error})
 
     # -- replies -----------------------------------------------------------------------
 
@@ -363,7 +449,16 @@ class RemotePool:
                 self._subscribed.set_result(None)
             await conn.wait_closed()
             logger.warning("remote pool lost its reply subscription; resubscribing")
+            self._fail_pending()
             await asyncio.sleep(_RESUBSCRIBE_WAIT)
+
+    def _fail_pending(self) -> None:
+        """Replies published while we were not subscribed are lost: tell the callers now, not at their timeout."""
+        for request_id, pending in self._pending.items():
+            if not pending.future.done():
+                message = f"server {pending.server!r}: {_REDIS_DOWN} during the call; it may or may not have run"
+                error = encode_error(ServerUnavailable(pending.server, message))
+                pending.future.set_result({"t": "res", "id": request_id, "err": error})
 
     def _on_push(self, channel: bytes, raw: bytes) -> None:
         data = json.loads(raw)
@@ -409,6 +504,14 @@ class RemotePool:
 
 class _ResendSpec(Exception):
     """The worker did not know the spec by reference: send it in full."""
+
+
+class _Moved(Exception):
+    """The call was not run by its worker (stopping, or dead before reading it): send it again."""
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 async def _deliver_after(previous: asyncio.Future[None] | None, log: Any, params: dict[str, Any]) -> None:

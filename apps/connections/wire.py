@@ -36,6 +36,7 @@ from apps.connections.errors import ERROR_KINDS, PoolError
 from apps.connections.specs import ServerSpec
 
 SPEC_UNKNOWN = "spec_unknown"  # the worker has no spec for this (name, hash): resend it in full
+HANDBACK = "handback"  # the worker is stopping and did not run the call: send it to another worker
 
 
 def dumps(message: dict[str, Any]) -> str:

@@ -33,6 +33,7 @@ from apps.connections.pool import Pool, PoolOptions
 from apps.connections.resp import RespClient, RespConnection
 from apps.connections.specs import ServerSpec
 from apps.connections.wire import (
+    HANDBACK,
     NAME_OPS,
     OPS,
     SPEC_UNKNOWN,
@@ -45,10 +46,15 @@ from apps.connections.wire import (
 logger = logging.getLogger(__name__)
 
 DEFAULT_PREFIX = "mcphub:pool"
-HEARTBEAT_SECONDS = 1.0
-WORKER_TTL_SECONDS = 5.0  # a worker silent this long is considered gone
+HEARTBEAT_SECONDS = 0.25
+# A worker silent this long is gone (SIGKILL, a lost host): web processes fail the calls it took
+# and move the ones still queued for it to a live worker. Six missed beats: a busy loop is not dead.
+WORKER_TTL_SECONDS = 1.5
+DRAIN_SECONDS = 15.0  # on stop, how long calls in flight may take to finish
+_REAP_AFTER = 5.0  # a registry entry this stale is removed, with its inbox (callers took their calls back)
 _BLPOP_SECONDS = 1  # wake up this often to notice shutdown (Redis >= 7 for BLMPOP)
 _BLPOP_GRACE = 10.0  # a BLMPOP unanswered this long past its timeout means a dead connection
+_DRAIN_POLL = 0.1  # while stopping, how often the inbox is emptied (calls go back to their callers)
 _BATCH = 128  # messages taken per wake-up
 _SPEC_CACHE = 4096
 _NO_CODEC: Any = object()
@@ -56,6 +62,11 @@ _NO_CODEC: Any = object()
 
 def workers_key(prefix: str) -> str:
     return f"{prefix}:workers"
+
+
+def draining_key(prefix: str) -> str:
+    """Workers finishing their calls before a stop: alive, but not to be given new ones."""
+    return f"{prefix}:draining"
 
 
 def inbox_key(prefix: str, worker_id: str) -> str:
@@ -109,6 +120,8 @@ class PoolWorker:
         self._server_requests: dict[tuple[str, int], asyncio.Future[dict[str, Any]]] = {}
         self._request_ids = 0
         self._stopping = asyncio.Event()
+        self._cancelled: set[str] = set()  # calls their caller cancelled (no reply is wanted)
+        self._replies: set[asyncio.Task[None]] = set()
         self._out = RespClient(redis_url)
         self._inbox_conn: RespConnection | None = None
 
@@ -122,6 +135,8 @@ class PoolWorker:
             await self._shutdown()
 
     def stop(self) -> None:
+        """Stop taking calls: queued ones go back to the callers (who resend them to a live
+        worker), calls in flight finish (up to DRAIN_SECONDS), then the backends are closed."""
         self._stopping.set()
         if self._inbox_conn is not None:
             self._inbox_conn.close()  # wakes the BLMPOP at once instead of at its timeout
@@ -136,87 +151,133 @@ class PoolWorker:
             try:
                 now = time.time()
                 await self._out.call("ZADD", workers_key(self.prefix), now, self.worker_id)
-                await self._out.call("ZREMRANGEBYSCORE", workers_key(self.prefix), 0, now - 10 * WORKER_TTL_SECONDS)
+                await self._reap(now - _REAP_AFTER)
+            except OSError as exc:
+                logger.warning("pool worker heartbeat failed: %s", exc)  # Redis is away; the next beat retries
             except Exception:  # boundary: a Redis hiccup must not end the heartbeat
                 logger.warning("pool worker heartbeat failed", exc_info=True)
 
+    async def _reap(self, before: float) -> None:
+        """Forget workers long dead, and what is still queued for them (callers gave up long ago)."""
+        for dead in await self._out.call("ZRANGEBYSCORE", workers_key(self.prefix), 0, before):
+            name = dead.decode() if isinstance(dead, bytes) else dead
+            await self._out.call("ZREM", workers_key(self.prefix), name)
+            await self._out.call("SREM", draining_key(self.prefix), name)
+            await self._out.call("DEL", inbox_key(self.prefix, name))
+
     async def _read_inbox(self) -> None:
-        while not self._stopping.is_set():
+        drain_until: float | None = None
+        while True:
+            if self._stopping.is_set():
+                if drain_until is None:
+                    drain_until = time.monotonic() + DRAIN_SECONDS
+                    await self._drain()
+                if not self._calls or time.monotonic() > drain_until:
+                    break
             try:
                 if self._inbox_conn is None or self._inbox_conn.closed:
                     self._inbox_conn = await RespConnection.open(self.redis_url)
-                    if self._stopping.is_set():
-                        break
                 # BLMPOP takes everything queued (up to a batch) in the same round trip as the wait.
-                async with asyncio.timeout(_BLPOP_SECONDS + _BLPOP_GRACE):
-                    item = await self._inbox_conn.call(
-                        "BLMPOP", _BLPOP_SECONDS, 1, self.inbox, "LEFT", "COUNT", _BATCH
-                    )
+                wait = _DRAIN_POLL if self._stopping.is_set() else _BLPOP_SECONDS
+                async with asyncio.timeout(wait + _BLPOP_GRACE):
+                    item = await self._inbox_conn.call("BLMPOP", wait, 1, self.inbox, "LEFT", "COUNT", _BATCH)
             except (OSError, TimeoutError) as exc:
-                if self._stopping.is_set():
-                    break
-                logger.warning("pool worker lost Redis (%s); retrying", exc)
+                if not self._stopping.is_set():
+                    logger.warning("pool worker lost Redis (%s); retrying", exc)
                 if self._inbox_conn is not None:
                     self._inbox_conn.close()
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(0.5 if not self._stopping.is_set() else 0.05)
                 continue
             for raw in item[1] if item else ():
                 self._dispatch(json.loads(raw))
 
+    async def _drain(self) -> None:
+        # First of all: web processes stop routing new calls here (and resend what we hand back);
+        # the heartbeat goes on, so they know the calls in flight are still being run.
+        try:
+            await self._out.call("SADD", draining_key(self.prefix), self.worker_id)
+        except OSError:
+            logger.warning("pool worker could not announce its stop", exc_info=True)
+
+    async def _unregister(self) -> None:
+        try:
+            await self._out.call("ZREM", workers_key(self.prefix), self.worker_id)
+            await self._out.call("SREM", draining_key(self.prefix), self.worker_id)
+        except OSError:
+            logger.warning("pool worker could not unregister", exc_info=True)
+
     async def _shutdown(self) -> None:
         if self._inbox_conn is not None:
             self._inbox_conn.close()
-        try:
-            await self._out.call("ZREM", workers_key(self.prefix), self.worker_id)
-        except OSError:
-            logger.warning("pool worker could not unregister", exc_info=True)
+        await self._unregister()
         for task in list(self._calls.values()):
-            task.cancel()
+            task.cancel()  # only those still running after the drain: their callers get an error
         await asyncio.gather(*self._calls.values(), return_exceptions=True)
         try:
-            await self._fail_queued()
+            await self._hand_back_queued()
         except OSError:
             logger.warning("pool worker could not answer its queued calls", exc_info=True)
+        await asyncio.gather(*self._replies, return_exceptions=True)
         await self.pool.aclose()
         await self._out.aclose()
 
-    async def _fail_queued(self) -> None:
-        """Answer calls still queued for us, so no caller waits out its timeout for nothing."""
+    async def _hand_back_queued(self) -> None:
+        """Return calls still queued for us unrun, so their callers resend them to a live worker."""
         while raw_items := await self._out.call("LPOP", self.inbox, _BATCH):
             for raw in raw_items:
                 msg = json.loads(raw)
                 if msg.get("t") == "call":
-                    error = ServerUnavailable("", "pool worker shut down before running the call")
-                    await self._reply(msg, {"err": encode_error(error)})
-        await self._out.call("DEL", self.inbox)
+                    await self._hand_back(msg)
+        # What a web process pushes after this is taken back by the web process itself (its
+        # watchdog sees us gone); the expiry only bounds what a vanished web process left here.
+        await self._out.call("PEXPIRE", self.inbox, int(_REAP_AFTER * 1000))
+
+    async def _hand_back(self, msg: dict[str, Any]) -> None:
+        error = {"kind": HANDBACK, "server": "", "message": f"pool worker {self.worker_id} is stopping"}
+        await self._reply(msg, {"err": error})
 
     # -- messages ----------------------------------------------------------------------
 
     def _dispatch(self, msg: dict[str, Any]) -> None:
         kind = msg.get("t")
-        if kind == "call":
+        if kind == "call" and self._stopping.is_set():
+            self._spawn_reply(self._hand_back(msg))
+        elif kind == "call":
             call_id = msg["id"]
             task = asyncio.create_task(self._serve(msg))
             self._calls[call_id] = task
-            task.add_done_callback(lambda _: self._calls.pop(call_id, None))
+            task.add_done_callback(lambda _: self._call_done(call_id))
         elif kind == "cancel" and (task := self._calls.get(msg["id"])) is not None:
+            self._cancelled.add(msg["id"])
             task.cancel()  # the pool's request scope sends notifications/cancelled to the backend
         elif kind == "sres":
             future = self._server_requests.get((msg["id"], msg["rid"]))
             if future is not None and not future.done():
                 future.set_result(msg)
 
+    def _call_done(self, call_id: str) -> None:
+        self._calls.pop(call_id, None)
+        self._cancelled.discard(call_id)
+
+    def _spawn_reply(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._replies.add(task)
+        task.add_done_callback(self._replies.discard)
+
     async def _serve(self, msg: dict[str, Any]) -> None:
         try:
             reply = {"ok": await self._execute(msg)}
         except asyncio.CancelledError:
-            return  # the caller cancelled and no longer listens
+            if msg["id"] in self._cancelled or not self._stopping.is_set():
+                return  # the caller cancelled and no longer listens
+            error = ServerUnavailable("", f"pool worker {self.worker_id} stopped before the call finished")
+            reply = {"err": encode_error(error)}
         except Exception as exc:  # boundary: every failure becomes an error reply, never a silent drop
             reply = {"err": encode_error(exc)}
         try:
             await self._reply(msg, reply)
-        except OSError:
-            logger.warning("pool worker could not send a reply for %s", msg.get("id"), exc_info=True)
+        except OSError as exc:
+            logger.warning("pool worker could not send a reply for %s: %s", msg.get("id"), exc)
 
     async def _execute(self, msg: dict[str, Any]) -> Any:
         op_name = msg["op"]

@@ -2,21 +2,39 @@
 
 Only counters and short-lived blobs live here (MCP sessions, rate windows, version stamps):
 anything that must survive a Redis flush belongs in the database.
+
+Counters (`incr`, `read_counter`) must be seen by every process, also in the embedded default,
+where a shell (`mcp_import`, `mcp_enable`) changes what the running web process serves: there
+they live in the database (`core.Counter`), read straight from the SQLite file on the hot path.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 import time
 import weakref
 
 import redis
 import redis.asyncio as aioredis
+from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 ASYNC_MAX_CONNECTIONS = 256
 ASYNC_WAIT_SECONDS = 10.0
+
+# Redis is unreachable (down, restarting, the link dropped): a request answers 503 + Retry-After.
+# redis-py's errors, and the OS's for our own RESP client (`ConnectionError` covers refused/reset).
+OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    ConnectionError,
+)
 
 _sync_client: redis.Redis | None = None
 _async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Redis] = weakref.WeakKeyDictionary()
@@ -24,7 +42,15 @@ _async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Re
 
 def _options() -> dict:
     # redis-py 8 defaults socket_timeout to 5 s: idle blocking reads must not time out.
-    return {"socket_timeout": None, "socket_connect_timeout": 5, "health_check_interval": 30}
+    # After a Redis restart every pooled connection is dead: a command that meets one retries
+    # once, at once, on a new connection (the caller sees nothing); a second failure is an outage.
+    return {
+        "socket_timeout": None,
+        "socket_connect_timeout": 2,
+        "health_check_interval": 30,
+        "retry": Retry(NoBackoff(), 1),
+        "retry_on_error": [redis.exceptions.ConnectionError],
+    }
 
 
 def sync_redis() -> redis.Redis | None:
@@ -90,6 +116,84 @@ memory = MemoryStore()
 
 
 def incr(key: str) -> int:
-    """Bump a counter, from sync code, wherever the hub keeps its hot state."""
+    """Bump a counter every process sees (Redis, or the database when embedded), from sync code."""
     client = sync_redis()
-    return client.incr(key) if client is not None else memory.incr(key)
+    return client.incr(key) if client is not None else _db_incr(key)
+
+
+def _db_incr(key: str) -> int:
+    from apps.core.models import Counter
+
+    with transaction.atomic():
+        Counter.objects.get_or_create(key=key)
+        Counter.objects.filter(key=key).update(value=F("value") + 1)
+        return Counter.objects.values_list("value", flat=True).get(key=key)
+
+
+async def read_counter(key: str) -> int | None:
+    """A counter's value in the embedded default (None if never bumped); Redis callers read their own."""
+    rows = await read_counters(key=key)
+    return rows.get(key)
+
+
+async def read_counters(*, key: str = "", prefix: str = "") -> dict[str, int]:
+    """One counter (`key`) or all whose key starts with `prefix`, from the database."""
+    reader = _sqlite_reader()
+    if reader is not None:
+        return reader.read(key=key, prefix=prefix)
+    return await sync_to_async(_orm_counters, thread_sensitive=False)(key, prefix)
+
+
+def _orm_counters(key: str, prefix: str) -> dict[str, int]:
+    from apps.core.models import Counter
+
+    rows = Counter.objects.filter(key=key) if key else Counter.objects.filter(key__startswith=prefix)
+    return dict(rows.values_list("key", "value"))
+
+
+class SqliteCounterReader:
+    """Reads counters straight from the SQLite file, on the calling thread (the event loop).
+
+    A primary-key read on a local file costs a few microseconds; handing it to a thread would
+    cost more than the read. A read the file refuses for a moment (a writer committing) returns
+    the last value seen instead of blocking the loop.
+    """
+
+    SQL_KEY = "SELECT key, value FROM core_counter WHERE key = ?"
+    SQL_PREFIX = "SELECT key, value FROM core_counter WHERE key >= ? AND key < ?"
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._last: dict[str, int] = {}
+
+    def read(self, *, key: str = "", prefix: str = "") -> dict[str, int]:
+        sql, args = (self.SQL_KEY, (key,)) if key else (self.SQL_PREFIX, (prefix, prefix + "\uffff"))
+        try:
+            rows = dict(self._connection().execute(sql, args).fetchall())
+        except sqlite3.Error:
+            return {k: v for k, v in self._last.items() if k == key or (not key and k.startswith(prefix))}
+        self._last.update(rows)
+        return rows
+
+    def _connection(self) -> sqlite3.Connection:
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            # Read-only, autocommit (each read sees the latest commit), never waiting on a writer.
+            uri = f"file:{self.path}?mode=ro"
+            connection = self._local.connection = sqlite3.connect(uri, uri=True, timeout=0, isolation_level=None)
+        return connection
+
+
+_readers: dict[str, SqliteCounterReader] = {}
+
+
+def _sqlite_reader() -> SqliteCounterReader | None:
+    database = settings.DATABASES["default"]  # the connection's own dict, without its thread-local lookup
+    if not database["ENGINE"].endswith("sqlite3"):
+        return None
+    path = str(database["NAME"])  # read each time: tests switch to their own database file
+    reader = _readers.get(path)
+    if reader is None:
+        reader = _readers[path] = SqliteCounterReader(path)
+    return reader

@@ -9,3 +9,14 @@ class TimeStampedModel(models.Model):
 
     class Meta:
         abstract = True
+
+
+class Counter(models.Model):
+    """A named counter every process of the embedded default can read (its stand-in for Redis
+    INCR): a change committed by a shell must reach the running web process (see hotstate)."""
+
+    key = models.CharField(max_length=200, primary_key=True)
+    value = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.key} = {self.value}"

@@ -15,7 +15,8 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
-from apps.core import hotstate
+from apps.core import hotstate, outage
+from apps.toolsets.events import announce_changes_of_other_processes
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +31,7 @@ class Mailbox:
         self.channel: str | None = None
         self._started = asyncio.Lock()
         self._reader: asyncio.Task[None] | None = None
+        self._watcher: asyncio.Task[None] | None = None
         self._groups: dict[str, set[asyncio.Queue[dict[str, Any]]]] = defaultdict(set)
         self._replies: dict[str, asyncio.Future[dict[str, Any]]] = {}
 
@@ -38,6 +40,8 @@ class Mailbox:
             if self.channel is None:
                 self.channel = await self.layer.new_channel("mcphub.web.")
                 self._reader = asyncio.create_task(self._read(), name="mcphub-mailbox")
+                if hotstate.async_redis() is None:  # embedded: hear what shells change, too
+                    self._watcher = asyncio.create_task(announce_changes_of_other_processes(), name="mcphub-changes")
 
     async def join(self, group: str, queue: asyncio.Queue[dict[str, Any]]) -> None:
         await self.start()
@@ -88,6 +92,10 @@ class Mailbox:
                 message = await self.layer.receive(self.channel)
             except asyncio.CancelledError:
                 raise
+            except hotstate.OUTAGE_ERRORS as exc:
+                outage.note(exc)
+                await asyncio.sleep(0.1)
+                continue
             except Exception:  # noqa: BLE001 - a bad message must not kill the inbox
                 logger.exception("mailbox receive failed")
                 await asyncio.sleep(0.1)

@@ -105,7 +105,7 @@ class UsageForbidden(PermissionError):
 
 def sees_every_call(user) -> bool:
     """Everyone's usage is for those who may view the call log in the admin, not for staff as such."""
-    return user.is_authenticated and user.has_perm("gateway.view_toolcall")
+    return user.is_authenticated and user.has_perm("toolsets.view_toolcall")
 
 
 def visible_calls(user, *, username: str = "") -> QuerySet[ToolCall]:

@@ -87,7 +87,9 @@ async def snapshot(*, session_id: str | None, endpoint_id: int, rate_key: str, l
     window, retry_after = _window()
     client = hotstate.async_redis()
     if client is None:
-        return _memory_snapshot(session_id, endpoint_id, f"{RATE_PREFIX}{rate_key}:{window}", limit, retry_after)
+        # The version from the database: a shell's change shows on the very next request.
+        version = await hotstate.read_counter(endpoint_version_key(endpoint_id))
+        return _memory_snapshot(session_id, version, f"{RATE_PREFIX}{rate_key}:{window}", limit, retry_after)
     script = _scripts.get(client)
     if script is None:
         script = _scripts[client] = client.register_script(_SNAPSHOT_LUA)
@@ -101,14 +103,14 @@ async def snapshot(*, session_id: str | None, endpoint_id: int, rate_key: str, l
     return Snapshot(session, version, retry_after if limit and count > limit else None)
 
 
-def _memory_snapshot(session_id: str | None, endpoint_id: int, rate_key: str, limit: int, retry_after: int) -> Snapshot:
+def _memory_snapshot(session_id: str | None, version: int | None, rate_key: str, limit: int, retry_after: int) -> Snapshot:
     store = hotstate.memory
     raw = store.get(SESSION_PREFIX + session_id) if session_id else None
     if raw is not None:
         store.set(SESSION_PREFIX + session_id, raw, _ttl())
     count = store.incr(rate_key, ttl=61) if limit else 0
     session = Session.loads(raw) if raw else None
-    return Snapshot(session, store.get(endpoint_version_key(endpoint_id)), retry_after if limit and count > limit else None)
+    return Snapshot(session, version, retry_after if limit and count > limit else None)
 
 
 async def save_session(session: Session) -> None:

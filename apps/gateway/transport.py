@@ -19,6 +19,7 @@ from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
+from apps.core import hotstate, outage
 from apps.gateway import auth, jsonrpc, protocol, state
 from apps.gateway.auth import EndpointRef, Principal
 from apps.gateway.http import HttpError, Request, Send, end_stream, respond, sse_comment, sse_event, start_sse
@@ -81,6 +82,10 @@ class Gateway:
             await respond(tracked, exc.status, exc.body, exc.headers)
         except ConnectionAbortedError:
             pass
+        except hotstate.OUTAGE_ERRORS as exc:
+            outage.note(exc)
+            if not tracked.started:
+                await respond(tracked, 503, outage.BODY, outage.HEADERS)
         except Exception:
             # Never Daphne's HTML 500: a JSON-RPC internal error, if the response has not begun.
             logger.exception("gateway error on %s %s", request.method, request.path)
@@ -280,6 +285,9 @@ async def _run_request(request: Request, ctx: protocol.Context, message: dict[st
         if not task.cancelled():
             raise
         outcome = jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, "Request cancelled"))
+    except hotstate.OUTAGE_ERRORS as exc:
+        outage.note(exc)
+        outcome = jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, outage.MESSAGE))
     except Exception:
         logger.exception("internal error in %s", message["method"])
         outcome = jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, "Internal error"))

@@ -7,6 +7,8 @@ from django.conf import settings
 
 from apps.accounts.models import Team
 from apps.gateway.selectors import WINDOWS, UsageFilter
+from apps.llm.models import Provider
+from apps.llm.selectors import providers_for
 from apps.toolsets.models import Endpoint
 
 
@@ -104,3 +106,24 @@ class UsageForm(forms.Form):
             window=data.get("window") or "24h", server=data.get("server", ""), tool=data.get("tool", ""),
             endpoint=data.get("endpoint", ""), user=data.get("user", ""),
         )
+
+
+class ConversationForm(forms.Form):
+    """Title, provider/model and endpoint of one conversation, choices limited to the user's own."""
+
+    title = forms.CharField(max_length=200, required=False)
+    provider = forms.ModelChoiceField(queryset=Provider.objects.none(), required=False, empty_label="No provider")
+    model = forms.CharField(max_length=200, required=False, help_text="Empty: the provider's default model.")
+    endpoint = forms.ModelChoiceField(queryset=Endpoint.objects.none(), required=False, empty_label="No tools",
+                                      to_field_name="slug")
+
+    def __init__(self, *args, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["provider"].queryset = providers_for(user)
+        self.fields["endpoint"].queryset = Endpoint.objects.filter(owner=user).order_by("-is_default", "name")
+
+    @classmethod
+    def for_conversation(cls, conversation, *, user) -> ConversationForm:
+        initial = {"title": conversation.title, "provider": conversation.provider_id, "model": conversation.model,
+                   "endpoint": conversation.endpoint.slug if conversation.endpoint else None}
+        return cls(initial=initial, user=user)

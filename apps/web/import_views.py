@@ -14,8 +14,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from apps.catalog import permissions
 from apps.catalog.importing import ImportResult, export_servers, import_mcp_json
 from apps.catalog.mcp_json import McpJsonError
+from apps.catalog.models import McpServer
 from apps.web.access import staff_with_perms
 from apps.web.forms import McpJsonForm
 
@@ -29,7 +31,7 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-@staff_with_perms("catalog.add_mcpserver", "catalog.change_mcpserver", what="Importing servers")
+@staff_with_perms(permissions.ADD, permissions.CHANGE, what="Importing servers")
 @require_http_methods(["GET", "POST"])
 def import_page(request: HttpRequest) -> HttpResponse:
     form = McpJsonForm(request.POST or None, request.FILES or None)
@@ -45,7 +47,8 @@ def import_page(request: HttpRequest) -> HttpResponse:
 
 def _preview(request: HttpRequest, form: McpJsonForm, text: str) -> HttpResponse:
     try:
-        result = import_mcp_json(text=text, environ=NO_ENVIRONMENT, dry_run=True)
+        result = import_mcp_json(text=text, environ=NO_ENVIRONMENT, dry_run=True,
+                                 stdio_allowed=permissions.may_touch_stdio(request.user))
     except McpJsonError as exc:
         return _render(request, form, text=text, errors=exc.errors)
     return _render(request, form, text=text, result=result, digest=_digest(text))
@@ -53,7 +56,8 @@ def _preview(request: HttpRequest, form: McpJsonForm, text: str) -> HttpResponse
 
 def _apply(request: HttpRequest, form: McpJsonForm, text: str) -> HttpResponse:
     try:
-        result = import_mcp_json(text=text, environ=NO_ENVIRONMENT)
+        result = import_mcp_json(text=text, environ=NO_ENVIRONMENT,
+                                 stdio_allowed=permissions.may_touch_stdio(request.user))
     except McpJsonError as exc:
         return _render(request, form, text=text, errors=exc.errors)
     counts = Counter(change.action for change in result.changes)
@@ -64,14 +68,16 @@ def _apply(request: HttpRequest, form: McpJsonForm, text: str) -> HttpResponse:
 
 def _render(request: HttpRequest, form: McpJsonForm, *, text: str = "", result: ImportResult | None = None,
             errors: list[str] | None = None, digest: str = "") -> HttpResponse:
-    rows = [(change, LABELS[change.action]) for change in result.changes] if result else []
+    transports = dict(McpServer.Transport.choices)
+    rows = [(change, transports.get(change.transport, change.transport), LABELS[change.action])
+            for change in result.changes] if result else []
     counts = Counter(change.action for change in result.changes) if result else Counter()
     context = {"nav": "servers", "form": form, "text": text, "result": result, "rows": rows, "counts": counts,
                "errors": errors or [], "digest": digest, "export": export_servers()}
     return render(request, "web/servers_import.html", context, status=400 if errors else 200)
 
 
-@staff_with_perms("catalog.view_mcpserver", what="Exporting servers")
+@staff_with_perms(permissions.VIEW_ALL, what="Exporting servers")
 @require_GET
 def export_file(request: HttpRequest) -> HttpResponse:
     """Every server as a config file, secrets replaced by ${NAME} placeholders."""

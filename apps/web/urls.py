@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.web import import_views, preset_views, provider_views, server_views, tool_views, usage_views, views
+from apps.web import chat_views, import_views, preset_views, provider_views, server_views, tool_views, usage_views, views
 
 app_name = "web"
 
@@ -35,6 +35,11 @@ urlpatterns = [
     path("presets/<int:preset_id>/delete/", preset_views.delete_preset, name="delete_preset"),
     path("servers/", views.servers_page, name="servers"),
     path("usage/", usage_views.usage_page, name="usage"),
+    path("chat/", chat_views.chat_page, name="chat"),
+    path("chat/new/", chat_views.new_conversation, name="new_conversation"),
+    path("chat/<uuid:conversation_id>/", chat_views.chat_page, name="conversation"),
+    path("chat/<uuid:conversation_id>/settings/", chat_views.conversation_settings, name="conversation_settings"),
+    path("chat/<uuid:conversation_id>/delete/", chat_views.delete_conversation, name="delete_conversation"),
     path("models/", provider_views.models_page, name="models"),
     path("models/add/", provider_views.add_provider, name="add_provider"),
     path("models/detected/", provider_views.detected_servers, name="detected_servers"),

@@ -51,10 +51,38 @@
     if (flash) flash.remove();
   });
 
+  // An htmx action the hub refuses or fails would otherwise do nothing visible: say what happened,
+  // in the words of the error page (or the JSON detail) it answered with.
+  document.addEventListener("htmx:responseError", (event) => {
+    const xhr = event.detail.xhr;
+    const page = new DOMParser().parseFromString(xhr.responseText || "", "text/html");
+    const title = page.querySelector(".error-page h1");
+    const detail = page.querySelector(".error-page h1 + p");
+    const text = title ? `${title.textContent}: ${detail ? detail.textContent : ""}` : `The hub answered ${xhr.status} ${xhr.statusText}.`;
+    const flash = document.createElement("div");
+    flash.className = "flash flash-error";
+    flash.setAttribute("role", "alert");
+    flash.textContent = text;
+    document.getElementById("flash").replaceChildren(flash);
+  });
+  document.addEventListener("htmx:sendError", () => {
+    const flash = document.createElement("div");
+    flash.className = "flash flash-error";
+    flash.setAttribute("role", "alert");
+    flash.textContent = "The hub could not be reached. Check your connection and try again.";
+    document.getElementById("flash").replaceChildren(flash);
+  });
+
   // A result panel under a Servers row closes without asking the server again.
   document.addEventListener("click", (event) => {
     const close = event.target.closest("[data-close-panel]");
     if (close) close.closest("tr").remove();
+  });
+
+  // Forms that ask before they act. No inline handlers anywhere: the pages' CSP runs only our files.
+  document.addEventListener("submit", (event) => {
+    const question = event.target.dataset ? event.target.dataset.confirm : undefined;
+    if (question && !window.confirm(question)) event.preventDefault();
   });
 
   // Filter selects apply themselves (a <noscript> button covers the rest).

@@ -86,3 +86,10 @@ def test_a_disabled_server_is_not_discovered_until_enabled(pool_host):
     operations.discover_if_due(servers=[server])
 
     assert wait_for(lambda: _tools("tiny")) == TINY_TOOLS
+
+
+def test_servers_loaded_with_only_some_fields_still_load(global_server):
+    # The Tools page reads servers through `.only("server__name", "server__status")`.
+    server = McpServer.objects.only("name", "status").get(pk=global_server.pk)
+
+    assert (server.name, server.enabled) == ("time", True)

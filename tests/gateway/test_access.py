@@ -69,9 +69,8 @@ async def test_charlie_sees_none_of_alices_tools_on_his_own_endpoint(hub, alice_
         result = await _call_unknown(client)
 
     assert tools == [] and prompts == [] and resources == []
-    # echo's server is visible to everyone, so charlie is told to enable it on his own endpoint;
-    # nothing in the answer points at alice's.
-    assert "not enabled on this endpoint" in result and charlie_endpoint.slug in result
+    # echo is a global server's tool: charlie may enable it on his own endpoint, nothing of alice's shows.
+    assert f"is not enabled on this endpoint. Enable it on http://localhost:8000/endpoints/{charlie_endpoint.slug}/tools/" in result
     assert alice_endpoint.slug not in result
 
 

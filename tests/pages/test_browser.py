@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from apps.accounts.models import AccessToken
+from apps.accounts.models import AccessToken, User
 from apps.catalog.models import McpServer
 from apps.toolsets.models import Preset
 
@@ -140,7 +140,7 @@ def test_staff_see_server_status_and_errors(sign_in, screenshot, admin_user, cat
 
     page.locator("#server-time").get_by_role("button", name="Stderr & counters").click()
     panel = page.locator("#server-time .server-panel")
-    expect(panel).to_contain_text("None open right now")
+    expect(panel).to_contain_text("Live state in the connection pool")
     actions = page.locator("#server-time .server-actions").bounding_box()
     assert actions["height"] < 100  # the result is under the row, not stacked in the Actions column
     screenshot(page, "servers")
@@ -154,3 +154,13 @@ def test_the_tools_page_fits_a_phone(sign_in, screenshot, alice, catalog):
 
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     screenshot(page, "tools-phone")
+
+
+def test_a_refused_action_says_why(sign_in, catalog, db):
+    User.objects.create_user("dana", password="dana-password", is_staff=True)  # staff, but no server permissions
+    page = sign_in("dana", "dana-password")
+    page.goto("/servers/")
+
+    page.locator("#server-time").get_by_role("button", name="Test").click()
+
+    expect(page.locator("#flash")).to_contain_text("Not allowed: You do not have permission to operate this server.")

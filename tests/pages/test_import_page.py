@@ -45,7 +45,7 @@ def test_the_preview_says_what_would_be_created_changed_and_skipped_and_writes_n
     page = response.content.decode()
     assert response.status_code == 200
     assert "Preview: 1 to create, 1 to change, 1 unchanged" in page
-    assert '<tr class="change-created">\n        <td><strong>github</strong>' in page
+    assert '<tr class="change-created">\n        <td data-label="Server"><strong>github</strong>' in page
     assert "will change</span> <span class=\"muted\">command, args</span>" in page
     assert "unchanged (skipped)" in page
     assert "Apply: 1 new, 1 changed" in page
@@ -163,3 +163,36 @@ def test_the_export_masks_secrets(as_admin, alice_private_server):
 
 def test_the_vscode_export_uses_servers(as_admin, global_server):
     assert "servers" in json.loads(as_admin.get("/servers/export/?format=vscode").content)
+
+
+def test_stdio_servers_need_the_stdio_permission(client, server_manager, global_server):
+    client.force_login(server_manager)
+    text = json.dumps({"mcpServers": {
+        "time": {"command": "mcp-server-time"},  # unchanged: nothing runs differently
+        "shell": {"command": "sh", "args": ["-c", "id"]},
+        "github": {"type": "http", "url": "https://gh.example.com/mcp"},
+    }})
+
+    page = client.post("/servers/import/", {"text": text, "preview": "1"}).content.decode()
+
+    assert "Nothing can be imported: 1 problem" in page
+    assert "mcpServers.shell: creating or changing a stdio server needs the &#x27;manage stdio servers&#x27; permission" in page
+    assert McpServer.objects.count() == 1
+
+
+def test_turning_a_stdio_server_remote_needs_the_stdio_permission_too(client, server_manager, global_server):
+    client.force_login(server_manager)
+    text = json.dumps({"mcpServers": {"time": {"type": "http", "url": "https://time.example.com/mcp"}}})
+
+    page = client.post("/servers/import/", {"text": text, "preview": "1"}).content.decode()
+
+    assert "mcpServers.time: creating or changing a stdio server" in page
+
+
+def test_with_the_stdio_permission_stdio_servers_import(client, server_manager):
+    server_manager.user_permissions.add(Permission.objects.get(codename="manage_stdio_server"))
+    client.force_login(User.objects.get(pk=server_manager.pk))
+
+    page = client.post("/servers/import/", {"text": CONFIG, "preview": "1"}).content.decode()
+
+    assert "Preview: 3 to create" in page

@@ -39,6 +39,7 @@ class Command(BaseCommand):
     def handle(self, *args, path: Path | None, dry_run: bool, if_found: bool, no_discover: bool, **options) -> None:
         if options["owner"] and options["team"]:
             raise CommandError("Give --owner or --team, not both.")
+        self.verbosity = options["verbosity"]
         owner, team = self._owner(options["owner"]), self._team(options["team"])
         path = path or self._discover(if_found=if_found)
         if path is None:
@@ -55,15 +56,17 @@ class Command(BaseCommand):
             raise CommandError(f"{path}: nothing imported: a concurrent change got in the way ({exc}); run again.")
         for warning in parsed.warnings:
             self.stderr.write(self.style.WARNING(f"warning: {warning}"))
-        for change in changes:
-            self.stdout.write(f"{'would be ' if dry_run else ''}{change}")
+        if self.verbosity > 0:
+            for change in changes:
+                self.stdout.write(f"{'would be ' if dry_run else ''}{change}")
         self.stdout.write(self._summary(changes, path=path, dry_run=dry_run))
 
     def _discover(self, *, if_found: bool) -> Path | None:
         environ = {"MCP_JSON_PATH": os.environ.get("MCP_JSON_PATH") or settings.MCP_JSON_PATH or ""}
         found = find_mcp_json(environ=environ)
         if found is not None:
-            self.stdout.write(f"using {found}")
+            if self.verbosity > 0:  # the summary names it too
+                self.stdout.write(f"using {found}")
             return found
         looked = "\n".join(f"  {p}" for p in candidate_paths(environ=environ))
         if if_found:

@@ -1,0 +1,201 @@
+// The chat page: one WebSocket per open conversation, rebuilt from the event log (resume after the
+// last seen number, also after a reconnect). Model text is rendered as a small markdown subset by
+// building DOM nodes with textContent only: no model output is ever parsed as HTML, and links keep
+// only http(s)/mailto targets, so a model's <script> or javascript: link cannot run.
+(function () {
+  "use strict";
+  const root = document.getElementById("chat");
+  if (!root) return;
+  const form = document.getElementById("chat-form");
+  const input = document.getElementById("chat-input");
+  const stopButton = document.getElementById("chat-stop");
+  const sendButton = document.getElementById("chat-send");
+  const statusLine = document.getElementById("chat-status");
+  let ws = null, lastSeq = 0, retry = 500;
+  let bubble = null, bubbleText = "", renderQueued = false;
+  const cards = new Map();
+
+  function el(tag, cls, text) {
+    const node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  // --- safe markdown -------------------------------------------------------------------------
+  const LIST = /^\s*([-*+]|\d+\.)\s+/;
+  function markdown(src, into) {
+    into.replaceChildren();
+    const lines = src.split("\n");
+    let i = 0;
+    while (i < lines.length) {
+      const line = lines[i];
+      let m;
+      if (/^\s*```/.test(line)) {
+        const code = [];
+        for (i++; i < lines.length && !/^\s*```/.test(lines[i]); i++) code.push(lines[i]);
+        i++;
+        const pre = el("pre"); pre.append(el("code", "", code.join("\n"))); into.append(pre);
+      } else if ((m = /^(#{1,6})\s+(.*)$/.exec(line))) {
+        const h = el("h" + Math.min(6, m[1].length + 2)); inline(m[2], h); into.append(h); i++;
+      } else if (LIST.test(line)) {
+        const list = el(/^\s*\d+\./.test(line) ? "ol" : "ul");
+        for (; i < lines.length && LIST.test(lines[i]); i++) { const li = el("li"); inline(lines[i].replace(LIST, ""), li); list.append(li); }
+        into.append(list);
+      } else if (!line.trim()) {
+        i++;
+      } else {
+        const para = [];
+        for (; i < lines.length && lines[i].trim() && !/^\s*```|^#{1,6}\s/.test(lines[i]) && !LIST.test(lines[i]); i++) para.push(lines[i]);
+        const p = el("p"); inline(para.join("\n"), p); into.append(p);
+      }
+    }
+  }
+
+  const INLINE = /(`[^`]+`)|(\*\*[^*]+\*\*)|(\*[^*\s][^*]*\*)|(\[[^\]]+\]\([^)\s]+\))/g;
+  function inline(text, into) {
+    let last = 0, m;
+    INLINE.lastIndex = 0;
+    while ((m = INLINE.exec(text))) {
+      if (m.index > last) into.append(text.slice(last, m.index));
+      const t = m[0];
+      if (m[1]) into.append(el("code", "", t.slice(1, -1)));
+      else if (m[2]) into.append(el("strong", "", t.slice(2, -2)));
+      else if (m[3]) into.append(el("em", "", t.slice(1, -1)));
+      else into.append(link(t));
+      last = INLINE.lastIndex;
+    }
+    if (last < text.length) into.append(text.slice(last));
+  }
+
+  function link(t) {
+    const m = /^\[([^\]]+)\]\(([^)\s]+)\)$/.exec(t);
+    let url = null;
+    try { const u = new URL(m[2], location.href); if (["http:", "https:", "mailto:"].includes(u.protocol)) url = u.href; } catch (e) { url = null; }
+    if (!url) return document.createTextNode(t);
+    const a = el("a", "", m[1]);
+    a.href = url; a.rel = "noopener noreferrer nofollow"; a.target = "_blank";
+    return a;
+  }
+
+  // --- events --------------------------------------------------------------------------------
+  function scrollDown() { window.scrollTo(0, document.body.scrollHeight); }
+
+  function setRunning(running) {
+    stopButton.hidden = !running;
+    sendButton.disabled = running;
+  }
+
+  function endBubble() { bubble = null; bubbleText = ""; }
+
+  function renderBubble() {
+    renderQueued = false;
+    if (bubble) { markdown(bubbleText, bubble); scrollDown(); }
+  }
+
+  function card(id, name) {
+    let c = cards.get(id);
+    if (!c) {
+      const details = el("details", "toolcard");
+      const summary = el("summary", "", name + " · running…");
+      details.append(summary);
+      c = { details, summary, name, done: false };
+      cards.set(id, c);
+      root.append(details);
+    }
+    return c;
+  }
+
+  function resultText(content) {
+    return (content || []).map((item) => item.type === "text" ? item.text : JSON.stringify(item)).join("\n");
+  }
+
+  const handlers = {
+    user_message(p) { endBubble(); root.append(el("div", "msg msg-user", p.text)); setRunning(true); },
+    text(p) {
+      if (!bubble) { bubble = el("div", "msg msg-assistant"); root.append(bubble); }
+      bubbleText += p.text;
+      if (!renderQueued) { renderQueued = true; requestAnimationFrame(renderBubble); }
+    },
+    status(p) { statusLine.textContent = p.state === "complete" ? "" : p.message || ""; if (p.state !== "complete") setRunning(true); },
+    tool_call(p) {
+      endBubble();
+      const c = card(p.id, p.name);
+      c.details.append(el("div", "tool-label", "Arguments"), el("pre", "tool-args", JSON.stringify(p.arguments, null, 2)));
+    },
+    approval_required(p) {
+      const c = card(p.id, p.name);
+      c.summary.textContent = p.name + " · waiting for your approval";
+      c.details.open = true;
+      const box = el("div", "approval");
+      box.append(el("span", "", "Run " + p.name + "? It is marked destructive."));
+      for (const [label, allow] of [["Allow", true], ["Deny", false]]) {
+        const b = el("button", allow ? "btn btn-primary btn-small" : "btn btn-danger btn-small", label);
+        b.type = "button";
+        b.addEventListener("click", () => { send({ type: "approve", payload: { call_id: p.id, allow } }); box.remove(); });
+        box.append(b);
+      }
+      c.approval = box;
+      c.details.append(box);
+    },
+    tool_result(p) {
+      const c = card(p.id, p.name);
+      if (c.approval) c.approval.remove();
+      c.done = true;
+      c.details.classList.toggle("is-error", !!p.isError);
+      c.summary.textContent = p.name + (p.isError ? " · error" : " · done") + " · " + Math.round(p.duration_ms || 0) + " ms";
+      c.details.append(el("div", "tool-label", "Result"), el("pre", "tool-result", resultText(p.content)));
+    },
+    error(p, event) {
+      if (event.seq === null) { statusLine.textContent = p.message; statusLine.classList.add("is-error"); return; }
+      endBubble();
+      root.append(el("div", "msg msg-error", p.message));
+    },
+    end(p) {
+      endBubble();
+      for (const c of cards.values()) {
+        if (!c.done) { c.done = true; c.summary.textContent = c.name + " · cancelled"; if (c.approval) c.approval.remove(); }
+      }
+      const u = p.usage || {};
+      root.append(el("div", "usage", (p.status === "complete" ? "" : p.status + " · ") + "tokens in " + (u.input_tokens || 0) + " · out " + (u.output_tokens || 0)));
+      statusLine.textContent = "";
+      setRunning(false);
+    },
+  };
+
+  function onEvent(event) {
+    if (event.seq !== null) {
+      if (event.seq <= lastSeq) return;
+      lastSeq = event.seq;
+    }
+    const handler = handlers[event.type];
+    if (handler) handler(event.payload || {}, event);
+    scrollDown();
+  }
+
+  function send(message) {
+    if (ws && ws.readyState === WebSocket.OPEN) { ws.send(JSON.stringify(message)); return true; }
+    statusLine.textContent = "Not connected; reconnecting…";
+    return false;
+  }
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    ws = new WebSocket(scheme + location.host + root.dataset.ws);
+    ws.addEventListener("open", () => { retry = 500; root.dataset.connected = "true"; statusLine.classList.remove("is-error"); ws.send(JSON.stringify({ type: "resume", payload: { after: lastSeq } })); });
+    ws.addEventListener("message", (m) => onEvent(JSON.parse(m.data)));
+    ws.addEventListener("close", () => { root.dataset.connected = "false"; statusLine.textContent = "Connection lost; reconnecting…"; setTimeout(connect, retry); retry = Math.min(retry * 2, 10000); });
+  }
+
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const text = input.value;
+    if (!text.trim()) return;
+    statusLine.classList.remove("is-error");
+    if (send({ type: "message", payload: { text } })) input.value = "";
+  });
+  input.addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); form.requestSubmit(); } });
+  stopButton.addEventListener("click", () => send({ type: "stop" }));
+  setRunning(root.dataset.running === "true");
+  connect();
+})();
