@@ -39,7 +39,11 @@ class ProviderSerializer(serializers.ModelSerializer):
         return can_edit(self.context["request"].user, provider)
 
     def validate_shared(self, shared: bool) -> bool:
-        if self.instance is not None and shared != self.instance.is_shared:
+        if self.instance is None:
+            return shared
+        if "shared" not in self.initial_data:  # a PUT that leaves it out keeps it
+            return self.instance.is_shared
+        if shared != self.instance.is_shared:
             raise serializers.ValidationError("Sharing is chosen when a provider is created.")
         return shared
 
