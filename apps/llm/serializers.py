@@ -49,13 +49,13 @@ class ProviderSerializer(serializers.ModelSerializer):
 
 
 class ModelListSerializer(serializers.Serializer):
-    provider = serializers.IntegerField()
+    """The provider's answer, asked live. A provider that fails is an answer too (ok false), not a 5xx."""
+
+    ok = serializers.BooleanField()
+    models = serializers.ListField(child=serializers.CharField(), help_text="Model ids, sorted.")
     default_model = serializers.CharField(allow_blank=True)
-    models = serializers.ListField(child=serializers.CharField())
-
-
-class ProviderErrorSerializer(serializers.Serializer):
-    detail = serializers.CharField(help_text="The provider's error, in plain words.")
-    kind = serializers.ChoiceField(
-        choices=["auth", "quota", "rate_limit", "model", "unavailable", "bad_request", "other"]
+    error = serializers.CharField(allow_blank=True, help_text="The provider's error in plain words, when not ok.")
+    error_kind = serializers.ChoiceField(
+        choices=["", "auth", "quota", "rate_limit", "model", "unavailable", "bad_request", "other"],
+        help_text="What kind of error, when not ok.",
     )

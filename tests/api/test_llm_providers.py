@@ -119,8 +119,9 @@ def test_models_are_listed_live_from_the_provider(as_alice, alice):
         refused = as_alice.get(f"{URL}{wrong.pk}/models/")
 
     assert listed.status_code == 200 and listed.json()["models"] == ["llama-3.1-8b", "qwen3-8b"]
-    assert refused.status_code == 502 and refused.json()["kind"] == "auth"
-    assert "rejected the API key" in refused.json()["detail"]
+    assert listed.json()["ok"] is True
+    assert refused.status_code == 200 and refused.json()["ok"] is False
+    assert refused.json()["error_kind"] == "auth" and "rejected the API key" in refused.json()["error"]
 
 
 def test_anonymous_gets_nothing(anonymous, shared_provider):
