@@ -51,15 +51,19 @@ class Failure:
         return LLMError(text, kind=self.kind, status=self.status)
 
 
-def provider_message(body: Any, fallback: str) -> str:
-    """The provider's own words, dug out of `{"error": {"message": ...}}`-like bodies."""
+def provider_message(body: Any) -> str:
+    """The provider's own words, dug out of `{"error": {"message": ...}}` or `{"error": "..."}` (Ollama).
+
+    Anything else (a web page, a proxy's banner) is not repeated: a base URL can point anywhere,
+    and the user should learn only that it is not an LLM API.
+    """
     while isinstance(body, dict):
         if isinstance(body.get("message"), str):
             return body["message"][:_MESSAGE_LIMIT]
         body = body.get("error")
-    if isinstance(body, str) and body.strip():
+    if isinstance(body, str) and body.strip() and not body.lstrip().startswith("<"):
         return body.strip()[:_MESSAGE_LIMIT]
-    return fallback[:_MESSAGE_LIMIT]
+    return "no error message an LLM API would give; is the base URL right?"
 
 
 def _error_code(body: Any) -> str:
@@ -118,7 +122,7 @@ def _status_failure(exc: Any, status: int, *, base_url: str, model: str | None) 
     code = _error_code(body)
     if status == 200:  # an error event inside a stream
         status = next((s for t, s in _ERROR_TYPE_STATUS.items() if t in code), 500)
-    said = provider_message(body, str(exc))
+    said = provider_message(body)
     detail = f"HTTP {status}: {said}"
     if status == 402 or (status in (400, 403, 429) and _QUOTA.search(f"{code} {said}")):
         return Failure(f"The provider account at {base_url} is out of quota or credit ({detail}). "
