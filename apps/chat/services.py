@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Max, Q
+from django.db.models import F, Max
 from django.utils import timezone
 
 from apps.chat.models import Conversation, Event, Message, Turn
@@ -127,11 +127,9 @@ def _enqueue(turn_id: uuid.UUID) -> None:
 
 
 def _expire_stale_turns(conversation: Conversation) -> None:
-    cutoff = timezone.now() - STALE_AFTER
-    lost = Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
-    conversation.turns.filter(lost, status=Turn.Status.RUNNING).update(
-        status=Turn.Status.FAILED, error="Interrupted: the worker running this turn was lost.", finished_at=timezone.now()
-    )
+    from apps.chat.recovery import expire, lost_turns
+
+    expire(lost_turns().filter(conversation=conversation))
 
 
 def request_stop(*, conversation: Conversation) -> Turn:

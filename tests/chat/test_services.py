@@ -9,7 +9,8 @@ from django.utils import timezone
 
 from apps.chat import services
 from apps.chat.history import CANCELLED, to_messages
-from apps.chat.models import Message, Turn
+from apps.chat.models import Event, Message, Turn
+from apps.chat.tasks import expire_lost_turns
 from apps.chat.tools import result_text
 from apps.llm.models import Provider
 
@@ -28,7 +29,22 @@ def test_a_turn_lost_with_its_worker_no_longer_blocks_the_conversation(conversat
         turn = services.start_turn(conversation=conversation, text="still there?")
     lost.refresh_from_db()
     assert lost.status == "failed" and "Interrupted" in lost.error
-    assert turn.status == "running" and len(enqueued) == 1
+    assert turn.status == "running" and len(enqueued) == 2  # the lost turn's closing events, this turn's task
+    closing = list(Event.objects.filter(conversation=conversation).values_list("seq", "type"))
+    assert closing == [(1, "error"), (2, "end")]
+
+
+def test_beat_ends_lost_turns_and_leaves_live_ones(conversation):
+    lost = Turn.objects.create(conversation=conversation)
+    Turn.objects.filter(pk=lost.pk).update(started_at=timezone.now() - timedelta(minutes=5))
+    other = services.create_conversation(owner=conversation.owner)
+    live = Turn.objects.create(conversation=other, heartbeat_at=timezone.now())
+
+    expire_lost_turns()
+
+    assert Turn.objects.get(pk=lost.pk).status == "failed"
+    assert Turn.objects.get(pk=live.pk).status == "running"
+    assert expire_lost_turns.name == "chat.expire_lost_turns"  # beat schedules refer to it by name
 
 
 def test_a_live_turn_refuses_a_second_message(conversation, django_capture_on_commit_callbacks):
