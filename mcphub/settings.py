@@ -308,6 +308,7 @@ MCPHUB_WATCH_INTERVAL = envint("MCPHUB_WATCH_INTERVAL", 5)  # seconds between lo
 CELERY_BEAT_SCHEDULE = {
     "catalog-health": {"task": "catalog.check_health_all", "schedule": float(MCPHUB_HEALTH_INTERVAL)},
     "catalog-rediscovery": {"task": "catalog.discover_all", "schedule": MCPHUB_DISCOVERY_INTERVAL * 60.0},
+    "chat-expire-lost-turns": {"task": "chat.expire_lost_turns", "schedule": 60.0},
 }
 # Embedded default (no REDIS_URL, so no `celery beat`): the web process runs this schedule itself.
 MCPHUB_EMBEDDED_BEAT = envbool("MCPHUB_EMBEDDED_BEAT", True)
