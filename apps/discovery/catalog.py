@@ -1,0 +1,168 @@
+"""The searchable catalog of one endpoint: every tool its owner may enable, named and indexed.
+
+Built from the database when the endpoint's version moves (a toggle, a mode or naming change,
+a catalog change: see signals.py) and cached per process; the search index inside is rebuilt
+only when the documents themselves changed, never per query.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from dataclasses import dataclass, field
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from apps.catalog.models import Tool
+from apps.catalog.selectors import visible_servers
+from apps.connections.specs import ServerSpec
+from apps.discovery import retrieval, text
+from apps.toolsets import naming
+from apps.toolsets.exposure import Exposed, tool_entry
+from apps.toolsets.models import Endpoint, EndpointTool
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One searchable tool: how clients see it, its cost in tokens, and whether it is pinned
+    (enabled on the endpoint, so always listed)."""
+
+    exposed: Exposed
+    tokens: int
+    pinned: bool
+    key: str
+    server_description: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.exposed.name
+
+    @property
+    def description(self) -> str:
+        return self.exposed.entry.get("description") or ""
+
+
+@dataclass(frozen=True)
+class Hit:
+    entry: Entry
+    score: float
+
+
+@dataclass
+class Catalog:
+    endpoint_id: int
+    owner_id: int
+    version: object
+    mode: str
+    token_budget: int
+    entries: dict[str, Entry] = field(default_factory=dict)
+    specs: dict[str, ServerSpec] = field(default_factory=dict)
+    fingerprint: str = ""
+    retriever: retrieval.Retriever | None = None
+
+    @property
+    def pinned(self) -> list[Entry]:
+        return [e for e in self.entries.values() if e.pinned]
+
+    @property
+    def pinned_tokens(self) -> int:
+        return sum(e.tokens for e in self.entries.values() if e.pinned)
+
+    def search(self, query: str, limit: int) -> list[Hit]:
+        if self.retriever is None:
+            return []
+        order = list(self.entries.values())
+        return [Hit(order[i], round(score, 4)) for i, score in self.retriever.search(query, limit)]
+
+
+def build(endpoint_id: int, version: object) -> Catalog | None:
+    """Read the catalog for one endpoint (sync ORM: call from a thread)."""
+    endpoint = Endpoint.objects.select_related("owner").filter(pk=endpoint_id).first()
+    if endpoint is None:
+        return None
+    servers = {s.pk: s for s in visible_servers(endpoint.owner).filter(enabled=True)}
+    tools = list(Tool.objects.filter(server_id__in=servers, available=True).order_by("server__name", "name"))
+    enabled = {et.tool_id: et for et in EndpointTool.objects.filter(endpoint=endpoint, tool_id__in=[t.pk for t in tools])}
+    candidates = [naming.Candidate(servers[t.server_id].name, t.name, getattr(enabled.get(t.pk), "name_override", "")) for t in tools]
+    catalog = Catalog(endpoint.pk, endpoint.owner_id, version, endpoint.mode, endpoint.token_budget)
+    for tool, name in zip(tools, naming.assign(candidates, endpoint.naming_strategy)):
+        server = servers[tool.server_id]
+        override = getattr(enabled.get(tool.pk), "description_override", "")
+        exposed = Exposed(name, server.name, tool.name, tool.pk, tool_entry(tool, name, override))
+        catalog.entries[name] = Entry(exposed, tool.token_estimate, tool.pk in enabled, f"{server.name}.{tool.name}", server.description)
+    catalog.specs = {s.name: s.to_spec() for s in servers.values()}
+    return catalog
+
+
+def documents(entries: list[Entry]) -> list[retrieval.Document]:
+    return [document(e) for e in entries]
+
+
+def document(entry: Entry) -> retrieval.Document:
+    tool = entry.exposed.entry
+    schema = tool.get("inputSchema")
+    full = text.tool_document(
+        name=entry.name, title=tool.get("title", ""), description=entry.description, schema=schema,
+        server=entry.exposed.server, server_description=entry.server_description,
+    )
+    params = " ".join(text.split_identifier(p) for p in (schema.get("properties") or {}) if isinstance(schema, dict))
+    gist = " ".join(part for part in (text.split_identifier(entry.name), tool.get("title", ""), entry.description, params) if part)
+    return retrieval.Document(full, gist)
+
+
+# -- the per-process cache -----------------------------------------------------------
+
+# Safety net for changes no event announces (e.g. a team membership): catalogs expire anyway,
+# and an expired one reuses its index when the documents did not change.
+CATALOG_MAX_AGE = 60.0
+_catalogs: dict[int, tuple[float, Catalog]] = {}
+_indexes: dict[str, retrieval.Retriever] = {}
+_building: dict[int, asyncio.Future[Catalog | None]] = {}
+
+
+def index(catalog: Catalog, *, method: str | None = None, background: bool = True) -> Catalog:
+    """Attach a retriever to `catalog`, reusing the one built for the same documents."""
+    docs = documents(list(catalog.entries.values()))
+    method = retrieval.resolve(method or settings.MCPHUB_DISCOVERY_METHOD)
+    digest = hashlib.sha256(method.encode())
+    for doc in docs:
+        digest.update(doc.full.encode() + b"\0" + doc.gist.encode() + b"\1")
+    catalog.fingerprint = digest.hexdigest()
+    retriever = _indexes.get(catalog.fingerprint)
+    if retriever is None:
+        retriever = retrieval.build(method, docs, background=background)
+        if len(_indexes) > 256:
+            _indexes.clear()  # bounded: a churn of catalogs cannot grow memory
+        _indexes[catalog.fingerprint] = retriever
+    catalog.retriever = retriever
+    return catalog
+
+
+def _build_indexed(endpoint_id: int, version: object) -> Catalog | None:
+    catalog = build(endpoint_id, version)
+    return index(catalog) if catalog is not None else None
+
+
+async def current(endpoint_id: int, version: object) -> Catalog | None:
+    """The endpoint's catalog at `version`, built at most once per version per process."""
+    cached = _catalogs.get(endpoint_id)
+    now = time.monotonic()
+    if cached is not None and cached[1].version == version and now - cached[0] < CATALOG_MAX_AGE:
+        return cached[1]
+    pending = _building.get(endpoint_id)
+    if pending is None:
+        pending = _building[endpoint_id] = asyncio.ensure_future(
+            sync_to_async(_build_indexed, thread_sensitive=False)(endpoint_id, version)
+        )
+        pending.add_done_callback(lambda _: _building.pop(endpoint_id, None))
+    catalog = await asyncio.shield(pending)
+    if catalog is not None:
+        _catalogs[endpoint_id] = (now, catalog)
+    return catalog
+
+
+def forget() -> None:
+    _catalogs.clear()
+    _indexes.clear()
