@@ -60,6 +60,13 @@ class MiniLM:
                 self._cache.update((k, v) for (k, _), v in zip(chunk, vectors))
         return np.stack([self._cache[k] for k in keys]) if keys else np.zeros((0, 384), dtype=np.float32)
 
+    def export_cache(self) -> dict[str, Any]:
+        return {k.hex(): v for k, v in self._cache.items()}
+
+    def import_cache(self, vectors: dict[str, Any]) -> None:
+        with self._lock:
+            self._cache.update((bytes.fromhex(k), v) for k, v in vectors.items())
+
     def _forward(self, texts: list[str]):
         import numpy as np
 
