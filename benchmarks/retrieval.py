@@ -47,7 +47,16 @@ SERVER = "bfcl"
 
 def make_catalog(tools: list[retrieval_data.Tool]) -> Catalog:
     catalog = Catalog(0, 0, 0, "dynamic", 10**9)
-    names = naming.assign([naming.Candidate(SERVER, t.name) for t in tools], "hybrid")
+    # BFCL offers different functions under one name (one server could not): number the repeats.
+    names: list[str] = []
+    taken: set[str] = set()
+    for tool in tools:
+        name, n = naming.fit(tool.name), 1
+        while name in taken:
+            n += 1
+            name = naming.fit(f"{tool.name}_{n}")
+        taken.add(name)
+        names.append(name)
     for i, (tool, name) in enumerate(zip(tools, names)):
         entry = {"name": name, "description": tool.description, "inputSchema": tool.parameters}
         catalog.entries[name] = Entry(Exposed(name, SERVER, tool.name, i, entry), estimate_tokens(entry), False, f"{SERVER}.{tool.name}")
