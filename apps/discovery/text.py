@@ -61,10 +61,14 @@ def _analyzer():
     return _stopwords(), stemmer.stemWords
 
 
+def words(text: str) -> list[str]:
+    """Lowercased words, identifiers split, stop words dropped (not stemmed)."""
+    stop, _ = _analyzer()
+    return [w for w in (m.lower() for m in _WORD.findall(_CAMEL.sub(" ", text))) if w not in stop]
+
+
 def terms(text: str) -> list[str]:
-    stop, stem = _analyzer()
-    words = [w for w in (m.lower() for m in _WORD.findall(_CAMEL.sub(" ", text))) if w not in stop]
-    return stem(words)
+    return _analyzer()[1](words(text))
 
 
 def terms_of_all(texts: Iterable[str]) -> list[list[str]]:
