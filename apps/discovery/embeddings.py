@@ -46,10 +46,14 @@ class MiniLM:
         self._cache: dict[bytes, Any] = {}
         self._lock = threading.Lock()
 
-    def encode(self, texts: list[str]):
+    def encode(self, texts: list[str], *, remember: bool = True):
+        """Unit vectors for `texts`; `remember=False` for one-off texts (queries), which must
+        not grow the cache of a long-running process."""
         import numpy as np
 
         _one_blas_thread()
+        if not remember:
+            return self._forward(texts) if texts else np.zeros((0, 384), dtype=np.float32)
 
         keys = [hashlib.blake2b(t.encode(), digest_size=16).digest() for t in texts]
         missing = sorted({k: t for k, t in zip(keys, texts) if k not in self._cache}.items(), key=lambda kv: len(kv[1]))

@@ -111,7 +111,7 @@ class Dense:
     def search(self, query: str, k: int) -> Hits:
         if self.matrix is None or not len(self.documents) or not query.strip():
             return []
-        scores = self.matrix @ embeddings.model().encode([query])[0]
+        scores = self.matrix @ embeddings.model().encode([query], remember=False)[0]
         return _top(scores, k)
 
 
