@@ -19,6 +19,7 @@ from apps.catalog.models import Tool
 from apps.catalog.selectors import visible_servers
 from apps.connections.specs import ServerSpec
 from apps.discovery import retrieval, text
+from apps.discovery.models import ActivationPattern
 from apps.toolsets import naming
 from apps.toolsets.exposure import Exposed, tool_entry
 from apps.toolsets.models import Endpoint, EndpointTool
@@ -61,6 +62,7 @@ class Catalog:
     specs: dict[str, ServerSpec] = field(default_factory=dict)
     fingerprint: str = ""
     retriever: retrieval.Retriever | None = None
+    patterns: list[ActivationPattern] = field(default_factory=list)
 
     @property
     def pinned(self) -> list[Entry]:
@@ -69,6 +71,18 @@ class Catalog:
     @property
     def pinned_tokens(self) -> int:
         return sum(e.tokens for e in self.entries.values() if e.pinned)
+
+    def activated(self, text: str) -> list[str]:
+        """Exposed names the activation patterns matching `text` name, highest priority first."""
+        names: list[str] = []
+        for pattern in self.patterns:
+            if pattern.matches(text):
+                names += [e.name for target in pattern.targets for e in self._targeted(target)]
+        return list(dict.fromkeys(names))
+
+    def _targeted(self, target: str) -> list[Entry]:
+        server, _, tool = target.partition(".")
+        return [e for e in self.entries.values() if e.exposed.server == server and tool in ("*", e.exposed.backend_name)]
 
     def search(self, query: str, limit: int) -> list[Hit]:
         if self.retriever is None:
@@ -93,6 +107,7 @@ def build(endpoint_id: int, version: object) -> Catalog | None:
         exposed = Exposed(name, server.name, tool.name, tool.pk, tool_entry(tool, name, override))
         catalog.entries[name] = Entry(exposed, tool.token_estimate, tool.pk in enabled, f"{server.name}.{tool.name}", server.description)
     catalog.specs = {s.name: s.to_spec() for s in servers.values()}
+    catalog.patterns = list(ActivationPattern.objects.filter(endpoint=endpoint))
     return catalog
 
 

@@ -94,7 +94,9 @@ async def tools_list(ctx: protocol.Context, params: dict[str, Any]) -> dict[str,
 async def tools_call(ctx: protocol.Context, name: str, arguments: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
     catalog = await _catalog(ctx)
     if name == SEARCH:
-        return _search(catalog, arguments)
+        payload = _search(catalog, arguments)
+        activated = await _activate(ctx, catalog, arguments["query"])
+        return _result({**payload, "activated": activated} if activated else payload)
     if name in (LOAD, UNLOAD):
         return await _change(ctx, catalog, name, _names(arguments))
     if name == CALL:
@@ -112,7 +114,7 @@ def _result(payload: dict[str, Any], *, error: bool = False) -> dict[str, Any]:
     return result
 
 
-def _search(catalog: Catalog, arguments: dict[str, Any]) -> dict[str, Any]:
+def _search(catalog: Catalog, arguments: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     query = protocol._string(arguments, "query")
     limit = arguments.get("limit", 10)
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
@@ -122,7 +124,7 @@ def _search(catalog: Catalog, arguments: dict[str, Any]) -> dict[str, Any]:
         {"name": h.entry.name, "server": h.entry.exposed.server, "description": h.entry.description, "tokens": h.entry.tokens, "score": h.score}
         for h in hits
     ]
-    return _result({"tools": tools})
+    return {"tools": tools}
 
 
 def _names(arguments: dict[str, Any]) -> list[str]:
@@ -152,6 +154,20 @@ async def _change(ctx: protocol.Context, catalog: Catalog, action: str, names: l
     return _result(payload, error=bool(outcome.errors) and not outcome.changed and not outcome.unchanged)
 
 
+async def _activate(ctx: protocol.Context, catalog: Catalog, text: str) -> dict[str, list[str]] | None:
+    """Pre-load what the endpoint's activation patterns name for `text` (within the budget)."""
+    names = catalog.activated(text) if catalog.patterns and ctx.session is not None else []
+    fresh = [n for n in names if n not in ctx.session.loaded and not catalog.entries[n].pinned] if names else []
+    if not fresh:
+        return None
+    outcome = await sync_to_async(loading.load, thread_sensitive=False)(catalog, ctx.session.loaded, fresh)
+    ctx.session.loaded = outcome.state
+    await state.save_session(ctx.session)
+    if outcome.changed:
+        await _announce(ctx)
+    return {"loaded": outcome.loaded, "unloaded": outcome.unloaded}
+
+
 async def _announce(ctx: protocol.Context) -> None:
     """list_changed on this request's own stream when it has one, else on the session's GET stream."""
     if ctx.emitter is not None and ctx.emitter.can_request:
@@ -172,7 +188,9 @@ async def _call(
     if entry is None or not (listed or anywhere):
         raise _not_listed(catalog, name, known=entry is not None)
     view = dataclasses.replace(ctx.view, specs={**ctx.view.specs, **catalog.specs})
-    return await protocol.call_exposed(dataclasses.replace(ctx, view=view), entry.exposed, arguments, params)
+    result = await protocol.call_exposed(dataclasses.replace(ctx, view=view), entry.exposed, arguments, params)
+    await _activate(ctx, catalog, f"{name} {json.dumps(arguments)}")
+    return result
 
 
 def _not_listed(catalog: Catalog, name: str, *, known: bool) -> RpcError:
