@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db.models import Count
+from django.utils import timezone
 
 from apps.catalog.models import Tool
 from apps.catalog.selectors import visible_servers
@@ -22,7 +26,11 @@ from apps.discovery import retrieval, text
 from apps.discovery.models import ActivationPattern
 from apps.toolsets import naming
 from apps.toolsets.exposure import Exposed, tool_entry
-from apps.toolsets.models import Endpoint, EndpointTool
+from apps.toolsets.models import Endpoint, EndpointTool, ToolCall
+
+USAGE_DAYS = 30
+USAGE_WEIGHT = 0.05  # 1 call: +3.5 %, 100 calls: +23 % — enough to break near-ties, not to override relevance
+PRIOR_DEPTH = 10  # extra hits considered so a used tool just below the cut can move up
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,7 @@ class Catalog:
     fingerprint: str = ""
     retriever: retrieval.Retriever | None = None
     patterns: list[ActivationPattern] = field(default_factory=list)
+    calls: dict[int, int] = field(default_factory=dict)  # tool id → calls on this endpoint lately
 
     @property
     def pinned(self) -> list[Entry]:
@@ -85,10 +94,18 @@ class Catalog:
         return [e for e in self.entries.values() if e.exposed.server == server and tool in ("*", e.exposed.backend_name)]
 
     def search(self, query: str, limit: int) -> list[Hit]:
+        """The best `limit` tools for `query`; among relevant ones, tools used here lately rank a
+        little higher (a prior: it reorders what matched, it never adds what did not)."""
         if self.retriever is None:
             return []
         order = list(self.entries.values())
-        return [Hit(order[i], round(score, 4)) for i, score in self.retriever.search(query, limit)]
+        hits = [Hit(order[i], score * self._prior(order[i])) for i, score in self.retriever.search(query, limit + PRIOR_DEPTH)]
+        hits.sort(key=lambda hit: -hit.score)
+        return [Hit(hit.entry, round(hit.score, 4)) for hit in hits[:limit]]
+
+    def _prior(self, entry: Entry) -> float:
+        calls = self.calls.get(entry.exposed.item_id, 0)
+        return 1.0 + USAGE_WEIGHT * math.log1p(calls) if calls else 1.0
 
 
 def build(endpoint_id: int, version: object) -> Catalog | None:
@@ -108,7 +125,15 @@ def build(endpoint_id: int, version: object) -> Catalog | None:
         catalog.entries[name] = Entry(exposed, tool.token_estimate, tool.pk in enabled, f"{server.name}.{tool.name}", server.description)
     catalog.specs = {s.name: s.to_spec() for s in servers.values()}
     catalog.patterns = list(ActivationPattern.objects.filter(endpoint=endpoint))
+    catalog.calls = usage(endpoint.pk)
     return catalog
+
+
+def usage(endpoint_id: int) -> dict[int, int]:
+    """Calls per tool on the endpoint over the last USAGE_DAYS (one aggregate over the call log)."""
+    since = timezone.now() - timedelta(days=USAGE_DAYS)
+    rows = ToolCall.objects.filter(endpoint_id=endpoint_id, started_at__gte=since, tool_id__isnull=False)
+    return dict(rows.values_list("tool_id").annotate(n=Count("id")).values_list("tool_id", "n"))
 
 
 def documents(entries: list[Entry]) -> list[retrieval.Document]:
@@ -122,7 +147,8 @@ def document(entry: Entry) -> retrieval.Document:
         name=entry.name, title=tool.get("title", ""), description=entry.description, schema=schema,
         server=entry.exposed.server, server_description=entry.server_description,
     )
-    params = " ".join(text.split_identifier(p) for p in (schema.get("properties") or {}) if isinstance(schema, dict))
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    params = " ".join(text.split_identifier(str(p)) for p in properties) if isinstance(properties, dict) else ""
     gist = " ".join(part for part in (text.split_identifier(entry.name), tool.get("title", ""), entry.description, params) if part)
     return retrieval.Document(full, gist)
 

@@ -48,3 +48,18 @@ def test_unloading_pinned_or_unknown_tools_says_why():
 
     assert outcome.unloaded == ["b"] and outcome.state == {}
     assert "pinned" in outcome.errors["a"] and "Unknown tool" in outcome.errors["zzz"]
+
+
+def test_usage_reorders_relevant_tools_but_adds_none():
+    from apps.discovery.catalog import index
+
+    catalog = _catalog(budget=500)
+    for name, description in (("a", "weather forecast"), ("b", "forecast weather"), ("c", "send email")):
+        entry = catalog.entries[name]
+        catalog.entries[name] = Entry(Exposed(name, "s", name, entry.exposed.item_id, {"name": name, "description": description}), 100, False, f"s.{name}")
+    index(catalog, method="bm25", background=False)
+    fresh = [h.entry.name for h in catalog.search("weather forecast", 5)]
+    catalog.calls = {catalog.entries[fresh[1]].exposed.item_id: 50, catalog.entries["c"].exposed.item_id: 1000}
+    used = [h.entry.name for h in catalog.search("weather forecast", 5)]
+
+    assert used == [fresh[1], fresh[0]] and "c" not in used
