@@ -261,7 +261,10 @@ LOGGING = {
     # A line per task run ("Task … succeeded") or per HTTP request of the LLM/MCP clients ("HTTP
     # Request: POST …") drowns the log at INFO; failures are still logged. Daphne's start-up lines
     # (HTTP/2 extras, endpoints) repeat what `./hub run` already said.
-    "loggers": {"celery.app.trace": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}, "daphne": {"level": "WARNING"}},
+    "loggers": {
+        "celery.app.trace": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}, "daphne": {"level": "WARNING"},
+        "axes": {"level": "WARNING"},  # "AXES: BEGIN …" at every start; lockouts are warnings
+    },
 }
 
 # --- Hub behaviour.

@@ -13,6 +13,7 @@ still running (`atexit`), which reaches grandchildren the death signal does not.
 from __future__ import annotations
 
 import atexit
+import errno
 import json
 import logging
 import os
@@ -103,11 +104,24 @@ def _kill_live_groups() -> None:
 atexit.register(_kill_live_groups)
 
 
+def _check_executable(command: str, env: dict[str, str], cwd: str | None) -> None:
+    """Fail as exec would: behind the death-signal guard a missing command is only the guard's exit 127."""
+    if "/" in command:
+        path = os.path.join(cwd or os.getcwd(), command)
+        found = os.path.isfile(path) and os.access(path, os.X_OK)
+    else:
+        found = shutil.which(command, path=env.get("PATH", os.defpath)) is not None
+    if not found:
+        raise FileNotFoundError(errno.ENOENT, "command not found or not executable", command)
+
+
 @asynccontextmanager
 async def stdio_transport(spec: ServerSpec, child: ChildProcess) -> AsyncIterator[TransportStreams]:
+    env = child_environment(dict(spec.env))
+    _check_executable(spec.command, env, spec.cwd)
     process = await anyio.open_process(
         guarded_command([spec.command, *spec.args]),
-        env=child_environment(dict(spec.env)),
+        env=env,
         cwd=spec.cwd,
         start_new_session=True,  # the child leads its own group: killpg reaches all its descendants
     )
