@@ -86,3 +86,27 @@ async def test_a_matching_search_preloads_the_named_tools(hub, alice, echo_serve
     assert "activated" not in quiet.structured_content and "add" not in before
     assert found.structured_content["activated"] == {"loaded": ["add"], "unloaded": []}
     assert "add" in after
+
+
+@pytest.mark.django_db
+def test_alice_adds_and_removes_a_pattern_on_her_endpoint_page_and_a_bad_one_says_why(alice, charlie):
+    from django.test import Client
+
+    client, endpoint = Client(), alice.endpoints.get()
+    client.force_login(alice)
+    page = f"/endpoints/{endpoint.slug}/"
+
+    client.post(page + "patterns/", {"pattern": r"\bissues?\b", "targets": "github.*, slack.post_message", "priority": "3"})
+    shown = client.get(page).content.decode()
+    refused = client.post(page + "patterns/", {"pattern": "(oops", "targets": "github.*"}, follow=True).content.decode()
+    pattern = endpoint.activation_patterns.get()
+    charlie_client = Client()
+    charlie_client.force_login(charlie)
+    charlie_try = charlie_client.post(page + f"patterns/{pattern.pk}/delete/")
+    client.post(page + f"patterns/{pattern.pk}/delete/")
+
+    assert pattern.targets == ["github.*", "slack.post_message"] and pattern.priority == 3
+    assert "github.*, slack.post_message" in shown
+    assert "Pattern not added: Not a valid regular expression" in refused
+    assert charlie_try.status_code == 404
+    assert endpoint.activation_patterns.count() == 0
