@@ -106,6 +106,7 @@ INSTALLED_APPS = [
     "apps.connections",
     "apps.toolsets",
     "apps.gateway",
+    "apps.discovery",
     "apps.llm",
     "apps.chat",
     "django_filters",
@@ -282,6 +283,9 @@ MCPHUB_REQUEST_READ_TIMEOUT = envint("MCPHUB_REQUEST_READ_TIMEOUT", 10)
 MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT = envint("MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT", 16)
 MCPHUB_LIST_PAGE_SIZE = envint("MCPHUB_LIST_PAGE_SIZE", 1000)
 MCPHUB_LOG_TOOL_ARGUMENTS = envbool("MCPHUB_LOG_TOOL_ARGUMENTS", False)
+# Dynamic endpoints' tool search (apps/discovery/retrieval.py): auto = hybrid when the optional
+# embedding model is installed, else bm25; or bm25, embedding, hybrid.
+MCPHUB_DISCOVERY_METHOD = envstr("MCPHUB_DISCOVERY_METHOD", "auto")
 # Chat: model/tool rounds per turn before the hub stops the turn; tool results are cut to this many
 # characters when sent to the model (the whole result is kept and shown).
 MCPHUB_CHAT_MAX_ROUNDS = envint("MCPHUB_CHAT_MAX_ROUNDS", 10)
