@@ -26,3 +26,10 @@ def sweep_lost_runs() -> None:
     from apps.chat.runs.services import sweep_lost_runs as sweep
 
     sweep()
+
+
+@shared_task(name="chat.expire_lost_turns", ignore_result=True)
+def expire_lost_turns() -> None:
+    from apps.chat.recovery import expire, lost_turns
+
+    expire(lost_turns())
