@@ -7,6 +7,8 @@ import asyncio
 import time
 from typing import Any
 
+import pytest
+
 from tests.chat.conftest import (  # noqa: F401 - fixtures shared with the chat tests
     Api,
     _close_thread_connections,
@@ -38,3 +40,14 @@ async def wait_run(api: Api, run_id: str, *, until: tuple[str, ...] = FINISHED, 
             return run
         assert time.monotonic() < deadline, f"run still {run['status']} after {run['rounds']} rounds"
         await asyncio.sleep(0.1)
+
+
+@pytest.fixture
+def hub_tools(alice_endpoint):
+    """The built-in `hub` server in the catalog, its tools enabled on alice's endpoint."""
+    from apps.chat.runs.hub_tools import ensure_hub_server
+    from apps.toolsets.services import enable_tools
+
+    server = ensure_hub_server()
+    enable_tools(endpoint=alice_endpoint, tools=server.tools.all(), enforce_budget=False)
+    return server
