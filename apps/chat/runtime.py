@@ -69,3 +69,8 @@ def submit_run(run_id: str) -> Future[None]:
     _running.add(future)
     future.add_done_callback(_running.discard)
     return future
+
+
+def current_loop() -> asyncio.AbstractEventLoop:
+    """The loop turns and runs execute on in this process (started on first use)."""
+    return _loop()
