@@ -77,3 +77,37 @@ async def test_a_killed_workers_run_is_interrupted_then_resumed_without_repeatin
     assert results == [str(n) for n in range(1, ROUNDS + 1)]
     assert await asyncio.to_thread(lambda: RunStep.objects.filter(run_id=run["id"]).count()) == ROUNDS + 1
     assert await asyncio.to_thread(lambda: Run.objects.get(pk=run["id"]).status) == "succeeded"
+
+
+async def test_sigterm_finishes_the_current_round_and_leaves_the_run_resumable(
+    tmp_path, llm, alice_provider, alice_endpoint, alice_hub_token
+):
+    _slow_counter(llm)
+    redis = start_redis(port := free_port(), tmp_path)
+    redis_url = f"redis://127.0.0.1:{port}/0"
+    hub = start_private_hub(tmp_path / "hub", redis_url=redis_url)  # the default 40 s: no sweep can be what ends it
+    try:
+        async with Api(hub.base_url, alice_hub_token) as api:
+            run = await start_run(api, task="Count slowly", servers=["echo"])
+            await wait_run(api, run["id"], until=("running",), rounds=2)
+            worker = hub.processes[1]
+            os.kill(worker.pid, signal.SIGTERM)  # the Celery process only, as a deploy's stop does
+            stopped = await wait_run(api, run["id"], until=("interrupted",), timeout=20)
+            await asyncio.to_thread(worker.wait, 30)
+            env = hub_env(MCPHUB_DATA_DIR=str(tmp_path / "hub"), REDIS_URL=redis_url)
+            hub.processes[1] = start_worker(env, tmp_path / "hub", name="worker2")
+            await asyncio.to_thread(wait_for_pool_worker, redis_url=redis_url)
+            resumed = await api.client.post(f"/runs/{run['id']}/resume/")
+            assert resumed.status_code == 200, resumed.text
+            done = await wait_run(api, run["id"], timeout=60)
+    finally:
+        stop(hub.processes)
+        redis.kill()
+        redis.wait()
+
+    assert "shut down" in stopped["error"]
+    # The round in flight at SIGTERM was completed and saved, not lost.
+    assert [s["round"] for s in stopped["steps"]] == list(range(1, stopped["rounds"] + 1))
+    assert done["status"] == "succeeded", done["error"]
+    results = [s["tool_calls"][0]["result"]["content"][0]["text"] for s in done["steps"][:ROUNDS]]
+    assert results == [str(n) for n in range(1, ROUNDS + 1)]
