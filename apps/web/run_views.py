@@ -57,6 +57,27 @@ def start_run(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@require_POST
+def run_from_conversation(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    """The conversation's task (what the user asked in it) as a run, with its provider, model and endpoint."""
+    from apps.chat import selectors as chat_selectors
+
+    conversation = chat_selectors.conversation_for(request.user, conversation_id)
+    if conversation is None:
+        raise Http404("No such conversation.")
+    asked = [m.text for m in chat_selectors.history(conversation).filter(role="user")]
+    try:
+        run = services.start_run(
+            owner=request.user, task="\n\n".join(asked), provider=conversation.provider, model=conversation.model,
+            endpoint=conversation.endpoint,
+        )
+    except services.RunError as exc:
+        messages.error(request, exc.message)
+        return redirect("web:conversation", conversation_id=conversation.pk)
+    return redirect("web:run", run_id=run.pk)
+
+
+@login_required
 @require_GET
 def run_page(request: HttpRequest, run_id: str) -> HttpResponse:
     run = _own(request, run_id)

@@ -45,6 +45,7 @@ urlpatterns = [
     path("chat/", chat_views.chat_page, name="chat"),
     path("runs/", run_views.runs_page, name="runs"),
     path("runs/start/", run_views.start_run, name="start_run"),
+    path("chat/<uuid:conversation_id>/run/", run_views.run_from_conversation, name="run_from_conversation"),
     path("runs/<uuid:run_id>/", run_views.run_page, name="run"),
     path("runs/<uuid:run_id>/cancel/", run_views.cancel_run, name="cancel_run"),
     path("runs/<uuid:run_id>/resume/", run_views.resume_run, name="resume_run"),
