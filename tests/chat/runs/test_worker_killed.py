@@ -35,6 +35,18 @@ def _slow_counter(llm) -> None:
     llm.responder = respond
 
 
+async def _next_worker(hub, log_dir, redis_url: str, **extra: str) -> None:
+    """A new worker in place of the stopped one (as a deploy or a supervisor would start)."""
+    hub.processes[1] = start_worker(hub_env(MCPHUB_DATA_DIR=str(log_dir), REDIS_URL=redis_url, **extra), log_dir, name="worker2")
+    await asyncio.to_thread(wait_for_pool_worker, redis_url=redis_url)
+
+
+async def _resume(api: Api, run_id: str) -> dict:
+    resumed = await api.client.post(f"/runs/{run_id}/resume/")
+    assert resumed.status_code == 200, resumed.text
+    return await wait_run(api, run_id, timeout=60)
+
+
 async def test_a_killed_workers_run_is_interrupted_then_resumed_without_repeating_steps(
     tmp_path, llm, alice_provider, alice_endpoint, alice_hub_token
 ):
@@ -52,15 +64,10 @@ async def test_a_killed_workers_run_is_interrupted_then_resumed_without_repeatin
             killed_at = time.monotonic()
             kept = (await api.client.get(f"/runs/{run['id']}/")).json()["rounds"]
             await asyncio.sleep(3.5)  # its heartbeat goes stale
-            env_dir = tmp_path / "hub"
-            env = hub_env(MCPHUB_DATA_DIR=str(env_dir), REDIS_URL=redis_url, **FAST_SWEEP)
-            hub.processes[1] = start_worker(env, env_dir, name="worker2")
-            await asyncio.to_thread(wait_for_pool_worker, redis_url=redis_url)
+            await _next_worker(hub, tmp_path / "hub", redis_url, **FAST_SWEEP)
             interrupted = await wait_run(api, run["id"], until=("interrupted",), timeout=30)
             found_after = time.monotonic() - killed_at
-            resumed = await api.client.post(f"/runs/{run['id']}/resume/")
-            assert resumed.status_code == 200, resumed.text
-            done = await wait_run(api, run["id"], timeout=60)
+            done = await _resume(api, run["id"])
     finally:
         stop(hub.processes)
         redis.kill()
@@ -94,12 +101,8 @@ async def test_sigterm_finishes_the_current_round_and_leaves_the_run_resumable(
             os.kill(worker.pid, signal.SIGTERM)  # the Celery process only, as a deploy's stop does
             stopped = await wait_run(api, run["id"], until=("interrupted",), timeout=20)
             await asyncio.to_thread(worker.wait, 30)
-            env = hub_env(MCPHUB_DATA_DIR=str(tmp_path / "hub"), REDIS_URL=redis_url)
-            hub.processes[1] = start_worker(env, tmp_path / "hub", name="worker2")
-            await asyncio.to_thread(wait_for_pool_worker, redis_url=redis_url)
-            resumed = await api.client.post(f"/runs/{run['id']}/resume/")
-            assert resumed.status_code == 200, resumed.text
-            done = await wait_run(api, run["id"], timeout=60)
+            await _next_worker(hub, tmp_path / "hub", redis_url)
+            done = await _resume(api, run["id"])
     finally:
         stop(hub.processes)
         redis.kill()
