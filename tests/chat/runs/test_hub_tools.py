@@ -82,3 +82,25 @@ async def test_wait_false_returns_the_run_id_and_get_run_follows_it(
         cancel = await client.call_tool("cancel_run", {"run_id": run_id})
     assert peek.is_error and cancel.is_error
     assert "The sums" not in peek.content[0].text
+
+
+async def test_a_client_that_cancels_the_call_cancels_the_run(hub, llm, alice_provider, alice_endpoint, hub_tools, alice_hub_token):
+    def forever(body: dict) -> Reply:
+        done = sum(1 for m in body["messages"] if m["role"] == "tool")
+        return Reply(tool_calls=[(f"c{done}", "echo", {"text": "again"})], delay=0.2)
+
+    llm.responder = forever
+    async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
+        call = asyncio.ensure_future(client.call_tool("autonomous_with_mcp", {"mcp_name": "echo", "task": "Never stop"}))
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            if await db(Run.objects.filter(status="running", rounds__gte=2).exists)():
+                break
+        call.cancel()
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            run = await db(Run.objects.get)()
+            if run.status == "cancelled":
+                break
+    assert run.status == "cancelled"
+    assert run.rounds >= 2
