@@ -219,6 +219,26 @@ async def load_toolbox(run: Run) -> Toolbox:
             name: exposed for name, exposed in view.tools.items()
             if exposed.server != services.HUB_SERVER and (not run.servers or exposed.server in run.servers)
         }
+        if not run.servers:
+            keep = await _db(_within_budget)(run, keep)
         toolbox.view = dataclasses.replace(view, tools=keep)
     return toolbox
+
+
+def _within_budget(run: Run, tools: dict[str, Any]) -> dict[str, Any]:
+    """Every enabled tool, unless together they exceed the endpoint's token budget: then those the
+    discovery search ranks best for the task, within the budget (a model's context is finite)."""
+    from django.db.models import Sum
+
+    from apps.catalog.models import Tool
+    from apps.discovery.suggest import suggest_tools
+
+    endpoint = run.endpoint
+    ids = [exposed.item_id for exposed in tools.values()]
+    total = Tool.objects.filter(pk__in=ids).aggregate(total=Sum("token_estimate"))["total"] or 0
+    if endpoint is None or total <= endpoint.token_budget:
+        return tools
+    found = suggest_tools(endpoint=endpoint, task=run.task, budget=endpoint.token_budget, limit=len(tools))
+    chosen = {s.key for s in found.tools}  # `server.tool`: the exposed names of a wider catalog may differ
+    return {name: e for name, e in tools.items() if f"{e.server}.{e.backend_name}" in chosen} or tools
 

@@ -65,3 +65,21 @@ async def test_the_round_limit_ends_a_run_that_never_answers(hub, llm, alice_pro
     assert done["status"] == "failed"
     assert "3 rounds" in done["error"]
     assert done["rounds"] == 3
+
+
+async def test_a_run_over_the_endpoints_budget_gets_the_tools_search_ranks_for_its_task(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token
+):
+    from apps.catalog.models import Tool
+
+    tools = await db(lambda: dict(Tool.objects.filter(server__name="echo").values_list("name", "token_estimate")))()
+    alice_endpoint.token_budget = tools["add"] + tools["echo"] + 10
+    await db(alice_endpoint.save)()
+    llm.script([Reply(text=["5"])])
+    async with Api(hub.base_url, alice_hub_token) as api:
+        run = await start_run(api, task="add two numbers: add 2 and 3")
+        done = await wait_run(api, run["id"])
+    assert done["status"] == "succeeded"
+    offered = {t["function"]["name"] for t in llm.requests[-1]["tools"]}
+    assert "add" in offered and len(offered) < len(tools)
+    assert sum(tools[name] for name in offered) <= alice_endpoint.token_budget
