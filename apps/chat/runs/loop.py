@@ -202,8 +202,14 @@ class RunRunner:
         return endpoint.needs_approval(annotations) if endpoint is not None else False
 
     async def _approve(self, call: ToolCall) -> bool:
-        # Nobody watches a background run: a call that needs approval is refused, and the model told so.
-        return False
+        """The run waits (`waiting_approval`) for its owner's allow/deny (API or Runs page)."""
+        pending = {"id": call.id, "name": call.name, "arguments": call.arguments}
+        await _db(services.wait_for_approval)(self.run.pk, pending)
+        await publish(self.run.pk, "approval_required", pending)
+        try:
+            return await self.control.approval(call.id)
+        finally:
+            await _db(services.approval_answered)(self.run.pk, call.id)
 
 
 class Drained(Exception):
