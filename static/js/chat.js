@@ -86,7 +86,10 @@
     sendButton.disabled = running;
   }
 
-  function endBubble() { bubble = null; bubbleText = ""; }
+  function endBubble() {
+    if (bubble) markdown(bubbleText, bubble);  // a replay ends bubbles faster than frames render them
+    bubble = null; bubbleText = "";
+  }
 
   function renderBubble() {
     renderQueued = false;
@@ -196,6 +199,24 @@
   });
   input.addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); form.requestSubmit(); } });
   stopButton.addEventListener("click", () => send({ type: "stop" }));
+  // The model picker offers what the chosen provider serves, asked live (its error, when it fails).
+  const providerSelect = document.getElementById("id_provider");
+  async function loadModels() {
+    const options = document.getElementById("model-options"), note = document.getElementById("model-note");
+    options.replaceChildren();
+    note.textContent = "";
+    if (!providerSelect.value) return;
+    try {
+      const answer = await (await fetch("/api/llm/providers/" + encodeURIComponent(providerSelect.value) + "/models/")).json();
+      for (const id of answer.models || []) { const o = document.createElement("option"); o.value = id; options.append(o); }
+      note.textContent = answer.ok ? (answer.models || []).length + " models available" : "Provider error: " + (answer.error || "unreachable");
+    } catch (e) { note.textContent = "Could not list the provider's models."; }
+  }
+  if (providerSelect) {
+    providerSelect.addEventListener("change", loadModels);
+    document.querySelector(".chat-settings").addEventListener("toggle", (e) => { if (e.target.open) loadModels(); });
+  }
+
   setRunning(root.dataset.running === "true");
   connect();
 })();
