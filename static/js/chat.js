@@ -114,7 +114,14 @@
   }
 
   const handlers = {
-    user_message(p) { endBubble(); root.append(el("div", "msg msg-user", p.text)); setRunning(true); },
+    user_message(p) {
+      endBubble();
+      root.append(el("div", "msg msg-user", p.text));
+      setRunning(true);
+      // The hub titles an untitled conversation after its first message: show it without a reload.
+      const current = document.querySelector('.chat-list a[aria-current="page"]');
+      if (current && current.dataset.untitled === "true") { current.textContent = p.text.split(/\s+/).join(" ").slice(0, 60); current.dataset.untitled = "false"; }
+    },
     text(p) {
       if (!bubble) { bubble = el("div", "msg msg-assistant"); root.append(bubble); }
       bubbleText += p.text;
