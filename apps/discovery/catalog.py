@@ -31,6 +31,9 @@ from apps.toolsets.models import Endpoint, EndpointTool, ToolCall
 
 USAGE_DAYS = 30
 USAGE_WEIGHT = 0.05  # 1 call: +3.5 %, 100 calls: +23 % — enough to break near-ties, not to override relevance
+CO_USE_SECONDS = 600
+CO_USE_CALLS = 5000
+CO_USE_WINDOW = 20  # calls after each one looked at: a burst of calls must not cost n² at build time
 PRIOR_DEPTH = 10  # extra hits considered so a used tool just below the cut can move up
 
 
@@ -74,6 +77,7 @@ class Catalog:
     lexical: retrieval.Retriever | None = None  # BM25 alone, for pages that show every match
     patterns: list[ActivationPattern] = field(default_factory=list)
     calls: dict[int, int] = field(default_factory=dict)  # tool id → calls on this endpoint lately
+    co_used: dict[int, dict[int, int]] = field(default_factory=dict)  # tool id → tool id → times called together
 
     @property
     def pinned(self) -> list[Entry]:
@@ -95,20 +99,23 @@ class Catalog:
         server, _, tool = target.partition(".")
         return [e for e in self.entries.values() if e.exposed.server == server and tool in ("*", e.exposed.backend_name)]
 
-    def search(self, query: str, limit: int, *, lexical: bool = False) -> list[Hit]:
-        """The best `limit` tools for `query`; among relevant ones, tools used here lately rank a
-        little higher (a prior: it reorders what matched, it never adds what did not)."""
+    def search(self, query: str, limit: int, *, lexical: bool = False, beside: frozenset[int] = frozenset()) -> list[Hit]:
+        """The best `limit` tools for `query`; among relevant ones, tools used here lately, and
+        tools often called together with those `beside` (tool ids a session holds), rank a little
+        higher (a prior: it reorders what matched, it never adds what did not)."""
         retriever = self.lexical if lexical else self.retriever
         if retriever is None:
             return []
         order = list(self.entries.values())
-        hits = [Hit(order[i], score * self._prior(order[i])) for i, score in retriever.search(query, limit + PRIOR_DEPTH)]
+        hits = [Hit(order[i], score * self._prior(order[i], beside)) for i, score in retriever.search(query, limit + PRIOR_DEPTH)]
         hits.sort(key=lambda hit: -hit.score)
         return [Hit(hit.entry, round(hit.score, 4)) for hit in hits[:limit]]
 
-    def _prior(self, entry: Entry) -> float:
+    def _prior(self, entry: Entry, beside: frozenset[int]) -> float:
         calls = self.calls.get(entry.exposed.item_id, 0)
-        return 1.0 + USAGE_WEIGHT * math.log1p(calls) if calls else 1.0
+        together = self.co_used.get(entry.exposed.item_id, {})
+        paired = sum(together.get(other, 0) for other in beside)
+        return 1.0 + USAGE_WEIGHT * (math.log1p(calls) + math.log1p(paired))
 
 
 def build(endpoint_id: int, version: object) -> Catalog | None:
@@ -129,7 +136,28 @@ def build(endpoint_id: int, version: object) -> Catalog | None:
     catalog.specs = {s.name: s.to_spec() for s in servers.values()}
     catalog.patterns = list(ActivationPattern.objects.filter(endpoint=endpoint))
     catalog.calls = usage(endpoint.pk)
+    catalog.co_used = co_use(endpoint.pk)
     return catalog
+
+
+def co_use(endpoint_id: int) -> dict[int, dict[int, int]]:
+    """How often two tools were called within CO_USE_SECONDS of each other by the same user on
+    the endpoint (the call log keeps no session id: closeness in time stands for "one task"),
+    over its last CO_USE_CALLS calls."""
+    rows = list(
+        ToolCall.objects.filter(endpoint_id=endpoint_id, tool_id__isnull=False)
+        .order_by("-started_at").values_list("user_id", "tool_id", "started_at")[:CO_USE_CALLS]
+    )
+    rows.reverse()
+    pairs: dict[int, dict[int, int]] = {}
+    for i, (user, tool, when) in enumerate(rows):
+        for other_user, other, other_when in rows[i + 1 : i + 1 + CO_USE_WINDOW]:
+            if (other_when - when).total_seconds() > CO_USE_SECONDS:
+                break
+            if other_user == user and other != tool:
+                for a, b in ((tool, other), (other, tool)):
+                    pairs.setdefault(a, {})[b] = pairs.get(a, {}).get(b, 0) + 1
+    return pairs
 
 
 def usage(endpoint_id: int) -> dict[int, int]:
