@@ -216,7 +216,8 @@ def _retriever(method: str, fingerprint: str, docs: list[retrieval.Document], ba
         if method == "hybrid":  # share the BM25 half with the lexical retriever
             retriever = retrieval.Hybrid(_retriever("bm25", fingerprint, docs, background), _retriever("embedding", fingerprint, docs, background))
         else:
-            retriever = retrieval.build(method, docs, background=background)
+            store = settings.DATA_DIR / "discovery" / f"{fingerprint}.npy" if method == "embedding" else None
+            retriever = retrieval.build(method, docs, background=background, store=store)
         if len(_indexes) > 256:
             _indexes.clear()  # bounded: a churn of catalogs cannot grow memory
         _indexes[key] = retriever
