@@ -22,6 +22,7 @@ logger = logging.getLogger(__name__)
 METHODS = ("auto", "bm25", "embedding", "hybrid")
 RRF_K = 60  # reciprocal-rank fusion's damping constant (Cormack et al. 2009)
 FUSION_DEPTH = 50  # how deep each retriever's list goes into the fusion
+KEEP_STORED = 64  # vector files kept (~3 MB each for 2,000 tools)
 
 Hits = list[tuple[int, float]]
 
@@ -133,6 +134,9 @@ class Dense:
             partial = self.store.with_suffix(f".{threading.get_ident()}.tmp.npy")
             np.save(partial, self.matrix)
             partial.replace(self.store)  # atomic: a reader never sees half a file
+            kept = sorted(self.store.parent.glob("*.npy"), key=lambda f: f.stat().st_mtime, reverse=True)
+            for old in kept[KEEP_STORED:]:  # catalogs change: vectors of old versions go
+                old.unlink(missing_ok=True)
         except OSError:
             logger.warning("could not keep tool vectors in %s", self.store, exc_info=True)
 
