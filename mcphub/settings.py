@@ -155,6 +155,10 @@ TEMPLATES = [
 DATABASE_URL = envstr("DATABASE_URL")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=600)}
+    if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        # As the embedded default below (the test hubs reach SQLite by URL): writers wait for the
+        # lock instead of failing at once when a read transaction would have to upgrade.
+        DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
     # One test database per test run, so concurrent runs on one machine never trample each other.
     DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{os.getpid()}"}
 else:

@@ -111,17 +111,14 @@ class TurnRunner:
         setup = self.setup
         self.tools = await self.loading
         history = list(setup.history)
-        adapter = setup.adapter()
-        try:
-            for _ in range(settings.MCPHUB_CHAT_MAX_ROUNDS):
-                self.sink.emit("status", {"state": "processing", "message": "Waiting for the model…"})
-                text, calls = await self._model_round(adapter, history)
-                history.append(Message(role="assistant", text=text, tool_calls=tuple(calls)))
-                if not calls:
-                    return ""
-                history.extend(await asyncio.gather(*(self._tool(call) for call in calls)))
-        finally:
-            await adapter.aclose()
+        adapter = setup.adapter()  # shared with the loop's other turns: not closed here
+        for _ in range(settings.MCPHUB_CHAT_MAX_ROUNDS):
+            self.sink.emit("status", {"state": "processing", "message": "Waiting for the model…"})
+            text, calls = await self._model_round(adapter, history)
+            history.append(Message(role="assistant", text=text, tool_calls=tuple(calls)))
+            if not calls:
+                return ""
+            history.extend(await asyncio.gather(*(self._tool(call) for call in calls)))
         return f"Stopped after {settings.MCPHUB_CHAT_MAX_ROUNDS} rounds (the per-turn limit): ask again to continue."
 
     async def _model_round(self, adapter: Any, history: list[Message]) -> tuple[str, list[ToolCall]]:
