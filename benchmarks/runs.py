@@ -210,11 +210,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--long", type=int, default=500)
+    parser.add_argument("--long", type=int, default=None, help="rounds of the context run (default 500; --quick 120)")
     parser.add_argument("--quick", action="store_true", help="100 runs × 2 rounds, a 120-round long run")
     args = parser.parse_args()
     if args.quick:
-        args.rounds, args.long = 2, 120
+        args.rounds = 2
+    args.long = args.long or (120 if args.quick else 500)
     asyncio.run(bench(args))
 
 
