@@ -138,6 +138,15 @@ async def measure(runs: Runs, llm_url: str, args: argparse.Namespace, worker_pid
     # Polled slowly, so the pollers do not load the machine; timed by the runs' own timestamps.
     together_runs = await asyncio.gather(*(runs.run(f"slow:{args.rounds - 1} #{i}", poll=1.0) for i in range(args.runs)))
     together = span(together_runs)
+    from datetime import datetime
+
+    def at(run: dict[str, Any], field: str) -> datetime:
+        return datetime.fromisoformat(run[field])
+
+    first = min(at(r, "created_at") for r in together_runs)
+    waits = sorted((at(r, "started_at") - at(r, "created_at")).total_seconds() for r in together_runs)
+    created = max((at(r, "created_at") - first).total_seconds() for r in together_runs)
+    durations = sorted((at(r, "finished_at") - at(r, "started_at")).total_seconds() for r in together_runs)
     worker_cpu = cpu_seconds(worker_pid) - cpu
     long = await runs.run(f"big:{args.long - 1}", poll=0.5)
     marks = [n for n in (10, 100, 500) if n <= long["rounds"]]
@@ -145,7 +154,8 @@ async def measure(runs: Runs, llm_url: str, args: argparse.Namespace, worker_pid
     return {
         "per_round": per_round, "direct": statistics.median(direct), "tool_ms": tool_ms,
         "overhead": per_round - statistics.median(direct) - tool_ms,
-        "alone": alone, "together": together, "worker_cpu_per_round": worker_cpu * 1000 / (args.runs * args.rounds),
+        "alone": alone, "together": together, "created_within": created, "queue_p50": statistics.median(waits),
+        "queue_max": waits[-1], "duration_p50": statistics.median(durations), "duration_max": durations[-1], "worker_cpu_per_round": worker_cpu * 1000 / (args.runs * args.rounds),
         "tokens": tokens, "long_s": seconds_between(long), "long_rounds": long["rounds"],
     }
 
@@ -163,6 +173,9 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
     print(f"concurrency           {args.runs} runs × {args.rounds} rounds at 1 s per reply: {figures['together']:.2f} s vs "
           f"{figures['alone']:.2f} s alone = {ratio:.2f}× (target ≤ {TARGETS['concurrency_ratio']}: "
           f"{verdict(ratio <= TARGETS['concurrency_ratio'])}); worker CPU {figures['worker_cpu_per_round']:.1f} ms per round")
+    print(f"                      all created within {figures['created_within']:.2f} s; queued→started p50 "
+          f"{figures['queue_p50']:.2f} s, max {figures['queue_max']:.2f} s; started→finished p50 {figures['duration_p50']:.2f} s, "
+          f"max {figures['duration_max']:.2f} s")
     print(f"context               a {figures['long_rounds']}-round run with 2 kB tool results took {figures['long_s']:.1f} s")
     for n, (sent, naive, chars) in figures["tokens"].items():
         print(f"  round {n:>4}: {sent:>7} tokens sent ({chars} characters of context) vs {naive:>8} naive")
