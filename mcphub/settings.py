@@ -282,6 +282,16 @@ MCPHUB_REQUEST_READ_TIMEOUT = envint("MCPHUB_REQUEST_READ_TIMEOUT", 10)
 MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT = envint("MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT", 16)
 MCPHUB_LIST_PAGE_SIZE = envint("MCPHUB_LIST_PAGE_SIZE", 1000)
 MCPHUB_LOG_TOOL_ARGUMENTS = envbool("MCPHUB_LOG_TOOL_ARGUMENTS", False)
+
+# --- Metrics (`/metrics`, Prometheus text; see apps/core/metrics.py and docs/metrics.md). Every
+# web and worker process of one hub writes its counters to files in one directory (prometheus
+# client's multiprocess mode), which a scrape of any web process merges. Staff tokens and logged-in
+# staff may scrape; so may any address in these networks (comma-separated CIDRs, e.g. 10.0.0.0/8).
+MCPHUB_METRICS_DIR = Path(envstr("PROMETHEUS_MULTIPROC_DIR", str(DATA_DIR / "metrics"))).resolve()
+MCPHUB_METRICS_ALLOW_CIDRS = envlist("MCPHUB_METRICS_ALLOW_CIDRS")
+MCPHUB_METRICS_DIR.mkdir(parents=True, exist_ok=True)
+# prometheus_client picks its value store when first imported: this must come before that.
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(MCPHUB_METRICS_DIR)
 # Chat: model/tool rounds per turn before the hub stops the turn; tool results are cut to this many
 # characters when sent to the model (the whole result is kept and shown).
 MCPHUB_CHAT_MAX_ROUNDS = envint("MCPHUB_CHAT_MAX_ROUNDS", 10)

@@ -248,3 +248,23 @@ class HttpBackend:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+
+async def scrape_metrics(hub: HubProcesses, token: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """`/metrics` of a running hub, as {(sample name, sorted labels): value}."""
+    import httpx2
+    from prometheus_client.parser import text_string_to_metric_families
+
+    async with httpx2.AsyncClient(timeout=30) as http:
+        response = await http.get(hub.url("/metrics"), headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/plain")
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
+
+
+def metric(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)

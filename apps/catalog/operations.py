@@ -287,6 +287,17 @@ async def _live_state(pool: Any, name: str) -> LiveState:
     return LiveState(await pool.stderr_tail(name), await _server_stats(pool, name))
 
 
+def all_pool_stats() -> list[ServerPoolStats]:
+    """Every server the pool holds or held, with its counters summed over workers (for metrics)."""
+    return run_on_pool(_all_server_stats)
+
+
+async def _all_server_stats(pool: Any) -> list[ServerPoolStats]:
+    per_worker = await _stats_per_worker(pool)
+    names = sorted({name for stats in per_worker.values() for name in stats.get("servers", {})})
+    return [_stats_of(per_worker, name) for name in names]
+
+
 def stderr_tail(*, server_name: str) -> str:
     """The backend's recent stderr as the pool captured it ('' if it never ran here)."""
     return run_on_pool(lambda pool: pool.stderr_tail(server_name))
@@ -339,9 +350,11 @@ async def _held_servers(pool: Any) -> set[str]:
 
 
 async def _server_stats(pool: Any, name: str) -> ServerPoolStats:
-    per_worker = await _stats_per_worker(pool)
-    found = {worker: s["servers"][name] for worker, s in per_worker.items() if name in s.get("servers", {})}
-    return _sum_stats(name, found)
+    return _stats_of(await _stats_per_worker(pool), name)
+
+
+def _stats_of(per_worker: dict[str, dict[str, Any]], name: str) -> ServerPoolStats:
+    return _sum_stats(name, {worker: s["servers"][name] for worker, s in per_worker.items() if name in s.get("servers", {})})
 
 
 def _sum_stats(name: str, found: dict[str, dict[str, Any]]) -> ServerPoolStats:

@@ -23,6 +23,7 @@ from apps.chat.history import TurnSetup, load_turn
 from apps.chat.models import Message as MessageRow
 from apps.chat.models import Turn
 from apps.chat.tools import Toolbox, error_result, result_text
+from apps.core import metrics
 from apps.llm.types import Finish, LLMError, Message, TextDelta, ToolCall, Usage
 
 logger = logging.getLogger(__name__)
@@ -86,6 +87,7 @@ class TurnRunner:
         if status == Turn.Status.STOPPED and self.partial:
             await self._save(role=MessageRow.Role.ASSISTANT, text="".join(self.partial))
         await _db(services.finish_turn)(self.setup.turn_id, status, error)
+        metrics.chat_turn(status)
         if error:
             self.sink.emit("error", {"message": error})
         usage = {"input_tokens": self.usage[0], "output_tokens": self.usage[1]}
