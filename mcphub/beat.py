@@ -34,6 +34,7 @@ async def run_schedule(schedule: dict | None = None) -> None:
     await sync_to_async(app.loader.import_default_modules, thread_sensitive=False)()
     entries = {name: (entry["task"], _interval(entry["schedule"])) for name, entry in (schedule or settings.CELERY_BEAT_SCHEDULE).items()}
     entries = {name: (task, every) for name, (task, every) in entries.items() if every}
+    logger.info("schedule: %s", ", ".join(f"{task} every {every:g} s" for task, every in entries.values()))
     # As `celery beat` does, each entry first runs one interval after start: `./hub run` has just
     # discovered every server (and recorded its health) before serving.
     due = {name: time.monotonic() + every for name, (_, every) in entries.items()}

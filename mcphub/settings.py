@@ -300,7 +300,13 @@ MCPHUB_CHAT_TOOL_RESULT_CHARS = envint("MCPHUB_CHAT_TOOL_RESULT_CHARS", 16000)
 # --- MCP connection pool (keys: apps.connections.pool.PoolOptions). With REDIS_URL the pool lives in
 # the Celery workers, whose own listener re-discovers on a backend's list_changed; embedded, the
 # in-process pool calls this hook instead.
-MCPHUB_POOL = {"on_notification": "apps.catalog.watch.on_backend_notification"}
+MCPHUB_POOL = {
+    "on_notification": "apps.catalog.watch.on_backend_notification",
+    # Requests in flight to one backend server; past it calls fail at once with a clear error.
+    "max_inflight_per_server": envint("MCPHUB_MAX_INFLIGHT_PER_SERVER", 512),
+    # Seconds a backend may take to start and answer initialize.
+    "connect_timeout": envint("MCPHUB_CONNECT_TIMEOUT", 30),
+}
 
 # --- Health checks, re-discovery and the watched .mcp.json (Celery beat; see apps/catalog/operations.py).
 MCPHUB_HEALTH_INTERVAL = envint("MCPHUB_HEALTH_INTERVAL", 60)  # seconds between health checks
@@ -320,8 +326,8 @@ if MCPHUB_WATCH_MCP_JSON and MCP_JSON_PATH:
         "task": "catalog.watch_mcp_json", "schedule": float(MCPHUB_WATCH_INTERVAL),
     }
 
-# --- Security: sign-in lockout (django-axes), response headers, HTTPS.
-INSTALLED_APPS += ["axes"]
+# --- Security: sign-in lockout (django-axes), response headers, HTTPS, audit trail.
+INSTALLED_APPS += ["axes", "auditlog", "apps.audit"]  # auditlog before apps.audit: ours replaces its admin
 # django-axes counts failed sign-ins per account and per address (either one locks); a success
 # resets them; staff unlock early by deleting the access attempt in the admin.
 AUTHENTICATION_BACKENDS = ["apps.accounts.backends.SignInLockoutBackend", "django.contrib.auth.backends.ModelBackend"]
@@ -345,7 +351,18 @@ CONTENT_SECURITY_POLICY = {
         "frame-ancestors": ["'none'"],
     }
 }
-MIDDLEWARE += ["csp.middleware.CSPMiddleware", "axes.middleware.AxesMiddleware"]  # axes: last, as it asks
+MIDDLEWARE += [
+    "csp.middleware.CSPMiddleware",
+    "apps.audit.context.AuditMiddleware",  # who changed what, from where (admin, pages, API)
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks
+]
+AUDITLOG_DISABLE_ON_RAW_SAVE = True  # loading fixtures is not a change anyone made
+AUDITLOG_MASK_CALLABLE = "apps.audit.registry.hide_secret"  # a secret is "[secret]", never half of it
+# Apps register their models with apps.audit.registry.register() in ready(); an app that must not
+# import apps.audit (llm depends on core only) is listed here instead.
+AUDITLOG_INCLUDE_TRACKING_MODELS = (
+    {"model": "llm.Provider", "mask_fields": ["api_key"], "exclude_fields": ["updated_at"]},
+)
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 # Served over HTTPS (by a TLS-terminating proxy that sets X-Forwarded-Proto): secure cookies, HSTS

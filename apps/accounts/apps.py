@@ -4,3 +4,12 @@ from django.apps import AppConfig
 class AccountsConfig(AppConfig):
     name = "apps.accounts"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from apps.accounts.models import AccessToken, Membership, Team
+        from apps.audit.registry import register
+
+        # The digest is not the token, but it has no business in a trail anyone with access reads.
+        register(AccessToken, ignore_fields=["digest", "last_used_at"])
+        register(Team)
+        register(Membership)

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from django.template.defaultfilters import truncatechars
@@ -95,6 +96,17 @@ class McpServerAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: McpServer, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)
         operations.discover_if_due(servers=[obj])
+        if obj.discovery_due:  # after the discovery (in-process) or its enqueueing (a worker)
+            transaction.on_commit(lambda: self._say_discovery_outcome(request, obj))
+
+    def _say_discovery_outcome(self, request: HttpRequest, server: McpServer) -> None:
+        server = McpServer.objects.annotate(tool_count=Count("tools")).get(pk=server.pk)
+        if server.status == McpServer.Status.UNKNOWN:
+            self.message_user(request, f"{server.name}: being discovered; its tools and health show here in a moment.")
+        elif server.status == McpServer.Status.DOWN:
+            self.message_user(request, f"{server.name}: down: {server.last_error}", messages.ERROR)
+        else:
+            self.message_user(request, f"{server.name}: {server.status}, {server.tool_count} tool(s) discovered.")
 
     def get_fieldsets(self, request: HttpRequest, obj: McpServer | None = None):
         # A server not yet saved has no health, pool state or tools to show.

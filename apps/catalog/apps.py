@@ -10,3 +10,10 @@ class CatalogConfig(AppConfig):
         from apps.catalog import watch
 
         watch.connect()  # closes disabled servers' connections; list_changed listener in workers
+        from apps.audit.registry import register
+        from apps.catalog.models import McpServer
+
+        register(
+            McpServer, secret_fields=["env", "headers"],
+            ignore_fields=["status", "last_error", "last_ok_at", "last_checked_at", "config_hash"],
+        )

@@ -39,10 +39,15 @@ class DiscoveryReport:
     def changed(self) -> bool:
         return bool(self.added or self.updated or self.vanished)
 
+    @property
+    def changes(self) -> str:
+        """What changed since the last discovery, in words: `2 new, 1 gone` or `no change`."""
+        kinds = ((self.added, "new"), (self.updated, "changed"), (self.vanished, "gone"))
+        return ", ".join(f"{len(items)} {word}" for items, word in kinds if items) or "no change"
+
     def __str__(self) -> str:
         counts = ", ".join(f"{n} {kind}" for kind, n in self.counts.items())
-        changes = f"+{len(self.added)} ~{len(self.updated)} -{len(self.vanished)}"
-        return f"{self.server}: {counts} ({changes})"
+        return f"{self.server}: {counts} ({self.changes})"
 
 
 def _dump(model: Any) -> dict[str, Any]:

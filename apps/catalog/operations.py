@@ -173,13 +173,15 @@ def _discovery_timeout(spec: ServerSpec) -> float:
 
 
 def request_discovery(*, server_ids: Iterable[int]) -> None:
-    """Discover these servers in the background, once the current transaction commits."""
-    from apps.catalog.tasks import discover_server
+    """Discover these servers (all at once) in the background, once the current transaction commits.
+
+    Embedded, tasks run in-process: the save that asked waits for the outcome, so it can show it.
+    """
+    from apps.catalog.tasks import discover_servers
 
     ids = list(server_ids)
-    if not ids:
-        return
-    transaction.on_commit(lambda: [discover_server.delay(server_id) for server_id in ids])
+    if ids:
+        transaction.on_commit(lambda: discover_servers.delay(ids))
 
 
 def discover_if_due(*, servers: Iterable[McpServer]) -> None:

@@ -27,6 +27,14 @@ def discover_server(server_id: int) -> None:
     (logger.info if outcome.ok else logger.warning)("%s", outcome)
 
 
+@shared_task(name="catalog.discover_servers", ignore_result=True)
+def discover_servers(server_ids: list[int]) -> None:
+    """Several servers at once (concurrently): what an import or a save just created or changed."""
+    servers = list(McpServer.objects.filter(pk__in=server_ids, enabled=True))
+    for outcome in operations.discover_many(servers=servers):
+        (logger.info if outcome.ok else logger.warning)("%s", outcome)
+
+
 @shared_task(name="catalog.discover_all", ignore_result=True)
 def discover_all() -> None:
     for server_id in McpServer.objects.filter(enabled=True).values_list("pk", flat=True):
@@ -38,9 +46,11 @@ def check_health(server_id: int) -> None:
     server = McpServer.objects.filter(pk=server_id, enabled=True).first()
     if server is None:
         return
+    before = server.status
     verdict = operations.check_health(server=server)
-    if verdict.status != McpServer.Status.HEALTHY:
-        logger.warning("health: %s", verdict)
+    # A quiet log: a change of health is news, the same verdict every minute is not.
+    if verdict.status != before:
+        (logger.info if verdict.status == McpServer.Status.HEALTHY else logger.warning)("health: %s (was %s)", verdict, before)
 
 
 @shared_task(name="catalog.check_health_all", ignore_result=True)

@@ -58,15 +58,16 @@ class Breaker:
             return 0.0  # `check` already spaced the half-open trial out
         return max(0.0, self._retry_at - time.monotonic())
 
-    def record_failure(self, error: str) -> None:
+    def record_failure(self, error: str, *, began: float | None = None) -> None:
+        """`began`: when the failed attempt started (a start); the wait counts from there."""
         now = time.monotonic()
         if self.failures == 0:
-            self._first_failure_at = now
+            self._first_failure_at = began if began is not None else now
         self.failures += 1
         self.last_error = error
         outage = now - self._first_failure_at
         wait = min(max(self.policy.retry_min, outage * self.policy.retry_ratio), self.policy.retry_max)
-        self._retry_at = now + wait
+        self._retry_at = max((began if began is not None else now) + wait, now + self.policy.retry_min)
 
     def record_success(self) -> None:
         self.failures = 0

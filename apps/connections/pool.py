@@ -37,7 +37,9 @@ class PoolOptions:
     """Tunables; `settings.MCPHUB_POOL` keys map one to one (see `from_mapping`)."""
 
     max_sessions: int = 256
-    max_inflight_per_server: int = 64
+    # Requests in flight to one server; past it a call fails at once with a clear error. Never a
+    # queue: an instant call must not wait behind slow ones (an MCP session multiplexes them).
+    max_inflight_per_server: int = 512
     start_concurrency: int = 8
     idle_timeout: float = 600.0
     default_timeout: float = 60.0
@@ -70,7 +72,7 @@ class _Server:
         self.stderr = StderrTail(options.stderr_lines, options.stderr_bytes)
         self.conn: Connection | None = None
         self.lock = asyncio.Lock()
-        self.inflight = asyncio.Semaphore(options.max_inflight_per_server)
+        self.inflight = 0
         self.starts = 0
         self.failures = 0
         self.calls = 0
@@ -245,13 +247,21 @@ class Pool:
         server = self._servers.get(spec.name) or self._server(spec.name)
         limit = timeout or spec.timeout or self.options.default_timeout
         what = f"{what} {target}" if target else what
-        async with server.inflight:
-            try:
-                return await self._attempt(spec, server, fn, limit, relay, what)
-            except _SessionExpired:
-                # A request answered 404 for an unknown session was never executed: run it once
-                # more on a new session (the MCP transport spec's recovery for a restarted server).
-                return await self._attempt(spec, server, fn, limit, relay, what, retry=False)
+        if server.inflight >= self.options.max_inflight_per_server:
+            raise ServerUnavailable(
+                spec.name,
+                f"server {spec.name!r} is busy: {server.inflight} requests in flight, the limit per server "
+                "(MCPHUB_MAX_INFLIGHT_PER_SERVER); retry when some have finished",
+            )
+        server.inflight += 1
+        try:
+            return await self._attempt(spec, server, fn, limit, relay, what)
+        except _SessionExpired:
+            # A request answered 404 for an unknown session was never executed: run it once
+            # more on a new session (the MCP transport spec's recovery for a restarted server).
+            return await self._attempt(spec, server, fn, limit, relay, what, retry=False)
+        finally:
+            server.inflight -= 1
 
     async def _attempt(
         self,
@@ -463,7 +473,10 @@ class _ServerListener:
     def connection_failed(self, conn: Connection, reason: str) -> None:
         self.server.failures += 1
         self.server.last_failure_at = time.monotonic()
-        self.server.breaker.record_failure(reason)
+        # A failed start counts from when it began: one that hung for its whole timeout was
+        # already a long wait, and the next try may follow at once.
+        failed_start = conn.starting or conn.start_error() is not None
+        self.server.breaker.record_failure(reason, began=conn.launched_at if failed_start else None)
         self.server.stderr.append(f"{MARKER} connection to {self.server.name!r} failed: {reason}")
         logger.warning("server %r failed: %s", self.server.name, reason)
 

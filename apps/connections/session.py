@@ -83,10 +83,12 @@ class Connection:
         self.spec = spec
         self.config_hash = spec.config_hash
         self.child = ChildProcess(stderr, on_exit=self._on_child_exit)
-        self.child.grace = grace
+        self.child.grace = 0.0  # a child that never got ready (hung at initialize) gets no graceful exit
+        self._grace = grace
         self.client: Client | None = None
         self.inflight = 0
         self.last_used = time.monotonic()
+        self.launched_at = self.last_used
         self.failure: str | None = None
         self.stopping = False
         self._listener = listener
@@ -104,6 +106,7 @@ class Connection:
     # -- lifecycle ---------------------------------------------------------------------
 
     def launch(self) -> None:
+        self.launched_at = time.monotonic()
         self._task = asyncio.get_running_loop().create_task(self._own(), name=f"mcp-connection:{self.spec.name}")
         self._task.add_done_callback(lambda _: self._listener.connection_closed(self))
 
@@ -136,6 +139,8 @@ class Connection:
                 async with self._build_client() as client:
                     scope.deadline = math.inf
                     self.client = client
+                    if self.failure is None:
+                        self.child.grace = self._grace
                     self._ready.set_result(None)
                     await self._stop.wait()
             if scope.cancelled_caught and not self._ready.done():

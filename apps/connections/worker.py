@@ -138,8 +138,15 @@ class PoolWorker:
         """Stop taking calls: queued ones go back to the callers (who resend them to a live
         worker), calls in flight finish (up to DRAIN_SECONDS), then the backends are closed."""
         self._stopping.set()
-        if self._inbox_conn is not None:
-            self._inbox_conn.close()  # wakes the BLMPOP at once instead of at its timeout
+        # Wake the BLMPOP with a message of our own, not by closing its connection: a call Redis
+        # had just popped for us would be lost with it.
+        self._spawn_reply(self._wake())
+
+    async def _wake(self) -> None:
+        try:
+            await self._out.call("RPUSH", self.inbox, dumps({"t": "wake"}))
+        except OSError:
+            pass  # Redis is away: the BLMPOP ends at its timeout instead
 
     async def _register(self) -> None:
         await self._out.call("ZADD", workers_key(self.prefix), time.time(), self.worker_id)

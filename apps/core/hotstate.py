@@ -15,6 +15,7 @@ import sqlite3
 import threading
 import time
 import weakref
+from typing import Any
 
 import redis
 import redis.asyncio as aioredis
@@ -26,6 +27,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 ASYNC_MAX_CONNECTIONS = 256
+ASYNC_MAX_IDLE = 16
 ASYNC_WAIT_SECONDS = 10.0
 
 # Redis is unreachable (down, restarting, the link dropped): a request answers 503 + Retry-After.
@@ -62,6 +64,22 @@ def sync_redis() -> redis.Redis | None:
     return _sync_client
 
 
+class _TrimmedPool(aioredis.BlockingConnectionPool):
+    """A blocking pool that keeps at most ASYNC_MAX_IDLE connections open between bursts.
+
+    redis-py never closes a pooled connection: one burst of concurrent requests (300 SSE
+    streams opening at once) would leave as many idle sockets in this process and in Redis
+    for good. The extra ones are closed as they are returned.
+    """
+
+    async def release(self, connection: Any) -> None:
+        await super().release(connection)
+        idle = self._available_connections
+        if len(idle) > ASYNC_MAX_IDLE and connection in idle:
+            idle.remove(connection)  # no await between the check and here: no other task interleaves
+            await connection.disconnect()
+
+
 def async_redis() -> aioredis.Redis | None:
     """The Redis client of the running event loop (connections belong to the loop that made them)."""
     if not settings.REDIS_URL:
@@ -71,7 +89,7 @@ def async_redis() -> aioredis.Redis | None:
     if client is None:
         # A burst of concurrent requests waits for a free connection instead of failing at
         # redis-py's default cap (100 connections raise MaxConnectionsError).
-        pool = aioredis.BlockingConnectionPool.from_url(
+        pool = _TrimmedPool.from_url(
             settings.REDIS_URL, max_connections=ASYNC_MAX_CONNECTIONS, timeout=ASYNC_WAIT_SECONDS, **_options()
         )
         client = _async_clients[loop] = aioredis.Redis(connection_pool=pool)

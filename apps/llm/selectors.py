@@ -19,11 +19,17 @@ def provider_for(user, provider_id: int) -> Provider:
     return providers_for(user).get(pk=provider_id)
 
 
+def manages_shared_providers(user) -> bool:
+    """Shared providers are changed by those the admin would let change them: staff status alone is
+    not enough, the model permission is (superusers hold it)."""
+    return bool(getattr(user, "is_authenticated", False) and user.is_staff and user.has_perm("llm.change_provider"))
+
+
 def editable_providers(user) -> QuerySet[Provider]:
-    """What the user may change: their own, and (staff) the shared ones."""
+    """What the user may change: their own, and (with the permission) the shared ones."""
     if not getattr(user, "is_authenticated", False):
         return Provider.objects.none()
-    if user.is_staff:
+    if manages_shared_providers(user):
         return Provider.objects.filter(Q(owner__isnull=True) | Q(owner=user))
     return Provider.objects.filter(owner=user)
 

@@ -15,6 +15,7 @@ from django.db import transaction
 from apps.llm.adapters import Adapter, adapter_class
 from apps.llm.detect import LocalServer
 from apps.llm.models import Provider
+from apps.llm.selectors import manages_shared_providers
 from apps.llm.types import LLMError
 
 # Fields a caller may change with update_provider(); api_key has its own rule (None keeps it).
@@ -31,7 +32,7 @@ def can_edit(user, provider: Provider) -> bool:
     if user is None:  # the operator: management commands, start-up
         return True
     if provider.is_shared:
-        return bool(user.is_staff)
+        return manages_shared_providers(user)
     return provider.owner_id == user.pk or bool(user.is_superuser)
 
 
@@ -78,7 +79,7 @@ def update_provider(*, actor, provider: Provider, api_key: str | None = None, ow
     for field, value in changes.items():
         setattr(provider, field, value)
     if owner is not ...:
-        if actor is not None and not actor.is_staff:
+        if actor is not None and not manages_shared_providers(actor):
             raise PermissionDenied("Only staff move a provider to another owner or share it.")
         provider.owner = owner
         _check_can_edit(actor, provider)

@@ -13,6 +13,7 @@ from django.db.models import Sum
 from django.utils.text import slugify
 
 from apps.accounts.models import Membership, Team
+from apps.audit.registry import record_set_change, unrecorded
 from apps.catalog.models import Tool
 from apps.toolsets.events import announce_tools_changed
 from apps.toolsets.models import Endpoint, EndpointTool, Preset, PresetVersion
@@ -72,12 +73,21 @@ def set_enabled_tools(*, endpoint: Endpoint, tools: Iterable[Tool], enforce_budg
     total = token_total(wanted.values())
     if enforce and total > endpoint.token_budget:
         raise BudgetExceeded(endpoint=endpoint, total=total)
-    EndpointTool.objects.filter(endpoint=endpoint).exclude(tool_id__in=wanted).delete()
+    leaving = EndpointTool.objects.filter(endpoint=endpoint).exclude(tool_id__in=wanted)
+    removed = _tool_keys(leaving.values_list("tool_id", flat=True))
+    with unrecorded():
+        leaving.delete()
     present = set(EndpointTool.objects.filter(endpoint=endpoint).values_list("tool_id", flat=True))
-    EndpointTool.objects.bulk_create(
-        [EndpointTool(endpoint=endpoint, tool_id=pk) for pk in wanted if pk not in present]
-    )
+    new_ids = [pk for pk in wanted if pk not in present]
+    EndpointTool.objects.bulk_create([EndpointTool(endpoint=endpoint, tool_id=pk) for pk in new_ids])
+    record_set_change(instance=endpoint, field="tools", added=_tool_keys(new_ids), removed=removed)
     announce_tools_changed([endpoint.pk])
+
+
+def _tool_keys(tool_ids: Iterable[int]) -> list[str]:
+    """`server.tool` names for the audit trail, in one query."""
+    rows = Tool.objects.filter(pk__in=list(tool_ids)).values_list("server__name", "name")
+    return [f"{server}.{name}" for server, name in rows]
 
 
 @transaction.atomic
@@ -92,12 +102,17 @@ def enable_tools(*, endpoint: Endpoint, tools: Iterable[Tool], enforce_budget: b
     if enforce and total > endpoint.token_budget:
         raise BudgetExceeded(endpoint=endpoint, total=total)
     EndpointTool.objects.bulk_create([EndpointTool(endpoint=endpoint, tool_id=pk) for pk in new])
+    record_set_change(instance=endpoint, field="tools", added=_tool_keys(new))
     announce_tools_changed([endpoint.pk])
 
 
 @transaction.atomic
 def disable_tools(*, endpoint: Endpoint, tools: Iterable[Tool]) -> None:
-    EndpointTool.objects.filter(endpoint=endpoint, tool__in=list(tools)).delete()
+    leaving = EndpointTool.objects.filter(endpoint=endpoint, tool__in=list(tools))
+    removed = _tool_keys(leaving.values_list("tool_id", flat=True))
+    with unrecorded():
+        leaving.delete()
+    record_set_change(instance=endpoint, field="tools", removed=removed)
     announce_tools_changed([endpoint.pk])
 
 

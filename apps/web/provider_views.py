@@ -101,15 +101,15 @@ def test_provider(request: HttpRequest, provider_id: int) -> HttpResponse:
 @require_GET
 def detected_servers(request: HttpRequest) -> HttpResponse:
     """Staff: local LM Studio / Ollama servers that answer and are not providers yet (loaded lazily)."""
-    servers = detect.detect_unconfigured(timeout=1.5) if request.user.is_staff else []
+    servers = detect.detect_unconfigured(timeout=1.5) if selectors.manages_shared_providers(request.user) else []
     return render(request, "web/_detected.html", {"servers": servers})
 
 
 @login_required
 @require_POST
 def add_detected(request: HttpRequest) -> HttpResponse:
-    if not request.user.is_staff:
-        raise PermissionDenied("Only staff add shared providers.")
+    if not selectors.manages_shared_providers(request.user):
+        raise PermissionDenied("Only staff allowed to change providers add shared ones.")
     wanted = request.POST.get("base_url", "")
     server = next((s for s in detect.detect_unconfigured(timeout=1.5) if s.base_url == wanted), None)
     if server is None:

@@ -91,3 +91,17 @@ def test_the_admin_keeps_stdio_servers_read_only_without_the_stdio_permission(cl
     assert changed.status_code == 403
     assert deleted.status_code == 403
     assert list(McpServer.objects.values_list("name", "command")) == [("time", "mcp-server-time")]
+
+
+def test_shared_llm_providers_follow_the_model_permission_not_staff_status(as_dave, dave, as_admin):
+    from apps.llm.services import create_provider
+
+    shared = create_provider(actor=None, name="Team LM Studio", kind="openai", base_url="http://127.0.0.1:9/v1", shared=True)
+
+    assert as_dave.patch(f"/api/llm/providers/{shared.pk}/", {"default_model": "x"}, format="json").status_code in (403, 404)
+    assert as_dave.delete(f"/api/llm/providers/{shared.pk}/").status_code in (403, 404)
+    assert as_admin.patch(f"/api/llm/providers/{shared.pk}/", {"default_model": "x"}, format="json").status_code == 200
+
+    dave.user_permissions.add(Permission.objects.get(content_type__app_label="llm", codename="change_provider"))
+    allowed = api_client(dave).patch(f"/api/llm/providers/{shared.pk}/", {"default_model": "y"}, format="json")
+    assert allowed.status_code == 200

@@ -111,3 +111,16 @@ def test_the_migration_makes_endpoint_tokens_mcp_only(alice, alice_endpoint):
 
     assert AccessToken.objects.get(prefix="scopedxxxx").scope == TokenScope.MCP
     assert AccessToken.objects.get(prefix="unscopedxx").scope == TokenScope.FULL
+
+
+def test_the_endpoint_page_makes_mcp_or_api_tokens_and_says_which(client, alice, alice_endpoint):
+    client.force_login(alice)
+    page = f"/endpoints/{alice_endpoint.slug}/"
+
+    client.post(page, {"name": "cursor"})
+    shown = client.post(page, {"name": "script", "scope": "api_read"}, follow=True).content.decode()
+
+    mcp, api = AccessToken.objects.get(name="cursor"), AccessToken.objects.get(name="script")
+    assert (mcp.scope, mcp.endpoint) == (TokenScope.MCP, alice_endpoint)
+    assert (api.scope, api.endpoint) == (TokenScope.API_READ, None)
+    assert f"MCP: {alice_endpoint.slug}" in shown and "API read-only" in shown

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+from django.contrib.messages import get_messages
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
@@ -41,6 +43,21 @@ def test_a_server_added_in_the_admin_shows_its_tools(pool_host, admin_client):
     assert response.status_code == 302, response.content.decode()[-2000:]
     assert wait_for(lambda: _tools("tiny")) == TINY_TOOLS
     assert _status("tiny") == ("healthy", "")
+    said = [str(m) for m in get_messages(response.wsgi_request)]
+    assert "tiny: healthy, 8 tool(s) discovered." in said or "tiny: being discovered" in " ".join(said), said
+
+
+def test_the_admin_says_why_a_new_server_offers_nothing(admin_client, transactional_db, settings):
+    if settings.REDIS_URL:
+        pytest.skip("with a worker the outcome arrives after the page: the changelist shows it")
+    form = {
+        "name": "broken", "transport": "stdio", "command": "/nonexistent/mcp-server", "args": "",
+        "timeout": "30", "enabled": "on", "visibility": "global", "env": "", "headers": "",
+    }
+    response = admin_client.post("/admin/catalog/mcpserver/add/", form, follow=True)
+
+    said = [str(message) for message in response.context["messages"]]
+    assert any(line.startswith("broken: down: ") and "/nonexistent/mcp-server" in line for line in said), said
 
 
 def test_a_server_changed_through_the_api_is_discovered_again(pool_host, admin_user):
@@ -93,3 +110,13 @@ def test_servers_loaded_with_only_some_fields_still_load(global_server):
     server = McpServer.objects.only("name", "status").get(pk=global_server.pk)
 
     assert (server.name, server.enabled) == ("time", True)
+
+
+def test_a_server_imported_on_the_servers_page_shows_its_tools(pool_host, admin_client):
+    text = json.dumps({"mcpServers": {"tiny": {"command": sys.executable, "args": tiny_args()}}})
+    digest = admin_client.post("/servers/import/", {"text": text, "preview": "1"}).context["digest"]
+
+    response = admin_client.post("/servers/import/", {"text": text, "previewed": digest, "apply": "1"})
+
+    assert response.status_code == 302
+    assert wait_for(lambda: _tools("tiny")) == TINY_TOOLS

@@ -72,7 +72,7 @@ def test_test_connection_and_discover_now_report_per_server(admin, tiny):
 
     assert re.fullmatch(r"Tiny: healthy \(\d+\.\d ms\)", tested[0]), tested
     assert tested[1].startswith("Broken: down: server 'broken' failed to start") and "no token" in tested[1]
-    assert discovered == ["Tiny: 8 tools, 0 resources, 0 templates, 0 prompts (+8 ~0 -0)"]
+    assert discovered == ["Tiny: 8 tools, 0 resources, 0 templates, 0 prompts (8 new)"]
     assert set(tiny.tools.values_list("name", flat=True)) >= {"argv", "env", "pid"}
 
 

@@ -11,11 +11,11 @@ from tests.catalog.conftest import echo_args, tiny_args, wait_for
 
 
 def test_task_names_are_stable_and_beat_refers_to_them():
-    names = {t.name for t in (tasks.discover_server, tasks.discover_all, tasks.check_health,
+    names = {t.name for t in (tasks.discover_server, tasks.discover_servers, tasks.discover_all, tasks.check_health,
                               tasks.check_health_all, tasks.close_server, tasks.watch_mcp_json)}
 
     assert names == {
-        "catalog.discover_server", "catalog.discover_all", "catalog.check_health",
+        "catalog.discover_server", "catalog.discover_servers", "catalog.discover_all", "catalog.check_health",
         "catalog.check_health_all", "catalog.close_server", "catalog.watch_mcp_json",
     }
     assert {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()} <= names
@@ -28,6 +28,7 @@ def test_a_vanished_or_disabled_server_is_skipped_quietly(make_server):
     tasks.discover_server.apply(args=(987654,)).get()
     tasks.check_health.apply(args=(987654,)).get()
     tasks.discover_server.apply(args=(disabled.pk,)).get()
+    tasks.discover_servers.apply(args=([987654, disabled.pk],)).get()
 
     disabled.refresh_from_db()
     assert disabled.status == McpServer.Status.UNKNOWN and not disabled.tools.exists()

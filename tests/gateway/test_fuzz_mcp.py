@@ -182,3 +182,33 @@ def test_fuzzed_mcp_requests_never_get_a_5xx_or_an_internal_error(mcp, body, sha
     }[shape]
 
     assert_handled(mcp.post(body, headers), (shape, body[:300]))
+
+
+def test_the_mcp_endpoint_matrix(mcp, alice, bob, charlie, dave):
+    """alice's endpoint by header and in the URL, for every persona and kind of token."""
+    endpoint = alice.endpoints.get(is_default=True)
+    tokens = {
+        "alice": create_access_token(user=alice)[1],
+        "alice_mcp": create_access_token(user=alice, endpoint=endpoint)[1],
+        "alice_read": create_access_token(user=alice, scope=TokenScope.API_READ)[1],
+        "alice_write": create_access_token(user=alice, scope=TokenScope.API_WRITE)[1],
+        "bob": create_access_token(user=bob)[1],
+        "charlie": create_access_token(user=charlie)[1],
+        "dave": create_access_token(user=dave)[1],
+        "dave_mcp": create_access_token(user=dave, endpoint=dave.endpoints.get())[1],
+    }
+    expected_by_header = {"alice": 200, "alice_mcp": 200, "alice_read": 403, "alice_write": 403,
+                          "bob": 404, "charlie": 404, "dave": 404, "dave_mcp": 404}
+    expected_in_url = {"alice_mcp": 200, "dave_mcp": 200, "alice": 401, "alice_read": 403, "alice_write": 403,
+                       "bob": 401, "charlie": 401, "dave": 401}
+    body = json.dumps(INITIALIZE).encode()
+
+    def status(path: str, **headers: str) -> int:
+        return mcp.loop.run_until_complete(call(mcp.app, path, body, headers=headers)).status
+
+    by_header = {who: status(endpoint.path, authorization=f"Bearer {raw}") for who, raw in tokens.items()}
+    in_url = {who: status(f"/mcp/t/{raw}/") for who, raw in tokens.items()}
+
+    assert by_header == expected_by_header
+    assert in_url == expected_in_url  # dave's URL token opens dave's endpoint, never alice's
+    assert status(endpoint.path) == 401

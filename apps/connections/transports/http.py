@@ -15,6 +15,9 @@ from apps.connections.transports.stdio import ChildProcess
 
 # Connect/write bounded; read long because a server may hold its SSE response stream open.
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+# No connection cap of httpx's own (100): it would queue calls silently behind slow ones. The
+# pool's per-server limit (max_inflight_per_server) bounds them, with a clear error.
+_HTTP_LIMITS = httpx2.Limits(max_connections=None, max_keepalive_connections=32)
 
 
 @asynccontextmanager
@@ -26,7 +29,9 @@ async def streamable_http_transport(spec: ServerSpec, child: ChildProcess) -> As
             child.session_expired = True
 
     hooks = {"response": [watch]}
-    async with httpx2.AsyncClient(headers=dict(spec.headers), timeout=_HTTP_TIMEOUT, event_hooks=hooks) as http:
+    async with httpx2.AsyncClient(
+        headers=dict(spec.headers), timeout=_HTTP_TIMEOUT, limits=_HTTP_LIMITS, event_hooks=hooks
+    ) as http:
         async with streamable_http_client(spec.url, http_client=http) as streams:
             yield streams
 

@@ -64,12 +64,7 @@ def _row(outcome: DiscoveryOutcome) -> tuple[str, ...]:
     report = outcome.report
     counts = report.counts
     resources = counts.get("resources", 0) + counts.get("templates", 0)
-    return (outcome.server, "healthy", str(counts.get("tools", 0)), str(resources), str(counts.get("prompts", 0)), _changes(report))
-
-
-def _changes(report) -> str:
-    parts = [f"{len(items)} {word}" for items, word in ((report.added, "new"), (report.updated, "changed"), (report.vanished, "gone")) if items]
-    return ", ".join(parts) or "no change"
+    return (outcome.server, "healthy", str(counts.get("tools", 0)), str(resources), str(counts.get("prompts", 0)), report.changes)
 
 
 def _style(style, status: str, number: int):

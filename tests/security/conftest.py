@@ -1,0 +1,59 @@
+"""The world the permission matrices look at: alice's things, some shared with bob's team."""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass
+
+import pytest
+
+from apps.accounts.models import Membership, TokenScope
+from apps.accounts.services import add_member, create_access_token, create_team
+from apps.catalog import operations
+from apps.catalog.models import McpServer
+from apps.chat.services import create_conversation
+from apps.llm import services as llm_services
+from apps.llm.services import create_provider
+from apps.toolsets.models import ToolCall
+from apps.toolsets.services import create_endpoint, create_preset, enable_tools
+
+PRIVATE = "zqx-alice"  # in the name of everything only alice may see
+TEAM = "zqt-team"  # in the name of what alice shares with her team (bob)
+
+
+@dataclass
+class World:
+    endpoint: str
+    server: str
+    preset: int
+    team: str
+    token: int
+    provider: int
+    conversation: str
+    tool_id: int
+
+
+@pytest.fixture
+def world(alice, bob, charlie, dave, global_server, make_tool, settings, monkeypatch) -> World:
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_CLASSES": []}
+    # Operations that would reach a backend: the matrix is about who may, not about backends.
+    monkeypatch.setattr(operations, "check_health", lambda server: types.SimpleNamespace(status="down", round_trip_ms=None, reason="stub", ok=False))
+    monkeypatch.setattr(operations, "discover_now", lambda server: types.SimpleNamespace(ok=False, report=None, error="stub"))
+    monkeypatch.setattr(llm_services, "list_models", lambda provider: llm_services.ConnectionCheck(ok=True, models=["m"]))
+    monkeypatch.setattr(operations, "live_state", lambda server_name: types.SimpleNamespace(stderr="", error="stub", stats=types.SimpleNamespace(as_dict=dict)))
+    now = make_tool(global_server, "now")
+    server = McpServer.objects.create(name=f"{PRIVATE}-notes", transport="streamable_http", url="http://127.0.0.1:9/mcp",
+                                      visibility=McpServer.Visibility.PRIVATE, owner=alice, enabled=False)
+    private_tool = make_tool(server, "search")
+    endpoint = create_endpoint(owner=alice, name=f"{PRIVATE} work")
+    enable_tools(endpoint=endpoint, tools=[now, private_tool])
+    team = create_team(name=f"{TEAM} ops", slug=f"{TEAM}-ops", owner=alice)
+    add_member(team=team, user=bob, role=Membership.Role.MEMBER)
+    create_preset(owner=alice, name=f"{TEAM} shared", tool_keys=["time.now"], team=team)
+    preset = create_preset(owner=alice, name=f"{PRIVATE} preset", tool_keys=["time.now", server.name + ".search"])
+    token, _ = create_access_token(user=alice, name=f"{PRIVATE} laptop", scope=TokenScope.API_READ)
+    provider = create_provider(actor=alice, name=f"{PRIVATE} llm", kind="openai", base_url="http://127.0.0.1:9/v1")
+    conversation = create_conversation(owner=alice, title=f"{PRIVATE} chat", provider=provider, endpoint=endpoint)
+    ToolCall.objects.create(user=alice, endpoint=endpoint, tool=private_tool, server_name=server.name, tool_name="search",
+                            exposed_name="search", started_at=conversation.created_at, duration_ms=3.0, ok=True)
+    return World(endpoint.slug, server.name, preset.pk, team.slug, token.pk, provider.pk, str(conversation.pk), private_tool.pk)
