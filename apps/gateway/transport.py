@@ -166,6 +166,11 @@ async def _post(request: Request, send: Send, principal: Principal, endpoint: En
     if not (request.accepts("application/json") or request.accepts("text/event-stream")):
         raise HttpError(406, {"error": "not_acceptable", "message": "Accept application/json and text/event-stream"})
     message = await _read_message(request)
+    if isinstance(message, list):
+        from apps.gateway.batch import handle_batch
+
+        await handle_batch(request, send, message, principal, endpoint)
+        return
     kind = _kind(message)
     session_id = request.headers.get("mcp-session-id")
     version_header = request.headers.get("mcp-protocol-version")
@@ -206,9 +211,12 @@ async def _read_message(request: Request) -> Any:
         message = jsonrpc.loads(body)
     except RpcError as exc:
         raise HttpError(400, jsonrpc.error(None, exc)) from None
-    if isinstance(message, list):
-        raise HttpError(400, jsonrpc.error(None, RpcError(jsonrpc.INVALID_REQUEST, "Invalid Request: JSON-RPC batches are not supported")))
     return message
+
+
+def refuse_batch(version: str) -> HttpError:
+    """Batches were in MCP 2025-03-26 only: later versions (and legacy SSE) answer -32600."""
+    return HttpError(400, jsonrpc.error(None, RpcError(jsonrpc.INVALID_REQUEST, f"Invalid Request: JSON-RPC batches are not supported in MCP {version}")))
 
 
 def _kind(message: Any) -> str:
@@ -274,27 +282,34 @@ async def _accept_non_request(message: dict[str, Any], kind: str, session: Sessi
 async def _run_request(request: Request, ctx: protocol.Context, message: dict[str, Any], responder: StreamResponder, session_id: str) -> None:
     """Run one request; a client that disconnects or cancels cancels the backend call too."""
     task = asyncio.ensure_future(protocol.dispatch(ctx, message["method"], message.get("params") or {}))
-    key = (session_id, str(message["id"]))
-    _running[key] = task
     watcher = asyncio.ensure_future(_watch_disconnect(request, task))
     try:
-        outcome = jsonrpc.result(message["id"], await task)
+        outcome = await outcome_of(message, task, session_id)
+    finally:
+        watcher.cancel()
+    await responder.finish(outcome)
+
+
+async def outcome_of(message: dict[str, Any], task: asyncio.Future[Any], session_id: str) -> dict[str, Any]:
+    """The JSON-RPC answer to `message` once its dispatch `task` ends (cancellable meanwhile)."""
+    key = (session_id, str(message["id"]))
+    _running[key] = task
+    try:
+        return jsonrpc.result(message["id"], await task)
     except RpcError as exc:
-        outcome = jsonrpc.error(message["id"], exc)
+        return jsonrpc.error(message["id"], exc)
     except asyncio.CancelledError:
         if not task.cancelled():
             raise
-        outcome = jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, "Request cancelled"))
+        return jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, "Request cancelled"))
     except hotstate.OUTAGE_ERRORS as exc:
         outage.note(exc)
-        outcome = jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, outage.MESSAGE))
+        return jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, outage.MESSAGE))
     except Exception:
         logger.exception("internal error in %s", message["method"])
-        outcome = jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, "Internal error"))
+        return jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, "Internal error"))
     finally:
         _running.pop(key, None)
-        watcher.cancel()
-    await responder.finish(outcome)
 
 
 async def _watch_disconnect(request: Request, task: asyncio.Future[Any]) -> None:
@@ -484,6 +499,8 @@ async def _legacy_post(request: Request, send: Send, principal: Principal, endpo
     _check_rate(snap)
     session = _require_session(session_id, snap.session, principal, endpoint)
     message = await _read_message(request)
+    if isinstance(message, list):
+        raise refuse_batch(session.protocol_version)
     kind = _kind(message)
     await respond(send, 202, b"Accepted")
     if kind != "request":

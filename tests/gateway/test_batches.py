@@ -1,0 +1,69 @@
+"""JSON-RPC batches: accepted on 2025-03-26 sessions (the one version that had them), refused after."""
+
+from __future__ import annotations
+
+import json
+
+import httpx2
+import pytest
+
+pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
+
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+async def _session(http, url: str, token: str, version: str) -> dict[str, str]:
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "batcher", "version": "1"}}}
+    headers = {**HEADERS, "Authorization": f"Bearer {token}"}
+    response = await http.post(url, content=json.dumps(init), headers=headers)
+    assert response.json()["result"]["protocolVersion"] == version
+    headers.update({"Mcp-Session-Id": response.headers["mcp-session-id"], "MCP-Protocol-Version": version})
+    return headers
+
+
+async def test_a_2025_03_26_client_sends_a_batch(hub, alice_endpoint, alice_hub_token):
+    batch = [
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 2, "b": 3}}},
+        {"jsonrpc": "2.0", "id": "two", "method": "ping"},
+        {"jsonrpc": "2.0", "id": 3, "method": "no/such/method"},
+        {"jsonrpc": "1.0", "id": 4, "method": "ping"},
+    ]
+    async with httpx2.AsyncClient(timeout=30) as http:
+        headers = await _session(http, hub.url(alice_endpoint.path), alice_hub_token, "2025-03-26")
+        response = await http.post(hub.url(alice_endpoint.path), content=json.dumps(batch), headers=headers)
+        only_notifications = await http.post(
+            hub.url(alice_endpoint.path), content=json.dumps([{"jsonrpc": "2.0", "method": "notifications/initialized"}]), headers=headers
+        )
+
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/json")
+    answers = response.json()
+    by_id = {answer["id"]: answer for answer in answers}
+    assert len(answers) == 4
+    assert by_id[1]["result"]["structuredContent"]["result"] == 5
+    assert by_id["two"]["result"] == {}
+    assert by_id[3]["error"]["code"] == -32601
+    assert by_id[None]["error"]["code"] == -32600
+    assert only_notifications.status_code == 202
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
+async def test_later_versions_refuse_batches(hub, alice_endpoint, alice_hub_token, version):
+    batch = [{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "id": 2, "method": "ping"}]
+    async with httpx2.AsyncClient(timeout=30) as http:
+        headers = await _session(http, hub.url(alice_endpoint.path), alice_hub_token, version)
+        response = await http.post(hub.url(alice_endpoint.path), content=json.dumps(batch), headers=headers)
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32600
+    assert version in response.json()["error"]["message"]
+
+
+async def test_a_batch_without_a_session_is_refused(hub, alice_endpoint, alice_hub_token):
+    batch = [{"jsonrpc": "2.0", "id": 1, "method": "ping"}]
+    async with httpx2.AsyncClient(timeout=30) as http:
+        response = await http.post(hub.url(alice_endpoint.path), content=json.dumps(batch), headers={**HEADERS, "Authorization": f"Bearer {alice_hub_token}"})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32600
