@@ -106,6 +106,7 @@ INSTALLED_APPS = [
     "apps.connections",
     "apps.toolsets",
     "apps.gateway",
+    "apps.discovery",
     "apps.llm",
     "apps.chat",
     "django_filters",
@@ -282,6 +283,9 @@ MCPHUB_REQUEST_READ_TIMEOUT = envint("MCPHUB_REQUEST_READ_TIMEOUT", 10)
 MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT = envint("MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT", 16)
 MCPHUB_LIST_PAGE_SIZE = envint("MCPHUB_LIST_PAGE_SIZE", 1000)
 MCPHUB_LOG_TOOL_ARGUMENTS = envbool("MCPHUB_LOG_TOOL_ARGUMENTS", False)
+# Dynamic endpoints' tool search (apps/discovery/retrieval.py): auto = hybrid when the optional
+# embedding model is installed, else bm25; or bm25, embedding, hybrid.
+MCPHUB_DISCOVERY_METHOD = envstr("MCPHUB_DISCOVERY_METHOD", "auto")
 
 # --- Metrics (`/metrics`, Prometheus text; see apps/core/metrics.py and docs/metrics.md). Every
 # web and worker process of one hub writes its counters to files in one directory (prometheus
@@ -292,6 +296,7 @@ MCPHUB_METRICS_ALLOW_CIDRS = envlist("MCPHUB_METRICS_ALLOW_CIDRS")
 MCPHUB_METRICS_DIR.mkdir(parents=True, exist_ok=True)
 # prometheus_client picks its value store when first imported: this must come before that.
 os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(MCPHUB_METRICS_DIR)
+
 # Chat: model/tool rounds per turn before the hub stops the turn; tool results are cut to this many
 # characters when sent to the model (the whole result is kept and shown).
 MCPHUB_CHAT_MAX_ROUNDS = envint("MCPHUB_CHAT_MAX_ROUNDS", 10)
@@ -318,6 +323,7 @@ MCPHUB_WATCH_INTERVAL = envint("MCPHUB_WATCH_INTERVAL", 5)  # seconds between lo
 CELERY_BEAT_SCHEDULE = {
     "catalog-health": {"task": "catalog.check_health_all", "schedule": float(MCPHUB_HEALTH_INTERVAL)},
     "catalog-rediscovery": {"task": "catalog.discover_all", "schedule": MCPHUB_DISCOVERY_INTERVAL * 60.0},
+    "chat-expire-lost-turns": {"task": "chat.expire_lost_turns", "schedule": 60.0},
 }
 # Embedded default (no REDIS_URL, so no `celery beat`): the web process runs this schedule itself.
 MCPHUB_EMBEDDED_BEAT = envbool("MCPHUB_EMBEDDED_BEAT", True)

@@ -318,6 +318,8 @@ def anthropic_message(reply: Reply, body: dict) -> dict:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # The default backlog of 5 drops connection bursts (100 conversations at once) into SYN retries.
+    request_queue_size = 512
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that hung up is what the cancel tests do on purpose: no traceback for it.
@@ -327,9 +329,19 @@ class _Server(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
+def _openai_bad_url(method: str, path: str) -> dict:
+    return {"error": {"message": f"Invalid URL ({method} {path})", "type": "invalid_request_error", "param": None,
+                      "code": None}}
+
+
+def _anthropic_bad_url(method: str, path: str) -> dict:
+    return anthropic_error(404, message="Not Found")
+
+
 @dataclass
 class _Format:
     error: Callable[..., dict]
+    bad_url: Callable[[str, str], dict]
     stream: Callable[[Reply, dict], Iterator[bytes]]
     whole: Callable[[Reply, dict], dict]
     models: Callable[[list[str]], dict]
@@ -356,12 +368,12 @@ def _anthropic_sse(reply: Reply, body: dict) -> Iterator[bytes]:
 
 
 OPENAI = _Format(
-    error=openai_error, stream=_openai_sse, whole=openai_completion,
+    error=openai_error, bad_url=_openai_bad_url, stream=_openai_sse, whole=openai_completion,
     models=lambda ids: {"object": "list", "data": [
         {"id": i, "object": "model", "created": 1700000000, "owned_by": "scripted"} for i in ids]},
 )
 ANTHROPIC = _Format(
-    error=anthropic_error, stream=_anthropic_sse, whole=anthropic_message, request_id_header="request-id",
+    error=anthropic_error, bad_url=_anthropic_bad_url, stream=_anthropic_sse, whole=anthropic_message, request_id_header="request-id",
     models=lambda ids: {"data": [{"type": "model", "id": i, "display_name": i, "created_at": "2025-01-01T00:00:00Z"}
                                  for i in ids], "has_more": False, "first_id": ids[0] if ids else None,
                         "last_id": ids[-1] if ids else None},
@@ -389,7 +401,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.llm.record(Received("GET", self.path, dict(self.headers)))
         fmt = self._format()
         if self.path.split("?")[0].rstrip("/") != "/v1/models":
-            return self._json(404, fmt.error(404, message=f"Unknown path {self.path}"))
+            return self._json(404, fmt.bad_url("GET", self.path))
         if self._authorized(fmt):
             self._json(200, fmt.models(list(self.llm.models or DEFAULT_MODELS)))
 
@@ -403,7 +415,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0].rstrip("/")
         fmt = ANTHROPIC if path == "/v1/messages" else OPENAI
         if path not in ("/v1/chat/completions", "/v1/messages"):
-            return self._json(404, fmt.error(404, message=f"Unknown path {self.path}"))
+            return self._json(404, fmt.bad_url("POST", self.path))
         if not isinstance(body, dict):
             return self._json(400, fmt.error(400, message="The request body is not a JSON object."))
         if not self._authorized(fmt):
@@ -480,9 +492,12 @@ class _Handler(BaseHTTPRequestHandler):
         """Sleep, but notice a client that hangs up meanwhile (a cancelled request)."""
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
-            readable, _, _ = select.select([self.connection], [], [], min(left, 0.05))
-            if readable and self.connection.recv(1, socket.MSG_PEEK) == b"":
+            readable, _, _ = select.select([self.connection], [], [], left)
+            if not readable:
+                return
+            if self.connection.recv(1, socket.MSG_PEEK) == b"":
                 raise ClientGone
+            time.sleep(min(left, 0.05))  # bytes waiting (a pipelined request), not a hang-up
 
     def _reset(self) -> None:
         # SO_LINGER 0: close() sends RST, what a crashed proxy or server looks like to the client.

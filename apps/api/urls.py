@@ -7,6 +7,7 @@ from rest_framework.routers import DefaultRouter
 from apps.accounts.api import AccessTokenViewSet, TeamViewSet
 from apps.catalog.api import ServerViewSet
 from apps.chat.api import ConversationViewSet
+from apps.discovery.api import PatternsView, PatternView, SuggestView
 from apps.gateway.api import UsageViewSet
 from apps.llm.api import ProviderViewSet
 from apps.toolsets.api import EndpointViewSet, ToolViewSet
@@ -27,5 +28,8 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves its start-up script as a file: the CSP allows no inline scripts.
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    path("endpoints/<slug:slug>/suggest/", SuggestView.as_view(), name="endpoint-suggest"),
+    path("endpoints/<slug:slug>/patterns/", PatternsView.as_view(), name="endpoint-patterns"),
+    path("endpoints/<slug:slug>/patterns/<int:pk>/", PatternView.as_view(), name="endpoint-pattern"),
     path("", include(router.urls)),
 ]

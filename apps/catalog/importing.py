@@ -23,7 +23,7 @@ from apps.catalog.mcp_json import (
     env_placeholder,
     header_placeholder,
     normalize_server_name,
-    parse_mcp_json,
+    parse_mcp_json_entries,
     render_mcp_json,
 )
 from apps.catalog.models import McpServer
@@ -81,19 +81,25 @@ def import_servers(
     team: Team | None = None,
     dry_run: bool = False,
     discover: bool = True,
+    stdio_allowed: bool = True,
 ) -> list[ServerChange]:
     """Create or update one server per config, matched by name; all or nothing.
 
     `owner` makes the servers private to that user, `team` shares them with that team, neither
     makes them global. An existing server of another scope is an error, not a silent move.
+    Without `stdio_allowed`, creating or changing a stdio server (or turning one into a remote
+    one) is an error too: its command runs on the hub's host.
     Servers created or changed are discovered after commit (`discover=False`: the caller will).
     Raises McpJsonError listing every entry that cannot be saved.
     """
     scope = _Scope.of(owner=owner, team=team)
     with transaction.atomic():
         existing = McpServer.objects.select_for_update().in_bulk([c.name for c in configs], field_name="name")
+        was_stdio = {name for name, server in existing.items() if server.transport == McpServer.Transport.STDIO}
         plans = [_plan(config, existing.get(config.name), scope) for config in configs]
         errors = [error for _, _, plan_errors in plans for error in plan_errors]
+        if not stdio_allowed:
+            errors += _stdio_refusals(configs, [change for _, change, _ in plans], was_stdio)
         if errors:
             raise McpJsonError(errors)
         if not dry_run:
@@ -126,32 +132,33 @@ def import_mcp_json(
     stdio server (its command runs on the hub's host) is an error. Raises McpJsonError naming
     every problem.
     """
-    parsed = parse_mcp_json(text, environ=environ)
+    parsed, errors = parse_mcp_json_entries(text, environ=environ)
+    plan = {"configs": parsed.servers, "owner": owner, "team": team, "stdio_allowed": stdio_allowed}
     try:
-        changes = import_servers(configs=parsed.servers, owner=owner, team=team, dry_run=True)
-        if not stdio_allowed:
-            _refuse_stdio(parsed.servers, changes)
-        if not dry_run:
-            changes = import_servers(configs=parsed.servers, owner=owner, team=team)
+        # The entries that parsed are checked against the database too, so one preview names every problem.
+        changes = import_servers(**plan, dry_run=True)
+    except McpJsonError as exc:
+        errors += exc.errors
+    if errors:
+        raise McpJsonError(errors)
+    if dry_run:
+        return ImportResult(changes=changes, warnings=parsed.warnings)
+    try:
+        changes = import_servers(**plan)
     except IntegrityError as exc:
         # Someone else wrote a server of the same name meanwhile; the transaction rolled back.
         raise McpJsonError([f"a concurrent change got in the way ({exc}); try again"]) from None
     return ImportResult(changes=changes, warnings=parsed.warnings)
 
 
-def _refuse_stdio(configs: Sequence[ServerConfig], changes: Sequence[ServerChange]) -> None:
-    touched = [change.name for change in changes if change.action != "unchanged"]
-    was_stdio = set(McpServer.objects.filter(name__in=touched, transport=McpServer.Transport.STDIO)
-                    .values_list("name", flat=True))
-    where = {config.name: config.location for config in configs}
-    errors = [
-        f"{where[change.name]}: creating or changing a stdio server needs the 'manage stdio servers' "
+def _stdio_refusals(configs: Sequence[ServerConfig], changes: Sequence[ServerChange], was_stdio: set[str]) -> list[str]:
+    stdio = McpServer.Transport.STDIO
+    return [
+        f"{config.location}: creating or changing a stdio server needs the 'manage stdio servers' "
         "permission (its command runs on the hub's host)"
-        for change in changes
-        if change.name in touched and (change.transport == McpServer.Transport.STDIO or change.name in was_stdio)
+        for config, change in zip(configs, changes, strict=True)
+        if change.action != "unchanged" and (change.transport == stdio or change.name in was_stdio)
     ]
-    if errors:
-        raise McpJsonError(errors)
 
 
 def _plan(

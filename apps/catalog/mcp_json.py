@@ -11,6 +11,7 @@ import json
 import os
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,17 +124,36 @@ def read_mcp_json(path: Path, *, environ: Mapping[str, str] | None = None) -> Mc
 
 def parse_mcp_json(text: str, *, environ: Mapping[str, str] | None = None) -> McpJsonFile:
     """Validate a whole file and return its servers, or raise McpJsonError listing every problem."""
+    parsed, errors = parse_mcp_json_entries(text, environ=environ)
+    if errors:
+        raise McpJsonError(errors)
+    return parsed
+
+
+def parse_mcp_json_entries(
+    text: str, *, environ: Mapping[str, str] | None = None
+) -> tuple[McpJsonFile, list[str]]:
+    """The entries without problems, and every problem of the others (a preview names them all).
+
+    Problems of the whole file (not JSON, no mcpServers object) still raise McpJsonError.
+    """
     environ = os.environ if environ is None else environ
     data, warnings = _load_json(text)
     root, entries = _find_entries(data)
     if "inputs" in data:
         warnings.append("inputs: ignored (VS Code prompts for these; use ${env:NAME} variables instead)")
     errors: list[str] = []
-    servers = [_parse_entry(root, key, raw, environ, errors, warnings) for key, raw in entries.items()]
+    servers, sound = [], []
+    for key, raw in entries.items():
+        before = len(errors)
+        server = _parse_entry(root, key, raw, environ, errors, warnings)
+        servers.append(server)
+        if server is not None and len(errors) == before:
+            sound.append(server)
     _check_unique_names(root, servers, errors)
-    if errors:
-        raise McpJsonError(errors)
-    return McpJsonFile(servers=tuple(s for s in servers if s is not None), warnings=tuple(warnings))
+    names = Counter(server.name for server in servers if server is not None)
+    sound = [server for server in sound if names[server.name] == 1]
+    return McpJsonFile(servers=tuple(sound), warnings=tuple(warnings)), errors
 
 
 def _load_json(text: str) -> tuple[Any, list[str]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from channels.db import database_sync_to_async
+from asgiref.sync import sync_to_async
 from django.contrib.auth.models import AnonymousUser
 
 from apps.accounts.services import authenticate_token
@@ -28,7 +28,7 @@ async def websocket_user(scope: dict[str, Any]):
         scheme, _, raw = authorization.partition(" ")
         if scheme.lower() != "bearer" or not raw.strip():
             return AnonymousUser()
-        token = await database_sync_to_async(authenticate_token)(raw.strip())
+        token = await sync_to_async(authenticate_token, thread_sensitive=False)(raw.strip())
         return token.user if token is not None else AnonymousUser()
     user = scope.get("user") or AnonymousUser()
     if not _same_origin(scope):

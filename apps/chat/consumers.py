@@ -12,13 +12,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from channels.db import database_sync_to_async
+from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from apps.chat import events, selectors, services
 from apps.chat.auth import websocket_user
 
 CLIENT_TYPES = ("message", "stop", "approve", "resume")
+
+
+def database_sync_to_async(fn):
+    # Not Channels' thread-sensitive default: that runs every socket's queries on one thread, so a
+    # hundred clients sending at once would wait on each other.
+    return sync_to_async(fn, thread_sensitive=False)
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):

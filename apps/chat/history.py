@@ -23,12 +23,14 @@ class TurnSetup:
     model: str
     history: tuple[Message, ...]
     user_text: str
+    first_seq: int
     adapter: Callable[[], Any]
     needs_approval: Callable[[dict | None], bool]
 
 
 def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
     """Sync ORM: call from a thread. None when the turn vanished, is not running, or lost its provider."""
+    from apps.chat.services import next_seq
     from apps.llm.services import adapter_for
 
     turn = Turn.objects.select_related("conversation__provider", "conversation__endpoint").filter(pk=turn_id).first()
@@ -48,6 +50,7 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
         endpoint_id=endpoint.pk if endpoint else None,
         model=conversation.model or provider.default_model,
         history=tuple(to_messages(conversation.messages.order_by("id"))),
+        first_seq=next_seq(conversation.pk),
         user_text=turn.messages.filter(role=MessageRow.Role.USER).values_list("text", flat=True).first() or "",
         adapter=lambda: adapter_for(provider),
         needs_approval=endpoint.needs_approval if endpoint else (lambda annotations: False),

@@ -38,11 +38,14 @@ async def run_turn(turn_id: uuid.UUID) -> None:
     setup = await _db(load_turn)(turn_id)
     if setup is None:
         return
-    sink = EventSink(setup.conversation_id, await _db(services.next_seq)(setup.conversation_id))
+    sink = EventSink(setup.conversation_id, setup.first_seq)
+    # Reading the endpoint's tools overlaps joining the control group (both wait on I/O).
+    tools = asyncio.create_task(Toolbox.load(setup.user_id, setup.endpoint_id))
     try:
         async with Control(setup.conversation_id) as control:
-            await TurnRunner(setup, sink, control).run()
+            await TurnRunner(setup, sink, control, tools).run()
     finally:
+        tools.cancel()
         await sink.close()
 
 
@@ -51,6 +54,7 @@ class TurnRunner:
     setup: TurnSetup
     sink: EventSink
     control: Control
+    loading: asyncio.Task[Toolbox]
     tools: Toolbox | None = None
     partial: list[str] = field(default_factory=list)
     usage: list[int] = field(default_factory=lambda: [0, 0])
@@ -95,16 +99,19 @@ class TurnRunner:
         self.sink.emit("end", {"turn": str(self.setup.turn_id), "status": status, "usage": usage})
 
     async def _heartbeat(self) -> None:
-        # Also the backstop for a stop sent before this turn joined its control group.
+        # Also the backstop for a stop sent before this turn joined its control group. The first
+        # beat waits a second: the start of a turn is where its time to first token is spent.
+        delay = 1.0
         while True:
+            await asyncio.sleep(delay)
             if not await _db(services.heartbeat)(self.setup.turn_id):
                 self.control.stopped.set()
-            await asyncio.sleep(services.HEARTBEAT_SECONDS)
+            delay = services.HEARTBEAT_SECONDS
 
     async def _rounds(self) -> str:
         """The loop; returns an error message when it ended on the round limit, else ""."""
         setup = self.setup
-        self.tools = await Toolbox.load(setup.user_id, setup.endpoint_id)
+        self.tools = await self.loading
         history = list(setup.history)
         adapter = setup.adapter()
         try:
@@ -137,13 +144,13 @@ class TurnRunner:
         text, self.partial = "".join(self.partial), []
         self.usage[0] += usage.input_tokens
         self.usage[1] += usage.output_tokens
-        await self._save(
+        await _db(services.save_round)(
+            conversation_id=self.setup.conversation_id, turn_id=self.setup.turn_id,
             role=MessageRow.Role.ASSISTANT, text=text,
             tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
             duration_ms=(time.perf_counter() - clock) * 1000,
         )
-        await _db(services.add_usage)(self.setup.turn_id, usage.input_tokens, usage.output_tokens)
         for call in calls:
             self.sink.emit("tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments})
         return text, calls

@@ -10,7 +10,12 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
+
+# Turns reach the ORM through the loop's default executor: with asyncio's default (cores + 4
+# threads) a hundred turns queue behind six database calls at a time. Each thread may hold a
+# database connection, so this also bounds the chat loop's connections.
+DB_THREADS = 16
 
 _lock = threading.Lock()
 _web_loop: asyncio.AbstractEventLoop | None = None
@@ -38,6 +43,7 @@ def _loop() -> asyncio.AbstractEventLoop:
     with _lock:
         if _thread_loop is None:
             _thread_loop = asyncio.new_event_loop()
+            _thread_loop.set_default_executor(ThreadPoolExecutor(DB_THREADS, thread_name_prefix="chat-db"))
             threading.Thread(target=_thread_loop.run_forever, name="chat-loop", daemon=True).start()
     return _thread_loop
 

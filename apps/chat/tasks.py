@@ -11,3 +11,10 @@ def run_turn(turn_id: str) -> None:
     from apps.chat import runtime
 
     runtime.submit(turn_id)
+
+
+@shared_task(name="chat.expire_lost_turns", ignore_result=True)
+def expire_lost_turns() -> None:
+    from apps.chat.recovery import expire, lost_turns
+
+    expire(lost_turns())

@@ -12,12 +12,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from apps.core import hotstate
 from apps.llm.types import ToolCall, ToolSpec
 from apps.toolsets import calllog, naming
-from apps.toolsets.exposure import EndpointView, Exposed, build
+from apps.toolsets.events import endpoint_version_key
+from apps.toolsets.exposure import EndpointView, Exposed, current
 
 
 @dataclass
@@ -28,11 +29,10 @@ class Toolbox:
 
     @classmethod
     async def load(cls, user_id: int, endpoint_id: int | None) -> Toolbox:
+        """The endpoint's view from the same per-process, per-version cache the gateway uses."""
         view = None
         if endpoint_id is not None:
-            view = await sync_to_async(build, thread_sensitive=False)(
-                endpoint_id, None, page_size=settings.MCPHUB_LIST_PAGE_SIZE
-            )
+            view = await current(endpoint_id, await _version(endpoint_id), page_size=settings.MCPHUB_LIST_PAGE_SIZE)
         return cls(user_id, endpoint_id, view)
 
     @property
@@ -76,6 +76,14 @@ class Toolbox:
         calllog.record(
             self.user_id, self.endpoint_id, exposed, started, clock, ok=not error, error=error, arguments=call.arguments
         )
+
+
+async def _version(endpoint_id: int) -> object:
+    # The counter toolsets bumps on every change of the endpoint (the gateway reads the same key).
+    client = hotstate.async_redis()
+    if client is None:
+        return hotstate.memory.get(endpoint_version_key(endpoint_id))
+    return await client.get(endpoint_version_key(endpoint_id))
 
 
 def error_result(message: str) -> dict[str, Any]:

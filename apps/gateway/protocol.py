@@ -113,6 +113,10 @@ def _page(params: dict[str, Any], total: int, size: int) -> tuple[int, str | Non
 
 
 async def tools_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    if ctx.view.mode == Endpoint.Mode.DYNAMIC:
+        from apps.gateway import dynamic
+
+        return await dynamic.tools_list(ctx, params)
     size = settings.MCPHUB_LIST_PAGE_SIZE
     start, next_cursor = _page(params, len(ctx.view.tools), size)
     pages = ctx.view.tool_list_json
@@ -196,9 +200,18 @@ def _dump(model: Any) -> dict[str, Any]:
 async def tools_call(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     name = _string(params, "name")
     arguments = _mapping(params, "arguments")
+    if ctx.view.mode == Endpoint.Mode.DYNAMIC:
+        from apps.gateway import dynamic
+
+        return await dynamic.tools_call(ctx, name, arguments, params)
     exposed = ctx.view.tools.get(name)
     if exposed is None:
         raise await _missing_tool(ctx, name)
+    return await call_exposed(ctx, exposed, arguments, params)
+
+
+async def call_exposed(ctx: Context, exposed: Exposed, arguments: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """Call the backend of `exposed` and log the call."""
     started, clock = time.time(), time.perf_counter()
     try:
         result = await _backend_call(ctx, exposed, arguments, _meta(params))

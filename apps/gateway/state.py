@@ -33,6 +33,8 @@ class Session:
     log_level: str | None = None
     subscriptions: list[str] = field(default_factory=list)
     transport: str = "streamable_http"
+    # Dynamic endpoints: the tools this session loaded (exposed name → when), see apps.discovery.loading.
+    loaded: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def new(cls, **fields: Any) -> Session:

@@ -8,14 +8,14 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
-from rest_framework import exceptions, status, viewsets
+from rest_framework import exceptions, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.llm import selectors, services
 from apps.llm.models import Provider
-from apps.llm.serializers import ModelListSerializer, ProviderErrorSerializer, ProviderSerializer
+from apps.llm.serializers import ModelListSerializer, ProviderSerializer
 
 
 def _as_api_error(exc: DjangoValidationError) -> exceptions.ValidationError:
@@ -48,12 +48,13 @@ class ProviderViewSet(viewsets.ModelViewSet):
     def perform_destroy(self, provider: Provider) -> None:
         services.delete_provider(actor=self.request.user, provider=provider)
 
-    @extend_schema(responses={200: ModelListSerializer, 502: ProviderErrorSerializer})
+    @extend_schema(responses=ModelListSerializer)
     @action(detail=True, methods=["get"])
     def models(self, request: Request, pk: str) -> Response:
         """The models the provider serves, asked live (doubles as "test connection")."""
         provider = self.get_object()
         check = services.list_models(provider)
-        if not check.ok:
-            return Response({"detail": check.error, "kind": check.kind}, status=status.HTTP_502_BAD_GATEWAY)
-        return Response({"provider": provider.pk, "default_model": provider.default_model, "models": check.models})
+        return Response(ModelListSerializer({
+            "ok": check.ok, "models": check.models, "default_model": provider.default_model,
+            "error": check.error, "error_kind": check.kind,
+        }).data)

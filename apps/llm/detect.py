@@ -41,7 +41,7 @@ def candidates() -> tuple[tuple[str, str], ...]:
 async def _probe(label: str, base_url: str, timeout: float) -> LocalServer | None:
     adapter = adapter_class("openai")(base_url=base_url, api_key=None, timeout=timeout)
     try:
-        return LocalServer(label, base_url, await adapter.list_models())
+        return LocalServer(label, base_url, await adapter.list_models(retry=False))
     except LLMError:
         return None
     finally:

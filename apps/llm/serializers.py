@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from apps.llm.models import Provider
+from apps.llm.services import can_edit
 
 
 class ProviderSerializer(serializers.ModelSerializer):
@@ -35,24 +36,26 @@ class ProviderSerializer(serializers.ModelSerializer):
         return data
 
     def get_editable(self, provider: Provider) -> bool:
-        from apps.llm.services import can_edit
-
         return can_edit(self.context["request"].user, provider)
 
     def validate_shared(self, shared: bool) -> bool:
-        if self.instance is not None and shared != self.instance.is_shared:
+        if self.instance is None:
+            return shared
+        if "shared" not in self.initial_data:  # a PUT that leaves it out keeps it
+            return self.instance.is_shared
+        if shared != self.instance.is_shared:
             raise serializers.ValidationError("Sharing is chosen when a provider is created.")
         return shared
 
 
 class ModelListSerializer(serializers.Serializer):
-    provider = serializers.IntegerField()
+    """The provider's answer, asked live. A provider that fails is an answer too (ok false), not a 5xx."""
+
+    ok = serializers.BooleanField()
+    models = serializers.ListField(child=serializers.CharField(), help_text="Model ids, sorted.")
     default_model = serializers.CharField(allow_blank=True)
-    models = serializers.ListField(child=serializers.CharField())
-
-
-class ProviderErrorSerializer(serializers.Serializer):
-    detail = serializers.CharField(help_text="The provider's error, in plain words.")
-    kind = serializers.ChoiceField(
-        choices=["auth", "quota", "rate_limit", "model", "unavailable", "bad_request", "other"]
+    error = serializers.CharField(allow_blank=True, help_text="The provider's error in plain words, when not ok.")
+    error_kind = serializers.ChoiceField(
+        choices=["", "auth", "quota", "rate_limit", "model", "unavailable", "bad_request", "other"],
+        help_text="What kind of error, when not ok.",
     )

@@ -14,7 +14,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from apps.catalog.models import McpServer, Prompt, Resource, ResourceTemplate
+from apps.catalog.models import McpServer, Prompt, Resource, ResourceTemplate, Tool
 from apps.catalog.selectors import visible_servers
 from apps.connections.specs import ServerSpec
 from apps.toolsets import naming
@@ -38,6 +38,7 @@ class EndpointView:
     owner_id: int
     slug: str
     version: object
+    mode: str = "static"
     tools: dict[str, Exposed] = field(default_factory=dict)
     prompts: dict[str, Exposed] = field(default_factory=dict)
     resources: list[dict[str, Any]] = field(default_factory=list)
@@ -52,7 +53,7 @@ def build(endpoint_id: int, version: object, *, page_size: int) -> EndpointView 
     endpoint = Endpoint.objects.select_related("owner").filter(pk=endpoint_id).first()
     if endpoint is None:
         return None
-    view = EndpointView(endpoint.pk, endpoint.owner_id, endpoint.slug, version)
+    view = EndpointView(endpoint.pk, endpoint.owner_id, endpoint.slug, version, endpoint.mode)
     servers = {s.pk: s for s in visible_servers(endpoint.owner).filter(enabled=True)}
     enabled = list(
         EndpointTool.objects.filter(endpoint=endpoint, tool__available=True, tool__server_id__in=servers)
@@ -72,14 +73,19 @@ def _add_tools(view: EndpointView, enabled: list[EndpointTool], servers: dict[in
     candidates = [naming.Candidate(servers[et.tool.server_id].name, et.tool.name, et.name_override) for et in enabled]
     for et, name in zip(enabled, naming.assign(candidates, strategy)):
         tool = et.tool
-        entry = {"name": name, "description": et.description_override or tool.description, "inputSchema": tool.input_schema}
-        if tool.title:
-            entry["title"] = tool.title
-        if tool.output_schema:
-            entry["outputSchema"] = tool.output_schema
-        if tool.annotations:
-            entry["annotations"] = tool.annotations
-        view.tools[name] = Exposed(name, servers[tool.server_id].name, tool.name, tool.pk, entry)
+        view.tools[name] = Exposed(name, servers[tool.server_id].name, tool.name, tool.pk, tool_entry(tool, name, et.description_override))
+
+
+def tool_entry(tool: Tool, name: str, description_override: str = "") -> dict[str, Any]:
+    """The tool's definition as `tools/list` shows it, under its exposed name."""
+    entry = {"name": name, "description": description_override or tool.description, "inputSchema": tool.input_schema}
+    if tool.title:
+        entry["title"] = tool.title
+    if tool.output_schema:
+        entry["outputSchema"] = tool.output_schema
+    if tool.annotations:
+        entry["annotations"] = tool.annotations
+    return entry
 
 
 def _add_prompts(view: EndpointView, servers: set[McpServer], strategy: str) -> None:

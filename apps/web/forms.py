@@ -50,10 +50,29 @@ class McpJsonForm(forms.Form):
 
     MAX_BYTES = 1_000_000
 
-    text = forms.CharField(required=False, widget=forms.Textarea, label="Paste a config", strip=False)
+    text = forms.CharField(required=False, widget=forms.Textarea, label="Paste a config", strip=False, max_length=MAX_BYTES)
     file = forms.FileField(required=False, label="or upload a file")
+    audience = forms.ChoiceField(label="Who sees them", required=False)
     # The text the preview was made of: Apply writes only what the page showed.
     previewed = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.user = user
+        self.teams = {team.slug: team for team in Team.objects.filter(memberships__user=user).order_by("name")}
+        self.fields["audience"].choices = [
+            ("global", "Everyone (global)"), ("me", "Only me"),
+            *((f"team:{slug}", f"Team {team.name}") for slug, team in self.teams.items()),
+        ]
+
+    def scope(self) -> dict:
+        """`owner=` or `team=` for the import service; empty for global servers."""
+        audience = self.cleaned_data.get("audience") or "global"
+        if audience == "me":
+            return {"owner": self.user}
+        if audience.startswith("team:"):
+            return {"team": self.teams[audience.removeprefix("team:")]}
+        return {}
 
     def clean(self) -> dict:
         data = super().clean()

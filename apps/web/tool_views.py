@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from apps.catalog.models import McpServer, Tool
 from apps.catalog.selectors import visible_tools
+from apps.discovery.selectors import rank_tools
 from apps.toolsets import selectors, services
 from apps.toolsets.models import Endpoint
 
@@ -62,6 +63,16 @@ def _search(tools: QuerySet[Tool], query: str) -> QuerySet[Tool]:
     return tools
 
 
+def _ranked(tools: QuerySet[Tool], endpoint: Endpoint, query: str) -> list[Tool]:
+    """Best matches first (the discovery index: stems, split names, parameters), then the
+    remaining substring matches, so a typed prefix still finds its tool."""
+    ranked = rank_tools(endpoint=endpoint, query=query, limit=MAX_SEARCH_ROWS + 1)
+    substring = list(_search(tools, query).values_list("id", flat=True)[: MAX_SEARCH_ROWS + 1])
+    order = {tool_id: i for i, tool_id in enumerate(dict.fromkeys([*ranked, *substring]))}
+    rows = tools.filter(id__in=list(order)[: MAX_SEARCH_ROWS + 1])
+    return sorted(rows, key=lambda tool: order[tool.pk])
+
+
 def build_groups(tools: list[Tool], *, open_all: bool) -> list[Group]:
     groups: dict[int, Group] = {}
     for tool in tools:
@@ -76,7 +87,7 @@ def list_context(request: HttpRequest, endpoint: Endpoint) -> dict:
     query = request.GET.get("q", "").strip()[:100]
     tools = _rows(request, endpoint)
     if query:
-        matches = list(_search(tools, query)[: MAX_SEARCH_ROWS + 1])
+        matches = _ranked(tools, endpoint, query)
         shown = matches[:MAX_SEARCH_ROWS]
         groups = build_groups(shown, open_all=True)
         return {"query": query, "groups": groups, "match_count": len(shown), "shown": len(shown),

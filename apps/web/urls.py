@@ -1,6 +1,9 @@
 from django.urls import path
 
-from apps.web import chat_views, import_views, preset_views, provider_views, server_views, tool_views, usage_views, views
+from apps.web import (
+    chat_views, import_views, pattern_views, preset_views, provider_views, server_views, suggest_views, tool_views,
+    usage_views, views,
+)
 
 app_name = "web"
 
@@ -22,6 +25,10 @@ urlpatterns = [
     path("endpoints/<slug:slug>/delete/", views.delete_endpoint, name="delete_endpoint"),
     path("endpoints/<slug:slug>/tokens/<int:token_id>/revoke/", views.revoke_token, name="revoke_token"),
     path("endpoints/<slug:slug>/tools/", tool_views.tool_list, name="tool_list"),
+    path("endpoints/<slug:slug>/suggest/", suggest_views.suggest, name="suggest"),
+    path("endpoints/<slug:slug>/patterns/", pattern_views.add_pattern, name="add_pattern"),
+    path("endpoints/<slug:slug>/patterns/<int:pattern_id>/delete/", pattern_views.delete_pattern, name="delete_pattern"),
+    path("endpoints/<slug:slug>/suggest/apply/", suggest_views.apply_suggestion, name="apply_suggestion"),
     path("endpoints/<slug:slug>/tools/<int:tool_id>/toggle/", tool_views.toggle_tool, name="toggle_tool"),
     path("endpoints/<slug:slug>/servers/<str:server>/", tool_views.tool_group, name="tool_group"),
     path("endpoints/<slug:slug>/servers/<str:server>/toggle/", tool_views.toggle_server, name="toggle_server"),

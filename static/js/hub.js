@@ -45,6 +45,16 @@
     });
   }
   document.addEventListener("DOMContentLoaded", settleFlashes);
+
+  // On a phone the nav scrolls sideways: bring the current page's entry into view.
+  document.addEventListener("DOMContentLoaded", () => {
+    const nav = document.querySelector(".topbar nav");
+    const current = nav && nav.querySelector('[aria-current="page"]');
+    if (current && nav.scrollWidth > nav.clientWidth) {
+      const offset = current.getBoundingClientRect().left - nav.getBoundingClientRect().left;
+      nav.scrollLeft += offset - (nav.clientWidth - current.offsetWidth) / 2;
+    }
+  });
   document.addEventListener("htmx:oobAfterSwap", settleFlashes);
   document.addEventListener("click", (event) => {
     const flash = event.target.closest(".flash-area .flash");
@@ -71,6 +81,13 @@
     flash.setAttribute("role", "alert");
     flash.textContent = "The hub could not be reached. Check your connection and try again.";
     document.getElementById("flash").replaceChildren(flash);
+  });
+
+  // A Servers action re-renders its row: keyboard and screen-reader users land on the result panel.
+  document.addEventListener("htmx:afterSwap", (event) => {
+    const id = event.detail.target && event.detail.target.id;
+    const panel = id && id.startsWith("server-") && document.querySelector(`#${CSS.escape(id)} .panel`);
+    if (panel) panel.focus();
   });
 
   // A result panel under a Servers row closes without asking the server again.

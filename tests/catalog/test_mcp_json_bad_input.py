@@ -8,6 +8,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from apps.catalog.mcp_json import parse_mcp_json_entries
 from apps.catalog.models import McpServer
 
 
@@ -147,3 +148,15 @@ def test_what_only_the_model_can_check_is_reported_the_same_way(existing, tmp_pa
 
     assert f'mcpServers["{key}"].display_name: Ensure this value has at most 200 characters' in error
     assert snapshot() == existing
+
+
+def test_a_preview_gets_the_sound_entries_beside_every_problem():
+    text = json.dumps({"mcpServers": {
+        "good": {"command": "ok"}, "bad": {"command": 7}, "Twin": {"command": "a"}, "twin": {"command": "b"},
+    }})
+
+    parsed, errors = parse_mcp_json_entries(text, environ={})
+
+    assert [server.name for server in parsed.servers] == ["good"]
+    assert errors[0] == "mcpServers.bad.command: must be a string"
+    assert "also the name of mcpServers.Twin" in errors[1] and len(errors) == 2

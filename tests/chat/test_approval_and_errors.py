@@ -120,3 +120,27 @@ async def test_charlie_cannot_reach_alices_conversation(hub, alice_provider, ali
             async with websockets.connect(hub.url(f"/ws/chat/{conversation}/").replace("http", "ws"), additional_headers=headers):
                 pass
     assert await db(lambda: Conversation.objects.get(pk=conversation).turns.count())() == 0
+
+
+async def test_a_browser_session_works_only_from_the_hubs_own_pages(hub, alice, alice_provider, alice_endpoint, alice_hub_token):
+    cookie = await db(lambda: _session_cookie(alice))()
+    async with Api(hub.base_url, alice_hub_token) as api:
+        conversation = await api.new_conversation()
+    url = hub.url(f"/ws/chat/{conversation}/").replace("http", "ws")
+    async with websockets.connect(url, additional_headers={"Cookie": cookie}, origin=hub.base_url) as ws:
+        await ws.send('{"type": "resume", "payload": {"after": 0}}')
+        await ws.send('{"type": "dance"}')
+        assert '"error"' in await ws.recv()  # connected and answering
+    for origin in ("http://evil.example", None):  # another site's page, or no Origin at all
+        with pytest.raises(websockets.InvalidStatus):
+            async with websockets.connect(url, additional_headers={"Cookie": cookie}, origin=origin):
+                pass
+
+
+def _session_cookie(user) -> str:
+    from django.conf import settings
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import websockets
+from django.conf import settings
 
 from apps.chat.models import Message, Turn
 from tests.chat.conftest import Api, chat_socket, db, seqs
 from tests.llm_server import Reply
-from tests.live_hub import mcp_client
+from tests.live_hub import HubProcesses, free_port, hub_env, mcp_client, start_web, stop, wait_healthy
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
 
@@ -97,3 +99,38 @@ async def test_a_second_message_during_a_turn_is_refused(hub, llm, alice_provide
     assert refused["seq"] is None and "already running" in refused["payload"]["message"]
     assert posted.status_code == 409
     assert await db(lambda: Message.objects.filter(conversation_id=conversation, role="user").count())() == 1
+
+
+@pytest.mark.skipif(not settings.REDIS_URL, reason="embedded, the turn runs in the web process and ends with it")
+async def test_resume_works_across_a_web_process_restart(hub, llm, alice_provider, alice_endpoint, alice_hub_token, tmp_path):
+    llm.script([Reply(text=[f"w{i} " for i in range(80)], chunk_delay=0.05)])
+    first_web = _web(tmp_path / "a")
+    async with Api(hub.base_url, alice_hub_token) as api:
+        conversation = await api.new_conversation()
+    try:
+        async with chat_socket(first_web, conversation, alice_hub_token) as first:
+            await first.send("message", {"text": "stream"})
+            for _ in range(5):
+                await first.next()
+            await asyncio.to_thread(stop, first_web.processes)  # the turn goes on in the worker
+    except websockets.ConnectionClosed:
+        pass
+    second_web = _web(tmp_path / "b")
+    try:
+        async with chat_socket(second_web, conversation, alice_hub_token) as second:
+            await second.send("resume", {"after": first.events[-1]["seq"]})
+            await second.until("end")
+    finally:
+        await asyncio.to_thread(stop, second_web.processes)
+
+    combined = seqs(first.events) + seqs(second.events)
+    assert combined == list(range(1, len(combined) + 1))
+    assert first.text() + second.text() == "".join(f"w{i} " for i in range(80))
+
+
+def _web(log_dir) -> HubProcesses:
+    log_dir.mkdir()
+    port = free_port()
+    process = start_web(port, hub_env(MCPHUB_DATA_DIR=str(log_dir)), log_dir)
+    wait_healthy(f"http://127.0.0.1:{port}", [process])
+    return HubProcesses(f"http://127.0.0.1:{port}", [process], log_dir)

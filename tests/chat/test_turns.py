@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from apps.chat.models import Message
+from apps.llm.models import Provider
 from apps.toolsets.models import ToolCall
 from tests.chat.conftest import Api, chat_socket, db, seqs
 from tests.llm_server import Reply
@@ -67,3 +68,20 @@ async def test_the_model_recovers_from_a_tool_error(hub, llm, alice_provider, al
     assert "validation" in error_sent.lower() or "error" in error_sent.lower()
     rows = await db(lambda: list(Message.objects.filter(role="tool").order_by("id").values_list("is_error", flat=True)))()
     assert rows == [True, False]
+
+
+async def test_an_anthropic_provider_runs_the_same_turn(hub, llm, alice, alice_endpoint, alice_hub_token):
+    await db(lambda: Provider.objects.create(
+        name="claude", kind="anthropic", base_url=llm.url, default_model="scripted-model", owner=alice, is_default=True,
+    ))()
+    llm.script([Reply(tool_calls=[("toolu_1", "add", {"a": 2, "b": 3})]), Reply(text=["2+3 is ", "5"])])
+    async with Api(hub.base_url, alice_hub_token) as api:
+        conversation = await api.new_conversation()
+        async with chat_socket(hub, conversation, alice_hub_token) as chat:
+            await chat.send("message", {"text": "add"})
+            end = await chat.until("end")
+
+    assert end["payload"]["status"] == "complete" and chat.text() == "2+3 is 5"
+    assert chat.of("tool_result")[0]["payload"]["content"][0]["text"] == "5"
+    result_block = llm.requests[1]["messages"][-1]["content"][0]
+    assert (result_block["type"], result_block["tool_use_id"]) == ("tool_result", "toolu_1")

@@ -137,3 +137,25 @@ async def test_a_model_slower_than_the_timeout_is_reported_not_retried(kind, llm
 
     assert "did not answer within 0.5 s" in str(caught.value)
     assert len(llm.requests) == 1
+
+
+async def test_a_wrong_base_url_is_not_blamed_on_the_model(llm):
+    async with adapter_class("openai")(base_url=llm.base, api_key="k") as adapter:  # /v1 missing
+        with pytest.raises(LLMError) as caught:
+            await collect(adapter)
+
+    assert caught.value.kind == "bad_request"
+    assert "is the base URL right?" in str(caught.value)
+
+
+@pytest.mark.parametrize("body, expected", [
+    ({"error": {"message": "Invalid model", "type": "invalid_request_error"}}, "Invalid model"),
+    ({"error": "model 'qwen' not found, try pulling it first"}, "try pulling it first"),  # Ollama's shape
+    ("<html><body>Internal admin console: secret=1</body></html>", "is the base URL right?"),
+])
+def test_only_an_llm_apis_own_error_words_are_repeated(body, expected):
+    from apps.llm.adapters.errors import provider_message
+
+    said = provider_message(body)
+
+    assert expected in said and "secret" not in said

@@ -85,9 +85,10 @@ def test_every_error_is_named_and_nothing_is_written(as_admin, alice):
 
     page = response.content.decode()
     assert response.status_code == 400
-    assert "Nothing can be imported: 2 problems" in page
+    assert "Nothing can be imported: 3 problems" in page
     assert "mcpServers.broken.command: must be a string" in page
     assert "mcpServers.remote.url: must be an http:// or https:// URL" in page
+    assert "mcpServers.time: server &#x27;time&#x27; already exists and is private to alice" in page
     assert "Apply:" not in page
     assert McpServer.objects.count() == 1
 
@@ -171,11 +172,12 @@ def test_stdio_servers_need_the_stdio_permission(client, server_manager, global_
         "time": {"command": "mcp-server-time"},  # unchanged: nothing runs differently
         "shell": {"command": "sh", "args": ["-c", "id"]},
         "github": {"type": "http", "url": "https://gh.example.com/mcp"},
+        "broken": {"type": "http", "url": 5},
     }})
 
     page = client.post("/servers/import/", {"text": text, "preview": "1"}).content.decode()
 
-    assert "Nothing can be imported: 1 problem" in page
+    assert "Nothing can be imported: 2 problems" in page and "mcpServers.broken.url: must be a string" in page
     assert "mcpServers.shell: creating or changing a stdio server needs the &#x27;manage stdio servers&#x27; permission" in page
     assert McpServer.objects.count() == 1
 
@@ -196,3 +198,52 @@ def test_with_the_stdio_permission_stdio_servers_import(client, server_manager):
     page = client.post("/servers/import/", {"text": CONFIG, "preview": "1"}).content.decode()
 
     assert "Preview: 3 to create" in page
+
+
+def test_servers_can_be_imported_for_one_team_or_only_oneself(client, alice, team):
+    alice.is_staff, alice.is_superuser = True, True
+    alice.save()
+    client.force_login(alice)
+    mine = json.dumps({"mcpServers": {"notes": {"type": "http", "url": "https://notes.example.com/mcp"}}})
+    theirs = json.dumps({"mcpServers": {"wiki": {"type": "http", "url": "https://wiki.example.com/mcp"}}})
+
+    for text, audience in [(mine, "me"), (theirs, f"team:{team.slug}")]:
+        digest = client.post("/servers/import/", {"text": text, "audience": audience, "preview": "1"}).context["digest"]
+        client.post("/servers/import/", {"text": text, "audience": audience, "previewed": digest, "apply": "1"})
+
+    notes, wiki = McpServer.objects.get(name="notes"), McpServer.objects.get(name="wiki")
+    assert (notes.visibility, notes.owner, notes.team) == ("private", alice, None)
+    assert (wiki.visibility, wiki.owner, wiki.team) == ("team", None, team)
+
+
+def test_changing_who_sees_them_after_the_preview_needs_a_new_preview(as_admin):
+    digest = _preview(as_admin).context["digest"]
+
+    response = as_admin.post("/servers/import/", {"text": CONFIG, "audience": "me", "previewed": digest, "apply": "1"})
+
+    assert "The config changed after its preview" in response.content.decode()
+    assert not McpServer.objects.exists()
+
+
+def test_a_team_one_is_not_on_is_refused(as_admin, team):
+    response = as_admin.post("/servers/import/", {"text": CONFIG, "audience": f"team:{team.slug}", "preview": "1"})
+
+    assert "is not one of the available choices" in response.content.decode()
+    assert not McpServer.objects.exists()
+
+
+def test_the_export_shows_only_to_those_who_may_see_every_server(client, server_manager, alice_private_server):
+    client.force_login(server_manager)
+
+    page = client.get("/servers/import/").content.decode()
+
+    assert 'id="export"' not in page and "alice-notes" not in page
+
+
+def test_the_servers_page_offers_import_only_to_those_who_may(client, admin_user, db):
+    clerk = User.objects.create_user("clerk", password="x", is_staff=True)
+
+    client.force_login(admin_user)
+    assert b"Import / export .mcp.json" in client.get("/servers/").content
+    client.force_login(clerk)
+    assert b"Import / export .mcp.json" not in client.get("/servers/").content

@@ -16,6 +16,8 @@ from playwright.sync_api import expect
 
 from apps.accounts.services import create_access_token
 from apps.catalog.models import McpServer
+from apps.chat.services import create_conversation
+from apps.llm.services import create_provider
 from apps.toolsets.models import ToolCall
 from apps.toolsets.services import create_endpoint, create_preset, enable_tools, update_preset
 
@@ -47,6 +49,10 @@ SPILLS = """() => {
       found.push(`${el.tagName.toLowerCase()}.${el.className} cuts off ${el.scrollWidth - el.clientWidth} px`);
     }
   }
+  // Tables in a sideways-scrolling box still scroll sideways: they must fit too (code blocks may scroll).
+  for (const el of document.querySelectorAll('main .scroll-x')) {
+    if (el.scrollWidth > el.clientWidth + 1) found.push(`.scroll-x#${el.firstElementChild.id} scrolls ${el.scrollWidth - el.clientWidth} px`);
+  }
   return found.slice(0, 5);
 }"""
 
@@ -66,6 +72,10 @@ def a_busy_hub(admin_user, global_server, make_tool):
     enable_tools(endpoint=endpoint, tools=tools[:2])
     for name in ("Claude Desktop on the work laptop", "Cursor"):
         create_access_token(user=admin_user, name=name, endpoint=endpoint)
+    provider = create_provider(actor=admin_user, name="LM Studio on the workstation in the lab", kind="openai",
+                               base_url="http://127.0.0.1:9/v1", default_model="qwen2.5-coder-32b-instruct-q4_k_m")
+    create_conversation(owner=admin_user, title="Why is the time server down on the staging host?", provider=provider,
+                        endpoint=endpoint)
     preset = create_preset(owner=admin_user, name="Code review with the enterprise GitHub", tool_keys=[t.key for t in tools[:1]])
     update_preset(preset=preset, user=admin_user, tool_keys=[t.key for t in tools])
     now = timezone.now()
@@ -92,7 +102,9 @@ def _check(page, screenshot, name: str, problems: list[str]) -> None:
     spills = page.evaluate(SPILLS)
     if wide[0] > wide[1] or spills:
         problems.append(f"{name}: scrollWidth {wide[0]} > {wide[1]}; spilling: {spills}")
-    screenshot(page, "phone-" + (re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "dashboard"))
+    # Stable names across runs: ids, uuids and endpoints' random suffixes become "n".
+    stable = re.sub(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}|-[0-9a-f]{6}(?=/)|\d+", "n", name.lower())
+    screenshot(page, "phone-" + (re.sub(r"[^a-z0-9]+", "-", stable).strip("-") or "dashboard"))
 
 
 def test_every_page_fits_a_phone(a_busy_hub, sign_in, screenshot, browser, live_server):
@@ -114,10 +126,13 @@ def test_every_page_fits_a_phone(a_busy_hub, sign_in, screenshot, browser, live_
         _check(page, screenshot, _key(url), problems)
         queue += _links(page, "main a[href]")
     assert {"/", "/tools/", "/presets/", "/usage/", "/servers/", "/servers/import/"} <= seen, seen
+    assert any(p.startswith("/chat/") and p != "/chat/" for p in seen), seen
     assert any(p.startswith("/endpoints/") and p.endswith("/delete/") for p in seen), seen
     assert any(p.startswith("/presets/") and p != "/presets/" for p in seen), seen
 
     page.goto("/servers/")
+    current = page.locator('header nav [aria-current="page"]').bounding_box()
+    assert current["x"] >= 0 and current["x"] + current["width"] <= PHONE, "the current page's nav entry is off screen"
     page.locator("#server-time").get_by_role("button", name="Stderr & counters").click()
     expect(page.locator("#server-time .server-panel")).to_be_visible()
     _check(page, screenshot, "servers-panel", problems)

@@ -1,10 +1,18 @@
-"""Registry of adapters by provider kind (the shape of healthchecks' transports)."""
+"""Registry of adapters by provider kind (the shape of healthchecks' transports).
+
+Adapter modules load on first use: the SDKs cost ~1.4 s of CPU to import, and every process
+(manage.py, web, worker) would otherwise pay it at Django start-up through the admin and URLs.
+"""
 
 from __future__ import annotations
+
+from importlib import import_module
 
 from apps.llm.adapters.base import Adapter
 from apps.llm.types import LLMError
 
+# kind -> the module whose @register class serves it
+_MODULES = {"openai": "apps.llm.adapters.openai_compat", "anthropic": "apps.llm.adapters.anthropic_messages"}
 _REGISTRY: dict[str, type[Adapter]] = {}
 
 
@@ -14,21 +22,14 @@ def register(cls: type[Adapter]) -> type[Adapter]:
 
 
 def adapter_class(kind: str) -> type[Adapter]:
-    try:
-        return _REGISTRY[kind]
-    except KeyError:
-        raise LLMError(f"Unknown provider kind {kind!r}; known: {', '.join(kinds())}.", kind="bad_request") from None
+    if kind not in _MODULES:
+        raise LLMError(f"Unknown provider kind {kind!r}; known: {', '.join(kinds())}.", kind="bad_request")
+    import_module(_MODULES[kind])
+    return _REGISTRY[kind]
 
 
 def kinds() -> list[str]:
-    return list(_REGISTRY)
+    return list(_MODULES)
 
 
-def kind_choices() -> list[tuple[str, str]]:
-    return [(kind, cls.label) for kind, cls in _REGISTRY.items()]
-
-
-# Importing the modules registers their adapters.
-from apps.llm.adapters import anthropic_messages, openai_compat  # noqa: E402,F401
-
-__all__ = ["Adapter", "adapter_class", "kind_choices", "kinds", "register"]
+__all__ = ["Adapter", "adapter_class", "kinds", "register"]

@@ -22,7 +22,6 @@ _REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls
 @register
 class AnthropicAdapter(Adapter):
     kind = "anthropic"
-    label = "Anthropic (Messages API)"
 
     def __init__(self, *, base_url: str, api_key: str | None, timeout: float = 120.0) -> None:
         super().__init__(base_url=base_url, api_key=api_key, timeout=timeout)
@@ -84,11 +83,11 @@ class AnthropicAdapter(Adapter):
         yield Usage(input_tokens, output_tokens)
         yield Finish(_REASONS.get(reason or "end_turn", reason or "stop"))
 
-    async def list_models(self) -> list[str]:
+    async def list_models(self, *, retry: bool = True) -> list[str]:
         async def fetch() -> list[str]:
             return sorted([model.id async for model in self._client.models.list()])
 
-        return await self._attempts.call(fetch)
+        return await self._attempts.call(fetch, retry=retry)
 
     async def aclose(self) -> None:
         await self._client.close()

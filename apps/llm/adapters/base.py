@@ -8,8 +8,6 @@ from collections.abc import AsyncIterator, Sequence
 from functools import cache
 from typing import ClassVar
 
-import httpx2
-
 from apps.llm.types import Event, Message, ToolSpec
 
 
@@ -23,6 +21,8 @@ NO_KEY = "no-key"
 def shared_ssl_context() -> ssl.SSLContext:
     """One TLS context per process: building one loads the CA store (~70 ms of CPU), and every
     adapter (one per chat turn) would otherwise build its own. SSLContext is safe to share."""
+    import httpx2  # the SDKs' HTTP client; loaded with them, on first use
+
     return httpx2.create_ssl_context()
 
 
@@ -36,7 +36,6 @@ class Adapter(ABC):
     """
 
     kind: ClassVar[str]
-    label: ClassVar[str]
 
     def __init__(self, *, base_url: str, api_key: str | None, timeout: float = 120.0) -> None:
         self.base_url = base_url
@@ -54,7 +53,8 @@ class Adapter(ABC):
     ) -> AsyncIterator[Event]: ...
 
     @abstractmethod
-    async def list_models(self) -> list[str]: ...
+    async def list_models(self, *, retry: bool = True) -> list[str]:
+        """Model ids the provider serves, sorted; `retry=False` for quick probes (start-up detection)."""
 
     async def aclose(self) -> None:
         return None

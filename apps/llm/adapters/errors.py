@@ -51,15 +51,19 @@ class Failure:
         return LLMError(text, kind=self.kind, status=self.status)
 
 
-def provider_message(body: Any, fallback: str) -> str:
-    """The provider's own words, dug out of `{"error": {"message": ...}}`-like bodies."""
+def provider_message(body: Any) -> str:
+    """The provider's own words, dug out of `{"error": {"message": ...}}` or `{"error": "..."}` (Ollama).
+
+    Anything else (a web page, a proxy's banner) is not repeated: a base URL can point anywhere,
+    and the user should learn only that it is not an LLM API.
+    """
     while isinstance(body, dict):
         if isinstance(body.get("message"), str):
             return body["message"][:_MESSAGE_LIMIT]
         body = body.get("error")
-    if isinstance(body, str) and body.strip():
+    if isinstance(body, str) and body.strip() and not body.lstrip().startswith("<"):
         return body.strip()[:_MESSAGE_LIMIT]
-    return fallback[:_MESSAGE_LIMIT]
+    return "no error message an LLM API would give; is the base URL right?"
 
 
 def _error_code(body: Any) -> str:
@@ -118,7 +122,7 @@ def _status_failure(exc: Any, status: int, *, base_url: str, model: str | None) 
     code = _error_code(body)
     if status == 200:  # an error event inside a stream
         status = next((s for t, s in _ERROR_TYPE_STATUS.items() if t in code), 500)
-    said = provider_message(body, str(exc))
+    said = provider_message(body)
     detail = f"HTTP {status}: {said}"
     if status == 402 or (status in (400, 403, 429) and _QUOTA.search(f"{code} {said}")):
         return Failure(f"The provider account at {base_url} is out of quota or credit ({detail}). "
@@ -127,7 +131,9 @@ def _status_failure(exc: Any, status: int, *, base_url: str, model: str | None) 
         what = "rejected the API key" if status == 401 else "refused access with this API key"
         return Failure(f"The provider at {base_url} {what} ({detail}). Check the provider's API key.",
                        "auth", None, status)
-    if model and (status == 404 or "model_not_found" in code or (status in (400, 422) and _MODEL_MISSING.search(said))):
+    # A 404 is about the model only when it says so: a wrong base URL 404s too.
+    about_model = "model_not_found" in code or bool(model and (model in said or _MODEL_MISSING.search(said)))
+    if model and status in (400, 404, 422) and about_model:
         return Failure(f"Model {model!r} is not available at {base_url} ({detail}). "
                        "Pick one from the provider's model list.", "model", None, status)
     if status == 429:

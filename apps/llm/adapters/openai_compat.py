@@ -18,7 +18,6 @@ from apps.llm.types import Event, Finish, Message, TextDelta, ToolSpec, Usage
 @register
 class OpenAIAdapter(Adapter):
     kind = "openai"
-    label = "OpenAI-compatible (OpenAI, LM Studio, Ollama, vLLM, llama.cpp)"
 
     def __init__(self, *, base_url: str, api_key: str | None, timeout: float = 120.0) -> None:
         super().__init__(base_url=base_url, api_key=api_key, timeout=timeout)
@@ -69,11 +68,11 @@ class OpenAIAdapter(Adapter):
         # Some servers (older Ollama) say "stop" after calling tools; the calls are what matter.
         yield Finish("tool_calls" if calls and reason in (None, "stop") else reason or "stop")
 
-    async def list_models(self) -> list[str]:
+    async def list_models(self, *, retry: bool = True) -> list[str]:
         async def fetch() -> list[str]:
             return sorted([model.id async for model in self._client.models.list()])
 
-        return await self._attempts.call(fetch)
+        return await self._attempts.call(fetch, retry=retry)
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -30,7 +30,7 @@ class Attempts:
             raise exc
         return failure
 
-    async def call(self, fn: Callable[[], Awaitable[T]], *, model: str | None = None) -> T:
+    async def call(self, fn: Callable[[], Awaitable[T]], *, model: str | None = None, retry: bool = True) -> T:
         for attempt in (1, 2):
             try:
                 return await fn()
@@ -38,6 +38,8 @@ class Attempts:
                 raise
             except Exception as exc:  # noqa: BLE001 - classified; unknown ones are re-raised
                 failure = self._failure(exc, model)
+                if not retry:
+                    raise failure.error() from exc
                 await self._wait_or_raise(failure, attempt, exc)
         raise AssertionError("unreachable")
 

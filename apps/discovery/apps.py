@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class DiscoveryConfig(AppConfig):
+    name = "apps.discovery"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from apps.discovery import signals  # noqa: F401 - dynamic endpoints hear catalog changes

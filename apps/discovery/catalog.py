@@ -1,0 +1,209 @@
+"""The searchable catalog of one endpoint: every tool its owner may enable, named and indexed.
+
+Built from the database when the endpoint's version moves (a toggle, a mode or naming change,
+a catalog change: see signals.py) and cached per process; the search index inside is rebuilt
+only when the documents themselves changed, never per query.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db.models import Count
+from django.utils import timezone
+
+from apps.catalog.models import Tool
+from apps.catalog.selectors import visible_servers
+from apps.connections.specs import ServerSpec
+from apps.discovery import retrieval, text
+from apps.discovery.models import ActivationPattern
+from apps.toolsets import naming
+from apps.toolsets.exposure import Exposed, tool_entry
+from apps.toolsets.models import Endpoint, EndpointTool, ToolCall
+
+USAGE_DAYS = 30
+USAGE_WEIGHT = 0.05  # 1 call: +3.5 %, 100 calls: +23 % — enough to break near-ties, not to override relevance
+PRIOR_DEPTH = 10  # extra hits considered so a used tool just below the cut can move up
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One searchable tool: how clients see it, its cost in tokens, and whether it is pinned
+    (enabled on the endpoint, so always listed)."""
+
+    exposed: Exposed
+    tokens: int
+    pinned: bool
+    key: str
+    server_description: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.exposed.name
+
+    @property
+    def description(self) -> str:
+        return self.exposed.entry.get("description") or ""
+
+
+@dataclass(frozen=True)
+class Hit:
+    entry: Entry
+    score: float
+
+
+@dataclass
+class Catalog:
+    endpoint_id: int
+    owner_id: int
+    version: object
+    mode: str
+    token_budget: int
+    entries: dict[str, Entry] = field(default_factory=dict)
+    specs: dict[str, ServerSpec] = field(default_factory=dict)
+    fingerprint: str = ""
+    retriever: retrieval.Retriever | None = None
+    patterns: list[ActivationPattern] = field(default_factory=list)
+    calls: dict[int, int] = field(default_factory=dict)  # tool id → calls on this endpoint lately
+
+    @property
+    def pinned(self) -> list[Entry]:
+        return [e for e in self.entries.values() if e.pinned]
+
+    @property
+    def pinned_tokens(self) -> int:
+        return sum(e.tokens for e in self.entries.values() if e.pinned)
+
+    def activated(self, text: str) -> list[str]:
+        """Exposed names the activation patterns matching `text` name, highest priority first."""
+        names: list[str] = []
+        for pattern in self.patterns:
+            if pattern.matches(text):
+                names += [e.name for target in pattern.targets for e in self._targeted(target)]
+        return list(dict.fromkeys(names))
+
+    def _targeted(self, target: str) -> list[Entry]:
+        server, _, tool = target.partition(".")
+        return [e for e in self.entries.values() if e.exposed.server == server and tool in ("*", e.exposed.backend_name)]
+
+    def search(self, query: str, limit: int) -> list[Hit]:
+        """The best `limit` tools for `query`; among relevant ones, tools used here lately rank a
+        little higher (a prior: it reorders what matched, it never adds what did not)."""
+        if self.retriever is None:
+            return []
+        order = list(self.entries.values())
+        hits = [Hit(order[i], score * self._prior(order[i])) for i, score in self.retriever.search(query, limit + PRIOR_DEPTH)]
+        hits.sort(key=lambda hit: -hit.score)
+        return [Hit(hit.entry, round(hit.score, 4)) for hit in hits[:limit]]
+
+    def _prior(self, entry: Entry) -> float:
+        calls = self.calls.get(entry.exposed.item_id, 0)
+        return 1.0 + USAGE_WEIGHT * math.log1p(calls) if calls else 1.0
+
+
+def build(endpoint_id: int, version: object) -> Catalog | None:
+    """Read the catalog for one endpoint (sync ORM: call from a thread)."""
+    endpoint = Endpoint.objects.select_related("owner").filter(pk=endpoint_id).first()
+    if endpoint is None:
+        return None
+    servers = {s.pk: s for s in visible_servers(endpoint.owner).filter(enabled=True)}
+    tools = list(Tool.objects.filter(server_id__in=servers, available=True).order_by("server__name", "name"))
+    enabled = {et.tool_id: et for et in EndpointTool.objects.filter(endpoint=endpoint, tool_id__in=[t.pk for t in tools])}
+    candidates = [naming.Candidate(servers[t.server_id].name, t.name, getattr(enabled.get(t.pk), "name_override", "")) for t in tools]
+    catalog = Catalog(endpoint.pk, endpoint.owner_id, version, endpoint.mode, endpoint.token_budget)
+    for tool, name in zip(tools, naming.assign(candidates, endpoint.naming_strategy)):
+        server = servers[tool.server_id]
+        override = getattr(enabled.get(tool.pk), "description_override", "")
+        exposed = Exposed(name, server.name, tool.name, tool.pk, tool_entry(tool, name, override))
+        catalog.entries[name] = Entry(exposed, tool.token_estimate, tool.pk in enabled, f"{server.name}.{tool.name}", server.description)
+    catalog.specs = {s.name: s.to_spec() for s in servers.values()}
+    catalog.patterns = list(ActivationPattern.objects.filter(endpoint=endpoint))
+    catalog.calls = usage(endpoint.pk)
+    return catalog
+
+
+def usage(endpoint_id: int) -> dict[int, int]:
+    """Calls per tool on the endpoint over the last USAGE_DAYS (one aggregate over the call log)."""
+    since = timezone.now() - timedelta(days=USAGE_DAYS)
+    rows = ToolCall.objects.filter(endpoint_id=endpoint_id, started_at__gte=since, tool_id__isnull=False)
+    return dict(rows.values_list("tool_id").annotate(n=Count("id")).values_list("tool_id", "n"))
+
+
+def documents(entries: list[Entry]) -> list[retrieval.Document]:
+    return [document(e) for e in entries]
+
+
+def document(entry: Entry) -> retrieval.Document:
+    tool = entry.exposed.entry
+    schema = tool.get("inputSchema")
+    full = text.tool_document(
+        name=entry.name, title=tool.get("title", ""), description=entry.description, schema=schema,
+        server=entry.exposed.server, server_description=entry.server_description,
+    )
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    params = " ".join(text.split_identifier(str(p)) for p in properties) if isinstance(properties, dict) else ""
+    gist = " ".join(part for part in (text.split_identifier(entry.name), tool.get("title", ""), entry.description, params) if part)
+    return retrieval.Document(full, gist)
+
+
+# -- the per-process cache -----------------------------------------------------------
+
+# Safety net for changes no event announces (e.g. a team membership): catalogs expire anyway,
+# and an expired one reuses its index when the documents did not change.
+CATALOG_MAX_AGE = 60.0
+_catalogs: dict[int, tuple[float, Catalog]] = {}
+_indexes: dict[str, retrieval.Retriever] = {}
+_building: dict[int, asyncio.Future[Catalog | None]] = {}
+
+
+def index(catalog: Catalog, *, method: str | None = None, background: bool = True) -> Catalog:
+    """Attach a retriever to `catalog`, reusing the one built for the same documents."""
+    docs = documents(list(catalog.entries.values()))
+    method = retrieval.resolve(method or settings.MCPHUB_DISCOVERY_METHOD)
+    digest = hashlib.sha256(method.encode())
+    for doc in docs:
+        digest.update(doc.full.encode() + b"\0" + doc.gist.encode() + b"\1")
+    catalog.fingerprint = digest.hexdigest()
+    retriever = _indexes.get(catalog.fingerprint)
+    if retriever is None:
+        retriever = retrieval.build(method, docs, background=background)
+        if len(_indexes) > 256:
+            _indexes.clear()  # bounded: a churn of catalogs cannot grow memory
+        _indexes[catalog.fingerprint] = retriever
+    catalog.retriever = retriever
+    return catalog
+
+
+def _build_indexed(endpoint_id: int, version: object) -> Catalog | None:
+    catalog = build(endpoint_id, version)
+    return index(catalog) if catalog is not None else None
+
+
+async def current(endpoint_id: int, version: object) -> Catalog | None:
+    """The endpoint's catalog at `version`, built at most once per version per process."""
+    cached = _catalogs.get(endpoint_id)
+    now = time.monotonic()
+    if cached is not None and cached[1].version == version and now - cached[0] < CATALOG_MAX_AGE:
+        return cached[1]
+    pending = _building.get(endpoint_id)
+    if pending is None:
+        pending = _building[endpoint_id] = asyncio.ensure_future(
+            sync_to_async(_build_indexed, thread_sensitive=False)(endpoint_id, version)
+        )
+        pending.add_done_callback(lambda _: _building.pop(endpoint_id, None))
+    catalog = await asyncio.shield(pending)
+    if catalog is not None:
+        _catalogs[endpoint_id] = (now, catalog)
+    return catalog
+
+
+def forget() -> None:
+    _catalogs.clear()
+    _indexes.clear()

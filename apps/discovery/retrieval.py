@@ -1,0 +1,137 @@
+"""Rank tools for a query: BM25 (bm25s), optional MiniLM embeddings, and their fusion.
+
+Each retriever is built once over a list of documents and answers `search(query, k)` with
+(document position, score) pairs, best first. The method is a setting
+(`MCPHUB_DISCOVERY_METHOD`): `bm25`, `embedding`, `hybrid`, or `auto` (hybrid when the
+embedding model is installed, else BM25).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from apps.discovery import embeddings, text
+
+logger = logging.getLogger(__name__)
+
+METHODS = ("auto", "bm25", "embedding", "hybrid")
+RRF_K = 60  # reciprocal-rank fusion's damping constant (Cormack et al. 2009)
+FUSION_DEPTH = 50  # how deep each retriever's list goes into the fusion
+
+Hits = list[tuple[int, float]]
+
+
+class Retriever(Protocol):
+    def search(self, query: str, k: int) -> Hits: ...
+
+
+@dataclass(frozen=True)
+class Document:
+    """What one tool is searched by: all its words for BM25, the shorter gist for embeddings."""
+
+    full: str
+    gist: str
+
+
+def resolve(method: str) -> str:
+    if method not in METHODS:
+        raise ValueError(f"Unknown discovery method {method!r}: use one of {', '.join(METHODS)}")
+    if method == "auto":
+        return "hybrid" if embeddings.available() else "bm25"
+    return method
+
+
+def build(method: str, documents: Sequence[Document], *, background: bool = False) -> Retriever:
+    """A retriever over `documents`; with `background`, embeddings are computed in a thread and
+    the hybrid answers with BM25 alone until they are ready."""
+    method = resolve(method)
+    if method == "bm25":
+        return BM25([d.full for d in documents])
+    dense = Dense([d.gist for d in documents], background=background)
+    if method == "embedding":
+        return dense
+    return Hybrid(BM25([d.full for d in documents]), dense)
+
+
+def _top(scores, k: int) -> Hits:
+    import numpy as np
+
+    k = min(k, len(scores))
+    if k <= 0:
+        return []
+    best = np.argpartition(-scores, k - 1)[:k]
+    best = best[np.argsort(-scores[best], kind="stable")]
+    return [(int(i), float(scores[i])) for i in best if scores[i] > 0]
+
+
+class BM25:
+    """Okapi BM25 (Lucene's variant) over stemmed, stop-worded terms."""
+
+    def __init__(self, documents: Sequence[str]) -> None:
+        import bm25s
+
+        self.size = len(documents)
+        self.index = bm25s.BM25(k1=1.2, b=0.75)
+        if self.size:
+            # An empty document still needs a term: bm25s cannot index a corpus with no vocabulary.
+            corpus = [t or ["\x00"] for t in text.terms_of_all(documents)]
+            self.index.index(corpus, show_progress=False)
+
+    def search(self, query: str, k: int) -> Hits:
+        words = [w for w in text.terms(query) if w in getattr(self.index, "vocab_dict", {})]
+        if not words or not self.size:
+            return []
+        return _top(self.index.get_scores(words), k)
+
+
+class Dense:
+    """Cosine similarity of MiniLM sentence vectors."""
+
+    def __init__(self, documents: Sequence[str], *, background: bool = False) -> None:
+        self.documents = list(documents)
+        self.matrix = None
+        self.ready = threading.Event()
+        if background:
+            threading.Thread(target=self._encode, name="mcphub-embed", daemon=True).start()
+        else:
+            self._encode()
+
+    def _encode(self) -> None:
+        try:
+            self.matrix = embeddings.model().encode(self.documents)
+        except Exception:  # noqa: BLE001 - search goes on with BM25 alone
+            logger.exception("could not embed %d tool documents", len(self.documents))
+        finally:
+            self.ready.set()
+
+    def search(self, query: str, k: int) -> Hits:
+        if self.matrix is None or not len(self.documents) or not query.strip():
+            return []
+        scores = self.matrix @ embeddings.model().encode([query], remember=False)[0]
+        return _top(scores, k)
+
+
+class Hybrid:
+    """Reciprocal-rank fusion of BM25 and embeddings: each list votes 1/(RRF_K + rank)."""
+
+    def __init__(self, lexical: BM25, dense: Dense) -> None:
+        self.lexical = lexical
+        self.dense = dense
+
+    def search(self, query: str, k: int) -> Hits:
+        lists = [self.lexical.search(query, FUSION_DEPTH)]
+        if self.dense.ready.is_set():
+            lists.append(self.dense.search(query, FUSION_DEPTH))
+        return fuse(lists)[:k]
+
+
+def fuse(lists: Sequence[Hits]) -> Hits:
+    votes: dict[int, float] = {}
+    for hits in lists:
+        for rank, (doc, _) in enumerate(hits, start=1):
+            votes[doc] = votes.get(doc, 0.0) + 1.0 / (RRF_K + rank)
+    return sorted(votes.items(), key=lambda item: (-item[1], item[0]))

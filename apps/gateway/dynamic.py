@@ -1,0 +1,199 @@
+"""Dynamic mode: an endpoint lists its pinned tools, the tools this session loaded, and four
+meta-tools to find and load the rest within the endpoint's token budget.
+
+`search_tools` ranks every tool the owner may enable (apps.discovery); `load_tools` and
+`unload_tools` change the session's loaded set and push `notifications/tools/list_changed`;
+`call_tool` calls any of them for clients that ignore list changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from apps.discovery import catalog as discovery_catalog
+from apps.discovery import loading
+from apps.discovery.catalog import Catalog
+from apps.gateway import protocol, state
+from apps.gateway.jsonrpc import INVALID_PARAMS, RpcError
+
+SEARCH, LOAD, UNLOAD, CALL = "search_tools", "load_tools", "unload_tools", "call_tool"
+MAX_LIMIT = 50
+MAX_NAMES = 50
+
+_NAMES = {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": MAX_NAMES}
+META_TOOLS: list[dict[str, Any]] = [
+    {
+        "name": SEARCH,
+        "description": "Search every tool this hub can give you by what it does. Returns the best matches "
+        "(name, server, description, token cost, score); then load_tools the ones you need, or call_tool one directly.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What you want to do, in a few words"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 10, "description": "How many tools to return"},
+            },
+            "required": ["query"],
+        },
+        "outputSchema": {
+            "type": "object",
+            "properties": {"tools": {"type": "array", "items": {"type": "object", "properties": {
+                "name": {"type": "string"}, "server": {"type": "string"}, "description": {"type": "string"},
+                "tokens": {"type": "integer"}, "score": {"type": "number"},
+            }, "required": ["name", "server", "description", "tokens", "score"]}}},
+            "required": ["tools"],
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": LOAD,
+        "description": "Add tools (names from search_tools) to your tool list. Stays within the endpoint's token "
+        "budget: the least recently used loaded tools are unloaded to make room, and the result says which.",
+        "inputSchema": {"type": "object", "properties": {"names": _NAMES}, "required": ["names"]},
+    },
+    {
+        "name": UNLOAD,
+        "description": "Remove loaded tools from your tool list to free context.",
+        "inputSchema": {"type": "object", "properties": {"names": _NAMES}, "required": ["names"]},
+    },
+    {
+        "name": CALL,
+        "description": "Call any tool search_tools found, loaded or not, with its arguments.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}},
+            "required": ["name"],
+        },
+    },
+]
+META_NAMES = frozenset(t["name"] for t in META_TOOLS)
+
+
+async def _catalog(ctx: protocol.Context) -> Catalog:
+    catalog = await discovery_catalog.current(ctx.endpoint.id, ctx.view.version)
+    if catalog is None:
+        raise RpcError(INVALID_PARAMS, "This endpoint no longer exists")
+    return catalog
+
+
+def _loaded(ctx: protocol.Context, catalog: Catalog) -> dict[str, float]:
+    return loading.current(catalog, ctx.session.loaded) if ctx.session is not None else {}
+
+
+async def tools_list(ctx: protocol.Context, params: dict[str, Any]) -> dict[str, Any]:
+    catalog = await _catalog(ctx)
+    loaded = _loaded(ctx, catalog)
+    tools = [e.exposed.entry for e in catalog.pinned]
+    tools += [catalog.entries[name].exposed.entry for name in sorted(loaded)]
+    return protocol._listing("tools", tools + META_TOOLS, params)
+
+
+async def tools_call(ctx: protocol.Context, name: str, arguments: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    catalog = await _catalog(ctx)
+    if name == SEARCH:
+        payload = _search(catalog, arguments)
+        activated = await _activate(ctx, catalog, arguments["query"])
+        return _result({**payload, "activated": activated} if activated else payload)
+    if name in (LOAD, UNLOAD):
+        return await _change(ctx, catalog, name, _names(arguments))
+    if name == CALL:
+        target = protocol._string(arguments, "name")
+        if target not in catalog.entries:
+            return _result({"error": str(_not_listed(catalog, target, known=False).message)}, error=True)
+        return await _call(ctx, catalog, target, protocol._mapping(arguments, "arguments"), params, anywhere=True)
+    return await _call(ctx, catalog, name, arguments, params, anywhere=False)
+
+
+def _result(payload: dict[str, Any], *, error: bool = False) -> dict[str, Any]:
+    result = {"content": [{"type": "text", "text": json.dumps(payload, indent=1)}], "structuredContent": payload}
+    if error:
+        result["isError"] = True
+    return result
+
+
+def _search(catalog: Catalog, arguments: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    query = protocol._string(arguments, "query")
+    limit = arguments.get("limit", 10)
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        raise RpcError(INVALID_PARAMS, f"Invalid params: 'limit' must be an integer from 1 to {MAX_LIMIT}")
+    hits = catalog.search(query, limit)
+    tools = [
+        {"name": h.entry.name, "server": h.entry.exposed.server, "description": h.entry.description, "tokens": h.entry.tokens, "score": h.score}
+        for h in hits
+    ]
+    return {"tools": tools}
+
+
+def _names(arguments: dict[str, Any]) -> list[str]:
+    names = arguments.get("names")
+    if isinstance(names, str):
+        names = [names]
+    if not (isinstance(names, list) and names and len(names) <= MAX_NAMES and all(isinstance(n, str) and n for n in names)):
+        raise RpcError(INVALID_PARAMS, f"Invalid params: 'names' must be a list of 1 to {MAX_NAMES} tool names")
+    return names
+
+
+async def _change(ctx: protocol.Context, catalog: Catalog, action: str, names: list[str]) -> dict[str, Any]:
+    if ctx.session is None:
+        return _result({"error": "This protocol version keeps no session, so nothing can be loaded: use call_tool."}, error=True)
+    if action == LOAD:
+        outcome = await sync_to_async(loading.load, thread_sensitive=False)(catalog, ctx.session.loaded, names)
+    else:
+        outcome = loading.unload(catalog, ctx.session.loaded, names)
+    ctx.session.loaded = outcome.state
+    await state.save_session(ctx.session)
+    if outcome.changed:
+        await _announce(ctx)
+    payload = {
+        "loaded": outcome.loaded, "unloaded": outcome.unloaded, "unchanged": outcome.unchanged,
+        "errors": outcome.errors, "tokens": loading.loaded_tokens(catalog, outcome.state), "budget": catalog.token_budget,
+    }
+    return _result(payload, error=bool(outcome.errors) and not outcome.changed and not outcome.unchanged)
+
+
+async def _activate(ctx: protocol.Context, catalog: Catalog, text: str) -> dict[str, list[str]] | None:
+    """Pre-load what the endpoint's activation patterns name for `text` (within the budget)."""
+    names = catalog.activated(text) if catalog.patterns and ctx.session is not None else []
+    fresh = [n for n in names if n not in ctx.session.loaded and not catalog.entries[n].pinned] if names else []
+    if not fresh:
+        return None
+    outcome = await sync_to_async(loading.load, thread_sensitive=False)(catalog, ctx.session.loaded, fresh)
+    ctx.session.loaded = outcome.state
+    await state.save_session(ctx.session)
+    if outcome.changed:
+        await _announce(ctx)
+    return {"loaded": outcome.loaded, "unloaded": outcome.unloaded}
+
+
+async def _announce(ctx: protocol.Context) -> None:
+    """list_changed on this request's own stream when it has one, else on the session's GET stream."""
+    if ctx.emitter is not None and ctx.emitter.can_request:
+        await ctx.emitter.notify("notifications/tools/list_changed", {})
+        return
+    from apps.gateway.mailbox import mailbox
+    from apps.gateway.transport import session_group
+    from apps.toolsets.events import TOOLS_CHANGED
+
+    await mailbox().publish(session_group(ctx.session.id), {"type": TOOLS_CHANGED})
+
+
+async def _call(
+    ctx: protocol.Context, catalog: Catalog, name: str, arguments: dict[str, Any], params: dict[str, Any], *, anywhere: bool
+) -> dict[str, Any]:
+    entry = catalog.entries.get(name)
+    listed = entry is not None and (entry.pinned or name in _loaded(ctx, catalog))
+    if entry is None or not (listed or anywhere):
+        raise _not_listed(catalog, name, known=entry is not None)
+    view = dataclasses.replace(ctx.view, specs={**ctx.view.specs, **catalog.specs})
+    result = await protocol.call_exposed(dataclasses.replace(ctx, view=view), entry.exposed, arguments, params)
+    await _activate(ctx, catalog, f"{name} {json.dumps(arguments)}")
+    return result
+
+
+def _not_listed(catalog: Catalog, name: str, *, known: bool) -> RpcError:
+    if known:
+        return RpcError(INVALID_PARAMS, f"Tool {name} is not loaded in this session: load_tools it first, or use call_tool.", {"tool": name})
+    return protocol._unknown("tool", name, [*catalog.entries, *META_NAMES])

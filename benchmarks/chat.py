@@ -1,0 +1,275 @@
+"""The chat's cost: hub overhead on time-to-first-token and per tool round, streamed chunks/s, and
+100 concurrent conversations on one worker process.
+
+    .venv/bin/python benchmarks/chat.py [--runs 30] [--conversations 100] [--rounds 5] [--quick]
+
+One command starts what it measures, in production shape: its own redis-server, a fresh Postgres
+database (`mcphub_bench_chat`, dropped after), Daphne, ONE Celery worker process (it runs every
+turn on its chat loop and holds the MCP pool), the echo MCP server over stdio, and the scripted
+LLM (tests/llm_server.py, OpenAI wire format) in this process. Measured:
+  - time to first token: the first `text` event on the chat WebSocket after sending a message,
+    vs the first text delta when this process calls the scripted LLM directly (same adapter);
+  - per tool round: a turn with one echo round minus a turn without, minus the tool's own time and
+    one direct LLM request;
+  - streamed chunks/s: one reply of 5,000 chunks sent without delay, delivered in order;
+  - concurrency: N conversations × R rounds (R-1 tool rounds) against an LLM that takes 1 s per
+    reply, all at once, vs one conversation alone (target: ≤ 1.5× its wall time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.gateway import PG, VENV_BIN, Processes, base_env, cpu_seconds, free_port, psql, wait_port  # noqa: E402
+
+BENCH_DB = "mcphub_bench_chat"
+ECHO = ROOT / "tests" / "servers" / "echo.py"
+STREAM_CHUNKS = 5000
+TARGETS = {"ttft_ms": 20.0, "round_ms": 10.0, "chunks_per_s": 2000.0, "concurrency_ratio": 1.5}
+
+
+# -- seeding: a child process with the hub's environment ----------------------------------------
+
+
+def seed(llm_url: str) -> dict[str, Any]:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcphub.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    from apps.accounts.models import User
+    from apps.accounts.services import create_access_token
+    from apps.catalog.discovery import apply_discovery
+    from apps.catalog.models import McpServer
+    from apps.connections.pool import Pool
+    from apps.llm.models import Provider
+    from apps.toolsets.services import enable_tools
+
+    user = User.objects.create_user("bench", "bench@example.com", "bench-password-unused")
+    server = McpServer.objects.create(name="echo", command=sys.executable, args=[str(ECHO), "stdio"])
+
+    async def discover() -> Any:
+        async with Pool() as pool:
+            return await pool.discover(server.to_spec())
+
+    apply_discovery(server=server, discovery=asyncio.run(discover()))
+    endpoint = user.endpoints.get()
+    endpoint.approval = "off"
+    endpoint.save()
+    enable_tools(endpoint=endpoint, tools=server.tools.filter(name="echo"))
+    Provider.objects.create(name="scripted", kind="openai", base_url=llm_url, default_model="m", owner=user, is_default=True)
+    _, token = create_access_token(user=user, name="benchmark", rate_limit_per_minute=2_000_000_000)
+    return {"token": token}
+
+
+# -- the scripted LLM's answers, chosen by the user's message -----------------------------------
+
+
+def responder(body: dict) -> Any:
+    from tests.llm_server import Reply
+
+    messages = body["messages"]
+    last = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    done = sum(1 for m in messages[last:] if m["role"] == "tool")
+    kind, _, rounds = messages[last]["content"].partition(":")
+    if kind == "stream":
+        return Reply(text=[f"{i} " for i in range(STREAM_CHUNKS)])
+    delay = 1.0 if kind == "slow" else 0.0
+    if done < int(rounds or 0) - 1:
+        return Reply(tool_calls=[(f"c{done}", "echo", {"text": "x"})], delay=delay)
+    return Reply(text=["hi"], delay=delay)
+
+
+# -- clients --------------------------------------------------------------------------------------
+
+
+class Chat:
+    def __init__(self, port: int, token: str, pids: list[int]) -> None:
+        self.port, self.token, self.pids = port, token, pids
+
+    async def conversation(self) -> str:
+        import httpx2
+
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {self.token}"}) as http:
+            response = await http.post(f"http://127.0.0.1:{self.port}/api/conversations/", json={})
+            return response.json()["id"]
+
+    async def turn(self, conversation: str, text: str) -> dict[str, Any]:
+        """Send one message; time to the first text event and to `end`; the text and event count."""
+        import websockets
+
+        url = f"ws://127.0.0.1:{self.port}/ws/chat/{conversation}/"
+        async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {self.token}"},
+                                      max_size=None) as ws:
+            started = time.perf_counter()
+            await ws.send(json.dumps({"type": "message", "payload": {"text": text}}))
+            first = None
+            texts, events, seqs, tool_ms = [], 0, [], 0.0
+            while True:
+                event = json.loads(await asyncio.wait_for(ws.recv(), 120))
+                events += 1
+                seqs.append(event["seq"])
+                if event["type"] == "text":
+                    first = first or time.perf_counter()
+                    texts.append(event["payload"]["text"])
+                elif event["type"] == "tool_result":
+                    tool_ms += event["payload"]["duration_ms"]
+                elif event["type"] == "end":
+                    ended = time.perf_counter()
+                    break
+        assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), "events out of order or repeated"
+        return {"ttft": (first - started) * 1000 if first else None, "total": (ended - started) * 1000,
+                "first_to_end": (ended - (first or ended)), "text": "".join(texts), "events": events, "tool_ms": tool_ms}
+
+
+async def direct_ttft(llm_url: str) -> tuple[float, float]:
+    """(ms to the first text delta, ms to the end) calling the scripted LLM with the hub's adapter."""
+    from apps.llm.adapters import adapter_class
+    from apps.llm.types import Message, TextDelta
+
+    adapter = adapter_class("openai")(base_url=llm_url, api_key=None)
+    try:
+        started, first = time.perf_counter(), None
+        async for event in adapter.stream(model="m", messages=[Message(role="user", text="ttft")], tools=[]):
+            if isinstance(event, TextDelta) and first is None:
+                first = time.perf_counter()
+        return (first - started) * 1000, (time.perf_counter() - started) * 1000
+    finally:
+        await adapter.aclose()
+
+
+def p50(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+# -- the run --------------------------------------------------------------------------------------
+
+
+async def measure(chat: Chat, llm_url: str, args: argparse.Namespace) -> dict[str, Any]:
+    conversations = [await chat.conversation() for _ in range(max(args.conversations, 4))]
+    for _ in range(3):  # warm: imports, the echo backend, connections
+        await chat.turn(conversations[0], "tool:2")
+        await direct_ttft(llm_url)
+    hub_ttft, direct, direct_total, plain, tooled, tool_ms = [], [], [], [], [], []
+    for i in range(args.runs):
+        hub_ttft.append((await chat.turn(conversations[1], "ttft"))["ttft"])
+        first, total = await direct_ttft(llm_url)
+        direct.append(first)
+        direct_total.append(total)
+        plain.append((await chat.turn(conversations[2], "tool:1"))["total"])
+        one_round = await chat.turn(conversations[3], "tool:2")
+        tooled.append(one_round["total"])
+        tool_ms.append(one_round["tool_ms"])
+    stream = await chat.turn(conversations[0], "stream")
+    assert stream["text"] == "".join(f"{i} " for i in range(STREAM_CHUNKS)), "streamed text lost or reordered"
+    alone = (await chat.turn(conversations[0], f"slow:{args.rounds}"))["total"] / 1000
+    cpu = [cpu_seconds(pid) for pid in chat.pids]
+    started = time.perf_counter()
+    results = await asyncio.gather(*(chat.turn(c, f"slow:{args.rounds}") for c in conversations[: args.conversations]))
+    together = time.perf_counter() - started
+    web_cpu, worker_cpu = (cpu_seconds(pid) - before for pid, before in zip(chat.pids, cpu))
+    assert all(r["text"] == "hi" for r in results), "a concurrent turn did not finish"
+    return {
+        "ttft_hub": p50(hub_ttft), "ttft_direct": p50(direct),
+        "round": p50(tooled) - p50(plain) - p50(tool_ms) - p50(direct_total), "tool_ms": p50(tool_ms),
+        "chunks_per_s": STREAM_CHUNKS / stream["first_to_end"], "stream_events": stream["events"],
+        "alone": alone, "together": together,
+        "cpu_per_round": {"web": web_cpu * 1000 / (args.conversations * args.rounds),
+                          "worker": worker_cpu * 1000 / (args.conversations * args.rounds)},
+    }
+
+
+def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "MISSED"
+
+    overhead = figures["ttft_hub"] - figures["ttft_direct"]
+    ratio = figures["together"] / figures["alone"]
+    print()
+    print(f"chat benchmark (production shape, one worker process; load {os.getloadavg()[0]:.2f}, {args.runs} runs each)")
+    print(f"time to first token   hub {figures['ttft_hub']:.1f} ms p50, direct {figures['ttft_direct']:.1f} ms p50: "
+          f"overhead {overhead:.1f} ms (target ≤ {TARGETS['ttft_ms']:.0f}: {verdict(overhead <= TARGETS['ttft_ms'])})")
+    print(f"per tool round        overhead {figures['round']:.1f} ms p50 beyond the tool's {figures['tool_ms']:.1f} ms and one "
+          f"LLM request (target ≤ {TARGETS['round_ms']:.0f}: {verdict(figures['round'] <= TARGETS['round_ms'])})")
+    print(f"streaming             {figures['chunks_per_s']:.0f} chunks/s delivered in order ({STREAM_CHUNKS} chunks in "
+          f"{figures['stream_events']} events; target ≥ {TARGETS['chunks_per_s']:.0f}: "
+          f"{verdict(figures['chunks_per_s'] >= TARGETS['chunks_per_s'])})")
+    print(f"concurrency           {args.conversations} conversations × {args.rounds} rounds at 1 s per reply: "
+          f"{figures['together']:.2f} s vs {figures['alone']:.2f} s alone = {ratio:.2f}× "
+          f"(target ≤ {TARGETS['concurrency_ratio']}: {verdict(ratio <= TARGETS['concurrency_ratio'])})")
+    cpu = figures["cpu_per_round"]
+    print(f"                      CPU per round during it: web {cpu['web']:.1f} ms, worker {cpu['worker']:.1f} ms")
+
+
+async def bench(args: argparse.Namespace) -> None:
+    from tests.llm_server import ScriptedLLM
+
+    tmp = Path(tempfile.mkdtemp(prefix="mcphub-chat-bench-"))
+    procs = Processes(tmp)
+    created_db = False
+    print(f"chat benchmark: logs in {tmp}", flush=True)
+    llm = ScriptedLLM().start()
+    llm.responder = responder
+    try:
+        redis_port = free_port()
+        procs.spawn("redis", ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        psql(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+        psql(f"CREATE DATABASE {BENCH_DB}")
+        created_db = True
+        env = base_env(DATABASE_URL=f"{PG}/{BENCH_DB}", REDIS_URL=f"redis://127.0.0.1:{redis_port}/0",
+                       MCPHUB_DATA_DIR=str(tmp / "data"), MCPHUB_EMBEDDED_BEAT="false")
+        wait_port(redis_port, procs)
+        out = subprocess.run([sys.executable, __file__, "--seed", llm.url], cwd=ROOT, env=env, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"seeding failed:\n{out.stderr[-3000:]}")
+        token = json.loads(out.stdout.strip().splitlines()[-1])["token"]
+        port = free_port()
+        web = procs.spawn("web", [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "mcphub.asgi:application"], env)
+        worker = procs.spawn("worker", [str(VENV_BIN / "celery"), "-A", "mcphub", "worker", "-Q", "mcp,celery", "--without-gossip",
+                               "--without-mingle", "-n", "chatbench@%h", "--loglevel", "WARNING"], env)
+        from tests.live_hub import wait_healthy
+
+        wait_healthy(f"http://127.0.0.1:{port}", procs.procs, timeout=90.0)
+        report(await measure(Chat(port, token, [web.pid, worker.pid]), llm.url, args), args)
+    finally:
+        llm.stop()
+        procs.stop()
+        if created_db:
+            psql(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--conversations", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="10 runs, 100 conversations × 3 rounds")
+    parser.add_argument("--seed", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.seed:
+        print(json.dumps(seed(args.seed)))
+        return
+    if args.quick:
+        args.runs, args.rounds = 10, 3
+    asyncio.run(bench(args))
+
+
+if __name__ == "__main__":
+    main()

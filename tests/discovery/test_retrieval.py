@@ -1,0 +1,46 @@
+"""The search behind dynamic endpoints: split names, stems, BM25 ranking, fusion, embeddings."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.discovery import embeddings, retrieval, text
+
+DOCS = [
+    text.tool_document(name="get_weather_forecast", description="Forecast for a city over the next days.", schema={}),
+    text.tool_document(name="sendEmail", description="Send a message to a recipient.", schema={"properties": {"to": {"description": "Address"}}}),
+    text.tool_document(name="search_issues", description="Find issues in a repository.", schema={}, server="github", server_description="GitHub"),
+]
+
+
+def test_names_split_into_words_and_words_are_stemmed():
+    assert text.split_identifier("server__getWeatherNow-v2") == "server get Weather Now v2"
+    assert text.terms("Searching the issues") == text.terms("search issue")
+
+
+def test_bm25_ranks_by_name_description_parameters_and_server():
+    bm25 = retrieval.BM25(DOCS)
+
+    assert bm25.search("weather forecasts", 3)[0][0] == 0
+    assert bm25.search("emailing someone", 3)[0][0] == 1
+    assert bm25.search("github", 3)[0][0] == 2
+    assert bm25.search("the of and", 3) == [] and bm25.search("zzzz", 3) == []
+
+
+def test_fusion_rewards_agreement():
+    fused = retrieval.fuse([[(1, 9.0), (2, 5.0)], [(2, 0.9), (3, 0.8)]])
+
+    assert [doc for doc, _ in fused] == [2, 1, 3]
+
+
+def test_an_unknown_method_is_refused_clearly():
+    with pytest.raises(ValueError, match="Unknown discovery method 'bogus'"):
+        retrieval.resolve("bogus")
+
+
+@pytest.mark.skipif(not embeddings.available(), reason="the optional embedding model is not installed")
+def test_embeddings_find_meaning_without_shared_words():
+    dense = retrieval.Dense(DOCS)
+
+    assert dense.search("will it rain tomorrow", 3)[0][0] == 0
+    assert retrieval.BM25(DOCS).search("will it rain tomorrow", 3) == []
