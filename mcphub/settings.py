@@ -306,7 +306,8 @@ MCPHUB_CHAT_TOOL_RESULT_CHARS = envint("MCPHUB_CHAT_TOOL_RESULT_CHARS", 16000)
 # the Celery workers, whose own listener re-discovers on a backend's list_changed; embedded, the
 # in-process pool calls this hook instead.
 MCPHUB_POOL = {
-    "on_notification": "apps.catalog.watch.on_backend_notification",
+    # Embedded: the gateway relays resources/updated, then hands the rest to the catalog (list_changed).
+    "on_notification": "apps.gateway.subscriptions.on_backend_notification",
     # Requests in flight to one backend server; past it calls fail at once with a clear error.
     "max_inflight_per_server": envint("MCPHUB_MAX_INFLIGHT_PER_SERVER", 512),
     # Seconds a backend may take to start and answer initialize.

@@ -268,3 +268,35 @@ async def scrape_metrics(hub: HubProcesses, token: str) -> dict[tuple[str, tuple
 
 def metric(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **labels: str) -> float:
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+RAW_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+async def raw_session(http, url: str, token: str, *, version: str = "2025-06-18", capabilities: dict | None = None) -> dict[str, str]:
+    """Initialize a session over raw HTTP; the headers every later request of it carries."""
+    import json
+
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": capabilities or {}, "clientInfo": {"name": "raw", "version": "1"}}}
+    headers = {**RAW_HEADERS, "Authorization": f"Bearer {token}"}
+    response = await http.post(url, content=json.dumps(init), headers=headers)
+    assert response.json()["result"]["protocolVersion"] == version
+    headers.update({"Mcp-Session-Id": response.headers["mcp-session-id"], "MCP-Protocol-Version": version})
+    await http.post(url, content=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}), headers=headers)
+    return headers
+
+
+async def sse_messages(response):
+    """(event id, message) for each SSE event of a streaming response; comments are skipped."""
+    import json
+
+    event_id, data = None, []
+    async for line in response.aiter_lines():
+        if line.startswith("id: "):
+            event_id = line[4:]
+        elif line.startswith("data: "):
+            data.append(line[6:])
+        elif line == "" and data:
+            yield event_id, json.loads("\n".join(data))
+            event_id, data = None, []

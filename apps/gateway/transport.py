@@ -20,7 +20,7 @@ from django.http.request import split_domain_port, validate_host
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from apps.core import hotstate, outage
-from apps.gateway import auth, jsonrpc, protocol, resume, state
+from apps.gateway import auth, jsonrpc, protocol, resume, state, subscriptions
 from apps.gateway.auth import EndpointRef, Principal
 from apps.gateway.http import HttpError, Request, Send, end_stream, respond, sse_comment, sse_event, start_sse
 from apps.gateway.jsonrpc import RpcError
@@ -103,6 +103,7 @@ class Gateway:
         if endpoint is None:
             raise HttpError(404, {"error": "not_found", "message": "No such MCP endpoint"})
         await _listen_for_cancellations()
+        await subscriptions.listen_for_updates()
         handler = {
             (None, "POST"): _post,
             (None, "GET"): _get_stream,

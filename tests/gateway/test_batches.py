@@ -7,19 +7,9 @@ import json
 import httpx2
 import pytest
 
+from tests.live_hub import RAW_HEADERS, raw_session
+
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
-
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-
-async def _session(http, url: str, token: str, version: str) -> dict[str, str]:
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "batcher", "version": "1"}}}
-    headers = {**HEADERS, "Authorization": f"Bearer {token}"}
-    response = await http.post(url, content=json.dumps(init), headers=headers)
-    assert response.json()["result"]["protocolVersion"] == version
-    headers.update({"Mcp-Session-Id": response.headers["mcp-session-id"], "MCP-Protocol-Version": version})
-    return headers
 
 
 async def test_a_2025_03_26_client_sends_a_batch(hub, alice_endpoint, alice_hub_token):
@@ -31,7 +21,7 @@ async def test_a_2025_03_26_client_sends_a_batch(hub, alice_endpoint, alice_hub_
         {"jsonrpc": "1.0", "id": 4, "method": "ping"},
     ]
     async with httpx2.AsyncClient(timeout=30) as http:
-        headers = await _session(http, hub.url(alice_endpoint.path), alice_hub_token, "2025-03-26")
+        headers = await raw_session(http, hub.url(alice_endpoint.path), alice_hub_token, version="2025-03-26")
         response = await http.post(hub.url(alice_endpoint.path), content=json.dumps(batch), headers=headers)
         only_notifications = await http.post(
             hub.url(alice_endpoint.path), content=json.dumps([{"jsonrpc": "2.0", "method": "notifications/initialized"}]), headers=headers
@@ -53,7 +43,7 @@ async def test_a_2025_03_26_client_sends_a_batch(hub, alice_endpoint, alice_hub_
 async def test_later_versions_refuse_batches(hub, alice_endpoint, alice_hub_token, version):
     batch = [{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "id": 2, "method": "ping"}]
     async with httpx2.AsyncClient(timeout=30) as http:
-        headers = await _session(http, hub.url(alice_endpoint.path), alice_hub_token, version)
+        headers = await raw_session(http, hub.url(alice_endpoint.path), alice_hub_token, version=version)
         response = await http.post(hub.url(alice_endpoint.path), content=json.dumps(batch), headers=headers)
 
     assert response.status_code == 400
@@ -64,6 +54,6 @@ async def test_later_versions_refuse_batches(hub, alice_endpoint, alice_hub_toke
 async def test_a_batch_without_a_session_is_refused(hub, alice_endpoint, alice_hub_token):
     batch = [{"jsonrpc": "2.0", "id": 1, "method": "ping"}]
     async with httpx2.AsyncClient(timeout=30) as http:
-        response = await http.post(hub.url(alice_endpoint.path), content=json.dumps(batch), headers={**HEADERS, "Authorization": f"Bearer {alice_hub_token}"})
+        response = await http.post(hub.url(alice_endpoint.path), content=json.dumps(batch), headers={**RAW_HEADERS, "Authorization": f"Bearer {alice_hub_token}"})
     assert response.status_code == 400
     assert response.json()["error"]["code"] == -32600

@@ -7,33 +7,9 @@ import json
 import httpx2
 import pytest
 
+from tests.live_hub import raw_session, sse_messages
+
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
-
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-
-async def _session(http, url: str, token: str, capabilities: dict | None = None) -> dict[str, str]:
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": capabilities or {}, "clientInfo": {"name": "flaky", "version": "1"}}}
-    headers = {**HEADERS, "Authorization": f"Bearer {token}"}
-    response = await http.post(url, content=json.dumps(init), headers=headers)
-    headers.update({"Mcp-Session-Id": response.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-06-18"})
-    await http.post(url, content=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}), headers=headers)
-    return headers
-
-
-async def _events(response):
-    """(event id, message) for each SSE event of a streaming response."""
-    event_id, data = None, []
-    async for line in response.aiter_lines():
-        if line.startswith("id: "):
-            event_id = line[4:]
-        elif line.startswith("data: "):
-            data.append(line[6:])
-        elif line == "" and data:
-            yield event_id, json.loads("\n".join(data))
-            event_id, data = None, []
-
 
 async def test_a_dropped_stream_is_replayed_from_the_last_event_seen(hub, alice_endpoint, alice_hub_token):
     url = hub.url(alice_endpoint.path)
@@ -41,15 +17,15 @@ async def test_a_dropped_stream_is_replayed_from_the_last_event_seen(hub, alice_
             "params": {"name": "progress", "arguments": {"steps": 200}, "_meta": {"progressToken": "p"}}}
     first, rest = [], []
     async with httpx2.AsyncClient(timeout=30) as http:
-        headers = await _session(http, url, alice_hub_token)
+        headers = await raw_session(http, url, alice_hub_token)
         async with http.stream("POST", url, content=json.dumps(call), headers=headers) as response:
-            async for event_id, message in _events(response):
+            async for event_id, message in sse_messages(response):
                 first.append((event_id, message))
                 if len(first) == 3:
                     break  # the connection drops here; more events may be in flight, never read
         resume = {**headers, "Last-Event-ID": first[-1][0]}
         async with http.stream("GET", url, headers=resume) as response:
-            async for event_id, message in _events(response):
+            async for event_id, message in sse_messages(response):
                 rest.append((event_id, message))
 
     messages = [m for _, m in first + rest]
@@ -64,9 +40,9 @@ async def test_a_call_goes_on_after_its_stream_drops_and_its_answer_reaches_the_
     url = hub.url(alice_endpoint.path)
     call = {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "ask", "arguments": {"question": "still there?"}}}
     async with httpx2.AsyncClient(timeout=30) as http:
-        headers = await _session(http, url, alice_hub_token, {"sampling": {}})
+        headers = await raw_session(http, url, alice_hub_token, capabilities={"sampling": {}})
         async with http.stream("POST", url, content=json.dumps(call), headers=headers) as response:
-            async for sampling_event_id, sampling in _events(response):
+            async for sampling_event_id, sampling in sse_messages(response):
                 break  # the hub asks our model; the connection drops before we answer
         assert sampling["method"] == "sampling/createMessage"
         answer = {"jsonrpc": "2.0", "id": sampling["id"],
@@ -74,7 +50,7 @@ async def test_a_call_goes_on_after_its_stream_drops_and_its_answer_reaches_the_
         resumed = []
         async with http.stream("GET", url, headers={**headers, "Last-Event-ID": sampling_event_id}) as response:
             posted = await http.post(url, content=json.dumps(answer), headers=headers)
-            async for event_id, message in _events(response):
+            async for event_id, message in sse_messages(response):
                 resumed.append(message)
 
     assert posted.status_code == 202, resumed
@@ -86,12 +62,12 @@ async def test_a_call_goes_on_after_its_stream_drops_and_its_answer_reaches_the_
 async def test_a_last_event_id_of_another_session_replays_nothing(hub, alice_endpoint, alice_hub_token):
     url = hub.url(alice_endpoint.path)
     async with httpx2.AsyncClient(timeout=30) as http:
-        headers = await _session(http, url, alice_hub_token)
-        other = await _session(http, url, alice_hub_token)
+        headers = await raw_session(http, url, alice_hub_token)
+        other = await raw_session(http, url, alice_hub_token)
         call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
                 "params": {"name": "progress", "arguments": {"steps": 2}, "_meta": {"progressToken": "p"}}}
         async with http.stream("POST", url, content=json.dumps(call), headers=headers) as response:
-            ids = [event_id async for event_id, _ in _events(response)]
+            ids = [event_id async for event_id, _ in sse_messages(response)]
         stolen = {**other, "Last-Event-ID": ids[0]}
         async with http.stream("GET", url, headers=stolen) as response:
             first_bytes = b""

@@ -1,0 +1,125 @@
+"""`resources/subscribe` through the hub: the backend is asked, and its updates reach every session.
+
+A session's subscription is recorded per (server, backend URI) in shared state (a Redis set of
+session ids, or memory when embedded) and sent on to the backend through the pool. The backend's
+`notifications/resources/updated` reaches the pool's notification hook: in production the pool
+workers publish it on their events channel, which every web process hears; embedded, the
+in-process pool calls `on_backend_notification`. Each process hands it only to the subscribed
+sessions whose streams it holds, so a session hears each update once, whichever process serves it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import defaultdict
+from typing import Any
+
+from django.conf import settings
+
+from apps.core import hotstate
+from apps.gateway import jsonrpc
+from apps.gateway.mailbox import mailbox
+
+logger = logging.getLogger(__name__)
+
+UPDATED = "notifications/resources/updated"
+PREFIX = "mcphub:gw:rs:"
+_memory: dict[str, set[str]] = defaultdict(set)
+
+
+def _key(server: str, uri: str) -> str:
+    return f"{PREFIX}{server}\x00{uri}"
+
+
+async def subscribe(*, server: str, spec: Any, uri: str, session_id: str) -> None:
+    """Record the session's subscription, then ask the backend (idempotent: safe to ask again)."""
+    from apps.connections.default import get_pool
+
+    client = hotstate.async_redis()
+    if client is None:
+        _memory[_key(server, uri)].add(session_id)
+    else:
+        async with client.pipeline(transaction=False) as pipe:
+            pipe.sadd(_key(server, uri), session_id)
+            pipe.expire(_key(server, uri), settings.MCPHUB_SESSION_TTL)
+            await pipe.execute()
+    await get_pool().subscribe_resource(spec, uri)
+
+
+async def unsubscribe(*, server: str, uri: str, session_id: str) -> None:
+    # The backend stays subscribed: other sessions may still want the updates, and those nobody
+    # wants are dropped here.
+    client = hotstate.async_redis()
+    if client is None:
+        _memory[_key(server, uri)].discard(session_id)
+    else:
+        await client.srem(_key(server, uri), session_id)
+
+
+async def relay(server: str, notification: dict[str, Any]) -> int:
+    """Hand a backend's resources/updated to the subscribed sessions streaming from this process."""
+    from apps.gateway.transport import SESSION_MESSAGE, session_group
+
+    uri = str((notification.get("params") or {}).get("uri", ""))
+    client = hotstate.async_redis()
+    if client is None:
+        sessions = set(_memory.get(_key(server, uri), ()))
+    else:
+        sessions = {raw.decode() for raw in await client.smembers(_key(server, uri))}
+    message = jsonrpc.notification(UPDATED, {"uri": uri})
+    box = mailbox()
+    return sum(box.deliver_local(session_group(s), {"type": SESSION_MESSAGE, "message": message}) for s in sessions)
+
+
+async def on_backend_notification(server: str, notification: Any) -> None:
+    """The in-process pool's hook (embedded): the catalog's (list_changed) and ours (resources/updated)."""
+    from apps.catalog.watch import on_backend_notification as catalog_hook
+
+    await catalog_hook(server, notification)
+    data = notification if isinstance(notification, dict) else notification.model_dump(by_alias=True, mode="json", exclude_none=True)
+    if data.get("method") == UPDATED:
+        await relay(server, data)
+
+
+_listening: set[asyncio.AbstractEventLoop] = set()
+
+
+async def listen_for_updates() -> None:
+    """Production: this web process hears the pool workers' backend notifications (once per loop)."""
+    loop = asyncio.get_running_loop()
+    if hotstate.async_redis() is None or loop in _listening:
+        return
+    _listening.add(loop)
+    loop.create_task(_listen_forever(), name="mcphub-resource-updates")
+
+
+async def _listen_forever() -> None:
+    from apps.connections.default import pool_settings
+    from apps.connections.worker import DEFAULT_PREFIX, events_channel
+
+    channel = events_channel((pool_settings()[1] or {}).get("redis_prefix", DEFAULT_PREFIX))
+    while True:
+        try:
+            pubsub = hotstate.async_redis().pubsub(ignore_subscribe_messages=True)
+            await pubsub.subscribe(channel)
+            try:
+                async for message in pubsub.listen():
+                    await _handle(message.get("data"))
+            finally:
+                await pubsub.aclose()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # boundary: Redis restarts; keep listening
+            logger.warning("resource updates listener lost Redis (%s); reconnecting", exc)
+            await asyncio.sleep(0.5)
+
+
+async def _handle(raw: Any) -> None:
+    if not isinstance(raw, (bytes, str)) or b'resources/updated' not in (raw if isinstance(raw, bytes) else raw.encode()):
+        return  # most events are list_changed or logging: skip the parse
+    data = json.loads(raw)
+    notification = data.get("n") or {}
+    if notification.get("method") == UPDATED:
+        await relay(data.get("s", ""), notification)
