@@ -13,7 +13,8 @@ import subprocess
 import sys
 import time
 import urllib.request
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,6 +96,18 @@ def start_web(port: int, env: dict[str, str], log_dir: Path, name: str = "web") 
 def start_worker(env: dict[str, str], log_dir: Path, name: str = "worker") -> subprocess.Popen:
     args = [str(VENV_BIN / "celery"), "-A", "mcphub", "worker", "-Q", "mcp,celery", "--without-gossip", "--without-mingle", "-n", f"{name}@%h"]
     return _spawn(name, args, env, log_dir)
+
+
+@contextmanager
+def another_web(log_dir: Path) -> Iterator[str]:
+    """A further web process of the session's hub (same database and Redis); its base URL."""
+    port = free_port()
+    process = start_web(port, hub_env(), log_dir, name="web-b")
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", [process])
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop([process])
 
 
 def wait_healthy(base_url: str, processes: list[subprocess.Popen], timeout: float = 60.0) -> None:

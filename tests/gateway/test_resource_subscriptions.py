@@ -14,7 +14,7 @@ from django.conf import settings
 from apps.catalog.discovery import discover_server
 from apps.catalog.models import McpServer
 from apps.toolsets.services import enable_tools
-from tests.live_hub import SERVERS, free_port, hub_env, raw_session, sse_messages, start_web, stop, wait_healthy
+from tests.live_hub import SERVERS, another_web, raw_session, sse_messages
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
 
@@ -27,13 +27,8 @@ def second_web(hub, tmp_path_factory):
     if not settings.REDIS_URL:
         yield hub.base_url
         return
-    port = free_port()
-    process = start_web(port, hub_env(), tmp_path_factory.mktemp("web-b"), name="web-b")
-    try:
-        wait_healthy(f"http://127.0.0.1:{port}", [process])
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop([process])
+    with another_web(tmp_path_factory.mktemp("web-b")) as base_url:
+        yield base_url
 
 
 @pytest.fixture
