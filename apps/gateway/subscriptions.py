@@ -89,7 +89,7 @@ _listening: set[asyncio.AbstractEventLoop] = set()
 async def listen_for_updates() -> None:
     """Production: this web process hears the pool workers' backend notifications (once per loop)."""
     loop = asyncio.get_running_loop()
-    if hotstate.async_redis() is None or loop in _listening:
+    if loop in _listening or hotstate.async_redis() is None:
         return
     _listening.add(loop)
     loop.create_task(_listen_forever(), name="mcphub-resource-updates")
