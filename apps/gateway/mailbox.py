@@ -59,13 +59,6 @@ class Mailbox:
             del self._groups[group]
             await self.layer.group_discard(group, self.channel)
 
-    def deliver_local(self, group: str, message: dict[str, Any]) -> bool:
-        """Hand `message` to this process's listeners of `group` only; False if it has none."""
-        queues = self._groups.get(group)
-        for queue in list(queues or ()):
-            queue.put_nowait({**message, "group": group})
-        return bool(queues)
-
     async def publish(self, group: str, message: dict[str, Any]) -> None:
         await self.layer.group_send(group, {**message, "group": group})
 

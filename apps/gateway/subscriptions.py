@@ -4,8 +4,9 @@ A session's subscription is recorded per (server, backend URI) in shared state (
 session ids, or memory when embedded) and sent on to the backend through the pool. The backend's
 `notifications/resources/updated` reaches the pool's notification hook: in production the pool
 workers publish it on their events channel, which every web process hears; embedded, the
-in-process pool calls `on_backend_notification`. Each process hands it only to the subscribed
-sessions whose streams it holds, so a session hears each update once, whichever process serves it.
+in-process pool calls `on_backend_notification`. One process claims each update per session,
+stores it in the session's GET stream (apps/gateway/resume.py) and wakes whichever process holds
+that stream: a session hears each update once, and a stream that was down gets it on resuming.
 """
 
 from __future__ import annotations
@@ -19,13 +20,15 @@ from typing import Any
 from django.conf import settings
 
 from apps.core import hotstate
-from apps.gateway import jsonrpc
+from apps.gateway import jsonrpc, resume
 from apps.gateway.mailbox import mailbox
 
 logger = logging.getLogger(__name__)
 
 UPDATED = "notifications/resources/updated"
 PREFIX = "mcphub:gw:rs:"
+CLAIM_PREFIX = "mcphub:gw:rsc:"
+CLAIM_MS = 1000
 _memory: dict[str, set[str]] = defaultdict(set)
 
 
@@ -59,8 +62,9 @@ async def unsubscribe(*, server: str, uri: str, session_id: str) -> None:
 
 
 async def relay(server: str, notification: dict[str, Any]) -> int:
-    """Hand a backend's resources/updated to the subscribed sessions streaming from this process."""
-    from apps.gateway.transport import SESSION_MESSAGE, session_group
+    """Store a backend's resources/updated in each subscribed session's GET stream and wake the
+    process holding that stream, if any (a session without one gets it when it resumes)."""
+    from apps.gateway.transport import STORED_MESSAGE, session_group
 
     uri = str((notification.get("params") or {}).get("uri", ""))
     client = hotstate.async_redis()
@@ -68,9 +72,22 @@ async def relay(server: str, notification: dict[str, Any]) -> int:
         sessions = set(_memory.get(_key(server, uri), ()))
     else:
         sessions = {raw.decode() for raw in await client.smembers(_key(server, uri))}
-    message = jsonrpc.notification(UPDATED, {"uri": uri})
-    box = mailbox()
-    return sum(box.deliver_local(session_group(s), {"type": SESSION_MESSAGE, "message": message}) for s in sessions)
+    data = jsonrpc.dumps(jsonrpc.notification(UPDATED, {"uri": uri}))
+    delivered = 0
+    for session_id in sessions:
+        if await _claim(client, session_id, uri):
+            event = await resume.append(resume.get_stream_id(session_id), data)
+            await mailbox().publish(session_group(session_id), {"type": STORED_MESSAGE, "id": event.id, "data": data})
+            delivered += 1
+    return delivered
+
+
+async def _claim(client: Any, session_id: str, uri: str) -> bool:
+    """Every web process hears each update: the first to claim it delivers it. Two updates of one
+    URI within CLAIM_MS reach a session once — harmless, as an update says only "read it again"."""
+    if client is None:
+        return True
+    return bool(await client.set(f"{CLAIM_PREFIX}{session_id}\x00{uri}", 1, nx=True, px=CLAIM_MS))
 
 
 async def on_backend_notification(server: str, notification: Any) -> None:

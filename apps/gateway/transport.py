@@ -37,6 +37,7 @@ CLIENT_REPLY_SECONDS = 300.0
 WEB_GROUP = "mcphub.web"
 SESSION_CLOSED = "session.closed"
 SESSION_MESSAGE = "session.message"
+STORED_MESSAGE = "session.stored"  # a message already in the session's GET stream store, with its event id
 CANCEL = "request.cancel"
 LEGACY_VERSION = "2024-11-05"
 
@@ -534,6 +535,8 @@ def _outgoing(event: dict[str, Any]) -> list[dict[str, Any]]:
         return [jsonrpc.notification("notifications/tools/list_changed")]
     if event.get("type") == SESSION_MESSAGE:
         return [event["message"]]
+    if event.get("type") == STORED_MESSAGE:
+        return [resume.Event(event["id"], event["data"], False)]
     return []
 
 

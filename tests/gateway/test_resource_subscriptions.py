@@ -110,3 +110,28 @@ async def test_subscribing_to_an_unknown_resource_is_an_error(hub, notes_endpoin
         headers = await raw_session(http, url, alice_hub_token)
         answer = await http.post(url, content=_rpc(1, "resources/subscribe", {"uri": "note://nope"}), headers=headers)
     assert answer.json()["error"]["code"] == -32002
+
+
+async def test_an_update_made_while_the_stream_was_down_arrives_on_resuming(hub, notes_endpoint, alice_hub_token):
+    url = hub.base_url + notes_endpoint.path
+    first: list[tuple[str, dict]] = []
+    async with httpx2.AsyncClient(timeout=30) as http:
+        headers = await raw_session(http, url, alice_hub_token)
+        await http.post(url, content=_rpc(1, "resources/subscribe", {"uri": BOARD}), headers=headers)
+        async with http.stream("GET", url, headers=headers) as response:
+            await http.post(url, content=_rpc(2, "tools/call", {"name": "write", "arguments": {"text": "one"}}), headers=headers)
+            async for event_id, message in sse_messages(response):
+                if message.get("method") == "notifications/resources/updated":
+                    first.append((event_id, message))
+                    break  # the stream drops
+        await asyncio.sleep(1.1)  # past the claim window: a distinct update
+        await http.post(url, content=_rpc(3, "tools/call", {"name": "write", "arguments": {"text": "two"}}), headers=headers)
+        resumed: list[dict] = []
+        async with http.stream("GET", url, headers={**headers, "Last-Event-ID": first[0][0]}) as response:
+            async for _, message in sse_messages(response):
+                if message.get("method") == "notifications/resources/updated":
+                    resumed.append(message)
+                    break
+
+    assert first[0][0]
+    assert resumed == [{"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": BOARD}}]
