@@ -57,3 +57,24 @@ async def test_a_batch_without_a_session_is_refused(hub, alice_endpoint, alice_h
         response = await http.post(hub.url(alice_endpoint.path), content=json.dumps(batch), headers={**RAW_HEADERS, "Authorization": f"Bearer {alice_hub_token}"})
     assert response.status_code == 400
     assert response.json()["error"]["code"] == -32600
+
+
+async def test_a_batch_whose_calls_report_progress_is_answered_as_one_stream(hub, alice_endpoint, alice_hub_token):
+    from tests.live_hub import sse_messages
+
+    batch = [
+        {"jsonrpc": "2.0", "id": n, "method": "tools/call",
+         "params": {"name": "progress", "arguments": {"steps": 3}, "_meta": {"progressToken": f"p{n}"}}}
+        for n in (1, 2)
+    ]
+    async with httpx2.AsyncClient(timeout=30) as http:
+        headers = await raw_session(http, hub.url(alice_endpoint.path), alice_hub_token, version="2025-03-26")
+        async with http.stream("POST", hub.url(alice_endpoint.path), content=json.dumps(batch), headers=headers) as response:
+            content_type = response.headers["content-type"]
+            messages = [message async for _, message in sse_messages(response)]
+
+    assert content_type.startswith("text/event-stream")
+    progress = sorted((m["params"]["progressToken"], m["params"]["progress"]) for m in messages if m.get("method") == "notifications/progress")
+    assert progress == [("p1", 1), ("p1", 2), ("p1", 3), ("p2", 1), ("p2", 2), ("p2", 3)]
+    answers = {m["id"]: m["result"]["content"][0]["text"] for m in messages if "id" in m}
+    assert answers == {1: "progressed", 2: "progressed"}
