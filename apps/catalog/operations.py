@@ -289,15 +289,23 @@ async def _live_state(pool: Any, name: str) -> LiveState:
     return LiveState(await pool.stderr_tail(name), await _server_stats(pool, name))
 
 
-def all_pool_stats() -> list[ServerPoolStats]:
-    """Every server the pool holds or held, with its counters summed over workers (for metrics)."""
-    return run_on_pool(_all_server_stats)
+@dataclass(frozen=True)
+class PoolOverview:
+    """The pool workers that answered, and every server they hold or held (counters summed)."""
+
+    workers: int
+    servers: list[ServerPoolStats]
 
 
-async def _all_server_stats(pool: Any) -> list[ServerPoolStats]:
+def pool_overview() -> PoolOverview:
+    return run_on_pool(_pool_overview)
+
+
+async def _pool_overview(pool: Any) -> PoolOverview:
     per_worker = await _stats_per_worker(pool)
     names = sorted({name for stats in per_worker.values() for name in stats.get("servers", {})})
-    return [_stats_of(per_worker, name) for name in names]
+    answered = sum(1 for stats in per_worker.values() if "error" not in stats)
+    return PoolOverview(answered, [_stats_of(per_worker, name) for name in names])
 
 
 def stderr_tail(*, server_name: str) -> str:

@@ -77,15 +77,18 @@ class PresentState(Collector):
 
 def _pool_metrics() -> Iterator[Metric]:
     up = GaugeMetricFamily("mcphub_pool_up", "1 if the connection pool answered this scrape (0: no worker, or it failed)")
+    workers = GaugeMetricFamily("mcphub_pool_workers", "Pool workers that answered this scrape (1 when embedded)")
     try:
-        servers = operations.all_pool_stats()
+        overview = operations.pool_overview()
     except Exception as exc:  # boundary: a scrape without a worker still reports everything else
         logger.warning("metrics: the pool did not answer: %s", exc)
-        up.add_metric([], 0)
-        yield up
-        return
-    up.add_metric([], 1)
+        overview = None
+    up.add_metric([], 1 if overview is not None and overview.workers else 0)
     yield up
+    if overview is None:
+        return
+    workers.add_metric([], overview.workers)
+    yield workers
     families = {
         "open_sessions": GaugeMetricFamily("mcphub_pool_sessions", "Backend sessions the pool holds open", labels=["server"]),
         "live_processes": GaugeMetricFamily("mcphub_pool_processes", "Backend child processes alive", labels=["server"]),
@@ -94,7 +97,7 @@ def _pool_metrics() -> Iterator[Metric]:
         "failures": CounterMetricFamily("mcphub_pool_failures", "Backend connection failures (crash, hang, failed start)", labels=["server"]),
     }
     breaker = GaugeMetricFamily("mcphub_pool_breaker_state", "1 for the circuit breaker's current state", labels=["server", "state"])
-    for stats in servers:
+    for stats in overview.servers:
         for field, family in families.items():
             family.add_metric([stats.server], getattr(stats, field))
         for name in BREAKER_STATES:

@@ -34,6 +34,7 @@ async def test_a_scrape_under_load_counts_the_calls_made(hub, alice_endpoint, al
     assert metric(after, "mcphub_tool_call_duration_seconds_bucket", le="+Inf", **add) == metric(after, "mcphub_tool_calls_total", **add)
     assert metric(during, "mcphub_mcp_sessions_open") >= 1
     assert metric(after, "mcphub_pool_up") == 1
+    assert metric(after, "mcphub_pool_workers") == 1
     assert metric(after, "mcphub_pool_sessions", server="echo") >= 1
     assert metric(after, "mcphub_pool_breaker_state", server="echo", state="closed") == 1
 
