@@ -366,9 +366,10 @@ MIDDLEWARE += [
 AUDITLOG_DISABLE_ON_RAW_SAVE = True  # loading fixtures is not a change anyone made
 AUDITLOG_MASK_CALLABLE = "apps.audit.registry.hide_secret"  # a secret is "[secret]", never half of it
 # Apps register their models with apps.audit.registry.register() in ready(); an app that must not
-# import apps.audit (llm depends on core only) is listed here instead.
+# import apps.audit (llm depends on core only), or whose owner has not hooked in yet, is listed here.
 AUDITLOG_INCLUDE_TRACKING_MODELS = (
     {"model": "llm.Provider", "mask_fields": ["api_key"], "exclude_fields": ["updated_at"]},
+    "discovery.ActivationPattern",
 )
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True

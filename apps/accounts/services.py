@@ -31,11 +31,11 @@ def create_access_token(
 ) -> tuple[AccessToken, str]:
     """Create a token; the raw value is returned here and nowhere else, ever.
 
-    `scope` defaults to MCP-only for a token naming an endpoint, else to full rights (what a
-    signed-in user or an admin may hand out). `issued_by` is the token making this request, if a
+    `scope` defaults to MCP-only for a token naming an endpoint, else to the issuing token's own
+    scope, else to full rights (what a signed-in user or an admin may hand out). `issued_by` is the token making this request, if a
     token is: the new one may not reach further nor live longer than it.
     """
-    scope = scope or (TokenScope.MCP if endpoint is not None else TokenScope.FULL)
+    scope = scope or (TokenScope.MCP if endpoint is not None else issued_by.scope if issued_by else TokenScope.FULL)
     if scope not in TokenScope.values:
         raise ValueError(f"Unknown token scope {scope!r}; choose one of {', '.join(TokenScope.values)}.")
     if endpoint is not None and endpoint.owner_id != user.pk:

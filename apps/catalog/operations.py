@@ -39,7 +39,7 @@ from apps.connections.specs import ServerSpec
 
 T = TypeVar("T")
 
-_FAILURES_KEY = "mcphub:catalog:health-failures:{name}"
+FAILURES_KEY = "mcphub:catalog:health-failures:{name}"
 # Backends announce list changes in bursts (one per tool they add); one discovery covers a burst.
 REDISCOVERY_DEBOUNCE_SECONDS = 1.0
 _REDISCOVERY_KEY = "mcphub:catalog:rediscover:{name}"
@@ -257,7 +257,7 @@ def _judge(spec: ServerSpec, outcome: float | BaseException, stats: ServerPoolSt
 
 def _failures_since_last_check(spec: ServerSpec, failures: int) -> int:
     # Failures under an older config do not count against a new one (the pool resets its breaker too).
-    key = _FAILURES_KEY.format(name=spec.name)
+    key = FAILURES_KEY.format(name=spec.name)
     previous_hash, previous = cache.get(key) or (None, None)
     cache.set(key, (spec.config_hash, failures), timeout=None)
     if previous is None or previous_hash != spec.config_hash:

@@ -124,7 +124,7 @@ def _pages(entries: list[dict[str, Any]], page_size: int) -> list[str]:
 
 # -- the per-process cache -----------------------------------------------------------
 
-# Safety net for changes no event announces (e.g. a CLI in embedded mode): views expire anyway.
+# Safety net for changes no event announces (e.g. a row edited by hand): views expire anyway.
 VIEW_MAX_AGE = 30.0
 _views: dict[int, tuple[float, EndpointView]] = {}
 _building: dict[int, asyncio.Future[EndpointView | None]] = {}

@@ -73,6 +73,7 @@ def test_a_write_token_creates_only_api_tokens_no_broader_than_itself(alice_writ
     assert read.status_code == 201
     assert read.json()["scope"] == "api_read"
     assert writer.post("/api/tokens/", {"scope": "api_write"}, format="json").status_code == 201
+    assert writer.post("/api/tokens/", {"name": "no scope asked"}, format="json").json()["scope"] == "api_write"
     for broader in ({"scope": "full"}, {"scope": "mcp"}, {"endpoint": alice_endpoint.slug}):
         assert writer.post("/api/tokens/", broader, format="json").status_code == 403, broader
 

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.core.cache import cache
 
+from apps.catalog import operations
 from apps.catalog.models import McpServer
 
 SERVERS = Path(__file__).resolve().parent.parent / "servers"
@@ -49,6 +51,9 @@ def echo_args() -> list[str]:
 @pytest.fixture
 def make_server(transactional_db) -> Callable[..., McpServer]:
     def make(name: str, args: list[str], **fields) -> McpServer:
+        # The shared hub outlives each test's database: an earlier test's server of the same name
+        # must not leave it a health baseline (its crashes would read as this one's).
+        cache.delete(operations.FAILURES_KEY.format(name=name))
         return McpServer.objects.create(name=name, command=sys.executable, args=args, **fields)
 
     return make

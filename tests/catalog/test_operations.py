@@ -37,7 +37,8 @@ async def test_discover_now_fills_the_catalog_from_the_real_echo_server(shared_p
 
 async def test_a_broken_command_is_down_with_its_error_then_healthy_once_fixed(shared_pool, make_server):
     server = await sync_to_async(make_server)("tiny", tiny_args())
-    assert (await check_health(server=server)).status == McpServer.Status.HEALTHY
+    first = await check_health(server=server)
+    assert first.status == McpServer.Status.HEALTHY, first
 
     await _save(server, args=tiny_args("--fail", "cannot open the database"))
     broken = await check_health(server=server)

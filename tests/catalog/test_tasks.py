@@ -7,6 +7,7 @@ from django.conf import settings
 
 from apps.catalog import tasks
 from apps.catalog.models import McpServer
+from mcphub.celery import app as celery_app
 from tests.catalog.conftest import echo_args, tiny_args, wait_for
 
 
@@ -18,7 +19,10 @@ def test_task_names_are_stable_and_beat_refers_to_them():
         "catalog.discover_server", "catalog.discover_servers", "catalog.discover_all", "catalog.check_health",
         "catalog.check_health_all", "catalog.close_server", "catalog.watch_mcp_json",
     }
-    assert {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()} <= names
+    scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert {name for name in scheduled if name.startswith("catalog.")} <= names
+    celery_app.loader.import_default_modules()  # what a worker, beat and the embedded schedule load
+    assert scheduled <= set(celery_app.tasks)  # every app's scheduled task is registered under its name
     assert settings.CELERY_TASK_ROUTES["catalog.*"] == {"queue": "mcp"}
 
 

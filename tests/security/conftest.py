@@ -12,6 +12,7 @@ from apps.accounts.services import add_member, create_access_token, create_team
 from apps.catalog import operations
 from apps.catalog.models import McpServer
 from apps.chat.services import create_conversation
+from apps.discovery.services import create_pattern
 from apps.llm import services as llm_services
 from apps.llm.services import create_provider
 from apps.toolsets.models import ToolCall
@@ -31,6 +32,7 @@ class World:
     provider: int
     conversation: str
     tool_id: int
+    pattern: int
 
 
 @pytest.fixture
@@ -56,4 +58,6 @@ def world(alice, bob, charlie, dave, global_server, make_tool, settings, monkeyp
     conversation = create_conversation(owner=alice, title=f"{PRIVATE} chat", provider=provider, endpoint=endpoint)
     ToolCall.objects.create(user=alice, endpoint=endpoint, tool=private_tool, server_name=server.name, tool_name="search",
                             exposed_name="search", started_at=conversation.created_at, duration_ms=3.0, ok=True)
-    return World(endpoint.slug, server.name, preset.pk, team.slug, token.pk, provider.pk, str(conversation.pk), private_tool.pk)
+    pattern = create_pattern(endpoint=endpoint, pattern=f"{PRIVATE}-re", targets=["time.now"])
+    return World(endpoint.slug, server.name, preset.pk, team.slug, token.pk, provider.pk, str(conversation.pk),
+                 private_tool.pk, pattern.pk)

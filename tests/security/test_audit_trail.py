@@ -160,3 +160,14 @@ def test_a_tool_setting_changed_on_an_endpoint_is_recorded(alice, global_server,
 
     entry = entries(EndpointTool, action=LogEntry.Action.UPDATE).last()
     assert entry.changes_dict["name_override"] == ["", "clock"]
+
+
+def test_activation_patterns_are_audited(api, alice):
+    from apps.discovery.models import ActivationPattern
+
+    client, _ = api
+    created = client.post(f"/api/endpoints/{alice.endpoints.get().slug}/patterns/", {"pattern": "clock", "targets": ["time.now"]}, format="json")
+
+    assert created.status_code == 201, created.content
+    entry = entries(ActivationPattern, action=LogEntry.Action.CREATE).last()
+    assert entry.actor == alice and entry.additional_data == {"source": "api"}
