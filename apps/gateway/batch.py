@@ -19,6 +19,9 @@ from apps.gateway.http import HttpError, Request, Send, end_stream, respond, sse
 from apps.gateway.jsonrpc import RpcError
 
 BATCH_VERSION = "2025-03-26"
+# One request per message is what clients send today; a batch is a handful. The cap keeps one POST
+# from starting thousands of backend calls at once past the per-token rate limit.
+MAX_BATCH = 100
 
 
 async def handle_batch(request: Request, send: Send, messages: list[Any], principal: Principal, endpoint: EndpointRef) -> None:
@@ -33,8 +36,9 @@ async def handle_batch(request: Request, send: Send, messages: list[Any], princi
     session = transport._require_session(session_id, snap.session, principal, endpoint)
     if session.protocol_version != BATCH_VERSION:
         raise transport.refuse_batch(session.protocol_version)
-    if not messages:
-        raise HttpError(400, jsonrpc.error(None, RpcError(jsonrpc.INVALID_REQUEST, "Invalid Request: an empty batch")))
+    if not messages or len(messages) > MAX_BATCH:
+        problem = "an empty batch" if not messages else f"a batch of {len(messages)} messages (at most {MAX_BATCH})"
+        raise HttpError(400, jsonrpc.error(None, RpcError(jsonrpc.INVALID_REQUEST, f"Invalid Request: {problem}")))
     answers, requests = await _sort(messages, session)
     if not requests and not answers:
         await respond(send, 202)

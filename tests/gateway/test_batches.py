@@ -51,6 +51,17 @@ async def test_later_versions_refuse_batches(hub, alice_endpoint, alice_hub_toke
     assert version in response.json()["error"]["message"]
 
 
+async def test_an_empty_or_oversized_batch_is_refused(hub, alice_endpoint, alice_hub_token):
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    async with httpx2.AsyncClient(timeout=30) as http:
+        headers = await raw_session(http, hub.url(alice_endpoint.path), alice_hub_token, version="2025-03-26")
+        empty = await http.post(hub.url(alice_endpoint.path), content="[]", headers=headers)
+        huge = await http.post(hub.url(alice_endpoint.path), content=json.dumps([ping] * 101), headers=headers)
+    assert empty.status_code == huge.status_code == 400
+    assert "empty" in empty.json()["error"]["message"]
+    assert "101" in huge.json()["error"]["message"]
+
+
 async def test_a_batch_without_a_session_is_refused(hub, alice_endpoint, alice_hub_token):
     batch = [{"jsonrpc": "2.0", "id": 1, "method": "ping"}]
     async with httpx2.AsyncClient(timeout=30) as http:
