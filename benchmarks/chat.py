@@ -138,20 +138,15 @@ class Chat:
                 "first_to_end": (ended - (first or ended)), "text": "".join(texts), "events": events, "tool_ms": tool_ms}
 
 
-async def direct_ttft(llm_url: str) -> tuple[float, float]:
+async def direct_ttft(adapter: Any) -> tuple[float, float]:
     """(ms to the first text delta, ms to the end) calling the scripted LLM with the hub's adapter."""
-    from apps.llm.adapters import adapter_class
     from apps.llm.types import Message, TextDelta
 
-    adapter = adapter_class("openai")(base_url=llm_url, api_key=None)
-    try:
-        started, first = time.perf_counter(), None
-        async for event in adapter.stream(model="m", messages=[Message(role="user", text="ttft")], tools=[]):
-            if isinstance(event, TextDelta) and first is None:
-                first = time.perf_counter()
-        return (first - started) * 1000, (time.perf_counter() - started) * 1000
-    finally:
-        await adapter.aclose()
+    started, first = time.perf_counter(), None
+    async for event in adapter.stream(model="m", messages=[Message(role="user", text="ttft")], tools=[]):
+        if isinstance(event, TextDelta) and first is None:
+            first = time.perf_counter()
+    return (first - started) * 1000, (time.perf_counter() - started) * 1000
 
 
 def p50(values: list[float]) -> float:
@@ -162,14 +157,25 @@ def p50(values: list[float]) -> float:
 
 
 async def measure(chat: Chat, llm_url: str, args: argparse.Namespace) -> dict[str, Any]:
+    from apps.llm.adapters import adapter_class
+
+    # One adapter, kept, as the worker keeps one per provider: both sides reuse their connection.
+    direct_adapter = adapter_class("openai")(base_url=llm_url, api_key=None)
+    try:
+        return await _measure(chat, direct_adapter, args)
+    finally:
+        await direct_adapter.aclose()
+
+
+async def _measure(chat: Chat, direct_adapter: Any, args: argparse.Namespace) -> dict[str, Any]:
     conversations = [await chat.conversation() for _ in range(max(args.conversations, 4))]
     for _ in range(3):  # warm: imports, the echo backend, connections
         await chat.turn(conversations[0], "tool:2")
-        await direct_ttft(llm_url)
+        await direct_ttft(direct_adapter)
     hub_ttft, direct, direct_total, plain, tooled, tool_ms = [], [], [], [], [], []
     for i in range(args.runs):
         hub_ttft.append((await chat.turn(conversations[1], "ttft"))["ttft"])
-        first, total = await direct_ttft(llm_url)
+        first, total = await direct_ttft(direct_adapter)
         direct.append(first)
         direct_total.append(total)
         plain.append((await chat.turn(conversations[2], "tool:1"))["total"])

@@ -15,3 +15,8 @@ app.autodiscover_tasks()
 from apps.connections.celery_hooks import connect_pool_worker  # noqa: E402
 
 connect_pool_worker(app)
+
+# Autonomous runs: each worker sweeps lost runs and, on SIGTERM, lets its runs finish their round.
+from apps.chat.runs.worker_hooks import connect as connect_run_hooks  # noqa: E402
+
+connect_run_hooks(app)

@@ -155,6 +155,10 @@ TEMPLATES = [
 DATABASE_URL = envstr("DATABASE_URL")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=600)}
+    if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        # As the embedded default below (the test hubs reach SQLite by URL): writers wait for the
+        # lock instead of failing at once when a read transaction would have to upgrade.
+        DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
     # One test database per test run, so concurrent runs on one machine never trample each other.
     DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{os.getpid()}"}
 else:
@@ -247,6 +251,8 @@ SPECTACULAR_SETTINGS = {
         "LoadModeEnum": [("replace", "replace"), ("merge", "merge")],
         "ServerVisibilityEnum": "apps.catalog.models.McpServer.Visibility",
         "PresetVisibilityEnum": "apps.toolsets.models.Preset.Visibility",
+        "RunStatusEnum": "apps.chat.runs.models.Run.Status",
+        "ServerStatusEnum": "apps.catalog.models.McpServer.Status",
     },
 }
 
@@ -301,6 +307,13 @@ os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(MCPHUB_METRICS_DIR)
 # characters when sent to the model (the whole result is kept and shown).
 MCPHUB_CHAT_MAX_ROUNDS = envint("MCPHUB_CHAT_MAX_ROUNDS", 10)
 MCPHUB_CHAT_TOOL_RESULT_CHARS = envint("MCPHUB_CHAT_TOOL_RESULT_CHARS", 16000)
+# Autonomous runs (apps/chat/runs): default round limit, the context kept under this many
+# characters (the latest MCPHUB_RUN_KEEP_ROUNDS rounds whole), and how a lost worker is noticed.
+MCPHUB_RUN_MAX_ROUNDS = envint("MCPHUB_RUN_MAX_ROUNDS", 10000)
+MCPHUB_RUN_CONTEXT_CHARS = envint("MCPHUB_RUN_CONTEXT_CHARS", 60000)
+MCPHUB_RUN_KEEP_ROUNDS = envint("MCPHUB_RUN_KEEP_ROUNDS", 4)
+MCPHUB_RUN_HEARTBEAT_SECONDS = envint("MCPHUB_RUN_HEARTBEAT_SECONDS", 10)
+MCPHUB_RUN_STALE_SECONDS = envint("MCPHUB_RUN_STALE_SECONDS", 40)
 
 # --- MCP connection pool (keys: apps.connections.pool.PoolOptions). With REDIS_URL the pool lives in
 # the Celery workers, whose own listener re-discovers on a backend's list_changed; embedded, the
@@ -324,6 +337,7 @@ MCPHUB_WATCH_INTERVAL = envint("MCPHUB_WATCH_INTERVAL", 5)  # seconds between lo
 CELERY_BEAT_SCHEDULE = {
     "catalog-health": {"task": "catalog.check_health_all", "schedule": float(MCPHUB_HEALTH_INTERVAL)},
     "catalog-rediscovery": {"task": "catalog.discover_all", "schedule": MCPHUB_DISCOVERY_INTERVAL * 60.0},
+    "runs-sweep-lost": {"task": "chat.sweep_lost_runs", "schedule": 15.0},
     "chat-expire-lost-turns": {"task": "chat.expire_lost_turns", "schedule": 60.0},
 }
 # Embedded default (no REDIS_URL, so no `celery beat`): the web process runs this schedule itself.

@@ -7,6 +7,7 @@ from rest_framework.routers import DefaultRouter
 from apps.accounts.api import AccessTokenViewSet, TeamViewSet
 from apps.catalog.api import ServerViewSet
 from apps.chat.api import ConversationViewSet
+from apps.chat.runs.api import RunViewSet
 from apps.discovery.api import PatternsView, PatternView, SuggestView
 from apps.gateway.api import UsageViewSet
 from apps.llm.api import ProviderViewSet
@@ -22,6 +23,7 @@ router.register("tokens", AccessTokenViewSet, basename="token")
 router.register("teams", TeamViewSet, basename="team")
 router.register("usage", UsageViewSet, basename="usage")
 router.register("conversations", ConversationViewSet, basename="conversation")
+router.register("runs", RunViewSet, basename="run")
 router.register("llm/providers", ProviderViewSet, basename="llm-provider")
 
 urlpatterns = [

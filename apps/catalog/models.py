@@ -22,6 +22,10 @@ server_name_validator = RegexValidator(
     "Use 1-40 lowercase letters, digits, '-' or '_', starting with a letter or digit.",
 )
 
+# A built-in server (the hub's own tools, apps/chat/runs/hub_tools.py) has this URL: the gateway
+# answers its calls itself, and health checks and discovery leave it alone.
+BUILTIN_URL = "http://builtin.mcphub.invalid/"
+
 # The fields that define how to connect: a change to any of them changes config_hash.
 CONNECTION_FIELDS = ("transport", "command", "args", "env", "cwd", "url", "headers", "timeout")
 

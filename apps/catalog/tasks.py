@@ -13,7 +13,7 @@ from celery import shared_task
 from django.conf import settings
 
 from apps.catalog import operations
-from apps.catalog.models import McpServer
+from apps.catalog.models import BUILTIN_URL, McpServer
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ def discover_servers(server_ids: list[int]) -> None:
 
 @shared_task(name="catalog.discover_all", ignore_result=True)
 def discover_all() -> None:
-    for server_id in McpServer.objects.filter(enabled=True).values_list("pk", flat=True):
+    for server_id in McpServer.objects.filter(enabled=True).exclude(url=BUILTIN_URL).values_list("pk", flat=True):
         discover_server.delay(server_id)
 
 
@@ -56,7 +56,7 @@ def check_health(server_id: int) -> None:
 @shared_task(name="catalog.check_health_all", ignore_result=True)
 def check_health_all() -> None:
     """Check every enabled server; also close any connection a disabled server still holds."""
-    for server_id in McpServer.objects.filter(enabled=True).values_list("pk", flat=True):
+    for server_id in McpServer.objects.filter(enabled=True).exclude(url=BUILTIN_URL).values_list("pk", flat=True):
         check_health.delay(server_id)
     disabled = McpServer.objects.filter(enabled=False).values_list("name", flat=True)
     if closed := operations.close_disabled(server_names=disabled):

@@ -30,8 +30,8 @@ class TurnSetup:
 
 def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
     """Sync ORM: call from a thread. None when the turn vanished, is not running, or lost its provider."""
+    from apps.chat.providers import adapter
     from apps.chat.services import next_seq
-    from apps.llm.services import adapter_for
 
     turn = Turn.objects.select_related("conversation__provider", "conversation__endpoint").filter(pk=turn_id).first()
     if turn is None or turn.status != Turn.Status.RUNNING:
@@ -52,7 +52,7 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
         history=tuple(to_messages(conversation.messages.order_by("id"))),
         first_seq=next_seq(conversation.pk),
         user_text=turn.messages.filter(role=MessageRow.Role.USER).values_list("text", flat=True).first() or "",
-        adapter=lambda: adapter_for(provider),
+        adapter=lambda: adapter(provider),
         needs_approval=endpoint.needs_approval if endpoint else (lambda annotations: False),
     )
 

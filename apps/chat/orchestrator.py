@@ -17,14 +17,14 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from apps.chat import services
+from apps.chat import rounds, services
 from apps.chat.events import Control, EventSink
 from apps.chat.history import TurnSetup, load_turn
 from apps.chat.models import Message as MessageRow
 from apps.chat.models import Turn
-from apps.chat.tools import Toolbox, error_result, result_text
+from apps.chat.tools import Toolbox, result_text
 from apps.core import metrics
-from apps.llm.types import Finish, LLMError, Message, TextDelta, ToolCall, Usage
+from apps.llm.types import LLMError, Message, ToolCall
 
 logger = logging.getLogger(__name__)
 
@@ -113,34 +113,21 @@ class TurnRunner:
         setup = self.setup
         self.tools = await self.loading
         history = list(setup.history)
-        adapter = setup.adapter()
-        try:
-            for _ in range(settings.MCPHUB_CHAT_MAX_ROUNDS):
-                self.sink.emit("status", {"state": "processing", "message": "Waiting for the model…"})
-                text, calls = await self._model_round(adapter, history)
-                history.append(Message(role="assistant", text=text, tool_calls=tuple(calls)))
-                if not calls:
-                    return ""
-                history.extend(await asyncio.gather(*(self._tool(call) for call in calls)))
-        finally:
-            await adapter.aclose()
+        adapter = setup.adapter()  # shared with the loop's other turns: not closed here
+        for _ in range(settings.MCPHUB_CHAT_MAX_ROUNDS):
+            self.sink.emit("status", {"state": "processing", "message": "Waiting for the model…"})
+            text, calls = await self._model_round(adapter, history)
+            history.append(Message(role="assistant", text=text, tool_calls=tuple(calls)))
+            if not calls:
+                return ""
+            history.extend(await asyncio.gather(*(self._tool(call) for call in calls)))
         return f"Stopped after {settings.MCPHUB_CHAT_MAX_ROUNDS} rounds (the per-turn limit): ask again to continue."
 
     async def _model_round(self, adapter: Any, history: list[Message]) -> tuple[str, list[ToolCall]]:
         self.partial = []
-        calls: list[ToolCall] = []
-        usage = Usage(0, 0)
         clock = time.perf_counter()
-        async for event in adapter.stream(model=self.setup.model, messages=history, tools=self.tools.specs):
-            if isinstance(event, TextDelta):
-                self.partial.append(event.text)
-                self.sink.emit("text", {"text": event.text})
-            elif isinstance(event, ToolCall):
-                calls.append(event)
-            elif isinstance(event, Usage):
-                usage = event
-            elif isinstance(event, Finish):
-                pass
+        reply = await rounds.model_round(adapter, model=self.setup.model, history=history, toolbox=self.tools, on_text=self._text)
+        calls, usage = reply.calls, reply.usage
         text, self.partial = "".join(self.partial), []
         self.usage[0] += usage.input_tokens
         self.usage[1] += usage.output_tokens
@@ -171,20 +158,19 @@ class TurnRunner:
 
     async def _result(self, call: ToolCall) -> tuple[dict[str, Any], float]:
         """The call's result and how long the tool took (not counting the wait for approval)."""
-        if call.arguments_error:
-            return error_result(f"Invalid arguments for {call.name}: {call.arguments_error}"), 0.0
-        exposed = self.tools.find(call.name)
-        if exposed is None:
-            return self.tools.unknown(call.name), 0.0
-        if self.setup.needs_approval(exposed.entry.get("annotations")):
-            self.sink.emit("approval_required", {"id": call.id, "name": call.name, "arguments": call.arguments})
-            self.sink.emit("status", {"state": "tool", "tool": call.name, "message": f"{call.name} waits for your approval"})
-            if not await self.control.approval(call.id):
-                return error_result(f"The user denied the call to {call.name}."), 0.0
-        self.sink.emit("status", {"state": "tool", "tool": call.name, "message": f"Running {call.name}…"})
-        clock = time.perf_counter()
-        result = await self.tools.call(exposed, call)
-        return result, (time.perf_counter() - clock) * 1000
+        return await rounds.call_tool(
+            self.tools, call, needs_approval=self.setup.needs_approval, approve=self._approve,
+            on_running=lambda: self.sink.emit("status", {"state": "tool", "tool": call.name, "message": f"Running {call.name}…"}),
+        )
+
+    def _text(self, chunk: str) -> None:
+        self.partial.append(chunk)
+        self.sink.emit("text", {"text": chunk})
+
+    async def _approve(self, call: ToolCall) -> bool:
+        self.sink.emit("approval_required", {"id": call.id, "name": call.name, "arguments": call.arguments})
+        self.sink.emit("status", {"state": "tool", "tool": call.name, "message": f"{call.name} waits for your approval"})
+        return await self.control.approval(call.id)
 
     async def _save(self, **fields: Any) -> int:
         return await _db(services.save_message)(

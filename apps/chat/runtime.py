@@ -59,3 +59,18 @@ def submit(turn_id: str) -> Future[None]:
 
 def running() -> int:
     return len(_running)
+
+
+def submit_run(run_id: str) -> Future[None]:
+    """An autonomous run, on the same loop as the turns (apps/chat/runs/loop.py)."""
+    from apps.chat.runs.loop import execute
+
+    future = asyncio.run_coroutine_threadsafe(execute(uuid.UUID(run_id)), _loop())
+    _running.add(future)
+    future.add_done_callback(_running.discard)
+    return future
+
+
+def current_loop() -> asyncio.AbstractEventLoop:
+    """The loop turns and runs execute on in this process (started on first use)."""
+    return _loop()

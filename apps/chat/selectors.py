@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import uuid
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
 from apps.chat.models import Conversation, Event, Message, Turn
 
 
 def conversations_for(user) -> QuerySet[Conversation]:
+    """The user's conversations, each with `running`: whether a turn runs now."""
     if not user.is_authenticated:
         return Conversation.objects.none()
-    return Conversation.objects.filter(owner=user)
+    running = Turn.objects.filter(conversation=OuterRef("pk"), status=Turn.Status.RUNNING)
+    return Conversation.objects.filter(owner=user).annotate(running=Exists(running))
 
 
 def conversation_for(user, conversation_id: object) -> Conversation | None:
@@ -38,7 +40,3 @@ def events_after(conversation_id: uuid.UUID, after: int, *, until: int | None = 
 def last_seq(conversation_id: uuid.UUID) -> int:
     event = Event.objects.filter(conversation_id=conversation_id).order_by("-seq").only("seq").first()
     return event.seq if event else 0
-
-
-def running_turn(conversation: Conversation) -> Turn | None:
-    return conversation.turns.filter(status=Turn.Status.RUNNING).first()

@@ -13,7 +13,7 @@ class ConversationSerializer(serializers.ModelSerializer):
 
     provider = serializers.PrimaryKeyRelatedField(queryset=Provider.objects.none(), required=False, allow_null=True)
     endpoint = serializers.SlugRelatedField(slug_field="slug", queryset=Endpoint.objects.none(), required=False, allow_null=True)
-    running = serializers.SerializerMethodField()
+    running = serializers.BooleanField(read_only=True, default=False, help_text="Whether a turn runs now.")
 
     class Meta:
         model = Conversation
@@ -27,9 +27,6 @@ class ConversationSerializer(serializers.ModelSerializer):
         self.fields["provider"].queryset = providers_for(user)
         signed_in = user is not None and user.is_authenticated
         self.fields["endpoint"].queryset = Endpoint.objects.filter(owner=user) if signed_in else Endpoint.objects.none()
-
-    def get_running(self, conversation: Conversation) -> bool:
-        return conversation.turns.filter(status="running").exists()
 
 
 class MessageSerializer(serializers.ModelSerializer):

@@ -13,6 +13,21 @@ def run_turn(turn_id: str) -> None:
     runtime.submit(turn_id)
 
 
+@shared_task(name="chat.execute_run", ignore_result=True)
+def execute_run(run_id: str) -> None:
+    # Returns at once, as run_turn does: the run lives on the chat loop for as long as it takes.
+    from apps.chat import runtime
+
+    runtime.submit_run(run_id)
+
+
+@shared_task(name="chat.sweep_lost_runs", ignore_result=True)
+def sweep_lost_runs() -> None:
+    from apps.chat.runs.services import sweep_lost_runs as sweep
+
+    sweep()
+
+
 @shared_task(name="chat.expire_lost_turns", ignore_result=True)
 def expire_lost_turns() -> None:
     from apps.chat.recovery import expire, lost_turns

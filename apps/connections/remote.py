@@ -43,6 +43,7 @@ from apps.connections.wire import (
 )
 from apps.connections.worker import (
     DEFAULT_PREFIX,
+    WORKER_LOST_SECONDS,
     WORKER_TTL_SECONDS,
     draining_key,
     events_channel,
@@ -109,7 +110,6 @@ class RemotePool:
         self._pending: dict[str, _Pending] = {}
         self._specs_sent: set[tuple[str, str, str]] = set()
         self._workers: list[str] = []
-        self._alive: set[str] = set()  # fresh heartbeat, draining or not: their calls still run
         self._workers_at = 0.0
         self._watch: asyncio.Task[None] | None = None
         self._routes: dict[str, str] = {}  # server → worker, for the current worker list
@@ -368,8 +368,7 @@ class RemotePool:
                 self._redis.call("ZRANGEBYSCORE", workers_key(self.prefix), since, "+inf"),
                 self._redis.call("SMEMBERS", draining_key(self.prefix)),
             )
-            self._alive = {_text(w) for w in found}
-            workers = sorted(self._alive - {_text(w) for w in draining})
+            workers = sorted({_text(w) for w in found} - {_text(w) for w in draining})
             if workers != self._workers:
                 self._workers = workers
                 self._routes = {}  # rendezvous choices change only with the worker list
@@ -395,10 +394,14 @@ class RemotePool:
             await asyncio.sleep(_WATCH_INTERVAL)
             try:
                 await self._live_workers(refresh=True)
+                present = await self._redis.call(
+                    "ZRANGEBYSCORE", workers_key(self.prefix), time.time() - WORKER_LOST_SECONDS, "+inf"
+                )
             except OSError:
                 continue  # Redis itself is away: the calls' own timeouts apply
+            present = {_text(w) for w in present}
             for request_id, pending in list(self._pending.items()):
-                if pending.worker not in self._alive and request_id not in rescuing and not pending.future.done():
+                if pending.worker not in present and request_id not in rescuing and not pending.future.done():
                     rescuing.add(request_id)
                     self._spawn(self._rescue(request_id, pending)).add_done_callback(
                         lambda _, r=request_id: rescuing.discard(r)
@@ -415,7 +418,7 @@ class RemotePool:
             await asyncio.wait({pending.future}, timeout=_RESCUE_GRACE)
             message = (
                 f"server {pending.server!r}: pool worker {pending.worker} stopped (no heartbeat for "
-                f"{WORKER_TTL_SECONDS:g}s) while running the call; it may or may not have run"
+                f"{WORKER_LOST_SECONDS:g}s) while running the call; it may or may not have run"
             )
             error = encode_error(ServerCrashed(pending.server, message))
         if not pending.future.done():

@@ -47,9 +47,12 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_PREFIX = "mcphub:pool"
 HEARTBEAT_SECONDS = 0.25
-# A worker silent this long is gone (SIGKILL, a lost host): web processes fail the calls it took
-# and move the ones still queued for it to a live worker. Six missed beats: a busy loop is not dead.
+# A worker silent this long gets no new calls (six missed beats: it may only be busy).
 WORKER_TTL_SECONDS = 1.5
+# Silent this long, it is gone (SIGKILL, a lost host): web processes fail the calls it took and move
+# the ones still queued for it to a live worker. Longer than the routing bound, so a loaded machine
+# that delays a few beats never fails calls a live worker is running (in-flight errors stay < 5 s).
+WORKER_LOST_SECONDS = 2.5
 DRAIN_SECONDS = 15.0  # on stop, how long calls in flight may take to finish
 _REAP_AFTER = 5.0  # a registry entry this stale is removed, with its inbox (callers took their calls back)
 _BLPOP_SECONDS = 1  # wake up this often to notice shutdown (Redis >= 7 for BLMPOP)

@@ -7,3 +7,7 @@ class DiscoveryConfig(AppConfig):
 
     def ready(self) -> None:
         from apps.discovery import signals  # noqa: F401 - dynamic endpoints hear catalog changes
+        from apps.audit.registry import register
+        from apps.discovery.models import ActivationPattern
+
+        register(ActivationPattern)

@@ -16,10 +16,11 @@ from datetime import timedelta
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db.models import Count
+from django.db.models import Count, Max
 from django.utils import timezone
 
-from apps.catalog.models import Tool
+from apps.accounts.models import Membership
+from apps.catalog.models import McpServer, Tool
 from apps.catalog.selectors import visible_servers
 from apps.connections.specs import ServerSpec
 from apps.discovery import retrieval, text
@@ -30,6 +31,9 @@ from apps.toolsets.models import Endpoint, EndpointTool, ToolCall
 
 USAGE_DAYS = 30
 USAGE_WEIGHT = 0.05  # 1 call: +3.5 %, 100 calls: +23 % — enough to break near-ties, not to override relevance
+CO_USE_SECONDS = 600
+CO_USE_CALLS = 5000
+CO_USE_WINDOW = 20  # calls after each one looked at: a burst of calls must not cost n² at build time
 PRIOR_DEPTH = 10  # extra hits considered so a used tool just below the cut can move up
 
 
@@ -70,8 +74,10 @@ class Catalog:
     specs: dict[str, ServerSpec] = field(default_factory=dict)
     fingerprint: str = ""
     retriever: retrieval.Retriever | None = None
+    lexical: retrieval.Retriever | None = None  # BM25 alone, for pages that show every match
     patterns: list[ActivationPattern] = field(default_factory=list)
     calls: dict[int, int] = field(default_factory=dict)  # tool id → calls on this endpoint lately
+    co_used: dict[int, dict[int, int]] = field(default_factory=dict)  # tool id → tool id → times called together
 
     @property
     def pinned(self) -> list[Entry]:
@@ -93,19 +99,23 @@ class Catalog:
         server, _, tool = target.partition(".")
         return [e for e in self.entries.values() if e.exposed.server == server and tool in ("*", e.exposed.backend_name)]
 
-    def search(self, query: str, limit: int) -> list[Hit]:
-        """The best `limit` tools for `query`; among relevant ones, tools used here lately rank a
-        little higher (a prior: it reorders what matched, it never adds what did not)."""
-        if self.retriever is None:
+    def search(self, query: str, limit: int, *, lexical: bool = False, beside: frozenset[int] = frozenset()) -> list[Hit]:
+        """The best `limit` tools for `query`; among relevant ones, tools used here lately, and
+        tools often called together with those `beside` (tool ids a session holds), rank a little
+        higher (a prior: it reorders what matched, it never adds what did not)."""
+        retriever = self.lexical if lexical else self.retriever
+        if retriever is None:
             return []
         order = list(self.entries.values())
-        hits = [Hit(order[i], score * self._prior(order[i])) for i, score in self.retriever.search(query, limit + PRIOR_DEPTH)]
+        hits = [Hit(order[i], score * self._prior(order[i], beside)) for i, score in retriever.search(query, limit + PRIOR_DEPTH)]
         hits.sort(key=lambda hit: -hit.score)
         return [Hit(hit.entry, round(hit.score, 4)) for hit in hits[:limit]]
 
-    def _prior(self, entry: Entry) -> float:
+    def _prior(self, entry: Entry, beside: frozenset[int]) -> float:
         calls = self.calls.get(entry.exposed.item_id, 0)
-        return 1.0 + USAGE_WEIGHT * math.log1p(calls) if calls else 1.0
+        together = self.co_used.get(entry.exposed.item_id, {})
+        paired = sum(together.get(other, 0) for other in beside)
+        return 1.0 + USAGE_WEIGHT * (math.log1p(calls) + math.log1p(paired))
 
 
 def build(endpoint_id: int, version: object) -> Catalog | None:
@@ -126,7 +136,28 @@ def build(endpoint_id: int, version: object) -> Catalog | None:
     catalog.specs = {s.name: s.to_spec() for s in servers.values()}
     catalog.patterns = list(ActivationPattern.objects.filter(endpoint=endpoint))
     catalog.calls = usage(endpoint.pk)
+    catalog.co_used = co_use(endpoint.pk)
     return catalog
+
+
+def co_use(endpoint_id: int) -> dict[int, dict[int, int]]:
+    """How often two tools were called within CO_USE_SECONDS of each other by the same user on
+    the endpoint (the call log keeps no session id: closeness in time stands for "one task"),
+    over its last CO_USE_CALLS calls."""
+    rows = list(
+        ToolCall.objects.filter(endpoint_id=endpoint_id, tool_id__isnull=False)
+        .order_by("-started_at").values_list("user_id", "tool_id", "started_at")[:CO_USE_CALLS]
+    )
+    rows.reverse()
+    pairs: dict[int, dict[int, int]] = {}
+    for i, (user, tool, when) in enumerate(rows):
+        for other_user, other, other_when in rows[i + 1 : i + 1 + CO_USE_WINDOW]:
+            if (other_when - when).total_seconds() > CO_USE_SECONDS:
+                break
+            if other_user == user and other != tool:
+                for a, b in ((tool, other), (other, tool)):
+                    pairs.setdefault(a, {})[b] = pairs.get(a, {}).get(b, 0) + 1
+    return pairs
 
 
 def usage(endpoint_id: int) -> dict[int, int]:
@@ -161,29 +192,73 @@ CATALOG_MAX_AGE = 60.0
 _catalogs: dict[int, tuple[float, Catalog]] = {}
 _indexes: dict[str, retrieval.Retriever] = {}
 _building: dict[int, asyncio.Future[Catalog | None]] = {}
+_fresh: dict[int, tuple[float, tuple, Catalog | None]] = {}
 
 
 def index(catalog: Catalog, *, method: str | None = None, background: bool = True) -> Catalog:
-    """Attach a retriever to `catalog`, reusing the one built for the same documents."""
+    """Attach the retrievers to `catalog` (the method's, and BM25 alone), reusing those built
+    for the same documents."""
     docs = documents(list(catalog.entries.values()))
-    method = retrieval.resolve(method or settings.MCPHUB_DISCOVERY_METHOD)
-    digest = hashlib.sha256(method.encode())
+    digest = hashlib.sha256()
     for doc in docs:
         digest.update(doc.full.encode() + b"\0" + doc.gist.encode() + b"\1")
     catalog.fingerprint = digest.hexdigest()
-    retriever = _indexes.get(catalog.fingerprint)
+    method = retrieval.resolve(method or settings.MCPHUB_DISCOVERY_METHOD)
+    catalog.lexical = _retriever("bm25", catalog.fingerprint, docs, background)
+    catalog.retriever = catalog.lexical if method == "bm25" else _retriever(method, catalog.fingerprint, docs, background)
+    return catalog
+
+
+def _retriever(method: str, fingerprint: str, docs: list[retrieval.Document], background: bool) -> retrieval.Retriever:
+    key = f"{method}:{fingerprint}"
+    retriever = _indexes.get(key)
     if retriever is None:
-        retriever = retrieval.build(method, docs, background=background)
+        if method == "hybrid":  # share the BM25 half with the lexical retriever
+            retriever = retrieval.Hybrid(_retriever("bm25", fingerprint, docs, background), _retriever("embedding", fingerprint, docs, background))
+        else:
+            store = settings.DATA_DIR / "discovery" / f"{fingerprint}.npy" if method == "embedding" else None
+            retriever = retrieval.build(method, docs, background=background, store=store)
         if len(_indexes) > 256:
             _indexes.clear()  # bounded: a churn of catalogs cannot grow memory
-        _indexes[catalog.fingerprint] = retriever
-    catalog.retriever = retriever
-    return catalog
+        _indexes[key] = retriever
+    return retriever
 
 
 def _build_indexed(endpoint_id: int, version: object) -> Catalog | None:
     catalog = build(endpoint_id, version)
     return index(catalog) if catalog is not None else None
+
+
+def fresh(endpoint_id: int) -> Catalog | None:
+    """The endpoint's catalog for sync code (pages, API), as the database says it is now.
+
+    Cached per process under a signature of what it is built from (a few aggregate queries),
+    since building one over 2,000 tools costs far more than checking whether anything changed.
+    """
+    signature = _signature(endpoint_id)
+    cached = _fresh.get(endpoint_id)
+    now = time.monotonic()
+    if cached is not None and cached[1] == signature and now - cached[0] < CATALOG_MAX_AGE:
+        return cached[2]
+    catalog = _build_indexed(endpoint_id, version=None)
+    if len(_fresh) > 1000:
+        _fresh.clear()
+    _fresh[endpoint_id] = (now, signature, catalog)
+    return catalog
+
+
+def _signature(endpoint_id: int) -> tuple:
+    endpoint = Endpoint.objects.filter(pk=endpoint_id).values_list("owner_id", "updated_at", "created_at").first()
+    if endpoint is None:
+        return ()
+    return (
+        endpoint,
+        tuple(Tool.objects.filter(available=True).aggregate(n=Count("id"), last=Max("last_seen_at"), top=Max("id")).values()),
+        tuple(McpServer.objects.aggregate(n=Count("id"), last=Max("updated_at")).values()),
+        tuple(EndpointTool.objects.filter(endpoint_id=endpoint_id).aggregate(n=Count("id"), top=Max("id")).values()),
+        tuple(Membership.objects.filter(user_id=endpoint[0]).aggregate(n=Count("id"), top=Max("id")).values()),
+        tuple(ActivationPattern.objects.filter(endpoint_id=endpoint_id).aggregate(n=Count("id"), top=Max("id")).values()),
+    )
 
 
 async def current(endpoint_id: int, version: object) -> Catalog | None:
@@ -207,3 +282,4 @@ async def current(endpoint_id: int, version: object) -> Catalog | None:
 def forget() -> None:
     _catalogs.clear()
     _indexes.clear()
+    _fresh.clear()

@@ -12,6 +12,7 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from apps.discovery import embeddings, text
@@ -21,6 +22,7 @@ logger = logging.getLogger(__name__)
 METHODS = ("auto", "bm25", "embedding", "hybrid")
 RRF_K = 60  # reciprocal-rank fusion's damping constant (Cormack et al. 2009)
 FUSION_DEPTH = 50  # how deep each retriever's list goes into the fusion
+KEEP_STORED = 64  # vector files kept (~3 MB each for 2,000 tools)
 
 Hits = list[tuple[int, float]]
 
@@ -45,13 +47,13 @@ def resolve(method: str) -> str:
     return method
 
 
-def build(method: str, documents: Sequence[Document], *, background: bool = False) -> Retriever:
+def build(method: str, documents: Sequence[Document], *, background: bool = False, store: Path | None = None) -> Retriever:
     """A retriever over `documents`; with `background`, embeddings are computed in a thread and
-    the hybrid answers with BM25 alone until they are ready."""
+    the hybrid answers with BM25 alone until they are ready (`store`: where vectors are kept)."""
     method = resolve(method)
     if method == "bm25":
         return BM25([d.full for d in documents])
-    dense = Dense([d.gist for d in documents], background=background)
+    dense = Dense([d.gist for d in documents], background=background, store=store)
     if method == "embedding":
         return dense
     return Hybrid(BM25([d.full for d in documents]), dense)
@@ -91,8 +93,9 @@ class BM25:
 class Dense:
     """Cosine similarity of MiniLM sentence vectors."""
 
-    def __init__(self, documents: Sequence[str], *, background: bool = False) -> None:
+    def __init__(self, documents: Sequence[str], *, background: bool = False, store: Path | None = None) -> None:
         self.documents = list(documents)
+        self.store = store  # a .npy file the vectors are kept in, shared by processes and restarts
         self.matrix = None
         self.ready = threading.Event()
         if background:
@@ -102,11 +105,40 @@ class Dense:
 
     def _encode(self) -> None:
         try:
-            self.matrix = embeddings.model().encode(self.documents)
+            self.matrix = self._stored() if self.store else None
+            if self.matrix is None:
+                self.matrix = embeddings.model().encode(self.documents)
+                self._store()
         except Exception:  # noqa: BLE001 - search goes on with BM25 alone
             logger.exception("could not embed %d tool documents", len(self.documents))
         finally:
             self.ready.set()
+
+    def _stored(self):
+        """Vectors another process (or this one before a restart) computed for the same documents."""
+        import numpy as np
+
+        try:
+            matrix = np.load(self.store)
+        except (OSError, ValueError):
+            return None
+        return matrix if matrix.shape[0] == len(self.documents) else None
+
+    def _store(self) -> None:
+        import numpy as np
+
+        if not self.store:
+            return
+        try:
+            self.store.parent.mkdir(parents=True, exist_ok=True)
+            partial = self.store.with_suffix(f".{threading.get_ident()}.tmp.npy")
+            np.save(partial, self.matrix)
+            partial.replace(self.store)  # atomic: a reader never sees half a file
+            kept = sorted(self.store.parent.glob("*.npy"), key=lambda f: f.stat().st_mtime, reverse=True)
+            for old in kept[KEEP_STORED:]:  # catalogs change: vectors of old versions go
+                old.unlink(missing_ok=True)
+        except OSError:
+            logger.warning("could not keep tool vectors in %s", self.store, exc_info=True)
 
     def search(self, query: str, k: int) -> Hits:
         if self.matrix is None or not len(self.documents) or not query.strip():

@@ -39,8 +39,7 @@ class Suggestions:
 
 def suggest_tools(*, endpoint: Endpoint, task: str, budget: int, limit: int = 10) -> Suggestions:
     """The best tools for `task` among those the endpoint's owner may enable, within `budget` tokens."""
-    catalog = discovery_catalog.build(endpoint.pk, version=None)
-    discovery_catalog.index(catalog)
+    catalog = discovery_catalog.fresh(endpoint.pk)
     chosen: list[Suggestion] = []
     used = left_out = 0
     for hit in catalog.search(task, SEARCH_DEPTH):

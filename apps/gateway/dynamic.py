@@ -94,7 +94,7 @@ async def tools_list(ctx: protocol.Context, params: dict[str, Any]) -> dict[str,
 async def tools_call(ctx: protocol.Context, name: str, arguments: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
     catalog = await _catalog(ctx)
     if name == SEARCH:
-        payload = _search(catalog, arguments)
+        payload = _search(catalog, arguments, _loaded(ctx, catalog))
         activated = await _activate(ctx, catalog, arguments["query"])
         return _result({**payload, "activated": activated} if activated else payload)
     if name in (LOAD, UNLOAD):
@@ -114,12 +114,13 @@ def _result(payload: dict[str, Any], *, error: bool = False) -> dict[str, Any]:
     return result
 
 
-def _search(catalog: Catalog, arguments: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def _search(catalog: Catalog, arguments: dict[str, Any], loaded: dict[str, float]) -> dict[str, list[dict[str, Any]]]:
     query = protocol._string(arguments, "query")
     limit = arguments.get("limit", 10)
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
         raise RpcError(INVALID_PARAMS, f"Invalid params: 'limit' must be an integer from 1 to {MAX_LIMIT}")
-    hits = catalog.search(query, limit)
+    held = frozenset(catalog.entries[n].exposed.item_id for n in loaded) | {e.exposed.item_id for e in catalog.pinned}
+    hits = catalog.search(query, limit, beside=held)
     tools = [
         {"name": h.entry.name, "server": h.entry.exposed.server, "description": h.entry.description, "tokens": h.entry.tokens, "score": h.score}
         for h in hits

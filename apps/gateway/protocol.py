@@ -19,7 +19,7 @@ from django.conf import settings
 from django.urls import reverse
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 
-from apps.catalog.models import Tool
+from apps.catalog.models import BUILTIN_URL, Tool
 from apps.gateway import jsonrpc
 from apps.gateway.auth import EndpointRef, Principal
 from apps.gateway.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, RpcError
@@ -229,6 +229,8 @@ async def _backend_call(ctx: Context, exposed: Exposed, arguments: dict[str, Any
     from apps.connections.errors import PoolError
 
     spec = ctx.view.specs[exposed.server]
+    if spec.url == BUILTIN_URL:
+        return await _builtin_call(ctx, exposed, arguments, meta)
     try:
         result = await _get_pool().call_tool(
             spec,
@@ -244,6 +246,18 @@ async def _backend_call(ctx: Context, exposed: Exposed, arguments: dict[str, Any
     except PoolError as exc:
         return {"content": [{"type": "text", "text": f"Tool {exposed.name} failed: {exc.message}"}], "isError": True}
     return result
+
+
+async def _builtin_call(ctx: Context, exposed: Exposed, arguments: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    """The hub's own tools (server `hub`) are answered here, as the caller, not by a backend."""
+    from apps.chat.runs import hub_tools
+
+    if exposed.server != hub_tools.services.HUB_SERVER:
+        return {"content": [{"type": "text", "text": f"Tool {exposed.name} has no built-in implementation."}], "isError": True}
+    return await hub_tools.call(
+        user_id=ctx.principal.user_id, endpoint_id=ctx.endpoint.id, tool=exposed.backend_name, arguments=arguments,
+        progress=_progress(ctx, meta.get("progressToken")),
+    )
 
 
 def _meta(params: dict[str, Any]) -> dict[str, Any]:

@@ -42,7 +42,7 @@ def chat_page(request: HttpRequest, conversation_id: str | None = None) -> HttpR
         "current": current,
         "form": ConversationForm.for_conversation(current, user=request.user) if current else None,
         "has_provider": providers_for(request.user).exists(),
-        "running": current is not None and selectors.running_turn(current) is not None,
+        "running": bool(current and current.running),
     }
     return render(request, "web/chat.html", context)
 

@@ -132,7 +132,8 @@ class ConversationForm(forms.Form):
 
     title = forms.CharField(max_length=200, required=False)
     provider = forms.ModelChoiceField(queryset=Provider.objects.none(), required=False, empty_label="No provider")
-    model = forms.CharField(max_length=200, required=False, help_text="Empty: the provider's default model.")
+    model = forms.CharField(max_length=200, required=False, help_text="Empty: the provider's default model.",
+                            widget=forms.TextInput(attrs={"list": "model-options", "placeholder": "provider default"}))
     endpoint = forms.ModelChoiceField(queryset=Endpoint.objects.none(), required=False, empty_label="No tools",
                                       to_field_name="slug")
 

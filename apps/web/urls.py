@@ -1,7 +1,7 @@
 from django.urls import path
 
 from apps.web import (
-    chat_views, import_views, pattern_views, preset_views, provider_views, server_views, suggest_views, tool_views,
+    chat_views, import_views, pattern_views, preset_views, provider_views, run_views, server_views, suggest_views, tool_views,
     usage_views, views,
 )
 
@@ -43,6 +43,12 @@ urlpatterns = [
     path("servers/", views.servers_page, name="servers"),
     path("usage/", usage_views.usage_page, name="usage"),
     path("chat/", chat_views.chat_page, name="chat"),
+    path("runs/", run_views.runs_page, name="runs"),
+    path("runs/start/", run_views.start_run, name="start_run"),
+    path("chat/<uuid:conversation_id>/run/", run_views.run_from_conversation, name="run_from_conversation"),
+    path("runs/<uuid:run_id>/", run_views.run_page, name="run"),
+    path("runs/<uuid:run_id>/cancel/", run_views.cancel_run, name="cancel_run"),
+    path("runs/<uuid:run_id>/resume/", run_views.resume_run, name="resume_run"),
     path("chat/new/", chat_views.new_conversation, name="new_conversation"),
     path("chat/<uuid:conversation_id>/", chat_views.chat_page, name="conversation"),
     path("chat/<uuid:conversation_id>/settings/", chat_views.conversation_settings, name="conversation_settings"),

@@ -86,7 +86,10 @@
     sendButton.disabled = running;
   }
 
-  function endBubble() { bubble = null; bubbleText = ""; }
+  function endBubble() {
+    if (bubble) markdown(bubbleText, bubble);  // a replay ends bubbles faster than frames render them
+    bubble = null; bubbleText = "";
+  }
 
   function renderBubble() {
     renderQueued = false;
@@ -111,7 +114,14 @@
   }
 
   const handlers = {
-    user_message(p) { endBubble(); root.append(el("div", "msg msg-user", p.text)); setRunning(true); },
+    user_message(p) {
+      endBubble();
+      root.append(el("div", "msg msg-user", p.text));
+      setRunning(true);
+      // The hub titles an untitled conversation after its first message: show it without a reload.
+      const current = document.querySelector('.chat-list a[aria-current="page"]');
+      if (current && current.dataset.untitled === "true") { current.textContent = p.text.split(/\s+/).join(" ").slice(0, 60); current.dataset.untitled = "false"; }
+    },
     text(p) {
       if (!bubble) { bubble = el("div", "msg msg-assistant"); root.append(bubble); }
       bubbleText += p.text;
@@ -196,6 +206,24 @@
   });
   input.addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); form.requestSubmit(); } });
   stopButton.addEventListener("click", () => send({ type: "stop" }));
+  // The model picker offers what the chosen provider serves, asked live (its error, when it fails).
+  const providerSelect = document.getElementById("id_provider");
+  async function loadModels() {
+    const options = document.getElementById("model-options"), note = document.getElementById("model-note");
+    options.replaceChildren();
+    note.textContent = "";
+    if (!providerSelect.value) return;
+    try {
+      const answer = await (await fetch("/api/llm/providers/" + encodeURIComponent(providerSelect.value) + "/models/")).json();
+      for (const id of answer.models || []) { const o = document.createElement("option"); o.value = id; options.append(o); }
+      note.textContent = answer.ok ? (answer.models || []).length + " models available" : "Provider error: " + (answer.error || "unreachable");
+    } catch (e) { note.textContent = "Could not list the provider's models."; }
+  }
+  if (providerSelect) {
+    providerSelect.addEventListener("change", loadModels);
+    document.querySelector(".chat-settings").addEventListener("toggle", (e) => { if (e.target.open) loadModels(); });
+  }
+
   setRunning(root.dataset.running === "true");
   connect();
 })();

@@ -67,6 +67,7 @@ def test_alice_chats_approves_stops_and_reloads(llm, alice_provider, alice_endpo
     page.get_by_label("Message").press("Enter")
     # The first turn in a fresh worker imports the LLM and MCP SDKs: allow more than the default 5 s.
     expect(page.locator(".msg-assistant strong").first).to_have_text("alice", timeout=30_000)
+    expect(page.locator('.chat-list a[aria-current="page"]')).to_have_text("Please echo hi")
     approval = page.locator(".approval")
     expect(approval).to_contain_text("Run echo?")
     page.get_by_role("button", name="Allow").click()
@@ -92,8 +93,14 @@ def test_alice_chats_approves_stops_and_reloads(llm, alice_provider, alice_endpo
     expect(page.locator(".msg-user")).to_have_count(2)
     expect(page.locator(".toolcard summary")).to_contain_text("echo · done")
     expect(page.locator(".usage")).to_have_count(2)
+    expect(page.locator(".msg-assistant").first).to_contain_text("Hello alice.")
+    expect(page.locator(".msg-assistant code").first).to_have_text("hi")
     assert page.locator(".approval").count() == 0
 
     page.set_viewport_size({"width": 390, "height": 800})
     page.screenshot(path=str(SCREENSHOTS / "chat-phone.png"), full_page=True)
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+    page.locator(".chat-settings summary").click()  # the model picker lists what the provider serves
+    expect(page.locator("#model-note")).to_have_text("2 models available")
+    assert page.locator("#model-options option").count() == 2

@@ -110,3 +110,14 @@ def test_alice_adds_and_removes_a_pattern_on_her_endpoint_page_and_a_bad_one_say
     assert "Pattern not added: Not a valid regular expression" in refused
     assert charlie_try.status_code == 404
     assert endpoint.activation_patterns.count() == 0
+
+
+@pytest.mark.django_db
+def test_pattern_changes_are_in_the_audit_trail(alice):
+    from auditlog.models import LogEntry
+
+    from apps.discovery.models import ActivationPattern
+
+    _client(alice).post(_url(alice.endpoints.get()), {"pattern": "deploy", "targets": ["ci.*"]}, format="json")
+
+    assert LogEntry.objects.get_for_model(ActivationPattern).filter(action=LogEntry.Action.CREATE).count() == 1

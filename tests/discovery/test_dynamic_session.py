@@ -102,3 +102,16 @@ async def test_pinned_tools_stay_listed_and_bad_input_changes_nothing(hub, dynam
     assert unknown.is_error and "Unknown tool: no_such_tool" in unknown.structured_content["errors"]["no_such_tool"]
     assert "pinned" in unpin.structured_content["errors"]["echo"]
     assert bad_limit.value.code == -32602
+
+
+async def test_a_stateless_2026_client_searches_and_calls_through_call_tool(hub, dynamic_endpoint, alice_hub_token):
+    async with mcp_client(hub.url(dynamic_endpoint.path), alice_hub_token, mode="auto") as client:
+        names = await _names(client)
+        found = await client.call_tool("search_tools", {"query": "echo text back"})
+        loaded = await client.call_tool("load_tools", {"names": ["echo"]})
+        called = await client.call_tool("call_tool", {"name": "echo", "arguments": {"text": "stateless"}})
+
+    assert names == META
+    assert found.structured_content["tools"][0]["name"] == "echo"
+    assert loaded.is_error and "use call_tool" in loaded.content[0].text
+    assert called.content[0].text == "stateless"

@@ -63,3 +63,20 @@ def test_usage_reorders_relevant_tools_but_adds_none():
     used = [h.entry.name for h in catalog.search("weather forecast", 5)]
 
     assert used == [fresh[1], fresh[0]] and "c" not in used
+
+
+def test_tools_called_together_with_what_a_session_holds_rank_higher():
+    from apps.discovery.catalog import index
+
+    catalog = _catalog(budget=500)
+    for name in ("a", "b"):
+        entry = catalog.entries[name]
+        catalog.entries[name] = Entry(Exposed(name, "s", name, entry.exposed.item_id, {"name": name, "description": "weather forecast"}), 100, False, f"s.{name}")
+    index(catalog, method="bm25", background=False)
+    alone = [h.entry.name for h in catalog.search("weather forecast", 2)]
+    later = alone[1]
+    catalog.co_used = {catalog.entries[later].exposed.item_id: {catalog.entries["d"].exposed.item_id: 50}}
+    beside_d = [h.entry.name for h in catalog.search("weather forecast", 2, beside=frozenset({catalog.entries["d"].exposed.item_id}))]
+    beside_c = [h.entry.name for h in catalog.search("weather forecast", 2, beside=frozenset({catalog.entries["c"].exposed.item_id}))]
+
+    assert beside_d == [later, alone[0]] and beside_c == alone

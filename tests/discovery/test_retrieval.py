@@ -44,3 +44,14 @@ def test_embeddings_find_meaning_without_shared_words():
 
     assert dense.search("will it rain tomorrow", 3)[0][0] == 0
     assert retrieval.BM25(DOCS).search("will it rain tomorrow", 3) == []
+
+
+@pytest.mark.skipif(not embeddings.available(), reason="the optional embedding model is not installed")
+def test_vectors_are_kept_for_the_next_process(tmp_path, monkeypatch):
+    store = tmp_path / "vectors.npy"
+    first = retrieval.Dense(DOCS, store=store)
+    monkeypatch.setattr(embeddings.MiniLM, "encode", lambda *a, **k: pytest.fail("encoded again"), raising=True)
+    second = retrieval.Dense(DOCS, store=store)
+
+    assert store.exists()
+    assert (second.matrix == first.matrix).all()

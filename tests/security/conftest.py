@@ -33,6 +33,7 @@ class World:
     conversation: str
     tool_id: int
     pattern: int
+    run: str = ""
 
 
 @pytest.fixture
@@ -59,5 +60,8 @@ def world(alice, bob, charlie, dave, global_server, make_tool, settings, monkeyp
     ToolCall.objects.create(user=alice, endpoint=endpoint, tool=private_tool, server_name=server.name, tool_name="search",
                             exposed_name="search", started_at=conversation.created_at, duration_ms=3.0, ok=True)
     pattern = create_pattern(endpoint=endpoint, pattern=f"{PRIVATE}-re", targets=["time.now"])
+    from apps.chat.runs.models import Run
+
+    run = Run.objects.create(owner=alice, task=f"{PRIVATE} task", provider=provider, endpoint=endpoint, status="interrupted")
     return World(endpoint.slug, server.name, preset.pk, team.slug, token.pk, provider.pk, str(conversation.pk),
-                 private_tool.pk, pattern.pk)
+                 private_tool.pk, pattern.pk, str(run.pk))

@@ -104,11 +104,17 @@ OPERATIONS: dict[tuple[str, str], tuple[Request, int]] = {
     ("DELETE", "/api/conversations/{id}/"): (lambda w: (f"/api/conversations/{w.conversation}/", None), 204),
     ("GET", "/api/conversations/{id}/messages/"): (lambda w: (f"/api/conversations/{w.conversation}/messages/", None), 200),
     ("POST", "/api/conversations/{id}/messages/"): (lambda w: (f"/api/conversations/{w.conversation}/messages/", {"text": "hi"}), 202),
+    ("GET", "/api/runs/"): (lambda w: ("/api/runs/", None), 200),
+    ("POST", "/api/runs/"): (lambda w: ("/api/runs/", {"task": "do it"}), 201),
+    ("GET", "/api/runs/{id}/"): (lambda w: (f"/api/runs/{w.run}/", None), 200),
+    ("POST", "/api/runs/{id}/cancel/"): (lambda w: (f"/api/runs/{w.run}/cancel/", None), 200),
+    ("POST", "/api/runs/{id}/resume/"): (lambda w: (f"/api/runs/{w.run}/resume/", None), 200),
 }
 
 # What others get on alice's things (a collection they may use is theirs, not hers: its own rule).
 TEAM_VISIBLE = {("GET", "/api/teams/{slug}/")}  # bob is on alice's team
 NOT_ADDABLE_BY_USERS = {("POST", "/api/servers/")}  # needs the model permission (no one here has it)
+NEEDS_A_PROVIDER = {("POST", "/api/runs/")}  # only alice has an LLM provider here: the others are told to add one
 
 
 def expected(persona: str, method: str, path: str, alice_gets: int) -> range | set[int]:
@@ -122,6 +128,8 @@ def expected(persona: str, method: str, path: str, alice_gets: int) -> range | s
         return {alice_gets}
     if (method, path) in NOT_ADDABLE_BY_USERS:
         return {403}
+    if (method, path) in NEEDS_A_PROVIDER:
+        return {400}
     if "{" not in path:  # collections: each persona works on their own
         return SUCCESS
     if persona == "bob" and (method, path) in TEAM_VISIBLE:

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.catalog import operations
-from apps.catalog.models import McpServer
+from apps.catalog.models import BUILTIN_URL, McpServer
 from apps.catalog.operations import DiscoveryOutcome
 
 COLUMNS = ("server", "status", "tools", "resources", "prompts", "since last discovery")
@@ -44,7 +44,7 @@ class Command(BaseCommand):
 
     def _servers(self, names: list[str]):
         if not names:
-            return McpServer.objects.filter(enabled=True)
+            return McpServer.objects.filter(enabled=True).exclude(url=BUILTIN_URL)
         missing = sorted(set(names) - set(McpServer.objects.filter(name__in=names).values_list("name", flat=True)))
         if missing:
             raise CommandError(f"No server named {', '.join(missing)}.")

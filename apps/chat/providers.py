@@ -1,0 +1,30 @@
+"""One adapter per provider per event loop, reused by every turn: its HTTP connections stay open.
+
+Building an adapter (an SDK client) costs milliseconds, and a fresh one opens a new connection; a
+turn on the worker's loop takes the cached one. A provider saved since gets a new adapter (key,
+URL or kind may have changed) and the old one is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from typing import Any
+
+from apps.llm.adapters import Adapter
+from apps.llm.services import adapter_for
+
+_adapters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, tuple[Any, Adapter]]] = weakref.WeakKeyDictionary()
+
+
+def adapter(provider) -> Adapter:
+    """The adapter for `provider` as saved now; call on the loop that will use it."""
+    cache = _adapters.setdefault(asyncio.get_running_loop(), {})
+    cached = cache.get(provider.pk)
+    if cached is not None and cached[0] == provider.updated_at:
+        return cached[1]
+    if cached is not None:
+        asyncio.ensure_future(cached[1].aclose())
+    fresh = adapter_for(provider)
+    cache[provider.pk] = (provider.updated_at, fresh)
+    return fresh

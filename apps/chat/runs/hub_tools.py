@@ -1,0 +1,247 @@
+"""The hub's own MCP tools, served on every endpoint as the built-in server `hub`.
+
+They are catalog rows like any server's (`ensure_hub_server`), so users enable and disable them
+like any tool (`mcp_enable --user alice 'hub.*'`) and they are named by the endpoint's strategy.
+The gateway hands a call to a built-in server's tool to `call()` instead of the pool. Every tool
+acts only as the calling user: their servers, their endpoint's enabled tools, their runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import transaction
+
+from apps.chat.runs import selectors, services
+from apps.chat.runs.models import Run
+
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+
+_LIMITS = {
+    "max_rounds": {"type": "integer", "minimum": 1, "maximum": services.MAX_ROUNDS_CAP, "description": "Most model rounds (default 10000)."},
+    "model": {"type": "string", "description": "One of your LLM providers by name, or a model of your default provider."},
+    "wait": {"type": "boolean", "default": True, "description": "false: return the run id at once; poll it with get_run."},
+}
+_TASK = {"type": "string", "description": "What to do, in plain words; the final answer comes back."}
+_RUN_ID = {"type": "object", "properties": {"run_id": {"type": "string"}}, "required": ["run_id"]}
+
+TOOLS: dict[str, dict[str, Any]] = {
+    "list_available_mcps": {
+        "description": "The MCP servers you may use through this hub, with status and tool counts.",
+        "inputSchema": {"type": "object", "properties": {}},
+        "annotations": {"readOnlyHint": True},
+    },
+    "autonomous_with_mcp": {
+        "description": "Hand a task to an LLM that works through one MCP server's tools, round after round, and returns the final answer.",
+        "inputSchema": {"type": "object", "properties": {"mcp_name": {"type": "string"}, "task": _TASK, **_LIMITS}, "required": ["mcp_name", "task"]},
+    },
+    "autonomous_with_multiple_mcps": {
+        "description": "Hand a task to an LLM that works with the tools of several MCP servers and returns the final answer.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"mcp_names": {"type": "array", "items": {"type": "string"}, "minItems": 1}, "task": _TASK, **_LIMITS},
+            "required": ["mcp_names", "task"],
+        },
+    },
+    "autonomous_discover_and_execute": {
+        "description": "Hand a task to an LLM that may use every tool you enabled here and returns the final answer.",
+        "inputSchema": {"type": "object", "properties": {"task": _TASK, **_LIMITS}, "required": ["task"]},
+    },
+    "get_run": {
+        "description": "A run's status, rounds so far, and its final answer once done.",
+        "inputSchema": _RUN_ID,
+        "annotations": {"readOnlyHint": True},
+    },
+    "cancel_run": {"description": "Cancel one of your runs.", "inputSchema": _RUN_ID},
+}
+POLL_SECONDS = 0.2
+
+
+def ensure_hub_server():
+    """Create or refresh the built-in `hub` server and its tools in the catalog (idempotent)."""
+    from apps.catalog.discovery import estimate_tokens
+    from apps.catalog.models import BUILTIN_URL, McpServer, Tool
+
+    with transaction.atomic():
+        server, _ = McpServer.objects.update_or_create(
+            name=services.HUB_SERVER,
+            defaults={"transport": McpServer.Transport.STREAMABLE_HTTP, "url": BUILTIN_URL, "display_name": "MCP Hub",
+                      "description": "The hub's own tools: hand tasks to an LLM that works with your MCP servers."},
+        )
+        McpServer.objects.filter(pk=server.pk).update(status=McpServer.Status.HEALTHY)
+        for name, entry in TOOLS.items():
+            Tool.objects.update_or_create(server=server, name=name, defaults={
+                "description": entry["description"], "input_schema": entry["inputSchema"],
+                "annotations": entry.get("annotations"), "available": True,
+                "token_estimate": estimate_tokens({"name": name, **entry}),
+            })
+    return server
+
+
+def is_builtin(spec: Any) -> bool:
+    from apps.catalog.models import BUILTIN_URL
+
+    return spec.name == services.HUB_SERVER and spec.url == BUILTIN_URL
+
+
+def text_result(text: str, structured: dict[str, Any] | None = None, *, error: bool = False) -> dict[str, Any]:
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": error}
+    if structured is not None:
+        result["structuredContent"] = structured
+    return result
+
+
+async def call(*, user_id: int, endpoint_id: int, tool: str, arguments: dict[str, Any], progress: Progress | None) -> dict[str, Any]:
+    """One hub tool call as `user_id` on `endpoint_id`: an MCP tool result, never raising but on cancel."""
+    handler = HANDLERS.get(tool)
+    if handler is None:
+        return text_result(f"Unknown hub tool: {tool}.", error=True)
+    try:
+        return await handler(user_id, endpoint_id, arguments, progress)
+    except services.RunError as exc:
+        return text_result(exc.message, error=True)
+
+
+def _db(fn):
+    return sync_to_async(fn, thread_sensitive=False)
+
+
+def _user(user_id: int):
+    from apps.accounts.models import User
+
+    return User.objects.get(pk=user_id)
+
+
+async def list_available_mcps(user_id: int, endpoint_id: int, arguments: dict[str, Any], progress: Progress | None) -> dict[str, Any]:
+    servers = await _db(_servers)(user_id, endpoint_id)
+    lines = [f"{s['name']} ({s['status']}): {s['enabled_tools']} of {s['tools']} tools enabled here" for s in servers]
+    return text_result("\n".join(lines) or "No MCP servers are available to you.", {"servers": servers})
+
+
+def _servers(user_id: int, endpoint_id: int) -> list[dict[str, Any]]:
+    from django.db.models import Count, Q
+
+    from apps.catalog.selectors import visible_servers
+
+    rows = (
+        visible_servers(_user(user_id)).filter(enabled=True).exclude(name=services.HUB_SERVER)
+        .annotate(
+            tools_count=Count("tools", filter=Q(tools__available=True), distinct=True),
+            enabled_count=Count("tools", filter=Q(tools__available=True, tools__endpoints__id=endpoint_id), distinct=True),
+        ).order_by("name")
+    )
+    return [
+        {"name": s.name, "description": s.description, "status": s.status, "tools": s.tools_count, "enabled_tools": s.enabled_count}
+        for s in rows
+    ]
+
+
+def _autonomous(servers_of: Callable[[dict[str, Any]], list[str] | None]):
+    async def handler(user_id: int, endpoint_id: int, arguments: dict[str, Any], progress: Progress | None) -> dict[str, Any]:
+        wait = arguments.get("wait", True)
+        if not isinstance(wait, bool):
+            raise services.RunError("'wait' must be true or false.")
+        run = await _db(_start)(user_id, endpoint_id, arguments, servers_of(arguments))
+        if not wait:
+            return text_result(f"Run {run.pk} started; follow it with get_run.", _summary(run))
+        return await _follow(run, progress)
+
+    return handler
+
+
+def _start(user_id: int, endpoint_id: int, arguments: dict[str, Any], servers: list[str] | None) -> Run:
+    model = arguments.get("model") or ""
+    if not isinstance(model, str):
+        raise services.RunError("'model' must be a string.")
+    from apps.toolsets.models import Endpoint
+
+    endpoint = Endpoint.objects.get(pk=endpoint_id)
+    return services.start_run(
+        owner=_user(user_id), task=arguments.get("task"), servers=servers, endpoint=endpoint, model=model,
+        max_rounds=arguments.get("max_rounds"),
+    )
+
+
+def _one(arguments: dict[str, Any]) -> list[str]:
+    name = arguments.get("mcp_name")
+    if not isinstance(name, str) or not name:
+        raise services.RunError("'mcp_name' must be a server name (see list_available_mcps).")
+    return [name]
+
+
+def _many(arguments: dict[str, Any]) -> list[str]:
+    names = arguments.get("mcp_names")
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+        raise services.RunError("'mcp_names' must be a non-empty list of server names (see list_available_mcps).")
+    return names
+
+
+async def _follow(run: Run, progress: Progress | None) -> dict[str, Any]:
+    """Wait for the run's end, telling the caller each round; a cancelled call cancels the run."""
+    seen = 0
+    try:
+        while True:
+            await asyncio.sleep(POLL_SECONDS)
+            run = await _db(Run.objects.get)(pk=run.pk)
+            if progress is not None and run.rounds > seen:
+                seen = run.rounds
+                await progress(float(seen), float(run.max_rounds), f"Round {seen} of at most {run.max_rounds}")
+            if run.status not in Run.ACTIVE:
+                return _final(run)
+    except asyncio.CancelledError:
+        await asyncio.shield(_db(_cancel_quietly)(run.pk))
+        raise
+
+
+def _cancel_quietly(run_id: uuid.UUID) -> None:
+    run = Run.objects.filter(pk=run_id).first()
+    if run is not None and run.status in Run.ACTIVE:
+        services.request_cancel(run=run)
+
+
+def _summary(run: Run) -> dict[str, Any]:
+    return {"run_id": str(run.pk), "status": run.status, "rounds": run.rounds, "max_rounds": run.max_rounds}
+
+
+def _final(run: Run) -> dict[str, Any]:
+    if run.status == Run.Status.SUCCEEDED:
+        return text_result(run.answer, _summary(run))
+    return text_result(f"The run ended {run.status} after {run.rounds} rounds: {run.error}", _summary(run), error=True)
+
+
+def _own_run(user_id: int, arguments: dict[str, Any]) -> Run:
+    run = selectors.run_for(_user(user_id), arguments.get("run_id"))
+    if run is None:
+        raise services.RunError(f"No run {arguments.get('run_id')!r} of yours.")
+    return run
+
+
+async def get_run(user_id: int, endpoint_id: int, arguments: dict[str, Any], progress: Progress | None) -> dict[str, Any]:
+    run = await _db(_own_run)(user_id, arguments)
+    if run.status in Run.ACTIVE:
+        return text_result(f"Run {run.pk} is {run.status}, after {run.rounds} rounds.", _summary(run))
+    result = _final(run)
+    result["isError"] = False  # reading a failed run is not a failed call
+    return result
+
+
+async def cancel_run(user_id: int, endpoint_id: int, arguments: dict[str, Any], progress: Progress | None) -> dict[str, Any]:
+    def cancel() -> Run:
+        return services.request_cancel(run=_own_run(user_id, arguments))
+
+    run = await _db(cancel)()
+    return text_result(f"Run {run.pk} is being cancelled." if run.status in Run.ACTIVE else f"Run {run.pk} is {run.status}.", _summary(run))
+
+
+HANDLERS = {
+    "list_available_mcps": list_available_mcps,
+    "autonomous_with_mcp": _autonomous(_one),
+    "autonomous_with_multiple_mcps": _autonomous(_many),
+    "autonomous_discover_and_execute": _autonomous(lambda arguments: None),
+    "get_run": get_run,
+    "cancel_run": cancel_run,
+}

@@ -1,0 +1,244 @@
+"""Executes a run on the chat's orchestrator loop (apps.chat.runtime), round after round.
+
+Each round is the shared model round and tool calls (apps.chat.rounds); the step is committed
+before its event goes out. Cancel (API, hub tool, control message or the heartbeat's backstop)
+cancels the model call and the tool calls in flight, whose backends get notifications/cancelled.
+A worker shutting down lets each run finish its current round and leaves it `interrupted`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from apps.chat import rounds
+from apps.chat.events import Control
+from apps.chat.runs import context, services
+from apps.chat.runs.models import Run
+from apps.chat.tools import Toolbox
+from apps.llm.types import LLMError, ToolCall
+
+logger = logging.getLogger(__name__)
+WORKER = f"{socket.gethostname()}:{os.getpid()}"
+# Set while the process shuts down (SIGTERM): runs stop at their next round boundary.
+draining = asyncio.Event()
+_active: set[uuid.UUID] = set()
+
+
+class Limit(Exception):
+    """The run hit one of its limits; the message says which."""
+
+
+def _db(fn):
+    return sync_to_async(fn, thread_sensitive=False)
+
+
+def run_group(run_id: uuid.UUID | str) -> str:
+    return f"run.{uuid.UUID(str(run_id)).hex}"
+
+
+async def publish(run_id: uuid.UUID, kind: str, payload: dict[str, Any]) -> None:
+    """Best effort: the steps are in the database already, so a lost event loses nothing."""
+    try:
+        await get_channel_layer().group_send(run_group(run_id), {"type": "run.event", "event": {"type": kind, "payload": payload}})
+    except Exception:  # noqa: BLE001
+        logger.warning("runs: could not publish %s of %s", kind, run_id, exc_info=True)
+
+
+async def execute(run_id: uuid.UUID) -> None:
+    """Run a queued run to its end; returns quietly if it vanished or someone else has it."""
+    run = await _db(services.claim)(run_id, WORKER)
+    if run is None:
+        return
+    _active.add(run.pk)
+    try:
+        steps = await _db(lambda: list(run.steps.order_by("round").values("round", "text", "tool_calls")))()
+        async with Control(run.pk) as control:
+            await RunRunner(run, steps, control).execute()
+    finally:
+        _active.discard(run.pk)
+
+
+def active() -> int:
+    return len(_active)
+
+
+@dataclass
+class RunRunner:
+    run: Run
+    steps: list[dict[str, Any]]
+    control: Control
+    toolbox: Toolbox | None = None
+    started: float = field(default_factory=time.monotonic)
+    tokens: int = 0
+
+    def __post_init__(self) -> None:
+        self.tokens = self.run.input_tokens + self.run.output_tokens  # a resumed run counts what it spent
+
+    @property
+    def elapsed(self) -> float:
+        return self.run.elapsed_s + (time.monotonic() - self.started)
+
+    async def execute(self) -> None:
+        await publish(self.run.pk, "status", {"status": Run.Status.RUNNING, "round": len(self.steps)})
+        work = asyncio.create_task(self._rounds())
+        stop = asyncio.create_task(self.control.stopped.wait())
+        beat = asyncio.create_task(self._heartbeat())
+        waits = {work, stop}
+        if self.run.time_limit_s:
+            waits.add(asyncio.create_task(asyncio.sleep(max(0.0, self.run.time_limit_s - self.run.elapsed_s))))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            if work.done():
+                await self._end(*self._outcome(work))
+            else:
+                work.cancel()
+                await asyncio.gather(work, return_exceptions=True)
+                if stop.done():
+                    await self._end(Run.Status.CANCELLED, "", "Cancelled.")
+                else:
+                    await self._end(Run.Status.FAILED, "", f"Stopped: the time limit ({self.run.time_limit_s} s) ran out.")
+        finally:
+            for task in waits | {beat}:
+                task.cancel()
+
+    def _outcome(self, work: asyncio.Task[str]) -> tuple[str, str, str]:
+        exc = work.exception()
+        if exc is None:
+            return Run.Status.SUCCEEDED, work.result(), ""
+        if isinstance(exc, Limit):
+            return Run.Status.FAILED, "", str(exc)
+        if isinstance(exc, Drained):
+            return Run.Status.INTERRUPTED, "", "The worker shut down after a completed round: resume the run to continue."
+        if isinstance(exc, LLMError):
+            return Run.Status.FAILED, "", f"The model provider failed: {exc.message}"
+        logger.error("run %s failed", self.run.pk, exc_info=exc)
+        return Run.Status.FAILED, "", f"The run failed unexpectedly ({type(exc).__name__})."
+
+    async def _end(self, status: str, answer: str, error: str) -> None:
+        await _db(services.finish)(self.run.pk, status, answer=answer, error=error, elapsed_s=self.elapsed)
+        await publish(self.run.pk, "end", {"status": status, "answer": answer, "error": error, "rounds": len(self.steps)})
+
+    async def _heartbeat(self) -> None:
+        # Also the backstop for a cancel sent before this run joined its control group.
+        while True:
+            if not await _db(services.heartbeat)(self.run.pk):
+                self.control.stopped.set()
+            await asyncio.sleep(settings.MCPHUB_RUN_HEARTBEAT_SECONDS)
+
+    async def _rounds(self) -> str:
+        """The loop; returns the final answer, raises Limit/Drained/LLMError."""
+        from apps.llm.services import adapter_for
+
+        run = self.run
+        if run.provider is None:
+            raise Limit("The run's LLM provider was deleted.")
+        self.toolbox = await load_toolbox(run)
+        adapter = await _db(adapter_for)(run.provider)
+        model = run.model or run.provider.default_model
+        try:
+            while True:
+                self._check_limits()
+                ctx = context.build(
+                    run.task, self.steps, limit=settings.MCPHUB_RUN_CONTEXT_CHARS,
+                    keep_rounds=settings.MCPHUB_RUN_KEEP_ROUNDS, result_chars=settings.MCPHUB_CHAT_TOOL_RESULT_CHARS,
+                )
+                answer = await self._round(adapter, model, ctx)
+                if answer is not None:
+                    return answer
+        finally:
+            await adapter.aclose()
+
+    def _check_limits(self) -> None:
+        run, done = self.run, len(self.steps)
+        if draining.is_set():
+            raise Drained()
+        if done >= run.max_rounds:
+            raise Limit(f"Stopped after {done} rounds (the run's max_rounds) without a final answer.")
+        if run.token_budget and self.tokens >= run.token_budget:
+            raise Limit(f"Stopped: the token budget ({run.token_budget}) is used up ({self.tokens} tokens).")
+
+    async def _round(self, adapter: Any, model: str, ctx: context.Context) -> str | None:
+        number = len(self.steps) + 1
+        clock = time.perf_counter()
+        reply = await rounds.model_round(adapter, model=model, history=ctx.messages, toolbox=self.toolbox)
+        results = await asyncio.gather(*(self._tool(call) for call in reply.calls))
+        step = {"round": number, "text": reply.text, "tool_calls": list(results)}
+        await _db(services.save_step)(
+            self.run.pk, elapsed_s=self.elapsed, round=number, text=reply.text, tool_calls=step["tool_calls"],
+            input_tokens=reply.usage.input_tokens, output_tokens=reply.usage.output_tokens, context_chars=ctx.chars,
+            model_ms=reply.duration_ms, duration_ms=(time.perf_counter() - clock) * 1000,
+        )
+        self.steps.append(step)
+        self.tokens += reply.usage.input_tokens + reply.usage.output_tokens
+        await publish(self.run.pk, "step", {
+            **step, "input_tokens": reply.usage.input_tokens, "output_tokens": reply.usage.output_tokens,
+            "context_chars": ctx.chars, "max_rounds": self.run.max_rounds,
+        })
+        return reply.text if not reply.calls else None
+
+    async def _tool(self, call: ToolCall) -> dict[str, Any]:
+        result, duration = await rounds.call_tool(
+            self.toolbox, call, needs_approval=self._needs_approval, approve=self._approve
+        )
+        return {
+            "id": call.id, "name": call.name, "arguments": call.arguments, "result": result,
+            "isError": bool(result.get("isError")), "duration_ms": round(duration, 1),
+        }
+
+    def _needs_approval(self, annotations: dict | None) -> bool:
+        endpoint = self.run.endpoint
+        return endpoint.needs_approval(annotations) if endpoint is not None else False
+
+    async def _approve(self, call: ToolCall) -> bool:
+        # Nobody watches a background run: a call that needs approval is refused, and the model told so.
+        return False
+
+
+class Drained(Exception):
+    """The process is shutting down; the run stopped after a completed round."""
+
+
+async def load_toolbox(run: Run) -> Toolbox:
+    """The endpoint's tools (as its MCP clients see them), limited to the run's servers, never the hub's own."""
+    toolbox = await Toolbox.load(run.owner_id, run.endpoint_id)
+    view = toolbox.view
+    if view is not None:
+        keep = {
+            name: exposed for name, exposed in view.tools.items()
+            if exposed.server != services.HUB_SERVER and (not run.servers or exposed.server in run.servers)
+        }
+        if not run.servers:
+            keep = await _db(_within_budget)(run, keep)
+        toolbox.view = dataclasses.replace(view, tools=keep)
+    return toolbox
+
+
+def _within_budget(run: Run, tools: dict[str, Any]) -> dict[str, Any]:
+    """Every enabled tool, unless together they exceed the endpoint's token budget: then those the
+    discovery search ranks best for the task, within the budget (a model's context is finite)."""
+    from django.db.models import Sum
+
+    from apps.catalog.models import Tool
+    from apps.discovery.suggest import suggest_tools
+
+    endpoint = run.endpoint
+    ids = [exposed.item_id for exposed in tools.values()]
+    total = Tool.objects.filter(pk__in=ids).aggregate(total=Sum("token_estimate"))["total"] or 0
+    if endpoint is None or total <= endpoint.token_budget:
+        return tools
+    found = suggest_tools(endpoint=endpoint, task=run.task, budget=endpoint.token_budget, limit=len(tools))
+    chosen = {s.key for s in found.tools}  # `server.tool`: the exposed names of a wider catalog may differ
+    return {name: e for name, e in tools.items() if f"{e.server}.{e.backend_name}" in chosen} or tools
+

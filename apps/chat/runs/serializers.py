@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from apps.chat.runs.models import Run, RunStep
+
+
+class StartRunSerializer(serializers.Serializer):
+    """Tools: `servers` (names; their tools enabled on your endpoint) or a whole `endpoint` (slug);
+    neither: every tool of your default endpoint. `model`: one of your providers' names, or a model
+    of your default provider."""
+
+    task = serializers.CharField(max_length=100_000, trim_whitespace=False)
+    servers = serializers.ListField(child=serializers.CharField(max_length=40), required=False, allow_empty=False)
+    endpoint = serializers.CharField(max_length=64, required=False)
+    model = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    max_rounds = serializers.IntegerField(required=False, min_value=1, max_value=100_000)
+    token_budget = serializers.IntegerField(required=False, min_value=1)
+    time_limit_s = serializers.IntegerField(required=False, min_value=1, max_value=30 * 86400)
+
+    def validate(self, attrs: dict) -> dict:
+        if "servers" in attrs and "endpoint" in attrs:
+            raise serializers.ValidationError("Give 'servers' or 'endpoint', not both.")
+        return attrs
+
+
+class RunStepSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = RunStep
+        fields = [
+            "round", "text", "tool_calls", "input_tokens", "output_tokens", "context_chars", "model_ms",
+            "duration_ms", "created_at",
+        ]
+        read_only_fields = fields
+
+
+class RunSerializer(serializers.ModelSerializer):
+    provider = serializers.CharField(source="provider.name", default=None, read_only=True)
+    endpoint = serializers.CharField(source="endpoint.slug", default=None, read_only=True)
+
+    class Meta:
+        model = Run
+        fields = [
+            "id", "task", "provider", "model", "endpoint", "servers", "max_rounds", "token_budget", "time_limit_s",
+            "status", "answer", "error", "rounds", "input_tokens", "output_tokens", "elapsed_s", "created_at",
+            "started_at", "finished_at",
+        ]
+        read_only_fields = fields
+
+
+class RunDetailSerializer(RunSerializer):
+    steps = RunStepSerializer(many=True, read_only=True)
+
+    class Meta(RunSerializer.Meta):
+        fields = [*RunSerializer.Meta.fields, "steps"]
+        read_only_fields = fields

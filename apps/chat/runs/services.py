@@ -1,0 +1,213 @@
+"""Writes for autonomous runs: start, cancel, resume (requests), and what the worker records.
+
+Starting or resuming commits the run, then enqueues the worker's task in `transaction.on_commit`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from apps.chat.runs.models import Run, RunStep
+from apps.toolsets.models import Endpoint, EndpointTool
+
+MAX_TASK = 100_000
+MAX_ROUNDS_CAP = 100_000
+# The built-in server of the hub's own tools: a run never gets these (no runs starting runs).
+HUB_SERVER = "hub"
+
+
+class RunError(Exception):
+    """A run request the hub refuses, with a message the user can act on."""
+
+    def __init__(self, message: str, *, code: str = "invalid") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+def _resolve_provider(owner, model: str, provider=None):
+    """(provider, model): `model` may name one of the owner's providers, else a model of the
+    default (or given) provider."""
+    from apps.chat.services import NO_PROVIDER
+    from apps.llm.selectors import default_provider_for, providers_for
+
+    if provider is not None and not providers_for(owner).filter(pk=provider.pk).exists():
+        raise RunError("Unknown provider.", code="provider")
+    if provider is None and model:
+        named = providers_for(owner).filter(name=model).order_by(F("owner_id").asc(nulls_last=True)).first()
+        if named is not None:
+            return named, ""
+    provider = provider or default_provider_for(owner)
+    if provider is None:
+        raise RunError(NO_PROVIDER, code="no_provider")
+    return provider, model
+
+
+def _resolve_endpoint(owner, endpoint: Endpoint | str | None) -> Endpoint:
+    if isinstance(endpoint, str):
+        endpoint = Endpoint.objects.filter(owner=owner, slug=endpoint).first()
+        if endpoint is None:
+            raise RunError("Unknown endpoint.", code="endpoint")
+    elif endpoint is not None and endpoint.owner_id != owner.pk:
+        raise RunError("Unknown endpoint.", code="endpoint")
+    endpoint = endpoint or Endpoint.objects.filter(owner=owner, is_default=True).first()
+    if endpoint is None:
+        raise RunError("You have no endpoint: create one to choose the tools a run may use.", code="endpoint")
+    return endpoint
+
+
+def _check_servers(endpoint: Endpoint, servers: list[str]) -> list[str]:
+    """Named servers must have tools enabled on the endpoint (the same tools its MCP clients get)."""
+    if not isinstance(servers, list) or not all(isinstance(s, str) and s for s in servers):
+        raise RunError("'servers' must be a list of server names.")
+    from apps.catalog.selectors import visible_servers
+
+    names = list(dict.fromkeys(servers))
+    usable = set(
+        EndpointTool.objects.filter(
+            endpoint=endpoint, tool__available=True, tool__server__enabled=True,
+            tool__server__in=visible_servers(endpoint.owner), tool__server__name__in=names,
+        ).values_list("tool__server__name", flat=True)
+    ) - {HUB_SERVER}
+    missing = [name for name in names if name not in usable]
+    if missing:
+        raise RunError(
+            f"No tools of {', '.join(missing)} are enabled on endpoint {endpoint.slug}: enable some first.", code="servers"
+        )
+    return names
+
+
+def _limit(value: Any, name: str, *, cap: int) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= cap:
+        raise RunError(f"'{name}' must be a whole number from 1 to {cap}.")
+    return value
+
+
+def start_run(
+    *, owner, task: Any, servers: list[str] | None = None, endpoint: Endpoint | str | None = None,
+    provider=None, model: str = "", max_rounds: int | None = None, token_budget: int | None = None,
+    time_limit_s: int | None = None,
+) -> Run:
+    """A queued run the worker picks up once this commits; bad input raises RunError, changing nothing."""
+    if not isinstance(task, str) or not task.strip():
+        raise RunError("The run needs a non-empty 'task'.")
+    if len(task) > MAX_TASK:
+        raise RunError(f"The task is too long (at most {MAX_TASK} characters).")
+    provider, model = _resolve_provider(owner, (model or "").strip(), provider)
+    endpoint = _resolve_endpoint(owner, endpoint)
+    run = Run(
+        owner=owner, task=task, provider=provider, model=model, endpoint=endpoint,
+        servers=_check_servers(endpoint, servers) if servers else [],
+        max_rounds=_limit(max_rounds, "max_rounds", cap=MAX_ROUNDS_CAP) or settings.MCPHUB_RUN_MAX_ROUNDS,
+        token_budget=_limit(token_budget, "token_budget", cap=10**12),
+        time_limit_s=_limit(time_limit_s, "time_limit_s", cap=30 * 86400),
+    )
+    with transaction.atomic():
+        run.save()
+        transaction.on_commit(lambda: _enqueue(run.pk))
+    return run
+
+
+def _enqueue(run_id: uuid.UUID) -> None:
+    from apps.chat.tasks import execute_run
+
+    execute_run.delay(str(run_id))
+
+
+def request_cancel(*, run: Run) -> Run:
+    """Queued or interrupted: cancelled at once. Running: the worker stops it (model call and tool
+    calls in flight) and marks it cancelled."""
+    if run.status not in (*Run.ACTIVE, Run.Status.INTERRUPTED):
+        raise RunError(f"The run is {run.status}: nothing to cancel.", code="finished")
+    updated = Run.objects.filter(pk=run.pk, status__in=(Run.Status.QUEUED, Run.Status.INTERRUPTED)).update(
+        status=Run.Status.CANCELLED, cancel_requested=True, finished_at=timezone.now(), error="Cancelled."
+    )
+    if not updated:
+        Run.objects.filter(pk=run.pk).update(cancel_requested=True)
+        transaction.on_commit(lambda: _send_cancel(run.pk))
+    run.refresh_from_db()
+    return run
+
+
+def _send_cancel(run_id: uuid.UUID) -> None:
+    from asgiref.sync import async_to_sync
+
+    from apps.chat.events import send_control
+
+    try:
+        async_to_sync(send_control)(run_id, "stop")
+    except Exception:  # noqa: BLE001 - the worker's heartbeat sees cancel_requested within seconds
+        pass
+
+
+def resume_run(*, run: Run) -> Run:
+    """An interrupted (or failed) run continues from its last completed step."""
+    if run.status not in Run.RESUMABLE:
+        raise RunError(f"The run is {run.status}: only an interrupted or failed run can be resumed.", code="not_resumable")
+    with transaction.atomic():
+        updated = Run.objects.filter(pk=run.pk, status=run.status).update(
+            status=Run.Status.QUEUED, error="", finished_at=None, cancel_requested=False
+        )
+        if not updated:
+            raise RunError("The run changed meanwhile: reload it.", code="conflict")
+        transaction.on_commit(lambda: _enqueue(run.pk))
+    run.refresh_from_db()
+    return run
+
+
+def sweep_lost_runs() -> int:
+    """Runs whose worker stopped beating (killed, crashed) become `interrupted`: resumable."""
+    cutoff = timezone.now() - timedelta(seconds=settings.MCPHUB_RUN_STALE_SECONDS)
+    return Run.objects.filter(status__in=(Run.Status.RUNNING, Run.Status.WAITING_APPROVAL), heartbeat_at__lt=cutoff).update(
+        status=Run.Status.INTERRUPTED, error="The worker running this run was lost: resume it to continue."
+    )
+
+
+# -- what the worker records (sync: called through sync_to_async) ---------------------------
+
+
+def claim(run_id: uuid.UUID, worker: str) -> Run | None:
+    """Queued → running, for exactly one worker; None when there is nothing to run."""
+    now = timezone.now()
+    claimed = Run.objects.filter(pk=run_id, status=Run.Status.QUEUED, cancel_requested=False).update(
+        status=Run.Status.RUNNING, heartbeat_at=now, worker=worker[:200]
+    )
+    if not claimed:
+        return None
+    Run.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
+    return Run.objects.select_related("provider", "endpoint").get(pk=run_id)
+
+
+@transaction.atomic
+def save_step(run_id: uuid.UUID, *, elapsed_s: float, **fields: Any) -> RunStep:
+    """One completed round and the run's totals, in one transaction (a crash keeps both or neither)."""
+    step = RunStep.objects.create(run_id=run_id, **fields)
+    Run.objects.filter(pk=run_id).update(
+        rounds=F("rounds") + 1, input_tokens=F("input_tokens") + step.input_tokens,
+        output_tokens=F("output_tokens") + step.output_tokens, elapsed_s=elapsed_s, heartbeat_at=timezone.now(),
+    )
+    return step
+
+
+def heartbeat(run_id: uuid.UUID) -> bool:
+    """Marks the run alive; False once a cancel was requested."""
+    Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(heartbeat_at=timezone.now())
+    return not Run.objects.filter(pk=run_id, cancel_requested=True).exists()
+
+
+def finish(run_id: uuid.UUID, status: str, *, answer: str = "", error: str = "", elapsed_s: float | None = None) -> None:
+    fields: dict[str, Any] = {"status": status, "answer": answer, "error": error[:5000]}
+    if status != Run.Status.INTERRUPTED:
+        fields["finished_at"] = timezone.now()
+    if elapsed_s is not None:
+        fields["elapsed_s"] = elapsed_s
+    Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(**fields)

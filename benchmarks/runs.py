@@ -1,0 +1,222 @@
+"""Autonomous runs: hub overhead per round, 100 concurrent runs on one worker process, and the
+context (tokens sent) per round at rounds 10, 100 and 500 against the naive growing history.
+
+    .venv/bin/python benchmarks/runs.py [--runs 100] [--rounds 3] [--long 500] [--quick]
+
+One command starts what it measures, in production shape (as benchmarks/chat.py: its own
+redis-server, a fresh Postgres database dropped after, Daphne, ONE Celery worker process, the echo
+MCP server over stdio, the scripted LLM in this process). Runs start through POST /api/runs/.
+  - overhead per round: a 20-round run's wall time per round, minus one direct LLM request (the
+    hub's own adapter, from this process) and the tool's own time (p50 of the steps' durations);
+  - concurrency: N runs × R rounds against an LLM that takes 1 s per reply, all at once, vs one
+    run alone (target: ≤ 1.5× its wall time);
+  - context: a long run whose every tool result is ~2,000 characters; the input tokens the model
+    was sent at rounds 10/100/500 (the scripted LLM counts ~4 characters per token) vs the naive
+    history rebuilt from the same steps without bounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.chat import direct_ttft, seed  # noqa: E402
+from benchmarks.gateway import PG, VENV_BIN, Processes, base_env, cpu_seconds, free_port, psql, wait_port  # noqa: E402
+
+BENCH_DB = "mcphub_bench_runs"
+TARGETS = {"round_ms": 10.0, "concurrency_ratio": 1.5}
+BIG = "y" * 2000
+
+
+def responder(body: dict) -> Any:
+    """The task says what to do: `count:N` (N tool rounds), `slow:N` (1 s per reply), `big:N` (2 kB results)."""
+    from tests.llm_server import Reply
+
+    messages = body["messages"]
+    task = next(m["content"] for m in messages if m["role"] == "user")
+    kind, _, rounds = task.partition(":")
+    if not rounds:
+        return Reply(text=["hi"])  # the direct request that times the LLM alone
+    rounds = int(rounds.split()[0])
+    # Once rounds are left out of the context the tool results no longer count them: the last
+    # assistant message's call id does.
+    calls = [c for m in messages if m["role"] == "assistant" for c in (m.get("tool_calls") or [])]
+    done = int(calls[-1]["id"][1:]) if calls else 0
+    delay = 1.0 if kind == "slow" else 0.0
+    if done < rounds:
+        text = BIG if kind == "big" else "x"
+        return Reply(tool_calls=[(f"c{done + 1}", "echo", {"text": text})], delay=delay)
+    return Reply(text=["done"], delay=delay)
+
+
+class Runs:
+    def __init__(self, port: int, token: str) -> None:
+        import httpx2
+
+        # Web requests each hold a database connection: a few at a time (Postgres is shared).
+        self.starting = asyncio.Semaphore(8)
+        self.http = httpx2.AsyncClient(base_url=f"http://127.0.0.1:{port}/api", headers={"Authorization": f"Bearer {token}"}, timeout=60)
+
+    async def run(self, task: str, poll: float = 0.1, **limits: Any) -> dict[str, Any]:
+        for _ in range(20):  # a shared Postgres at its connection limit answers 500: ask again
+            async with self.starting:
+                response = await self.http.post("/runs/", json={"task": task, **limits})
+            if response.status_code < 500:
+                break
+            await asyncio.sleep(0.5)
+        assert response.status_code == 201, response.text
+        run_id = response.json()["id"]
+        while True:
+            await asyncio.sleep(poll)
+            async with self.starting:
+                response = await self.http.get(f"/runs/{run_id}/")
+            if response.status_code != 200:  # a busy shared Postgres or the API's rate limit: ask again
+                continue
+            run = response.json()
+            if run["status"] not in ("queued", "running"):
+                assert run["status"] == "succeeded", run
+                return run
+
+
+def seconds_between(run: dict[str, Any]) -> float:
+    from datetime import datetime
+
+    return (datetime.fromisoformat(run["finished_at"]) - datetime.fromisoformat(run["started_at"])).total_seconds()
+
+
+def span(runs: list[dict[str, Any]]) -> float:
+    from datetime import datetime
+
+    first = min(datetime.fromisoformat(r["created_at"]) for r in runs)
+    return (max(datetime.fromisoformat(r["finished_at"]) for r in runs) - first).total_seconds()
+
+
+def naive_tokens(run: dict[str, Any], upto: int) -> int:
+    """The input tokens of round `upto` had every earlier round been sent whole (the scripted
+    LLM's count: ~4 characters of the JSON messages per token)."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "x" * 180}, {"role": "user", "content": run["task"]}]
+    for step in run["steps"][: upto - 1]:
+        calls = step["tool_calls"]
+        messages.append({"role": "assistant", "content": step["text"], "tool_calls": [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
+            for c in calls]})
+        for c in calls:
+            text = "\n".join(i.get("text", "") for i in c["result"].get("content", []))
+            messages.append({"role": "tool", "tool_call_id": c["id"], "content": text})
+    return max(1, len(json.dumps(messages)) // 4)
+
+
+async def measure(runs: Runs, llm_url: str, args: argparse.Namespace, worker_pid: int) -> dict[str, Any]:
+    for _ in range(2):  # warm: imports, the echo backend, connections
+        await runs.run("count:3")
+    direct = []
+    for _ in range(10):
+        direct.append((await direct_ttft(llm_url))[1])
+    twenty = await runs.run("count:19")
+    tool_ms = statistics.median(s["tool_calls"][0]["duration_ms"] for s in twenty["steps"] if s["tool_calls"])
+    per_round = seconds_between(twenty) * 1000 / twenty["rounds"]
+    alone = seconds_between(await runs.run(f"slow:{args.rounds - 1}"))
+    cpu = cpu_seconds(worker_pid)
+    # Polled slowly, so the pollers do not load the machine; timed by the runs' own timestamps.
+    together_runs = await asyncio.gather(*(runs.run(f"slow:{args.rounds - 1} #{i}", poll=1.0) for i in range(args.runs)))
+    together = span(together_runs)
+    worker_cpu = cpu_seconds(worker_pid) - cpu
+    long = await runs.run(f"big:{args.long - 1}", poll=0.5)
+    marks = [n for n in (10, 100, 500) if n <= long["rounds"]]
+    tokens = {n: (long["steps"][n - 1]["input_tokens"], naive_tokens(long, n), long["steps"][n - 1]["context_chars"]) for n in marks}
+    return {
+        "per_round": per_round, "direct": statistics.median(direct), "tool_ms": tool_ms,
+        "overhead": per_round - statistics.median(direct) - tool_ms,
+        "alone": alone, "together": together, "worker_cpu_per_round": worker_cpu * 1000 / (args.runs * args.rounds),
+        "tokens": tokens, "long_s": seconds_between(long), "long_rounds": long["rounds"],
+    }
+
+
+def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "MISSED"
+
+    ratio = figures["together"] / figures["alone"]
+    print()
+    print(f"runs benchmark (production shape, one worker process; load {os.getloadavg()[0]:.2f})")
+    print(f"per round             {figures['per_round']:.1f} ms wall = LLM request {figures['direct']:.1f} ms + tool "
+          f"{figures['tool_ms']:.1f} ms + hub {figures['overhead']:.1f} ms (target ≤ {TARGETS['round_ms']:.0f}: "
+          f"{verdict(figures['overhead'] <= TARGETS['round_ms'])})")
+    print(f"concurrency           {args.runs} runs × {args.rounds} rounds at 1 s per reply: {figures['together']:.2f} s vs "
+          f"{figures['alone']:.2f} s alone = {ratio:.2f}× (target ≤ {TARGETS['concurrency_ratio']}: "
+          f"{verdict(ratio <= TARGETS['concurrency_ratio'])}); worker CPU {figures['worker_cpu_per_round']:.1f} ms per round")
+    print(f"context               a {figures['long_rounds']}-round run with 2 kB tool results took {figures['long_s']:.1f} s")
+    for n, (sent, naive, chars) in figures["tokens"].items():
+        print(f"  round {n:>4}: {sent:>7} tokens sent ({chars} characters of context) vs {naive:>8} naive")
+
+
+async def bench(args: argparse.Namespace) -> None:
+    from tests.llm_server import ScriptedLLM
+
+    tmp = Path(tempfile.mkdtemp(prefix="mcphub-runs-bench-"))
+    procs = Processes(tmp)
+    created_db = ok = False
+    print(f"runs benchmark: logs in {tmp}", flush=True)
+    llm = ScriptedLLM().start()
+    llm.responder = responder
+    try:
+        redis_port = free_port()
+        procs.spawn("redis", ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        psql(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+        psql(f"CREATE DATABASE {BENCH_DB}")
+        created_db = True
+        env = base_env(DATABASE_URL=f"{PG}/{BENCH_DB}", REDIS_URL=f"redis://127.0.0.1:{redis_port}/0",
+                       MCPHUB_DATA_DIR=str(tmp / "data"), MCPHUB_EMBEDDED_BEAT="false",
+                       MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT="0")
+        wait_port(redis_port, procs)
+        out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "chat.py"), "--seed", llm.url], cwd=ROOT, env=env,
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"seeding failed:\n{out.stderr[-3000:]}")
+        token = json.loads(out.stdout.strip().splitlines()[-1])["token"]
+        port = free_port()
+        procs.spawn("web", [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "mcphub.asgi:application"], env)
+        worker = procs.spawn("worker", [str(VENV_BIN / "celery"), "-A", "mcphub", "worker", "-Q", "mcp,celery", "--without-gossip",
+                                        "--without-mingle", "-n", "runsbench@%h", "--loglevel", "WARNING"], env)
+        from tests.live_hub import wait_healthy
+
+        wait_healthy(f"http://127.0.0.1:{port}", procs.procs, timeout=90.0)
+        runs = Runs(port, token)
+        report(await measure(runs, llm.url, args, worker.pid), args)
+        ok = True
+    finally:
+        llm.stop()
+        procs.stop()
+        if created_db:
+            psql(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+        if ok:  # a failed run's logs stay, to read
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--long", type=int, default=500)
+    parser.add_argument("--quick", action="store_true", help="100 runs × 2 rounds, a 120-round long run")
+    args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.long = 2, 120
+    asyncio.run(bench(args))
+
+
+if __name__ == "__main__":
+    main()

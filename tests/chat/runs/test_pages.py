@@ -1,0 +1,58 @@
+"""The Runs pages as alice sees them, charlie sees nothing of hers, and a chat hands its task to a run."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from apps.chat.models import Message
+from apps.chat.runs.models import Run
+from apps.chat.services import create_conversation
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+def _client(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def alice_run(alice, alice_provider, alice_endpoint) -> Run:
+    return Run.objects.create(owner=alice, task="Alice's secret task", provider=alice_provider, endpoint=alice_endpoint,
+                              status=Run.Status.INTERRUPTED, rounds=3, max_rounds=10)
+
+
+def test_alice_sees_her_runs_with_progress(alice, alice_run):
+    page = _client(alice).get("/runs/").content.decode()
+    assert "Alice&#x27;s secret task" in page and 'value="3"' in page and "3 / 10" in page
+    detail = _client(alice).get(f"/runs/{alice_run.pk}/").content.decode()
+    assert "Resume" in detail and "Cancel" in detail
+
+
+def test_charlie_cannot_see_cancel_or_resume_alices_run(charlie, alice_run):
+    client = _client(charlie)
+    assert "secret" not in client.get("/runs/").content.decode()
+    assert client.get(f"/runs/{alice_run.pk}/").status_code == 404
+    assert client.post(f"/runs/{alice_run.pk}/cancel/").status_code == 404
+    assert client.post(f"/runs/{alice_run.pk}/resume/").status_code == 404
+    alice_run.refresh_from_db()
+    assert alice_run.status == "interrupted"
+
+
+def test_a_bad_start_says_why_and_starts_nothing(alice, alice_provider, alice_endpoint):
+    response = _client(alice).post("/runs/start/", {"task": "x", "servers": "nope"}, follow=True)
+    assert "nope" in response.content.decode()
+    assert not Run.objects.exists()
+
+
+def test_a_conversation_hands_its_task_to_a_run(alice, alice_provider, alice_endpoint, monkeypatch):
+    monkeypatch.setattr("apps.chat.runs.services._enqueue", lambda run_id: None)  # only the handover is under test
+    conversation = create_conversation(owner=alice, model="big-model")
+    Message.objects.create(conversation=conversation, role="user", text="Summarise the repo")
+    response = _client(alice).post(f"/chat/{conversation.pk}/run/")
+    run = Run.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/runs/{run.pk}/"
+    assert (run.task, run.model, run.endpoint_id, run.provider_id) == (
+        "Summarise the repo", "big-model", alice_endpoint.pk, alice_provider.pk)
