@@ -299,7 +299,10 @@ MCPHUB_DISCOVERY_METHOD = envstr("MCPHUB_DISCOVERY_METHOD", "auto")
 # staff may scrape; so may any address in these networks (comma-separated CIDRs, e.g. 10.0.0.0/8).
 MCPHUB_METRICS_DIR = Path(envstr("PROMETHEUS_MULTIPROC_DIR", str(DATA_DIR / "metrics"))).resolve()
 MCPHUB_METRICS_ALLOW_CIDRS = envlist("MCPHUB_METRICS_ALLOW_CIDRS")
-MCPHUB_METRICS_DIR.mkdir(parents=True, exist_ok=True)
+try:
+    MCPHUB_METRICS_DIR.mkdir(parents=True, exist_ok=True)
+except OSError as exc:
+    raise ImproperlyConfigured(f"PROMETHEUS_MULTIPROC_DIR={MCPHUB_METRICS_DIR} cannot be created ({exc}): point it at a writable directory") from None
 # prometheus_client picks its value store when first imported: this must come before that.
 os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(MCPHUB_METRICS_DIR)
 
