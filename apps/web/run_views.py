@@ -96,6 +96,17 @@ def resume_run(request: HttpRequest, run_id: str) -> HttpResponse:
     return _change(request, run_id, services.resume_run, "Resumed.")
 
 
+@login_required
+@require_POST
+def approve_run(request: HttpRequest, run_id: str) -> HttpResponse:
+    allow = request.POST.get("allow") == "true"
+
+    def answer(*, run: Run) -> Run:
+        return services.check_approval(run=run, call_id=request.POST.get("call_id"), allow=allow)
+
+    return _change(request, run_id, answer, "Allowed." if allow else "Denied.")
+
+
 def _change(request: HttpRequest, run_id: str, service, done: str) -> HttpResponse:
     run = _own(request, run_id)
     try:

@@ -50,7 +50,7 @@
       const event = JSON.parse(message.data);
       if (event.type === "step") addStep(event.payload);
       else if (event.type === "status") document.getElementById("run-status").textContent = event.payload.status;
-      else if (event.type === "end") window.location.reload();
+      else if (event.type === "end" || event.type === "approval_required") window.location.reload();
     };
     ws.onclose = () => { root.dataset.connected = "false"; setTimeout(connect, 1000); };
   }

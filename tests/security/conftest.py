@@ -62,6 +62,7 @@ def world(alice, bob, charlie, dave, global_server, make_tool, settings, monkeyp
     pattern = create_pattern(endpoint=endpoint, pattern=f"{PRIVATE}-re", targets=["time.now"])
     from apps.chat.runs.models import Run
 
-    run = Run.objects.create(owner=alice, task=f"{PRIVATE} task", provider=provider, endpoint=endpoint, status="interrupted")
+    run = Run.objects.create(owner=alice, task=f"{PRIVATE} task", provider=provider, endpoint=endpoint, status="interrupted",
+                             pending_approvals=[{"id": "c1", "name": "search", "arguments": {}}])
     return World(endpoint.slug, server.name, preset.pk, team.slug, token.pk, provider.pk, str(conversation.pk),
                  private_tool.pk, pattern.pk, str(run.pk))

@@ -109,6 +109,7 @@ OPERATIONS: dict[tuple[str, str], tuple[Request, int]] = {
     ("GET", "/api/runs/{id}/"): (lambda w: (f"/api/runs/{w.run}/", None), 200),
     ("POST", "/api/runs/{id}/cancel/"): (lambda w: (f"/api/runs/{w.run}/cancel/", None), 200),
     ("POST", "/api/runs/{id}/resume/"): (lambda w: (f"/api/runs/{w.run}/resume/", None), 200),
+    ("POST", "/api/runs/{id}/approve/"): (lambda w: (f"/api/runs/{w.run}/approve/", {"call_id": "c1", "allow": True}), 200),
 }
 
 # What others get on alice's things (a collection they may use is theirs, not hers: its own rule).

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from apps.chat.runs import selectors, services
 from apps.chat.runs.models import Run
-from apps.chat.runs.serializers import RunDetailSerializer, RunSerializer, StartRunSerializer
+from apps.chat.runs.serializers import ApprovalSerializer, RunDetailSerializer, RunSerializer, StartRunSerializer
 
 
 class RunConflict(exceptions.APIException):
@@ -51,16 +51,24 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @extend_schema(request=None, responses=RunSerializer)
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str) -> Response:
-        return self._change(services.request_cancel)
+        return self._change(lambda run: services.request_cancel(run=run))
 
     @extend_schema(request=None, responses=RunSerializer)
     @action(detail=True, methods=["post"])
     def resume(self, request: Request, pk: str) -> Response:
-        return self._change(services.resume_run)
+        return self._change(lambda run: services.resume_run(run=run))
+
+    @extend_schema(request=ApprovalSerializer, responses=RunSerializer)
+    @action(detail=True, methods=["post"])
+    def approve(self, request: Request, pk: str) -> Response:
+        """Allow or deny a tool call the run waits on (`pending_approvals`)."""
+        data = ApprovalSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        return self._change(lambda run: services.check_approval(run=run, **data.validated_data))
 
     def _change(self, service) -> Response:
         try:
-            run = service(run=self.get_object())
+            run = service(self.get_object())
         except services.RunError as exc:
             raise _refused(exc) from None
         return Response(RunSerializer(run).data)

@@ -141,26 +141,23 @@ class RunRunner:
 
     async def _rounds(self) -> str:
         """The loop; returns the final answer, raises Limit/Drained/LLMError."""
-        from apps.llm.services import adapter_for
+        from apps.chat.providers import adapter as cached_adapter
 
         run = self.run
         if run.provider is None:
             raise Limit("The run's LLM provider was deleted.")
         self.toolbox = await load_toolbox(run)
-        adapter = await _db(adapter_for)(run.provider)
+        adapter = cached_adapter(run.provider)  # the loop's shared one (as chat turns use): not closed here
         model = run.model or run.provider.default_model
-        try:
-            while True:
-                self._check_limits()
-                ctx = context.build(
-                    run.task, self.steps, limit=settings.MCPHUB_RUN_CONTEXT_CHARS,
-                    keep_rounds=settings.MCPHUB_RUN_KEEP_ROUNDS, result_chars=settings.MCPHUB_CHAT_TOOL_RESULT_CHARS,
-                )
-                answer = await self._round(adapter, model, ctx)
-                if answer is not None:
-                    return answer
-        finally:
-            await adapter.aclose()
+        while True:
+            self._check_limits()
+            ctx = context.build(
+                run.task, self.steps, limit=settings.MCPHUB_RUN_CONTEXT_CHARS,
+                keep_rounds=settings.MCPHUB_RUN_KEEP_ROUNDS, result_chars=settings.MCPHUB_CHAT_TOOL_RESULT_CHARS,
+            )
+            answer = await self._round(adapter, model, ctx)
+            if answer is not None:
+                return answer
 
     def _check_limits(self) -> None:
         run, done = self.run, len(self.steps)
@@ -204,8 +201,14 @@ class RunRunner:
         return endpoint.needs_approval(annotations) if endpoint is not None else False
 
     async def _approve(self, call: ToolCall) -> bool:
-        # Nobody watches a background run: a call that needs approval is refused, and the model told so.
-        return False
+        """The run waits (`waiting_approval`) for its owner's allow/deny (API or Runs page)."""
+        pending = {"id": call.id, "name": call.name, "arguments": call.arguments}
+        await _db(services.wait_for_approval)(self.run.pk, pending)
+        await publish(self.run.pk, "approval_required", pending)
+        try:
+            return await self.control.approval(call.id)
+        finally:
+            await _db(services.approval_answered)(self.run.pk, call.id)
 
 
 class Drained(Exception):

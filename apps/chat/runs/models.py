@@ -43,6 +43,8 @@ class Run(models.Model):
     # Wall time spent running, summed over resumes (the time limit counts this, not idle time).
     elapsed_s = models.FloatField(default=0.0)
     cancel_requested = models.BooleanField(default=False)
+    # Tool calls waiting for the owner's allow/deny: [{"id", "name", "arguments"}].
+    pending_approvals = models.JSONField(default=list, blank=True)
     # Set by the worker while it runs the run: a stale one means the worker died (see sweep).
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)

@@ -24,6 +24,11 @@ class StartRunSerializer(serializers.Serializer):
         return attrs
 
 
+class ApprovalSerializer(serializers.Serializer):
+    call_id = serializers.CharField(max_length=200)
+    allow = serializers.BooleanField()
+
+
 class RunStepSerializer(serializers.ModelSerializer):
     class Meta:
         model = RunStep
@@ -42,7 +47,7 @@ class RunSerializer(serializers.ModelSerializer):
         model = Run
         fields = [
             "id", "task", "provider", "model", "endpoint", "servers", "max_rounds", "token_budget", "time_limit_s",
-            "status", "answer", "error", "rounds", "input_tokens", "output_tokens", "elapsed_s", "created_at",
+            "status", "pending_approvals", "answer", "error", "rounds", "input_tokens", "output_tokens", "elapsed_s", "created_at",
             "started_at", "finished_at",
         ]
         read_only_fields = fields

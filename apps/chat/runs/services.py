@@ -133,20 +133,9 @@ def request_cancel(*, run: Run) -> Run:
     )
     if not updated:
         Run.objects.filter(pk=run.pk).update(cancel_requested=True)
-        transaction.on_commit(lambda: _send_cancel(run.pk))
+        transaction.on_commit(lambda: _send_control(run.pk, "stop"))
     run.refresh_from_db()
     return run
-
-
-def _send_cancel(run_id: uuid.UUID) -> None:
-    from asgiref.sync import async_to_sync
-
-    from apps.chat.events import send_control
-
-    try:
-        async_to_sync(send_control)(run_id, "stop")
-    except Exception:  # noqa: BLE001 - the worker's heartbeat sees cancel_requested within seconds
-        pass
 
 
 def resume_run(*, run: Run) -> Run:
@@ -162,6 +151,27 @@ def resume_run(*, run: Run) -> Run:
         transaction.on_commit(lambda: _enqueue(run.pk))
     run.refresh_from_db()
     return run
+
+
+def check_approval(*, run: Run, call_id: Any, allow: Any) -> Run:
+    """Validate an allow/deny for a call the run waits on; the worker receives it by control message."""
+    if not isinstance(call_id, str) or not isinstance(allow, bool):
+        raise RunError("Send 'call_id' (a string) and 'allow' (true or false).")
+    if not any(p.get("id") == call_id for p in run.pending_approvals):
+        raise RunError(f"The run is not waiting for approval of {call_id!r}.", code="conflict")
+    transaction.on_commit(lambda: _send_control(run.pk, "approve", call_id=call_id, allow=allow))
+    return run
+
+
+def _send_control(run_id: uuid.UUID, action: str, **fields: Any) -> None:
+    from asgiref.sync import async_to_sync
+
+    from apps.chat.events import send_control
+
+    try:
+        async_to_sync(send_control)(run_id, action, **fields)
+    except Exception:  # noqa: BLE001 - a cancel is also seen by the heartbeat; an approval can be sent again
+        pass
 
 
 def sweep_lost_runs() -> int:
@@ -198,9 +208,26 @@ def save_step(run_id: uuid.UUID, *, elapsed_s: float, **fields: Any) -> RunStep:
     return step
 
 
+@transaction.atomic
+def wait_for_approval(run_id: uuid.UUID, call: dict[str, Any]) -> None:
+    run = Run.objects.select_for_update().get(pk=run_id)  # calls of one round ask at once
+    if run.status in Run.ACTIVE:
+        run.status, run.pending_approvals = Run.Status.WAITING_APPROVAL, [*run.pending_approvals, call]
+        run.save(update_fields=["status", "pending_approvals"])
+
+
+@transaction.atomic
+def approval_answered(run_id: uuid.UUID, call_id: str) -> None:
+    run = Run.objects.select_for_update().get(pk=run_id)
+    if run.status in Run.ACTIVE:
+        run.pending_approvals = [p for p in run.pending_approvals if p.get("id") != call_id]
+        run.status = Run.Status.WAITING_APPROVAL if run.pending_approvals else Run.Status.RUNNING
+        run.save(update_fields=["status", "pending_approvals"])
+
+
 def heartbeat(run_id: uuid.UUID) -> bool:
     """Marks the run alive; False once a cancel was requested."""
-    Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(heartbeat_at=timezone.now())
+    Run.objects.filter(pk=run_id, status__in=(Run.Status.RUNNING, Run.Status.WAITING_APPROVAL)).update(heartbeat_at=timezone.now())
     return not Run.objects.filter(pk=run_id, cancel_requested=True).exists()
 
 
@@ -210,4 +237,5 @@ def finish(run_id: uuid.UUID, status: str, *, answer: str = "", error: str = "",
         fields["finished_at"] = timezone.now()
     if elapsed_s is not None:
         fields["elapsed_s"] = elapsed_s
-    Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(**fields)
+    fields["pending_approvals"] = []
+    Run.objects.filter(pk=run_id, status__in=(Run.Status.RUNNING, Run.Status.WAITING_APPROVAL)).update(**fields)

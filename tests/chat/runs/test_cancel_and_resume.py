@@ -84,3 +84,28 @@ async def test_charlie_cannot_see_cancel_or_resume_alices_run(
     assert listed["count"] == 0 if isinstance(listed, dict) else listed == []
     assert [r.status_code for r in (detail, cancel, resume)] == [404, 404, 404]
     assert await db(lambda: Run.objects.get(pk=run["id"]).status)() == "failed"
+
+
+async def test_a_call_that_needs_approval_waits_for_alices_answer(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
+    alice_endpoint.approval = "all"
+    await db(alice_endpoint.save)()
+    llm.script([
+        Reply(tool_calls=[("c1", "echo", {"text": "allowed"})]),
+        Reply(tool_calls=[("c2", "echo", {"text": "denied"})]),
+        Reply(text=["One ran, one was denied"]),
+    ])
+    async with Api(hub.base_url, alice_hub_token) as api:
+        run = await start_run(api, task="Echo twice")
+        waiting = await wait_run(api, run["id"], until=("waiting_approval",))
+        assert [p["id"] for p in waiting["pending_approvals"]] == ["c1"]
+        wrong = await api.client.post(f"/runs/{run['id']}/approve/", json={"call_id": "c9", "allow": True})
+        assert wrong.status_code == 409
+        assert (await api.client.post(f"/runs/{run['id']}/approve/", json={"call_id": "c1", "allow": True})).status_code == 200
+        await wait_run(api, run["id"], until=("waiting_approval",), rounds=1)
+        assert (await api.client.post(f"/runs/{run['id']}/approve/", json={"call_id": "c2", "allow": False})).status_code == 200
+        done = await wait_run(api, run["id"])
+
+    assert done["status"] == "succeeded" and done["pending_approvals"] == []
+    first, second = (s["tool_calls"][0] for s in done["steps"][:2])
+    assert first["result"]["content"][0]["text"] == "allowed" and first["isError"] is False
+    assert second["isError"] is True and "denied" in second["result"]["content"][0]["text"]
