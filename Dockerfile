@@ -6,8 +6,9 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
-COPY requirements.txt .
-RUN pip install --no-cache-dir -r requirements.txt
+COPY requirements.txt requirements-nodeps.txt ./
+RUN pip install --no-cache-dir -r requirements.txt \
+ && pip install --no-cache-dir --no-deps -r requirements-nodeps.txt
 COPY . .
 RUN SECRET_KEY=build MCPHUB_ENCRYPTION_KEYS=YnVpbGQtb25seS1lbmNyeXB0aW9uLWtleS0zMmJ5dGU= \
     python manage.py collectstatic --noinput -v 0

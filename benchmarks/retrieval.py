@@ -13,7 +13,6 @@ The hub's default method is `auto` (hybrid when the embedding model is installed
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import math
 import os

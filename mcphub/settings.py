@@ -292,6 +292,20 @@ MCPHUB_LOG_TOOL_ARGUMENTS = envbool("MCPHUB_LOG_TOOL_ARGUMENTS", False)
 # Dynamic endpoints' tool search (apps/discovery/retrieval.py): auto = hybrid when the optional
 # embedding model is installed, else bm25; or bm25, embedding, hybrid.
 MCPHUB_DISCOVERY_METHOD = envstr("MCPHUB_DISCOVERY_METHOD", "auto")
+
+# --- Metrics (`/metrics`, Prometheus text; see apps/core/metrics.py and docs/metrics.md). Every
+# web and worker process of one hub writes its counters to files in one directory (prometheus
+# client's multiprocess mode), which a scrape of any web process merges. Staff tokens and logged-in
+# staff may scrape; so may any address in these networks (comma-separated CIDRs, e.g. 10.0.0.0/8).
+MCPHUB_METRICS_DIR = Path(envstr("PROMETHEUS_MULTIPROC_DIR", str(DATA_DIR / "metrics"))).resolve()
+MCPHUB_METRICS_ALLOW_CIDRS = envlist("MCPHUB_METRICS_ALLOW_CIDRS")
+try:
+    MCPHUB_METRICS_DIR.mkdir(parents=True, exist_ok=True)
+except OSError as exc:
+    raise ImproperlyConfigured(f"PROMETHEUS_MULTIPROC_DIR={MCPHUB_METRICS_DIR} cannot be created ({exc}): point it at a writable directory") from None
+# prometheus_client picks its value store when first imported: this must come before that.
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(MCPHUB_METRICS_DIR)
+
 # Chat: model/tool rounds per turn before the hub stops the turn; tool results are cut to this many
 # characters when sent to the model (the whole result is kept and shown).
 MCPHUB_CHAT_MAX_ROUNDS = envint("MCPHUB_CHAT_MAX_ROUNDS", 10)
@@ -308,7 +322,8 @@ MCPHUB_RUN_STALE_SECONDS = envint("MCPHUB_RUN_STALE_SECONDS", 40)
 # the Celery workers, whose own listener re-discovers on a backend's list_changed; embedded, the
 # in-process pool calls this hook instead.
 MCPHUB_POOL = {
-    "on_notification": "apps.catalog.watch.on_backend_notification",
+    # Embedded: the gateway relays resources/updated, then hands the rest to the catalog (list_changed).
+    "on_notification": "apps.gateway.subscriptions.on_backend_notification",
     # Requests in flight to one backend server; past it calls fail at once with a clear error.
     "max_inflight_per_server": envint("MCPHUB_MAX_INFLIGHT_PER_SERVER", 512),
     # Seconds a backend may take to start and answer initialize.

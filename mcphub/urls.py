@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from apps.core.views import health
+from apps.web.metrics_views import metrics_view
 
 admin.site.site_header = "MCP Hub administration"
 admin.site.site_title = "MCP Hub"
@@ -9,6 +10,7 @@ admin.site.site_title = "MCP Hub"
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("health", health, name="health"),
+    path("metrics", metrics_view, name="metrics"),
     path("api/", include("apps.api.urls")),
     path("", include("apps.web.urls")),
 ]

@@ -61,6 +61,12 @@ def charlie_token(charlie) -> str:
 
 
 @pytest.fixture
+def scrape_token(dave) -> str:
+    """Dave is staff: his read-only API token is what a Prometheus scrape config would carry."""
+    return create_access_token(user=dave, name="prometheus", scope="api_read")[1]
+
+
+@pytest.fixture
 def global_server(db) -> McpServer:
     return McpServer.objects.create(name="time", transport="stdio", command="mcp-server-time")
 

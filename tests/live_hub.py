@@ -13,7 +13,8 @@ import subprocess
 import sys
 import time
 import urllib.request
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,6 +96,18 @@ def start_web(port: int, env: dict[str, str], log_dir: Path, name: str = "web") 
 def start_worker(env: dict[str, str], log_dir: Path, name: str = "worker") -> subprocess.Popen:
     args = [str(VENV_BIN / "celery"), "-A", "mcphub", "worker", "-Q", "mcp,celery", "--without-gossip", "--without-mingle", "-n", f"{name}@%h"]
     return _spawn(name, args, env, log_dir)
+
+
+@contextmanager
+def another_web(log_dir: Path) -> Iterator[str]:
+    """A further web process of the session's hub (same database and Redis); its base URL."""
+    port = free_port()
+    process = start_web(port, hub_env(), log_dir, name="web-b")
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", [process])
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop([process])
 
 
 def wait_healthy(base_url: str, processes: list[subprocess.Popen], timeout: float = 60.0) -> None:
@@ -248,3 +261,55 @@ class HttpBackend:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+
+async def scrape_metrics(hub: HubProcesses, token: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """`/metrics` of a running hub, as {(sample name, sorted labels): value}."""
+    import httpx2
+    from prometheus_client.parser import text_string_to_metric_families
+
+    async with httpx2.AsyncClient(timeout=30) as http:
+        response = await http.get(hub.url("/metrics"), headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/plain")
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
+
+
+def metric(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+RAW_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+async def raw_session(http, url: str, token: str, *, version: str = "2025-06-18", capabilities: dict | None = None) -> dict[str, str]:
+    """Initialize a session over raw HTTP; the headers every later request of it carries."""
+    import json
+
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": capabilities or {}, "clientInfo": {"name": "raw", "version": "1"}}}
+    headers = {**RAW_HEADERS, "Authorization": f"Bearer {token}"}
+    response = await http.post(url, content=json.dumps(init), headers=headers)
+    assert response.json()["result"]["protocolVersion"] == version
+    headers.update({"Mcp-Session-Id": response.headers["mcp-session-id"], "MCP-Protocol-Version": version})
+    await http.post(url, content=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}), headers=headers)
+    return headers
+
+
+async def sse_messages(response):
+    """(event id, message) for each SSE event of a streaming response; comments are skipped."""
+    import json
+
+    event_id, data = None, []
+    async for line in response.aiter_lines():
+        if line.startswith("id: "):
+            event_id = line[4:]
+        elif line.startswith("data: "):
+            data.append(line[6:])
+        elif line == "" and data:
+            yield event_id, json.loads("\n".join(data))
+            event_id, data = None, []

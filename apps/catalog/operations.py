@@ -289,6 +289,25 @@ async def _live_state(pool: Any, name: str) -> LiveState:
     return LiveState(await pool.stderr_tail(name), await _server_stats(pool, name))
 
 
+@dataclass(frozen=True)
+class PoolOverview:
+    """The pool workers that answered, and every server they hold or held (counters summed)."""
+
+    workers: int
+    servers: list[ServerPoolStats]
+
+
+def pool_overview() -> PoolOverview:
+    return run_on_pool(_pool_overview)
+
+
+async def _pool_overview(pool: Any) -> PoolOverview:
+    per_worker = await _stats_per_worker(pool)
+    names = sorted({name for stats in per_worker.values() for name in stats.get("servers", {})})
+    answered = sum(1 for stats in per_worker.values() if "error" not in stats)
+    return PoolOverview(answered, [_stats_of(per_worker, name) for name in names])
+
+
 def stderr_tail(*, server_name: str) -> str:
     """The backend's recent stderr as the pool captured it ('' if it never ran here)."""
     return run_on_pool(lambda pool: pool.stderr_tail(server_name))
@@ -341,9 +360,11 @@ async def _held_servers(pool: Any) -> set[str]:
 
 
 async def _server_stats(pool: Any, name: str) -> ServerPoolStats:
-    per_worker = await _stats_per_worker(pool)
-    found = {worker: s["servers"][name] for worker, s in per_worker.items() if name in s.get("servers", {})}
-    return _sum_stats(name, found)
+    return _stats_of(await _stats_per_worker(pool), name)
+
+
+def _stats_of(per_worker: dict[str, dict[str, Any]], name: str) -> ServerPoolStats:
+    return _sum_stats(name, {worker: s["servers"][name] for worker, s in per_worker.items() if name in s.get("servers", {})})
 
 
 def _sum_stats(name: str, found: dict[str, dict[str, Any]]) -> ServerPoolStats:

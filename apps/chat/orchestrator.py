@@ -23,6 +23,7 @@ from apps.chat.history import TurnSetup, load_turn
 from apps.chat.models import Message as MessageRow
 from apps.chat.models import Turn
 from apps.chat.tools import Toolbox, result_text
+from apps.core import metrics
 from apps.llm.types import LLMError, Message, ToolCall
 
 logger = logging.getLogger(__name__)
@@ -90,6 +91,7 @@ class TurnRunner:
         if status == Turn.Status.STOPPED and self.partial:
             await self._save(role=MessageRow.Role.ASSISTANT, text="".join(self.partial))
         await _db(services.finish_turn)(self.setup.turn_id, status, error)
+        metrics.chat_turn(status)
         if error:
             self.sink.emit("error", {"message": error})
         usage = {"input_tokens": self.usage[0], "output_tokens": self.usage[1]}

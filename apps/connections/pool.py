@@ -162,6 +162,11 @@ class Pool:
     ) -> types.ReadResourceResult:
         return await self._run(spec, lambda c: c.read_resource(uri), timeout, relay, what=f"resources/read {uri}")
 
+    async def subscribe_resource(self, spec: ServerSpec, uri: str, *, timeout: float | None = None) -> None:
+        """Ask the backend for `notifications/resources/updated` about `uri` (they reach `on_notification`).
+        A restarted backend has forgotten it: subscribe again after a restart."""
+        await self._run(spec, lambda c: c.subscribe_resource(uri), timeout, what=f"resources/subscribe {uri}")
+
     async def get_prompt(
         self,
         spec: ServerSpec,

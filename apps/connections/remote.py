@@ -165,6 +165,9 @@ class RemotePool:
     ) -> types.ReadResourceResult:
         return await self._call(spec, "read_resource", {"uri": uri}, timeout, relay=relay)
 
+    async def subscribe_resource(self, spec: ServerSpec, uri: str, *, timeout: float | None = None) -> None:
+        await self._call(spec, "subscribe_resource", {"uri": uri}, timeout)
+
     async def get_prompt(
         self,
         spec: ServerSpec,

@@ -154,6 +154,9 @@ OPS: dict[str, Op] = {
         _model(types.CompleteResult),
     ),
     "ping": _op(lambda pool, spec, a, timeout, **_: pool.ping(spec, timeout=timeout), _plain()),
+    "subscribe_resource": _op(
+        lambda pool, spec, a, timeout, **_: pool.subscribe_resource(spec, a["uri"], timeout=timeout), _plain()
+    ),
     "discover": _op(
         lambda pool, spec, a, timeout, **_: pool.discover(spec, timeout=timeout),
         ((lambda d: d.to_wire()), Discovery.from_wire),

@@ -129,6 +129,12 @@ class MemoryStore:
             self._values[key] = (int(value) + 1, expires)
             return int(value) + 1
 
+    def count(self, prefix: str) -> int:
+        """Live keys starting with `prefix` (SCAN MATCH prefix* in Redis terms)."""
+        now = time.monotonic()
+        with self._lock:
+            return sum(1 for key, (_, expires) in self._values.items() if key.startswith(prefix) and (expires is None or expires >= now))
+
 
 memory = MemoryStore()
 

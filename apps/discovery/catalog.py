@@ -7,14 +7,13 @@ only when the documents themselves changed, never per query.
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import hashlib
 import math
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db.models import Count, Max
 from django.utils import timezone
@@ -22,6 +21,7 @@ from django.utils import timezone
 from apps.accounts.models import Membership
 from apps.catalog.models import McpServer, Tool
 from apps.catalog.selectors import visible_servers
+from apps.core.singleflight import single_flight
 from apps.connections.specs import ServerSpec
 from apps.discovery import retrieval, text
 from apps.discovery.models import ActivationPattern
@@ -191,7 +191,6 @@ def document(entry: Entry) -> retrieval.Document:
 CATALOG_MAX_AGE = 60.0
 _catalogs: dict[int, tuple[float, Catalog]] = {}
 _indexes: dict[str, retrieval.Retriever] = {}
-_building: dict[int, asyncio.Future[Catalog | None]] = {}
 _fresh: dict[int, tuple[float, tuple, Catalog | None]] = {}
 
 
@@ -267,13 +266,7 @@ async def current(endpoint_id: int, version: object) -> Catalog | None:
     now = time.monotonic()
     if cached is not None and cached[1].version == version and now - cached[0] < CATALOG_MAX_AGE:
         return cached[1]
-    pending = _building.get(endpoint_id)
-    if pending is None:
-        pending = _building[endpoint_id] = asyncio.ensure_future(
-            sync_to_async(_build_indexed, thread_sensitive=False)(endpoint_id, version)
-        )
-        pending.add_done_callback(lambda _: _building.pop(endpoint_id, None))
-    catalog = await asyncio.shield(pending)
+    catalog = await single_flight("discovery", (endpoint_id, version), functools.partial(_build_indexed, endpoint_id, version))
     if catalog is not None:
         _catalogs[endpoint_id] = (now, catalog)
     return catalog

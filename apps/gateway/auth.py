@@ -7,18 +7,15 @@ exactly as for an endpoint that does not exist, so nothing leaks.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import hashlib
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from apps.accounts.services import authenticate_token
+from apps.core.singleflight import forget, single_flight
 from apps.toolsets.models import Endpoint
 
 CACHE_SECONDS = 5.0
@@ -63,8 +60,6 @@ class _TTLCache:
 
 _principals = _TTLCache()
 _endpoints = _TTLCache()
-_inflight: dict[str, asyncio.Future[Any]] = {}
-T = TypeVar("T")
 
 
 def _lookup_principal(raw: str) -> Principal | None:
@@ -81,30 +76,11 @@ def _lookup_endpoint(*, slug: str | None = None, endpoint_id: int | None = None)
     return EndpointRef(*row) if row else None
 
 
-async def _single_flight(key: str, lookup: Callable[[], T]) -> T:
-    """Run `lookup` in a thread, once per key at a time: the burst of misses when a hot entry
-    expires (every concurrent request of a busy token) shares one database query."""
-    loop = asyncio.get_running_loop()
-    pending = _inflight.get(key)
-    if pending is None or pending.get_loop() is not loop:
-        pending = asyncio.ensure_future(sync_to_async(lookup, thread_sensitive=False)())
-        _inflight[key] = pending
-        pending.add_done_callback(functools.partial(_landed, key))
-    return await asyncio.shield(pending)
-
-
-def _landed(key: str, future: asyncio.Future[Any]) -> None:
-    if _inflight.get(key) is future:
-        del _inflight[key]
-    if not future.cancelled():
-        future.exception()  # retrieved here: every waiter may have gone
-
-
 async def principal_for(raw: str) -> Principal | None:
     key = hashlib.sha256(raw.encode()).hexdigest()
     cached = _principals.get(key)
     if cached is None:
-        cached = await _single_flight(f"p:{key}", functools.partial(_lookup_principal, raw))
+        cached = await single_flight("auth:principal", key, functools.partial(_lookup_principal, raw))
         if cached is not None:
             _principals.put(key, cached)
     return cached  # type: ignore[return-value]
@@ -115,7 +91,9 @@ async def endpoint_for(principal: Principal, slug: str | None) -> EndpointRef | 
     key = f"slug:{slug}" if slug is not None else f"id:{principal.scope_endpoint_id}"
     ref = _endpoints.get(key)
     if ref is None:
-        ref = await _single_flight(f"e:{key}", functools.partial(_lookup_endpoint, slug=slug, endpoint_id=principal.scope_endpoint_id))
+        ref = await single_flight(
+            "auth:endpoint", key, functools.partial(_lookup_endpoint, slug=slug, endpoint_id=principal.scope_endpoint_id)
+        )
         if ref is not None:
             _endpoints.put(key, ref)
     if ref is None or ref.owner_id != principal.user_id:  # type: ignore[union-attr]
@@ -128,4 +106,5 @@ async def endpoint_for(principal: Principal, slug: str | None) -> EndpointRef | 
 def clear_caches() -> None:
     _principals.clear()
     _endpoints.clear()
-    _inflight.clear()
+    forget("auth:principal")
+    forget("auth:endpoint")

@@ -446,11 +446,23 @@ async def unsubscribe(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _subscription(ctx: Context, params: dict[str, Any], *, add: bool) -> dict[str, Any]:
-    from apps.gateway import state
+    from mcp import MCPError
+
+    from apps.connections.errors import PoolError
+    from apps.gateway import state, subscriptions
 
     uri = _string(params, "uri")
-    _resource_server(ctx.view, uri)
+    server = _resource_server(ctx.view, uri)
     if ctx.session is not None:
+        try:
+            if add:
+                await subscriptions.subscribe(server=server, spec=ctx.view.specs[server], uri=uri, session_id=ctx.session.id)
+            else:
+                await subscriptions.unsubscribe(server=server, uri=uri, session_id=ctx.session.id)
+        except MCPError as exc:
+            raise RpcError(exc.code, f"{server} cannot subscribe to {uri}: {exc.message}", exc.data) from None
+        except PoolError as exc:
+            raise RpcError(jsonrpc.INTERNAL_ERROR, f"{server} is unavailable: {exc.message}") from None
         subscriptions = set(ctx.session.subscriptions)
         subscriptions.add(uri) if add else subscriptions.discard(uri)
         ctx.session.subscriptions = sorted(subscriptions)

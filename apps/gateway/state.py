@@ -134,3 +134,11 @@ async def delete_session(session_id: str) -> bool:
     if client is None:
         return hotstate.memory.delete(SESSION_PREFIX + session_id)
     return bool(await client.delete(SESSION_PREFIX + session_id))
+
+
+def count_sessions() -> int:
+    """MCP sessions open now (not yet deleted or expired), for the metrics; sync, one SCAN."""
+    client = hotstate.sync_redis()
+    if client is None:
+        return hotstate.memory.count(SESSION_PREFIX)
+    return sum(1 for _ in client.scan_iter(match=SESSION_PREFIX + "*", count=1000))

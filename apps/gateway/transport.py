@@ -20,7 +20,7 @@ from django.http.request import split_domain_port, validate_host
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from apps.core import hotstate, outage
-from apps.gateway import auth, jsonrpc, protocol, state
+from apps.gateway import auth, jsonrpc, protocol, resume, state, subscriptions
 from apps.gateway.auth import EndpointRef, Principal
 from apps.gateway.http import HttpError, Request, Send, end_stream, respond, sse_comment, sse_event, start_sse
 from apps.gateway.jsonrpc import RpcError
@@ -37,6 +37,7 @@ CLIENT_REPLY_SECONDS = 300.0
 WEB_GROUP = "mcphub.web"
 SESSION_CLOSED = "session.closed"
 SESSION_MESSAGE = "session.message"
+STORED_MESSAGE = "session.stored"  # a message already in the session's GET stream store, with its event id
 CANCEL = "request.cancel"
 LEGACY_VERSION = "2024-11-05"
 
@@ -103,6 +104,7 @@ class Gateway:
         if endpoint is None:
             raise HttpError(404, {"error": "not_found", "message": "No such MCP endpoint"})
         await _listen_for_cancellations()
+        await subscriptions.listen_for_updates()
         handler = {
             (None, "POST"): _post,
             (None, "GET"): _get_stream,
@@ -166,6 +168,11 @@ async def _post(request: Request, send: Send, principal: Principal, endpoint: En
     if not (request.accepts("application/json") or request.accepts("text/event-stream")):
         raise HttpError(406, {"error": "not_acceptable", "message": "Accept application/json and text/event-stream"})
     message = await _read_message(request)
+    if isinstance(message, list):
+        from apps.gateway.batch import handle_batch
+
+        await handle_batch(request, send, message, principal, endpoint)
+        return
     kind = _kind(message)
     session_id = request.headers.get("mcp-session-id")
     version_header = request.headers.get("mcp-protocol-version")
@@ -206,9 +213,12 @@ async def _read_message(request: Request) -> Any:
         message = jsonrpc.loads(body)
     except RpcError as exc:
         raise HttpError(400, jsonrpc.error(None, exc)) from None
-    if isinstance(message, list):
-        raise HttpError(400, jsonrpc.error(None, RpcError(jsonrpc.INVALID_REQUEST, "Invalid Request: JSON-RPC batches are not supported")))
     return message
+
+
+def refuse_batch(version: str) -> HttpError:
+    """Batches were in MCP 2025-03-26 only: later versions (and legacy SSE) answer -32600."""
+    return HttpError(400, jsonrpc.error(None, RpcError(jsonrpc.INVALID_REQUEST, f"Invalid Request: JSON-RPC batches are not supported in MCP {version}")))
 
 
 def _kind(message: Any) -> str:
@@ -274,34 +284,53 @@ async def _accept_non_request(message: dict[str, Any], kind: str, session: Sessi
 async def _run_request(request: Request, ctx: protocol.Context, message: dict[str, Any], responder: StreamResponder, session_id: str) -> None:
     """Run one request; a client that disconnects or cancels cancels the backend call too."""
     task = asyncio.ensure_future(protocol.dispatch(ctx, message["method"], message.get("params") or {}))
+    watcher = asyncio.ensure_future(_watch_disconnect(request, lambda: task.cancel() if not responder.detach() else None))
+
+    async def conclude() -> None:
+        try:
+            outcome = await outcome_of(message, task, session_id)
+        finally:
+            watcher.cancel()
+        await responder.finish(outcome)
+
+    # Shielded: Daphne cancels a request's handler 10 s after its client left, and a detached
+    # request must go on to store its answer for the client's resumed stream.
+    concluding = asyncio.ensure_future(conclude())
+    _concluding.add(concluding)
+    concluding.add_done_callback(_concluding.discard)
+    await asyncio.shield(concluding)
+
+
+_concluding: set[asyncio.Future[None]] = set()
+
+
+async def outcome_of(message: dict[str, Any], task: asyncio.Future[Any], session_id: str) -> dict[str, Any]:
+    """The JSON-RPC answer to `message` once its dispatch `task` ends (cancellable meanwhile)."""
     key = (session_id, str(message["id"]))
     _running[key] = task
-    watcher = asyncio.ensure_future(_watch_disconnect(request, task))
     try:
-        outcome = jsonrpc.result(message["id"], await task)
+        return jsonrpc.result(message["id"], await task)
     except RpcError as exc:
-        outcome = jsonrpc.error(message["id"], exc)
+        return jsonrpc.error(message["id"], exc)
     except asyncio.CancelledError:
         if not task.cancelled():
             raise
-        outcome = jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, "Request cancelled"))
+        return jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, "Request cancelled"))
     except hotstate.OUTAGE_ERRORS as exc:
         outage.note(exc)
-        outcome = jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, outage.MESSAGE))
+        return jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, outage.MESSAGE))
     except Exception:
         logger.exception("internal error in %s", message["method"])
-        outcome = jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, "Internal error"))
+        return jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, "Internal error"))
     finally:
         _running.pop(key, None)
-        watcher.cancel()
-    await responder.finish(outcome)
 
 
-async def _watch_disconnect(request: Request, task: asyncio.Future[Any]) -> None:
+async def _watch_disconnect(request: Request, on_disconnect: Any) -> None:
     while True:
         message = await request.receive()
         if message["type"] == "http.disconnect":
-            task.cancel()
+            on_disconnect()
             return
 
 
@@ -344,7 +373,11 @@ async def ask_client(deliver: Any, method: str, params: dict[str, Any]) -> dict[
 
 
 class StreamResponder:
-    """Answers one POST: plain JSON unless something must be streamed first, then SSE."""
+    """Answers one POST: plain JSON unless something must be streamed first, then SSE.
+
+    A session's SSE events carry ids and are stored (apps/gateway/resume.py): when the connection
+    drops mid-stream the request goes on, detached, and the client resumes with Last-Event-ID.
+    """
 
     def __init__(self, send: Send, request_id: Any, sse_ok: bool, session: Session | None, headers: list[tuple[bytes, bytes]] | None = None) -> None:
         self.send = send
@@ -354,14 +387,31 @@ class StreamResponder:
         self.session = session
         self.headers = headers or []
         self.streaming = False
+        self.stream_id = resume.post_stream_id(session.id) if session is not None else None
+        self.detached = False
         self._lock = asyncio.Lock()
+
+    def detach(self) -> bool:
+        """The client left: True if it can resume (the stream had begun), so the request goes on."""
+        self.detached = self.streaming and self.stream_id is not None
+        return self.detached
 
     async def _event(self, message: dict[str, Any]) -> None:
         async with self._lock:
             if not self.streaming:
                 self.streaming = True
                 await start_sse(self.send, self.headers)
-            await sse_event(self.send, jsonrpc.dumps(message), event="message")
+            await self._write(jsonrpc.dumps(message), last=False)
+
+    async def _write(self, data: str, *, last: bool) -> None:
+        if self.stream_id is None:
+            await sse_event(self.send, data, event="message", more=not last)
+            return
+        event = await resume.append(self.stream_id, data, last=last)
+        if self.detached:
+            await mailbox().publish(resume.stream_group(self.stream_id), {"type": resume.STREAM_EVENT, "id": event.id, "data": data, "last": last})
+        else:
+            await sse_event(self.send, data, event="message", event_id=event.id, more=not last)
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         if self.sse_ok:
@@ -374,7 +424,9 @@ class StreamResponder:
         body = jsonrpc.render(outcome)
         async with self._lock:
             if self.streaming:
-                await sse_event(self.send, body, event="message", more=False)
+                await self._write(body, last=True)
+            elif self.detached:
+                return
             else:
                 await respond(self.send, 200, body.encode(), [(b"content-type", b"application/json"), *self.headers])
 
@@ -386,30 +438,66 @@ async def _get_stream(request: Request, send: Send, principal: Principal, endpoi
     snap = await state.snapshot(session_id=session_id, endpoint_id=endpoint.id, rate_key=principal.token_prefix, limit=principal.rate_limit)
     _check_rate(snap)
     session = _require_session(session_id, snap.session, principal, endpoint)
+    last_event_id = request.headers.get("last-event-id")
+    resumed = resume.parse(last_event_id, session.id) if last_event_id else None
     await start_sse(send, [(b"mcp-session-id", session.id.encode())])
-    # Daphne sends the headers with the first body bytes: a comment opens the stream as soon as
-    # this process listens for the session's messages, not at the first keep-alive 15 s later.
-    await _pump(request, send, session, endpoint, event_name="message", on_ready=lambda: sse_comment(send, "open"))
+    if resumed is not None and resumed[0] != resume.get_stream_id(session.id):
+        await _resume_post_stream(request, send, *resumed)
+        return
+    stream_id = resume.get_stream_id(session.id)
+
+    async def ready() -> None:
+        # Daphne sends the headers with the first body bytes: a comment opens the stream as soon as
+        # this process listens for the session's messages, not at the first keep-alive 15 s later.
+        await sse_comment(send, "open")
+        for event in await resume.replay(stream_id, resumed[1]) if resumed else ():
+            await sse_event(send, event.data, event="message", event_id=event.id)
+
+    await _pump(request, send, session, endpoint, event_name="message", on_ready=ready, stream_id=stream_id)
 
 
-async def _pump(request: Request, send: Send, session: Session, endpoint: EndpointRef, *, event_name: str, on_ready: Any = None) -> None:
+async def _resume_post_stream(request: Request, send: Send, stream_id: str, after: str) -> None:
+    """A POST's dropped stream, continued: the stored events after `after`, then the rest as they come."""
+    seen: set[str] = set()
+
+    async def replay() -> list[dict[str, Any]] | None:
+        events = await resume.replay(stream_id, after)  # after joining the group: no gap, maybe doubles
+        for event in events:
+            await sse_event(send, event.data, event="message", event_id=event.id)
+            seen.add(event.id)
+        return STOP if any(event.last for event in events) else None
+
+    def translate(event: dict[str, Any]) -> list[Any]:
+        if event.get("type") != resume.STREAM_EVENT or event["id"] in seen:
+            return []
+        return [resume.Event(event["id"], event["data"], event["last"])]
+
+    await relay_events(request, send, [resume.stream_group(stream_id)], translate, event_name="message", on_ready=replay)
+
+
+async def _pump(
+    request: Request, send: Send, session: Session, endpoint: EndpointRef, *, event_name: str, on_ready: Any = None, stream_id: str | None = None
+) -> None:
     """Relay this session's server→client messages until the client leaves or the session ends."""
     groups = [endpoint_group(endpoint.id), session_group(session.id)]
-    await relay_events(request, send, groups, _outgoing, event_name=event_name, on_ready=on_ready)
+    await relay_events(request, send, groups, _outgoing, event_name=event_name, on_ready=on_ready, stream_id=stream_id)
 
 
-async def relay_events(request: Request, send: Send, groups: list[str], translate: Any, *, event_name: str, on_ready: Any = None) -> None:
+async def relay_events(
+    request: Request, send: Send, groups: list[str], translate: Any, *, event_name: str, on_ready: Any = None, stream_id: str | None = None
+) -> None:
     """Write the messages `translate(event)` returns for each event of `groups` as SSE, with
-    keepalives, until the client leaves or an event translates to STOP."""
+    keepalives, until the client leaves, an event translates to STOP or `on_ready` returns STOP.
+    With `stream_id`, each message is stored for resumption and sent with its event id; a
+    stored `resume.Event` is sent as it is, and ends the stream if it is the last."""
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1000)
     box = mailbox()
     for group in groups:
         await box.join(group, queue)
-    if on_ready is not None:
-        await on_ready()
+    stop = on_ready is not None and await on_ready() is STOP
     disconnect = asyncio.ensure_future(_wait_disconnect(request))
     try:
-        while not disconnect.done():
+        while not stop and not disconnect.done():
             getter = asyncio.ensure_future(queue.get())
             done, _ = await asyncio.wait({getter, disconnect}, timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED)
             if getter not in done:
@@ -421,7 +509,14 @@ async def relay_events(request: Request, send: Send, groups: list[str], translat
             if outgoing is STOP:
                 break
             for message in outgoing:
-                await sse_event(send, jsonrpc.dumps(message), event=event_name)
+                if isinstance(message, resume.Event):
+                    await sse_event(send, message.data, event=event_name, event_id=message.id)
+                    stop = stop or message.last
+                elif stream_id is not None:
+                    event = await resume.append(stream_id, jsonrpc.dumps(message))
+                    await sse_event(send, event.data, event=event_name, event_id=event.id)
+                else:
+                    await sse_event(send, jsonrpc.dumps(message), event=event_name)
     finally:
         disconnect.cancel()
         for group in groups:
@@ -440,6 +535,8 @@ def _outgoing(event: dict[str, Any]) -> list[dict[str, Any]]:
         return [jsonrpc.notification("notifications/tools/list_changed")]
     if event.get("type") == SESSION_MESSAGE:
         return [event["message"]]
+    if event.get("type") == STORED_MESSAGE:
+        return [resume.Event(event["id"], event["data"], False)]
     return []
 
 
@@ -484,6 +581,8 @@ async def _legacy_post(request: Request, send: Send, principal: Principal, endpo
     _check_rate(snap)
     session = _require_session(session_id, snap.session, principal, endpoint)
     message = await _read_message(request)
+    if isinstance(message, list):
+        raise refuse_batch(session.protocol_version)
     kind = _kind(message)
     await respond(send, 202, b"Accepted")
     if kind != "request":

@@ -1,4 +1,5 @@
-"""Records every tool call (gateway tools/call and chat turns), off the hot path: rows are buffered and written in batches.
+"""Records every tool call (gateway tools/call and chat turns), off the hot path: rows are buffered and written in batches;
+every call is counted in the Prometheus metrics here too (apps/core/metrics.py).
 
 The hot path only appends a tuple; a thread writes the batch with one plain INSERT executemany
 (the ORM's bulk_create cost ~100 µs of CPU per row here, most of it per-field preparation).
@@ -16,6 +17,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connections, router, transaction
 
+from apps.core import metrics
 from apps.toolsets.models import ToolCall
 
 if TYPE_CHECKING:
@@ -41,6 +43,9 @@ def record(
     *, ok: bool, error: str, arguments: dict[str, Any],
 ) -> None:
     global _flusher
+    duration = time.perf_counter() - clock
+    # Counted even when the buffer is full: the metrics do not depend on the database keeping up.
+    metrics.tool_call(exposed.server, exposed.backend_name, ok=ok, seconds=duration)
     if len(_buffer) >= MAX_BUFFER:
         logger.warning("call log buffer full: dropping a record (database too slow?)")
         return
@@ -52,7 +57,7 @@ def record(
         exposed.backend_name,
         exposed.name,
         started,
-        (time.perf_counter() - clock) * 1000,
+        duration * 1000,
         ok,
         error,
         arguments if settings.MCPHUB_LOG_TOOL_ARGUMENTS else None,

@@ -6,16 +6,16 @@ never touches a backend; `tools/call` finds its backend and spec here.
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from asgiref.sync import sync_to_async
 
 from apps.catalog.models import McpServer, Prompt, Resource, ResourceTemplate, Tool
 from apps.catalog.selectors import visible_servers
+from apps.core.singleflight import single_flight
 from apps.connections.specs import ServerSpec
 from apps.toolsets import naming
 from apps.toolsets.models import Endpoint, EndpointTool
@@ -127,7 +127,6 @@ def _pages(entries: list[dict[str, Any]], page_size: int) -> list[str]:
 # Safety net for changes no event announces (e.g. a row edited by hand): views expire anyway.
 VIEW_MAX_AGE = 30.0
 _views: dict[int, tuple[float, EndpointView]] = {}
-_building: dict[int, asyncio.Future[EndpointView | None]] = {}
 
 
 async def current(endpoint_id: int, version: object, *, page_size: int) -> EndpointView | None:
@@ -136,13 +135,9 @@ async def current(endpoint_id: int, version: object, *, page_size: int) -> Endpo
     now = time.monotonic()
     if cached is not None and cached[1].version == version and now - cached[0] < VIEW_MAX_AGE:
         return cached[1]
-    pending = _building.get(endpoint_id)
-    if pending is None:
-        pending = _building[endpoint_id] = asyncio.ensure_future(
-            sync_to_async(build, thread_sensitive=False)(endpoint_id, version, page_size=page_size)
-        )
-        pending.add_done_callback(lambda _: _building.pop(endpoint_id, None))
-    view = await asyncio.shield(pending)
+    view = await single_flight(
+        "exposure", (endpoint_id, version), functools.partial(build, endpoint_id, version, page_size=page_size)
+    )
     if view is not None:
         _views[endpoint_id] = (now, view)
     return view

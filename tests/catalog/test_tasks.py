@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from django.conf import settings
 
 from apps.catalog import tasks

@@ -17,7 +17,9 @@ from tests.catalog.conftest import REDIS_MODE, await_for, echo_args, tiny_args, 
 @pytest.mark.anyio
 async def test_a_backend_announcing_list_changed_is_discovered_again(shared_pool, make_server):
     if not REDIS_MODE:  # embedded: the in-process pool gets its hook from settings.MCPHUB_POOL
-        assert shared_pool.on_notification is watch.on_backend_notification
+        from apps.gateway import subscriptions  # which relays resources/updated, then calls the catalog's
+
+        assert shared_pool.on_notification is subscriptions.on_backend_notification
     server = await sync_to_async(make_server)("echo", echo_args())
     assert (await sync_to_async(operations.discover_now)(server=server)).ok
     # Pretend the backend dropped `add` last time: only a new discovery brings it back.

@@ -11,7 +11,7 @@ import anthropic
 import openai
 import pytest
 
-from tests.llm_server import Reply, ScriptedLLM
+from tests.llm_server import Reply
 
 pytestmark = pytest.mark.anyio
 

@@ -27,6 +27,7 @@ from apps.chat.events import Control
 from apps.chat.runs import context, services
 from apps.chat.runs.models import Run
 from apps.chat.tools import Toolbox
+from apps.core import metrics
 from apps.llm.types import LLMError, ToolCall
 
 logger = logging.getLogger(__name__)
@@ -128,6 +129,7 @@ class RunRunner:
 
     async def _end(self, status: str, answer: str, error: str) -> None:
         await _db(services.finish)(self.run.pk, status, answer=answer, error=error, elapsed_s=self.elapsed)
+        metrics.run_ended(status)
         await publish(self.run.pk, "end", {"status": status, "answer": answer, "error": error, "rounds": len(self.steps)})
 
     async def _heartbeat(self) -> None:
