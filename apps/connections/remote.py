@@ -116,6 +116,7 @@ class RemotePool:
         self._redis = RespClient(redis_url)
         self._subscriber: asyncio.Task[None] | None = None
         self._subscribed: asyncio.Future[None] | None = None
+        self._listening = False  # the reply subscription is up now (not only once)
         self._sub_conn: RespConnection | None = None
         self._background: set[asyncio.Task[Any]] = set()
 
@@ -215,7 +216,7 @@ class RemotePool:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        self._subscriber = None
+        self._subscriber, self._subscribed, self._listening = None, None, False
         if self._sub_conn is not None:
             self._sub_conn.close()
             self._sub_conn = None
@@ -289,6 +290,9 @@ class RemotePool:
     ) -> Any:
         if self._subscribed is None or not self._subscribed.done() or self._subscribed.exception() is not None:
             await self._ensure_subscribed()
+        if not self._listening:
+            # A reply published while we resubscribe reaches nobody: the caller would wait out its timeout.
+            raise ServerUnavailable(server, f"server {server!r} is unavailable: {_REDIS_DOWN} (reconnecting)")
         request_id = f"{self.client_id}:{next(self._ids)}"
         body["t"] = "call"
         body["op"] = op
@@ -451,9 +455,11 @@ class RemotePool:
                 logger.warning("remote pool could not resubscribe (%s); retrying", exc)
                 await asyncio.sleep(_RESUBSCRIBE_WAIT)
                 continue
+            self._listening = True
             if not self._subscribed.done():
                 self._subscribed.set_result(None)
             await conn.wait_closed()
+            self._listening = False
             logger.warning("remote pool lost its reply subscription; resubscribing")
             self._fail_pending()
             await asyncio.sleep(_RESUBSCRIBE_WAIT)
