@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -28,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -223,23 +226,27 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
     print(f"                      CPU per round during it: web {cpu['web']:.1f} ms, worker {cpu['worker']:.1f} ms")
 
 
-async def bench(args: argparse.Namespace) -> None:
+@contextlib.asynccontextmanager
+async def production_hub(name: str, database: str, respond: Callable[[dict], Any], **extra_env: str) -> AsyncIterator[Hub]:
+    """The production shape on its own Redis and a fresh Postgres database, seeded for alice, with
+    the scripted LLM answering by `respond`; logs are kept when something failed."""
+    from tests.live_hub import wait_healthy
     from tests.llm_server import ScriptedLLM
 
-    tmp = Path(tempfile.mkdtemp(prefix="mcphub-chat-bench-"))
+    tmp = Path(tempfile.mkdtemp(prefix=f"mcphub-{name}-bench-"))
     procs = Processes(tmp)
-    created_db = False
-    print(f"chat benchmark: logs in {tmp}", flush=True)
+    created_db = ok = False
+    print(f"{name} benchmark: logs in {tmp}", flush=True)
     llm = ScriptedLLM().start()
-    llm.responder = responder
+    llm.responder = respond
     try:
         redis_port = free_port()
         procs.spawn("redis", ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-        psql(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-        psql(f"CREATE DATABASE {BENCH_DB}")
+        psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+        psql(f"CREATE DATABASE {database}")
         created_db = True
-        env = base_env(DATABASE_URL=f"{PG}/{BENCH_DB}", REDIS_URL=f"redis://127.0.0.1:{redis_port}/0",
-                       MCPHUB_DATA_DIR=str(tmp / "data"), MCPHUB_EMBEDDED_BEAT="false")
+        env = base_env(DATABASE_URL=f"{PG}/{database}", REDIS_URL=f"redis://127.0.0.1:{redis_port}/0",
+                       MCPHUB_DATA_DIR=str(tmp / "data"), MCPHUB_EMBEDDED_BEAT="false", **extra_env)
         wait_port(redis_port, procs)
         out = subprocess.run([sys.executable, __file__, "--seed", llm.url], cwd=ROOT, env=env, capture_output=True, text=True)
         if out.returncode != 0:
@@ -248,17 +255,31 @@ async def bench(args: argparse.Namespace) -> None:
         port = free_port()
         web = procs.spawn("web", [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "mcphub.asgi:application"], env)
         worker = procs.spawn("worker", [str(VENV_BIN / "celery"), "-A", "mcphub", "worker", "-Q", "mcp,celery", "--without-gossip",
-                               "--without-mingle", "-n", "chatbench@%h", "--loglevel", "WARNING"], env)
-        from tests.live_hub import wait_healthy
-
+                                        "--without-mingle", "-n", f"{name}bench@%h", "--loglevel", "WARNING"], env)
         wait_healthy(f"http://127.0.0.1:{port}", procs.procs, timeout=90.0)
-        report(await measure(Chat(port, token, [web.pid, worker.pid]), llm.url, args), args)
+        yield Hub(port, token, web.pid, worker.pid, llm)
+        ok = True
     finally:
         llm.stop()
         procs.stop()
         if created_db:
-            psql(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-        shutil.rmtree(tmp, ignore_errors=True)
+            psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+        if ok:  # a failed run's logs stay, to read
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+@dataclass
+class Hub:
+    port: int
+    token: str
+    web_pid: int
+    worker_pid: int
+    llm: Any
+
+
+async def bench(args: argparse.Namespace) -> None:
+    async with production_hub("chat", BENCH_DB, responder) as hub:
+        report(await measure(Chat(hub.port, hub.token, [hub.web_pid, hub.worker_pid]), hub.llm.url, args), args)
 
 
 def main() -> None:

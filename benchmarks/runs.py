@@ -21,20 +21,16 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.chat import direct_ttft, seed  # noqa: E402
-from benchmarks.gateway import PG, VENV_BIN, Processes, base_env, cpu_seconds, free_port, psql, wait_port  # noqa: E402
+from benchmarks.chat import direct_ttft, production_hub  # noqa: E402
+from benchmarks.gateway import cpu_seconds  # noqa: E402
 
 BENCH_DB = "mcphub_bench_runs"
 TARGETS = {"round_ms": 10.0, "concurrency_ratio": 1.5}
@@ -182,46 +178,8 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
 
 
 async def bench(args: argparse.Namespace) -> None:
-    from tests.llm_server import ScriptedLLM
-
-    tmp = Path(tempfile.mkdtemp(prefix="mcphub-runs-bench-"))
-    procs = Processes(tmp)
-    created_db = ok = False
-    print(f"runs benchmark: logs in {tmp}", flush=True)
-    llm = ScriptedLLM().start()
-    llm.responder = responder
-    try:
-        redis_port = free_port()
-        procs.spawn("redis", ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-        psql(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-        psql(f"CREATE DATABASE {BENCH_DB}")
-        created_db = True
-        env = base_env(DATABASE_URL=f"{PG}/{BENCH_DB}", REDIS_URL=f"redis://127.0.0.1:{redis_port}/0",
-                       MCPHUB_DATA_DIR=str(tmp / "data"), MCPHUB_EMBEDDED_BEAT="false",
-                       MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT="0")
-        wait_port(redis_port, procs)
-        out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "chat.py"), "--seed", llm.url], cwd=ROOT, env=env,
-                             capture_output=True, text=True)
-        if out.returncode != 0:
-            raise RuntimeError(f"seeding failed:\n{out.stderr[-3000:]}")
-        token = json.loads(out.stdout.strip().splitlines()[-1])["token"]
-        port = free_port()
-        procs.spawn("web", [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "mcphub.asgi:application"], env)
-        worker = procs.spawn("worker", [str(VENV_BIN / "celery"), "-A", "mcphub", "worker", "-Q", "mcp,celery", "--without-gossip",
-                                        "--without-mingle", "-n", "runsbench@%h", "--loglevel", "WARNING"], env)
-        from tests.live_hub import wait_healthy
-
-        wait_healthy(f"http://127.0.0.1:{port}", procs.procs, timeout=90.0)
-        runs = Runs(port, token)
-        report(await measure(runs, llm.url, args, worker.pid), args)
-        ok = True
-    finally:
-        llm.stop()
-        procs.stop()
-        if created_db:
-            psql(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-        if ok:  # a failed run's logs stay, to read
-            shutil.rmtree(tmp, ignore_errors=True)
+    async with production_hub("runs", BENCH_DB, responder, MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT="0") as hub:
+        report(await measure(Runs(hub.port, hub.token), hub.llm.url, args, hub.worker_pid), args)
 
 
 def main() -> None:
