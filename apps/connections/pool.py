@@ -481,9 +481,12 @@ class _ServerListener:
         # A failed start counts from when it began: one that hung for its whole timeout was
         # already a long wait, and the next try may follow at once.
         failed_start = conn.starting or conn.start_error() is not None
+        # A server that stays down fails the same way at every retry and health check: say it once
+        # (until it works again or fails differently); its stderr tail keeps every occurrence.
+        repeated = self.server.breaker.failures > 0 and reason == self.server.breaker.last_error
         self.server.breaker.record_failure(reason, began=conn.launched_at if failed_start else None)
         self.server.stderr.append(f"{MARKER} connection to {self.server.name!r} failed: {reason}")
-        logger.warning("server %r failed: %s", self.server.name, reason)
+        logger.log(logging.DEBUG if repeated else logging.WARNING, "server %r failed: %s", self.server.name, reason)
 
     def connection_closed(self, conn: Connection) -> None:
         self.pool._retired.discard(conn)

@@ -1,6 +1,7 @@
 """A backend that keeps failing is retried with backoff, fails fast meanwhile, and is back soon after it is fixed."""
 
 import asyncio
+import logging
 import time
 
 import pytest
@@ -94,3 +95,18 @@ async def test_after_a_start_hung_calls_fail_fast_with_the_reason_until_a_retry_
         await asyncio.wait_for(_call_until_ok(pool, spec, errors), 10)
         assert text(await pool.call_tool(spec, "echo", {"text": "back"})) == "back"
         assert max(errors, default=0) < 0.5
+
+
+async def test_a_backend_failing_the_same_way_is_logged_once_until_it_works(caplog):
+    caplog.set_level(logging.DEBUG, logger="apps.connections.pool")
+    async with Pool(PoolOptions(breaker=POLICY)) as pool:
+        for _ in range(3):
+            with pytest.raises(ServerStartFailed):
+                await pool.call_tool(tiny_spec("svc", "--fail", "missing API key"), "echo")
+        await pool.call_tool(tiny_spec("svc"), "echo", {"text": "fixed"})
+        with pytest.raises(ServerStartFailed):  # broken again after working: worth saying again
+            await pool.call_tool(tiny_spec("svc", "--fail", "missing API key"), "echo")
+
+    failures = [r for r in caplog.records if r.name == "apps.connections.pool" and "failed:" in r.getMessage()]
+    assert [r.levelno for r in failures] == [logging.WARNING, logging.DEBUG, logging.DEBUG, logging.WARNING]
+    assert len({r.getMessage() for r in failures}) == 1  # the same failure each time
