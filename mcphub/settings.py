@@ -109,6 +109,8 @@ INSTALLED_APPS = [
     "apps.discovery",
     "apps.llm",
     "apps.chat",
+    "oauth2_provider",
+    "apps.oauth",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -403,3 +405,46 @@ if MCPHUB_HTTPS:
     SECURE_HSTS_PRELOAD = envbool("MCPHUB_HSTS_PRELOAD", False)
     # Preloading binds the whole domain into browsers for good: an operator's choice, not our default.
     SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+
+# --- OAuth 2.1 for the MCP endpoints (apps/oauth on django-oauth-toolkit): hosted clients register
+# themselves (RFC 7591) or name a Client ID Metadata Document, the user consents once per endpoint,
+# and the access token's audience (RFC 8707) is that one endpoint.
+MCPHUB_OAUTH_ACCESS_TOKEN_SECONDS = envint("MCPHUB_OAUTH_ACCESS_TOKEN_SECONDS", 3600)
+MCPHUB_OAUTH_REFRESH_TOKEN_DAYS = envint("MCPHUB_OAUTH_REFRESH_TOKEN_DAYS", 30)
+MCPHUB_OAUTH_REGISTRATIONS_PER_HOUR = envint("MCPHUB_OAUTH_REGISTRATIONS_PER_HOUR", 30)  # per client address
+# Client ID Metadata Documents are fetched over https from public addresses only; development and
+# tests may also allow http on loopback.
+MCPHUB_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP = envbool("MCPHUB_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP", DEBUG)
+# The toolkit's own models (named so apps/oauth's foreign key can reference them in migrations).
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+OAUTH2_PROVIDER = {
+    "SCOPES": {"mcp": "Use the tools enabled on this endpoint"},
+    "DEFAULT_SCOPES": ["mcp"],
+    "PKCE_REQUIRED": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,  # S256 only
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,  # tokens stored as SHA-256 checksums only
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "ACCESS_TOKEN_GENERATOR": "apps.oauth.tokens.generate_access_token",
+    "REFRESH_TOKEN_GENERATOR": "apps.oauth.tokens.generate_refresh_token",
+    "ACCESS_TOKEN_EXPIRE_SECONDS": MCPHUB_OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": MCPHUB_OAUTH_REFRESH_TOKEN_DAYS * 24 * 3600,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,  # a replayed old refresh token revokes the whole grant
+    "REQUEST_APPROVAL_PROMPT": "force",
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],  # http only for loopback: see apps/oauth/registration.py
+    "OAUTH2_VALIDATOR_CLASS": "apps.oauth.validators.HubOAuth2Validator",
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
+    "DCR_ENABLED": True,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "CIMD_ENABLED": True,
+    "CIMD_METADATA_FETCHER": "apps.oauth.cimd.HubMetadataFetcher",
+    "CIMD_FETCH_TIMEOUT_SECONDS": 5,
+    "CIMD_MAX_DOCUMENT_SIZE": 16 * 1024,
+    "OAUTH2_PROTECTED_RESOURCE_NAME": "MCP Hub endpoint",
+}

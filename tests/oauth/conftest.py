@@ -1,0 +1,40 @@
+"""OAuth tests: the session's live hub, the echo server on alice's and bob's endpoints."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from apps.toolsets.services import enable_tools
+from tests.gateway.conftest import (  # noqa: F401 - fixtures shared with the gateway tests
+    _close_thread_connections,
+    anyio_backend,
+    echo_discovery,
+    echo_server,
+)
+
+
+@pytest.fixture
+def alice_endpoint(alice, echo_server):
+    endpoint = alice.endpoints.get()
+    enable_tools(endpoint=endpoint, tools=echo_server.tools.all())
+    return endpoint
+
+
+@pytest.fixture
+def bob_endpoint(bob, echo_server):
+    endpoint = bob.endpoints.get()
+    enable_tools(endpoint=endpoint, tools=echo_server.tools.all())
+    return endpoint
+
+
+def session_cookie(user) -> str:
+    """A signed-in session for `user`, stored in the database the live hub shares."""
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value
+
+
+@pytest.fixture
+def alice_session(alice) -> str:
+    return session_cookie(alice)
