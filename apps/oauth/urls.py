@@ -9,7 +9,7 @@ app_name = "oauth2_provider"  # the toolkit reverses its own views in this names
 
 oauth_patterns = [
     path("authorize/", views.ConsentView.as_view(), name="authorize"),
-    path("token/", dot.TokenView.as_view(), name="token"),
+    path("token/", views.JsonTokenView.as_view(), name="token"),
     path("revoke/", dot.RevokeTokenView.as_view(), name="revoke-token"),
     path("register/", registration.RegistrationView.as_view(), name="dcr-register"),
     path("register/<str:client_id>/", dot.DynamicClientRegistrationManagementView.as_view(), name="dcr-register-management"),

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from django.http import HttpRequest, HttpResponse
 from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.models import get_application_model
-from oauth2_provider.views import AuthorizationView, OAuthProtectedResourceMetadataView
+from oauth2_provider.views import AuthorizationView, OAuthProtectedResourceMetadataView, TokenView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
 from apps.oauth import resources, selectors
@@ -33,6 +33,9 @@ class ConsentView(AuthorizationView):
             _, credentials = self.validate_authorization_request(request)
         except OAuthToolkitError as error:
             return self.error_response(error, application=None)
+        if credentials.get("code_challenge_method") != "S256":
+            # The toolkit would refuse "plain" only after consent, when the code is made.
+            return self._refuse("invalid_request", 'PKCE with code_challenge_method "S256" is required.', credentials)
         refusal = self._resource_refusal(request.GET.getlist("resource"), credentials)
         return refusal or super().get(request, *args, **kwargs)
 
@@ -52,6 +55,10 @@ class ConsentView(AuthorizationView):
             ("invalid_request", "The resource parameter (the MCP endpoint URL) is required.") if not resource
             else ("invalid_target", "The resource must be the URL of one of your MCP endpoints on this hub.")
         )
+        return self._refuse(code, description, credentials)
+
+    def _refuse(self, code: str, description: str, credentials: dict[str, Any]) -> HttpResponse:
+        """The error sent back to the client's (already validated) redirect URI, with its state."""
         error = CustomOAuth2Error(error=code, description=description, state=credentials.get("state"))
         application = get_application_model().objects.filter(client_id=credentials.get("client_id")).first()
         return self.error_response(OAuthToolkitError(error=error, redirect_uri=credentials.get("redirect_uri")), application)
@@ -68,6 +75,16 @@ class ConsentView(AuthorizationView):
             context["unverified"] = application.registration_source != application.RegistrationSource.MANUAL
             context["client_label"] = application.name or application.client_id
         return context
+
+
+class JsonTokenView(TokenView):
+    """The toolkit's token endpoint; some of its errors (invalid_target) come without a JSON content type."""
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response = super().post(request, *args, **kwargs)
+        if response.get("Content-Type", "").startswith("text/html") and response.content.startswith(b"{"):
+            response["Content-Type"] = "application/json"
+        return response
 
 
 class EndpointResourceMetadataView(OAuthProtectedResourceMetadataView):

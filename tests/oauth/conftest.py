@@ -38,3 +38,11 @@ def session_cookie(user) -> str:
 @pytest.fixture
 def alice_session(alice) -> str:
     return session_cookie(alice)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_registration_limits():
+    """The registration rate limit counts in the cache: each test starts with a clean slate."""
+    from django.core.cache import cache
+
+    cache.clear()
