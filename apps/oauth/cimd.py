@@ -4,7 +4,6 @@ MCPHUB_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP is on (development and tests)."""
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from urllib.parse import urlsplit
 
@@ -13,20 +12,9 @@ from django.conf import settings
 from oauth2_provider import cimd as dot_cimd
 from oauth2_provider.settings import oauth2_settings
 
+from apps.oauth.redirects import is_loopback, redirect_uri_problem
+
 logger = logging.getLogger(__name__)
-
-_LOOPBACK_NAMES = {"localhost"}
-
-
-def is_loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    if host in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def loopback_http_allowed(client_id: str) -> bool:
@@ -61,3 +49,11 @@ class HubMetadataFetcher(dot_cimd.SafeMetadataFetcher):
             return self._read_document(response)
         finally:
             response.release_conn()
+
+    def _read_document(self, response):
+        metadata, max_age = super()._read_document(response)
+        for uri in metadata.get("redirect_uris") or []:
+            problem = redirect_uri_problem(uri)
+            if problem:
+                raise dot_cimd.CIMDError(problem)
+        return metadata, max_age

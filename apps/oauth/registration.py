@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from oauth2_provider.views import DynamicClientRegistrationView
 
-from apps.oauth.cimd import is_loopback
+from apps.oauth.redirects import redirect_uri_problem
 
 ALLOWED_GRANT_TYPES = {"authorization_code", "refresh_token"}
 RATE_WINDOW_SECONDS = 3600
@@ -25,23 +24,6 @@ RATE_WINDOW_SECONDS = 3600
 
 def _error(code: str, description: str, status: int = 400) -> JsonResponse:
     return JsonResponse({"error": code, "error_description": description}, status=status)
-
-
-def redirect_uri_problem(uri: Any) -> str | None:
-    if not isinstance(uri, str) or len(uri) > 2000:
-        return "Each redirect URI must be a string of at most 2000 characters."
-    try:
-        parts = urlsplit(uri)
-        parts.port  # noqa: B018 - raises on a bad port
-    except ValueError:
-        return f"{uri!r} is not a valid URL."
-    if parts.fragment or "#" in uri:
-        return f"{uri!r} must not contain a fragment."
-    if parts.scheme == "https" and parts.hostname:
-        return None
-    if parts.scheme == "http" and is_loopback(parts.hostname):
-        return None
-    return f"{uri!r} must use https, or http on a loopback address (127.0.0.1, [::1], localhost)."
 
 
 def metadata_problem(data: Any) -> tuple[str, str] | None:

@@ -8,6 +8,7 @@ from django.test import Client
 from apps.toolsets.services import enable_tools
 from tests.gateway.conftest import (  # noqa: F401 - fixtures shared with the gateway tests
     _close_thread_connections,
+    alice_hub_token,
     anyio_backend,
     echo_discovery,
     echo_server,

@@ -83,6 +83,9 @@ async def test_a_token_for_alices_endpoint_is_refused_on_bobs(hub, alice_endpoin
     assert 'error="invalid_token"' in on_bobs.headers["www-authenticate"]
     assert f'/.well-known/oauth-protected-resource/mcp/{bob_endpoint.slug}/"' in on_bobs.headers["www-authenticate"]
     assert on_url.status_code == 401  # never in a URL
+    async with httpx2.AsyncClient(timeout=10) as http:
+        api = await http.get(hub.url("/api/endpoints/"), headers={"Authorization": f"Bearer {storage.tokens.access_token}"})
+    assert api.status_code == 401  # MCP only: not the REST API
 
 
 async def test_a_revoked_token_is_refused_at_once(hub, alice_endpoint, alice_session):
