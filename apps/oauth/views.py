@@ -37,7 +37,14 @@ class ConsentView(AuthorizationView):
             # The toolkit would refuse "plain" only after consent, when the code is made.
             return self._refuse("invalid_request", 'PKCE with code_challenge_method "S256" is required.', credentials)
         refusal = self._resource_refusal(request.GET.getlist("resource"), credentials)
-        return refusal or super().get(request, *args, **kwargs)
+        if refusal:
+            return refusal
+        response = super().get(request, *args, **kwargs)
+        # The form posts here and is answered with a redirect to the client: CSP's form-action must
+        # allow the client's (registered, validated) redirect URI, or browsers stop there.
+        target = urlsplit(credentials["redirect_uri"])
+        response._csp_update = {"form-action": [f"{target.scheme}://{target.netloc}"]}
+        return response
 
     def form_valid(self, form):
         # The hidden field may have been tampered with: check the endpoint again before any code exists.

@@ -1,0 +1,69 @@
+"""Alice sees the apps she allowed onto her endpoint, and revoking one ends its access at once."""
+
+from __future__ import annotations
+
+import pytest
+from oauth2_provider.models import AccessToken, RefreshToken
+
+from apps.oauth.models import ConnectedApp
+from apps.toolsets.services import create_endpoint
+from tests.oauth.oauth_client import Registered, approve, endpoint_resource, exchange, public_client
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def connected(client, alice):
+    """Alice allowed "Hand Client" onto her default endpoint; it holds tokens."""
+    client.force_login(alice)
+    endpoint = alice.endpoints.get()
+    app = public_client(client)
+    assert exchange(client, app, approve(client, app, endpoint_resource(endpoint))).status_code == 200
+    return endpoint, ConnectedApp.objects.get(endpoint=endpoint)
+
+
+def test_the_endpoint_page_lists_connected_apps(client, connected):
+    endpoint, _ = connected
+
+    page = client.get(f"/endpoints/{endpoint.slug}/").content.decode()
+
+    assert "Connected apps" in page and "Hand Client" in page and "unverified" in page
+    assert "127.0.0.1:43210" in page
+
+
+def test_revoking_removes_the_app_and_all_its_tokens(client, connected):
+    endpoint, connection = connected
+
+    response = client.post(f"/endpoints/{endpoint.slug}/connected-apps/{connection.pk}/revoke/")
+
+    assert response.status_code == 302
+    assert not ConnectedApp.objects.exists()
+    assert not AccessToken.objects.filter(scope="mcp").exists()
+    assert not RefreshToken.objects.filter(revoked__isnull=True).exists()
+    page = client.get(f"/endpoints/{endpoint.slug}/").content.decode()
+    assert "Hand Client can no longer use this endpoint." in page and 'id="no-connected-apps"' in page
+
+
+def test_other_users_can_neither_see_nor_revoke_it(client, connected, bob, charlie):
+    endpoint, connection = connected
+    for intruder in (bob, charlie):
+        client.force_login(intruder)
+        assert client.post(f"/endpoints/{endpoint.slug}/connected-apps/{connection.pk}/revoke/").status_code == 404
+        own = intruder.endpoints.get()
+        assert client.post(f"/endpoints/{own.slug}/connected-apps/{connection.pk}/revoke/").status_code == 404
+        assert "Hand Client" not in client.get(f"/endpoints/{own.slug}/").content.decode()
+
+    assert ConnectedApp.objects.filter(pk=connection.pk).exists()
+    assert AccessToken.objects.filter(scope="mcp").exists()
+
+
+def test_an_app_on_two_endpoints_is_revoked_on_one_only(client, alice, connected):
+    endpoint, connection = connected
+    second = create_endpoint(owner=alice, name="Second")
+    again = Registered(connection.application.client_id, "w" * 64)
+    assert exchange(client, again, approve(client, again, endpoint_resource(second))).status_code == 200
+
+    client.post(f"/endpoints/{endpoint.slug}/connected-apps/{connection.pk}/revoke/")
+
+    assert list(ConnectedApp.objects.values_list("endpoint__slug", flat=True)) == [second.slug]
+    assert [t.resource for t in AccessToken.objects.filter(scope="mcp")] == [[endpoint_resource(second)]]
