@@ -209,3 +209,18 @@ def test_issued_tokens_are_short_lived_and_bound_to_the_endpoint(alice_client, a
     token = AccessToken.objects.get(scope="mcp")
     assert token.resource == [endpoint_resource(endpoint)]
     assert token.token == ""  # stored as a checksum only
+
+
+def test_browser_clients_may_discover_register_and_exchange_cross_origin(client):
+    preflight = client.options(
+        "/oauth/token/", HTTP_ORIGIN="https://inspector.example", HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST",
+        HTTP_ACCESS_CONTROL_REQUEST_HEADERS="content-type",
+    )
+    metadata = client.get("/.well-known/oauth-authorization-server", HTTP_ORIGIN="https://inspector.example")
+    status, _ = register(client)
+
+    assert preflight.status_code == 204 and preflight["Access-Control-Allow-Origin"] == "*"
+    assert "MCP-Protocol-Version" in preflight["Access-Control-Allow-Headers"]
+    assert metadata["Access-Control-Allow-Origin"] == "*" and status == 201
+    consent = client.options("/oauth/authorize/", HTTP_ORIGIN="https://evil.example", HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST")
+    assert "Access-Control-Allow-Origin" not in consent
