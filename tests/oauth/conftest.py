@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from apps.catalog.models import McpServer
 from apps.toolsets.services import enable_tools
 from tests.gateway.conftest import (  # noqa: F401 - fixtures shared with the gateway tests
     _close_thread_connections,
+    alice_endpoint,
     alice_hub_token,
     anyio_backend,
     echo_discovery,
@@ -16,16 +18,11 @@ from tests.gateway.conftest import (  # noqa: F401 - fixtures shared with the ga
 
 
 @pytest.fixture
-def alice_endpoint(alice, echo_server):
-    endpoint = alice.endpoints.get()
-    enable_tools(endpoint=endpoint, tools=echo_server.tools.all())
-    return endpoint
-
-
-@pytest.fixture
-def bob_endpoint(bob, echo_server):
+def bob_endpoint(bob, request):
+    """Bob's endpoint serves the same echo tools as alice's."""
+    request.getfixturevalue("alice_endpoint")  # the echo server, in the catalog
     endpoint = bob.endpoints.get()
-    enable_tools(endpoint=endpoint, tools=echo_server.tools.all())
+    enable_tools(endpoint=endpoint, tools=McpServer.objects.get(name="echo").tools.all())
     return endpoint
 
 
