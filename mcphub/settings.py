@@ -344,6 +344,7 @@ CELERY_BEAT_SCHEDULE = {
     "catalog-rediscovery": {"task": "catalog.discover_all", "schedule": MCPHUB_DISCOVERY_INTERVAL * 60.0},
     "runs-sweep-lost": {"task": "chat.sweep_lost_runs", "schedule": 15.0},
     "chat-expire-lost-turns": {"task": "chat.expire_lost_turns", "schedule": 60.0},
+    "oauth-clear-expired": {"task": "oauth.clear_expired", "schedule": 3600.0},
 }
 # Embedded default (no REDIS_URL, so no `celery beat`): the web process runs this schedule itself.
 MCPHUB_EMBEDDED_BEAT = envbool("MCPHUB_EMBEDDED_BEAT", True)

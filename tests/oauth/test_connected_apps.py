@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 from oauth2_provider.models import AccessToken, RefreshToken
 
 from apps.oauth.models import ConnectedApp
+from apps.oauth.tasks import clear_expired
 from apps.toolsets.services import create_endpoint
 from tests.oauth.oauth_client import Registered, approve, endpoint_resource, exchange, public_client
 
@@ -67,3 +71,17 @@ def test_an_app_on_two_endpoints_is_revoked_on_one_only(client, alice, connected
 
     assert list(ConnectedApp.objects.values_list("endpoint__slug", flat=True)) == [second.slug]
     assert [t.resource for t in AccessToken.objects.filter(scope="mcp")] == [[endpoint_resource(second)]]
+
+
+def test_the_hourly_sweep_forgets_apps_whose_tokens_all_expired(client, alice, connected):
+    endpoint, _ = connected
+    other = create_endpoint(owner=alice, name="Still used")
+    app = public_client(client)
+    assert exchange(client, app, approve(client, app, endpoint_resource(other))).status_code == 200
+    long_ago = timezone.now() - timedelta(days=60)
+    AccessToken.objects.filter(resource=[endpoint_resource(endpoint)]).update(expires=long_ago)
+    RefreshToken.objects.filter(access_token__isnull=False, access_token__resource=[endpoint_resource(endpoint)]).update(created=long_ago)
+
+    clear_expired()
+
+    assert list(ConnectedApp.objects.values_list("endpoint__slug", flat=True)) == [other.slug]
