@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from django.db import transaction
 from oauth2_provider.models import clear_expired as clear_expired_tokens
-from oauth2_provider.models import get_access_token_model, get_grant_model, get_refresh_token_model
+from oauth2_provider.models import (
+    get_access_token_model,
+    get_grant_model,
+    get_refresh_token_model,
+)
 
 from apps.oauth import resources, revocation
 from apps.oauth.models import ConnectedApp

@@ -9,7 +9,11 @@ from html.parser import HTMLParser
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthToken
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthToken,
+)
 
 
 class _Form(HTMLParser):

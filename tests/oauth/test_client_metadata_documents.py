@@ -11,7 +11,14 @@ import pytest
 from oauth2_provider.models import Application
 
 from tests.oauth.flow import consent_fields
-from tests.oauth.oauth_client import CALLBACK, Registered, authorize_params, endpoint_resource, exchange, query_of
+from tests.oauth.oauth_client import (
+    CALLBACK,
+    Registered,
+    authorize_params,
+    endpoint_resource,
+    exchange,
+    query_of,
+)
 
 pytestmark = pytest.mark.django_db
 

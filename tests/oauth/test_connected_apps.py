@@ -11,7 +11,13 @@ from oauth2_provider.models import AccessToken, RefreshToken
 from apps.oauth.models import ConnectedApp
 from apps.oauth.tasks import clear_expired
 from apps.toolsets.services import create_endpoint
-from tests.oauth.oauth_client import Registered, approve, endpoint_resource, exchange, public_client
+from tests.oauth.oauth_client import (
+    Registered,
+    approve,
+    endpoint_resource,
+    exchange,
+    public_client,
+)
 
 pytestmark = pytest.mark.django_db
 
