@@ -22,22 +22,13 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from apps.core import hotstate, outage
 from apps.gateway import auth, jsonrpc, protocol, resume, state, subscriptions
 from apps.gateway.auth import EndpointRef, Principal
-from apps.gateway.http import (
-    HttpError,
-    Request,
-    Send,
-    end_stream,
-    respond,
-    sse_comment,
-    sse_event,
-    start_sse,
-)
+from apps.gateway.http import HttpError, Request, Send, end_stream, respond, sse_comment, sse_event, start_sse
 from apps.gateway.jsonrpc import RpcError
 from apps.gateway.mailbox import mailbox
 from apps.gateway.state import Session
 from apps.oauth import resources
-from apps.toolsets.events import TOOLS_CHANGED, endpoint_group
 from apps.toolsets.exposure import EndpointView, current
+from apps.toolsets.events import TOOLS_CHANGED, endpoint_group
 
 logger = logging.getLogger(__name__)
 

@@ -13,11 +13,7 @@ from urllib.parse import urlsplit
 from django.http import HttpRequest, HttpResponse
 from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.models import get_application_model
-from oauth2_provider.views import (
-    AuthorizationView,
-    OAuthProtectedResourceMetadataView,
-    TokenView,
-)
+from oauth2_provider.views import AuthorizationView, OAuthProtectedResourceMetadataView, TokenView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
 from apps.oauth import resources, selectors
