@@ -437,7 +437,7 @@ OAUTH2_PROVIDER = {
     "ROTATE_REFRESH_TOKEN": True,
     "REFRESH_TOKEN_REUSE_PROTECTION": True,  # a replayed old refresh token revokes the whole grant
     "REQUEST_APPROVAL_PROMPT": "force",
-    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],  # http only for loopback: see apps/oauth/registration.py
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],  # http only for loopback: see apps/oauth/redirects.py
     "OAUTH2_VALIDATOR_CLASS": "apps.oauth.validators.HubOAuth2Validator",
     "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
     "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
