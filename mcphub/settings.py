@@ -417,6 +417,8 @@ MCPHUB_OAUTH_REGISTRATIONS_PER_HOUR = envint("MCPHUB_OAUTH_REGISTRATIONS_PER_HOU
 # Client ID Metadata Documents are fetched over https from public addresses only; development and
 # tests may also allow http on loopback.
 MCPHUB_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP = envbool("MCPHUB_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP", DEBUG)
+# Native apps' private-use redirect schemes (RFC 8252 §7.1) accepted besides https and loopback http.
+MCPHUB_OAUTH_NATIVE_REDIRECT_SCHEMES = envlist("MCPHUB_OAUTH_NATIVE_REDIRECT_SCHEMES", "cursor")
 # The toolkit's own models (named so apps/oauth's foreign key can reference them in migrations).
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
 OAUTH2_PROVIDER = {
@@ -437,7 +439,8 @@ OAUTH2_PROVIDER = {
     "ROTATE_REFRESH_TOKEN": True,
     "REFRESH_TOKEN_REUSE_PROTECTION": True,  # a replayed old refresh token revokes the whole grant
     "REQUEST_APPROVAL_PROMPT": "force",
-    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],  # http only for loopback: see apps/oauth/redirects.py
+    # http only for loopback, and which native schemes: see apps/oauth/redirects.py
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https", *MCPHUB_OAUTH_NATIVE_REDIRECT_SCHEMES],
     "OAUTH2_VALIDATOR_CLASS": "apps.oauth.validators.HubOAuth2Validator",
     "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
     "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],

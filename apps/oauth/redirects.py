@@ -1,11 +1,14 @@
 """Where an authorization response may be sent: https anywhere, plain http only to this machine
-(OAuth 2.1 §2.3.1, RFC 8252 §7.3 for native apps). Used for registered and CIMD clients alike."""
+(OAuth 2.1 §2.3.1, RFC 8252 §7.3), and the private-use schemes of native apps the operator lists
+(MCPHUB_OAUTH_NATIVE_REDIRECT_SCHEMES, RFC 8252 §7.1). Used for registered and CIMD clients alike."""
 
 from __future__ import annotations
 
 import ipaddress
 from typing import Any
 from urllib.parse import urlsplit
+
+from django.conf import settings
 
 _LOOPBACK_NAMES = {"localhost"}
 
@@ -35,4 +38,12 @@ def redirect_uri_problem(uri: Any) -> str | None:
         return None
     if parts.scheme == "http" and is_loopback(parts.hostname):
         return None
+    if parts.scheme in settings.MCPHUB_OAUTH_NATIVE_REDIRECT_SCHEMES and parts.scheme not in ("http", "https"):
+        return None
     return f"{uri!r} must use https, or http on a loopback address (127.0.0.1, [::1], localhost)."
+
+
+def form_action_source(uri: str) -> str:
+    """The CSP source that lets a form's redirect reach `uri`."""
+    parts = urlsplit(uri)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") else f"{parts.scheme}:"

@@ -16,7 +16,7 @@ from oauth2_provider.models import get_application_model
 from oauth2_provider.views import AuthorizationView, OAuthProtectedResourceMetadataView, TokenView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
-from apps.oauth import resources, selectors
+from apps.oauth import redirects, resources, selectors
 
 
 def request_origin(request: HttpRequest) -> str:
@@ -42,8 +42,7 @@ class ConsentView(AuthorizationView):
         response = super().get(request, *args, **kwargs)
         # The form posts here and is answered with a redirect to the client: CSP's form-action must
         # allow the client's (registered, validated) redirect URI, or browsers stop there.
-        target = urlsplit(credentials["redirect_uri"])
-        response._csp_update = {"form-action": [f"{target.scheme}://{target.netloc}"]}
+        response._csp_update = {"form-action": [redirects.form_action_source(credentials["redirect_uri"])]}
         return response
 
     def form_valid(self, form):

@@ -26,7 +26,9 @@ def alice_client(client, alice):
 
 
 @pytest.mark.parametrize(
-    "uri", ["http://evil.example/callback", "javascript:alert(1)", "ftp://127.0.0.1/cb", "https://app.example/cb#frag", "//no-scheme/cb"]
+    "uri",
+    ["http://evil.example/callback", "javascript:alert(1)", "ftp://127.0.0.1/cb", "https://app.example/cb#frag", "//no-scheme/cb",
+     "myapp://callback"],
 )
 def test_registration_refuses_redirect_uris_that_are_not_https_or_loopback(client, uri):
     status, body = register(client, redirect_uris=[CALLBACK, uri])
@@ -52,8 +54,9 @@ def test_registration_refuses_a_body_that_is_not_json(client):
     assert (response.status_code, response.json()["error"]) == (400, "invalid_client_metadata")
 
 
-def test_registration_accepts_loopback_and_https_redirects(client):
-    status, body = register(client, redirect_uris=[CALLBACK, "http://localhost:5/cb", "http://[::1]:6/cb", "https://app.example/cb"])
+def test_registration_accepts_loopback_https_and_listed_native_redirects(client):
+    uris = [CALLBACK, "http://localhost:5/cb", "http://[::1]:6/cb", "https://app.example/cb", "cursor://anysphere.cursor-retrieval/oauth/callback"]
+    status, body = register(client, redirect_uris=uris)
 
     assert status == 201
     assert body["client_id"] and body["token_endpoint_auth_method"] == "none" and "client_secret" not in body
