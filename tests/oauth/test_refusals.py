@@ -227,3 +227,15 @@ def test_browser_clients_may_discover_register_and_exchange_cross_origin(client)
     assert metadata["Access-Control-Allow-Origin"] == "*" and status == 201
     consent = client.options("/oauth/authorize/", HTTP_ORIGIN="https://evil.example", HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST")
     assert "Access-Control-Allow-Origin" not in consent
+
+
+def test_oauth_tokens_never_reach_a_log_line():
+    from apps.accounts.tokens import redact
+    from apps.oauth.tokens import generate_access_token, generate_refresh_token
+
+    access, refresh = generate_access_token(), generate_refresh_token()
+
+    line = redact(f"Authorization: Bearer {access} refresh_token={refresh}")
+
+    assert access not in line and refresh not in line
+    assert line == "Authorization: Bearer mcphub_oat_… refresh_token=mcphub_ort_…"
