@@ -397,6 +397,7 @@ SESSION_COOKIE_HTTPONLY = True
 # Served over HTTPS (by a TLS-terminating proxy that sets X-Forwarded-Proto): secure cookies, HSTS
 # and a redirect to https (not for /health, which container health checks reach over plain HTTP).
 MCPHUB_HTTPS = envbool("MCPHUB_HTTPS", SITE_URL.startswith("https://"))
+SILENCED_SYSTEM_CHECKS: list[str] = []
 if MCPHUB_HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = envbool("MCPHUB_SSL_REDIRECT", True)
@@ -406,7 +407,7 @@ if MCPHUB_HTTPS:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("MCPHUB_HSTS_INCLUDE_SUBDOMAINS", True)
     SECURE_HSTS_PRELOAD = envbool("MCPHUB_HSTS_PRELOAD", False)
     # Preloading binds the whole domain into browsers for good: an operator's choice, not our default.
-    SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+    SILENCED_SYSTEM_CHECKS += [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 
 # --- OAuth 2.1 for the MCP endpoints (apps/oauth on django-oauth-toolkit): hosted clients register
 # themselves (RFC 7591) or name a Client ID Metadata Document, the user consents once per endpoint,
@@ -419,6 +420,9 @@ MCPHUB_OAUTH_REGISTRATIONS_PER_HOUR = envint("MCPHUB_OAUTH_REGISTRATIONS_PER_HOU
 MCPHUB_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP = envbool("MCPHUB_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP", DEBUG)
 # Native apps' private-use redirect schemes (RFC 8252 §7.1) accepted besides https and loopback http.
 MCPHUB_OAUTH_NATIVE_REDIRECT_SCHEMES = envlist("MCPHUB_OAUTH_NATIVE_REDIRECT_SCHEMES", "cursor")
+# The toolkit warns that http redirect URIs are allowed: the hub allows them on loopback only
+# (native apps, RFC 8252 §7.3), which apps/oauth/redirects.py enforces for every client.
+SILENCED_SYSTEM_CHECKS += ["oauth2_provider.W008"]
 # The toolkit's own models (named so apps/oauth's foreign key can reference them in migrations).
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
 OAUTH2_PROVIDER = {
