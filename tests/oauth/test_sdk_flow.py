@@ -14,8 +14,9 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientMetadata
 
+from apps.gateway.auth import CACHE_SECONDS
 from apps.oauth.models import ConnectedApp
-from tests.live_hub import INITIALIZE
+from tests.live_hub import INITIALIZE, another_web
 from tests.oauth.flow import MemoryStorage, Person
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
@@ -103,3 +104,24 @@ async def test_a_revoked_token_is_refused_at_once(hub, alice_endpoint, alice_ses
 
     assert revoked.status_code == 200
     assert (await initialize(url, storage.tokens.access_token)).status_code == 401
+
+
+async def test_revoking_on_the_endpoint_page_is_felt_at_once_by_every_web_process(hub, alice_endpoint, alice_session):
+    url = hub.url(alice_endpoint.path)
+    storage = MemoryStorage()
+    await echo_through(url, provider_for(url, Person(alice_session), storage), "x")
+    token = storage.tokens.access_token
+    with another_web(hub.log_dir) as other:
+        assert (await initialize(f"{other}{alice_endpoint.path}", token)).status_code == 200  # cached there now
+        cached_at = time.monotonic()
+        connection = await sync_to_async(ConnectedApp.objects.get)(endpoint=alice_endpoint)
+        async with httpx2.AsyncClient(cookies={"sessionid": alice_session}, timeout=10) as http:
+            page = await http.get(hub.url(alice_endpoint.path.replace("/mcp/", "/endpoints/")))
+            csrf = http.cookies["csrftoken"]
+            revoked = await http.post(hub.url(f"/endpoints/{alice_endpoint.slug}/connected-apps/{connection.pk}/revoke/"),
+                                      data={"csrfmiddlewaretoken": csrf})
+
+        assert page.status_code == 200 and revoked.status_code == 302
+        assert (await initialize(f"{other}{alice_endpoint.path}", token)).status_code == 401
+        assert time.monotonic() - cached_at < CACHE_SECONDS  # refused while still cached: not by the cache expiring
+        assert (await initialize(url, token)).status_code == 401
