@@ -11,6 +11,7 @@ import mcp
 import pytest
 from asgiref.sync import sync_to_async
 from mcp.client.auth import OAuthClientProvider
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientMetadata
 
@@ -38,6 +39,16 @@ async def echo_through(url: str, provider: OAuthClientProvider, text: str) -> tu
             tools = [tool.name for tool in (await client.list_tools()).tools]
             result = await client.call_tool("echo", {"text": text})
     return tools, result.content[0].text
+
+
+async def test_the_legacy_sse_transport_signs_in_too(hub, alice_endpoint, alice_session):
+    url = hub.url(f"{alice_endpoint.path}sse")
+    provider = provider_for(url, Person(alice_session), MemoryStorage())
+
+    async with mcp.Client(sse_client(url, auth=provider), mode="legacy", cache=None) as client:
+        result = await client.call_tool("echo", {"text": "over sse"})
+
+    assert result.content[0].text == "over sse"
 
 
 async def initialize(url: str, token: str) -> httpx2.Response:
