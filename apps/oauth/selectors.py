@@ -6,7 +6,7 @@ import hashlib
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
@@ -33,25 +33,27 @@ def access_grant(raw: str) -> AccessGrant | None:
     """The grant of a live access token whose audience is one of its user's endpoints, or None.
 
     Tokens are stored as SHA-256 checksums (COMPLIANT_BCP_RFC9700_TOKEN_STORAGE), so the lookup is
-    by checksum; a token with no audience, or one naming an endpoint its user no longer owns, is refused.
+    by checksum. The app must still be connected to that endpoint: a token with no audience, one
+    whose connection was revoked, or one naming a deleted endpoint (even if its slug is reused) is refused.
     """
     checksum = hashlib.sha256(raw.encode()).hexdigest()
     token = get_access_token_model().objects.select_related("user").filter(token_checksum=checksum).first()
     if token is None or token.is_expired() or token.user is None or not token.user.is_active:
         return None
     slug = resources.audience_slug(token.resource or [])
-    endpoint_id = Endpoint.objects.filter(slug=slug, owner_id=token.user_id).values_list("pk", flat=True).first() if slug else None
-    if endpoint_id is None:
+    connection = ConnectedApp.objects.filter(
+        application_id=token.application_id, endpoint__slug=slug, endpoint__owner_id=token.user_id
+    ).values("pk", "endpoint_id", "last_used_at").first() if slug else None
+    if connection is None:
         return None
-    _touch(token.application_id, endpoint_id)
-    return AccessGrant(token.user_id, token.application_id, endpoint_id, slug, token.expires.timestamp())
+    _touch(connection)
+    return AccessGrant(token.user_id, token.application_id, connection["endpoint_id"], slug, token.expires.timestamp())
 
 
-def _touch(application_id: int, endpoint_id: int) -> None:
+def _touch(connection: dict) -> None:
     now = timezone.now()
-    ConnectedApp.objects.filter(application_id=application_id, endpoint_id=endpoint_id).filter(
-        Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
-    ).update(last_used_at=now)
+    if connection["last_used_at"] is None or now - connection["last_used_at"] > LAST_USED_RESOLUTION:
+        ConnectedApp.objects.filter(pk=connection["pk"]).update(last_used_at=now)
 
 
 def connected_apps(endpoint: Endpoint) -> QuerySet[ConnectedApp]:

@@ -9,7 +9,9 @@ from django.utils import timezone
 from oauth2_provider.models import AccessToken, RefreshToken
 
 from apps.oauth.models import ConnectedApp
+from apps.oauth.selectors import access_grant
 from apps.oauth.tasks import clear_expired
+from apps.toolsets.models import Endpoint
 from apps.toolsets.services import create_endpoint
 from tests.oauth.oauth_client import (
     Registered,
@@ -91,3 +93,16 @@ def test_the_hourly_sweep_forgets_apps_whose_tokens_all_expired(client, alice, c
     clear_expired()
 
     assert list(ConnectedApp.objects.values_list("endpoint__slug", flat=True)) == [other.slug]
+
+
+def test_a_token_dies_with_its_endpoint_even_if_the_slug_comes_back(client, alice, connected):
+    _, connection = connected
+    app = Registered(connection.application.client_id, "z" * 64)
+    other = create_endpoint(owner=alice, name="Temporary", slug="temporary-one")
+    raw = exchange(client, app, approve(client, app, endpoint_resource(other))).json()["access_token"]
+    assert access_grant(raw).endpoint_id == other.pk
+
+    Endpoint.objects.filter(pk=other.pk).delete()
+    reborn = create_endpoint(owner=alice, name="Temporary again", slug="temporary-one")
+
+    assert access_grant(raw) is None and reborn.slug == "temporary-one"
