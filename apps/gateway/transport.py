@@ -162,7 +162,9 @@ def _unauthorized(request: Request, route: Route, code: str, message: str) -> Ht
     params = ['realm="mcphub"']
     if route.slug is not None:
         forwarded = request.headers.get("x-forwarded-proto") if settings.MCPHUB_HTTPS else None
-        origin = resources.origin(scheme=forwarded or request.scope.get("scheme", "http"), host=request.headers.get("host", ""))
+        scheme = forwarded if forwarded in ("http", "https") else request.scope.get("scheme", "http")
+        # Host passed _check_origin (one of ALLOWED_HOSTS): safe to echo.
+        origin = resources.origin(scheme=scheme, host=request.headers.get("host", ""))
         params += [f'resource_metadata="{resources.metadata_url(origin, route.slug)}"', f'scope="{resources.SCOPE}"']
     if code != "missing_token":
         params += [f'error="{code}"', f'error_description="{message}"']
