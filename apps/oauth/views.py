@@ -64,10 +64,14 @@ class ConsentView(AuthorizationView):
         return self._refuse(code, description, credentials)
 
     def _refuse(self, code: str, description: str, credentials: dict[str, Any]) -> HttpResponse:
-        """The error sent back to the client's (already validated) redirect URI, with its state."""
+        """The error sent back to the client's redirect URI with its state, or shown here when that
+        URI is not one the client registered (a tampered form must not make the hub an open redirect)."""
         error = CustomOAuth2Error(error=code, description=description, state=credentials.get("state"))
         application = get_application_model().objects.filter(client_id=credentials.get("client_id")).first()
-        return self.error_response(OAuthToolkitError(error=error, redirect_uri=credentials.get("redirect_uri")), application)
+        redirect_uri = credentials.get("redirect_uri") or ""
+        if application is None or not application.redirect_uri_allowed(redirect_uri):
+            return self.render_to_response({"error": error}, status=400)
+        return self.error_response(OAuthToolkitError(error=error, redirect_uri=redirect_uri), application)
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)

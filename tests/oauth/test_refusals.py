@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from oauth2_provider.models import AccessToken, Application
 
+from tests.oauth.flow import consent_fields
 from tests.oauth.oauth_client import (
     CALLBACK,
     approve,
@@ -160,8 +161,6 @@ def test_the_resource_must_be_one_of_the_users_own_endpoints(alice_client, bob, 
 def test_a_tampered_resource_on_the_consent_form_is_refused(alice_client, alice, bob):
     app = public_client(alice_client)
     page = alice_client.get("/oauth/authorize/", authorize_params(app, endpoint_resource(alice.endpoints.get())))
-    from tests.oauth.flow import consent_fields
-
     form = {**consent_fields(page.content.decode()), "allow": "Authorize", "resource": endpoint_resource(bob.endpoints.get())}
     response = alice_client.post("/oauth/authorize/", form)
 
@@ -172,8 +171,6 @@ def test_a_tampered_resource_on_the_consent_form_is_refused(alice_client, alice,
 def test_denying_consent_sends_access_denied(alice_client, alice):
     app = public_client(alice_client)
     page = alice_client.get("/oauth/authorize/", authorize_params(app, endpoint_resource(alice.endpoints.get())))
-    from tests.oauth.flow import consent_fields
-
     response = alice_client.post("/oauth/authorize/", consent_fields(page.content.decode()))
 
     assert query_of(response["Location"])["error"] == "access_denied"
@@ -239,3 +236,15 @@ def test_oauth_tokens_never_reach_a_log_line():
 
     assert access not in line and refresh not in line
     assert line == "Authorization: Bearer mcphub_oat_… refresh_token=mcphub_ort_…"
+
+
+def test_a_tampered_redirect_uri_on_the_consent_form_is_never_followed(alice_client, alice, bob):
+    app = public_client(alice_client)
+    page = alice_client.get("/oauth/authorize/", authorize_params(app, endpoint_resource(alice.endpoints.get())))
+    form = {**consent_fields(page.content.decode()), "allow": "Authorize",
+            "resource": endpoint_resource(bob.endpoints.get()), "redirect_uri": "https://evil.example/steal"}
+
+    response = alice_client.post("/oauth/authorize/", form)
+
+    assert response.status_code == 400 and "Location" not in response
+    assert b"invalid_target" in response.content
