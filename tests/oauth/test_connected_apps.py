@@ -106,3 +106,14 @@ def test_a_token_dies_with_its_endpoint_even_if_the_slug_comes_back(client, alic
     reborn = create_endpoint(owner=alice, name="Temporary again", slug="temporary-one")
 
     assert access_grant(raw) is None and reborn.slug == "temporary-one"
+
+
+def test_an_expired_access_token_is_refused(client, alice, connected):
+    endpoint, connection = connected
+    app = Registered(connection.application.client_id, "e" * 64)
+    raw = exchange(client, app, approve(client, app, endpoint_resource(endpoint))).json()["access_token"]
+    assert access_grant(raw) is not None
+
+    AccessToken.objects.filter(scope="mcp").update(expires=timezone.now() - timedelta(seconds=1))
+
+    assert access_grant(raw) is None
