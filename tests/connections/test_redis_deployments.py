@@ -20,7 +20,7 @@ import redis
 from apps.connections.errors import PoolError
 from apps.connections.remote import RemotePool
 from apps.connections.worker import DEFAULT_PREFIX, workers_key
-from tests.connections.conftest import free_port, text, tiny_spec
+from tests.connections.conftest import free_port, live_pool, text, tiny_spec
 from tests.live_hub import ROOT, hub_env, make_tls_files, redis_tls_options, start_redis, start_worker, stop, wait_for
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(180), pytest.mark.django_db(transaction=True)]
@@ -71,15 +71,9 @@ def secure(django_db_setup, django_db_blocker, tmp_path_factory):
         server.kill()
 
 
-async def _live_pool(url: str) -> RemotePool:
-    pool = RemotePool(url)
-    await pool._live_workers(refresh=True)
-    return pool
-
-
 async def test_calls_over_tls_as_an_acl_user_and_celery_uses_the_same_url(secure):
     server, worker = secure
-    async with await _live_pool(server.url) as pool:
+    async with await live_pool(server.url) as pool:
         spec = tiny_spec("tls-echo", "--tag", "tls-echo")
         assert text(await pool.call_tool(spec, "echo", {"text": "over tls"})) == "over tls"
         stats = await pool.stats()
@@ -103,7 +97,7 @@ async def test_calls_over_tls_as_an_acl_user_and_celery_uses_the_same_url(secure
 async def test_a_redis_restart_mid_load_leaves_no_caller_stuck_and_calls_work_again(secure):
     server, worker = secure
     fast, slow = tiny_spec("tls-fast", "--tag", "tls-fast"), tiny_spec("tls-slow", "--tag", "tls-slow")
-    async with await _live_pool(server.url) as pool:
+    async with await live_pool(server.url) as pool:
         assert text(await pool.call_tool(fast, "echo", {"text": "warm"})) == "warm"
         outcomes: list[tuple[float, float, str]] = []  # (started, took, "ok" or the error)
         until = time.monotonic() + 7.0
