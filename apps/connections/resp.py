@@ -1,20 +1,30 @@
 """A small asyncio Redis client for the pool's hot path (RESP2 over one socket, pipelined).
 
-Why not redis-py here: measured A/B in one run (`benchmarks/redis_client.py`: the same
-RPUSH → worker BLMPOP → PUBLISH → pub/sub reply round trip, each side on the client under
-test; own redis-server; 2-core machine, load average 1.7), redis-py 8.1 *with* the hiredis
-parser against this client (then still with its pure-Python parser):
+Why not redis-py here: measured A/B, interleaved in one run (`benchmarks/redis_client.py`:
+the same RPUSH → worker BLMPOP → PUBLISH → pub/sub reply round trip with ZADD heartbeats,
+each side on the client under test, its own redis-server; 2-core machine shared with other
+work), redis-py 8.1 *with* the hiredis parser against this client:
 
-    client    conc   p50 µs   calls/s   CPU µs/call (caller + worker + redis)
-    resp         1      186      4597   230
-    redis-py     1      336      2630   444
-    resp        32      946     31590    40
-    redis-py    32     2342     10260   182
+    load avg  client    conc   p50 µs   calls/s   CPU µs/call (caller + worker + redis)
+    1.7       resp         1      186      4597   230   (this client's former Python parser)
+              redis-py     1      336      2630   444
+              resp        32      946     31590    40
+              redis-py    32     2342     10260   182
+    2.3       resp         1      175      4838   214   (hiredis parser, before the reply watchdog)
+              redis-py     1      333      2546   466
+              resp        32      689     42721    25
+              redis-py    32     5248      5223   190
+    8.4       resp         1      118      4403   138   (as it is now; latency noisy at this load)
+              redis-py     1      365      1084   482
+              resp        32     2480      8802    44
+              redis-py    32    11305      2517   187
 
-+150 µs p50 at concurrency 1 and a third of the throughput at 32 (4.5× the CPU per call):
-far outside "the difference is small" (≤ ~50 µs, ≤ 10 %), so this client stays. redis-py's
-cost is its per-command machinery (connection-pool checkout, command packing, response
-callbacks, pub/sub message dicts), not parsing. This client does only what the path needs:
+redis-py is +150-250 µs p50 at concurrency 1, an eighth to a third of the throughput at 32,
+and 2-3.5× the CPU per call at 1, 4-7.6× at 32: far outside "the difference is small" (≤ ~50 µs, ≤ 10 %),
+so this client stays. redis-py's cost is its per-command machinery (connection-pool checkout
+— one connection per concurrent RPUSH —, command packing, response callbacks, pub/sub message
+dicts), not parsing; pipelining concurrent callers on redis-py would mean rebuilding this
+module's batching on top of it. This client does only what the path needs:
 
 - commands are pipelined on one connection: every command issued in the same event-loop
   tick goes out in one write, replies resolve futures in order; parsing and packing are
