@@ -18,7 +18,7 @@ import pytest
 from apps.catalog.discovery import apply_discovery
 from apps.catalog.models import McpServer
 from apps.connections.specs import ServerSpec
-from tests.live_hub import SERVERS, free_port
+from tests.live_hub import HUB_PIDS, SERVERS, free_port
 
 STDIO_VARIABLES = [{"name": "TOKEN", "label": "Your API token", "help_text": "From your profile page.", "required": True}]
 
@@ -35,6 +35,7 @@ def whoami_http_port() -> int:
     process = subprocess.Popen(
         [sys.executable, str(SERVERS / "whoami.py"), "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
+    HUB_PIDS.add(process.pid)  # a session-long helper: leak checks count only the pool's children
     try:
         _wait_listening(port)
         yield port
