@@ -81,3 +81,13 @@ def test_the_partition_is_part_of_the_identity_but_not_of_unpartitioned_hashes()
     assert "partition" not in plain.to_wire()
     with pytest.raises(ValueError, match="may not appear"):
         tiny_spec("shared", partition="a#b")
+
+
+async def test_idle_per_user_backends_are_closed_and_forgotten():
+    async with Pool(PoolOptions(idle_timeout=0.3)) as pool:
+        for user in ("u1", "u2"):
+            await pool.call_tool(for_user(user, user), "pid")
+        assert len(child_pids()) == 2
+
+        assert await wait_until(lambda: not child_pids(), 5.0)
+        assert await wait_until(lambda: not pool.stats_now()["servers"], 5.0), "one entry per user must not pile up"
