@@ -129,7 +129,8 @@ class McpServerAdmin(admin.ModelAdmin):
         levels = {"healthy": messages.SUCCESS, "degraded": messages.WARNING, "down": messages.ERROR}
         for server in queryset:
             verdict = operations.check_health(server=server, user=request.user)
-            self.message_user(request, str(verdict), levels.get(verdict.status, messages.WARNING))
+            level = messages.WARNING if verdict.skipped else levels.get(verdict.status, messages.WARNING)
+            self.message_user(request, str(verdict), level)
 
     @admin.display(description="filled by")
     def credentials_filled(self, server: McpServer) -> str:

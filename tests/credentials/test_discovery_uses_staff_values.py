@@ -50,3 +50,13 @@ def test_background_checks_use_the_owners_values(pool_host, alice, fresh_server)
 
     assert operations.discover_now(server=fresh_server).ok
     assert operations.check_health(server=fresh_server).status == McpServer.Status.HEALTHY
+
+
+def test_testing_from_the_servers_page_without_values_says_it_did_not_test(pool_host, client, admin_user, fresh_server):
+    client.force_login(admin_user)
+
+    html = client.post(f"/servers/{fresh_server.name}/test/").content.decode()
+    api = client.post(f"/api/servers/{fresh_server.name}/test/").json()
+
+    assert "Not tested:" in html and "admin has not filled them" in html and "Status is now" not in html
+    assert api["skipped"] is True and api["status"] == "unknown"
