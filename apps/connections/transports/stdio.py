@@ -22,6 +22,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
@@ -32,6 +33,9 @@ from mcp.shared.message import SessionMessage
 
 from apps.connections.specs import ServerSpec
 from apps.connections.stderr import StderrTail
+
+if TYPE_CHECKING:
+    from apps.connections.transports.lean_http import HttpLink
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +69,7 @@ class ChildProcess:
         self.grace = 2.0  # seconds between closing stdin and SIGTERM; 0 for a hung child
         self.process: anyio.abc.Process | None = None
         self.session_expired = False  # an HTTP server answered 404 for our session id
+        self.http: HttpLink | None = None  # a Streamable HTTP session's link, for the lean request path
 
     @property
     def pid(self) -> int | None:
