@@ -32,6 +32,7 @@ from apps.connections.specs import ServerSpec
 from apps.connections.stderr import StderrTail
 from apps.connections.transports import ChildProcess, open_transport
 from apps.connections.transports.lean_http import LeanHttp, UseSdkPath
+from apps.connections.transports.lean_stdio import LeanStdio
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ class Connection:
         grace: float,
         relay_methods: frozenset[str],
         on_notification: NotificationHook | None,
-        lean_http: bool = True,
+        lean_requests: bool = True,
     ) -> None:
         self.spec = spec
         self.config_hash = spec.config_hash
@@ -89,9 +90,9 @@ class Connection:
         self.child.grace = 0.0  # a child that never got ready (hung at initialize) gets no graceful exit
         self._grace = grace
         self.client: Client | None = None
-        # Plain requests to a Streamable HTTP backend after the handshake (transports/lean_http.py).
-        self.lean: LeanHttp | None = None
-        self._lean_http = lean_http
+        # Plain requests after the handshake, past the SDK session (transports/lean_http.py, lean_stdio.py).
+        self.lean: LeanHttp | LeanStdio | None = None
+        self._lean_requests = lean_requests
         self.inflight = 0
         self.last_used = time.monotonic()
         self.launched_at = self.last_used
@@ -163,12 +164,25 @@ class Connection:
                 await lean.aclose()
             self._settle(reason)
 
-    def _make_lean(self, client: Client) -> LeanHttp | None:
-        link = self.child.http
+    def _make_lean(self, client: Client) -> LeanHttp | LeanStdio | None:
         version = client.session.protocol_version
-        if not self._lean_http or link is None or link.proxied or version is None or version in MODERN_PROTOCOL_VERSIONS:
+        if not self._lean_requests or version is None or version in MODERN_PROTOCOL_VERSIONS:
+            return None
+        if (stdio := self.child.stdio) is not None:
+            stdio.on_log = self._take_log
+            return LeanStdio(stdio)
+        link = self.child.http
+        if link is None or link.proxied:
             return None
         return LeanHttp(link, client.session, version, self.fail)
+
+    def _take_log(self, data: dict[str, Any]) -> bool:
+        """A log line read from a stdio child, relayed in read order (before the result that follows it)."""
+        try:
+            message = types.LoggingMessageNotification.model_validate(data, by_name=False)
+        except ValueError:
+            return False  # the SDK session reports what it cannot read
+        return self._relay_log(message)
 
     def leave_lean_path(self, why: str) -> None:
         """The backend needs the SDK's transport for plain requests too (see `UseSdkPath`)."""
@@ -413,7 +427,7 @@ async def call_tool_raw(
     # it has a lean path that skips the SDK's per-request machinery (transports/lean_http.py).
     current = _current_call.get()
     lean = current[0].lean if current is not None and current[0].client is client else None
-    if lean is not None:
+    if lean is not None and (progress is None or lean.streams_progress):
         try:
             return _checked(await lean.call_tool(name, arguments, progress, meta))
         except UseSdkPath as exc:

@@ -120,6 +120,8 @@ class LeanHttp:
     `on_lost` is told when the link itself failed (the connection must go).
     """
 
+    streams_progress = True  # progress notifications come on the request's own stream
+
     def __init__(self, link: HttpLink, session: Any, protocol_version: str, on_lost: Callable[[str], None]) -> None:
         self.link = link
         self.session = session
@@ -180,7 +182,7 @@ class LeanHttp:
                 # Whatever stopped us (the caller's timeout or cancellation, a broken stream), the
                 # backend may still be working on it: tell it to stop, as the SDK does.
                 self._spawn(self._cancel(request_id))
-        return _result(reply)
+        return result_of(reply)
 
     async def _send(self, request: httpx2.Request) -> httpx2.Response:
         try:
@@ -322,7 +324,7 @@ class LeanHttp:
         await asyncio.gather(*self._background, return_exceptions=True)
 
 
-def _result(reply: Any) -> dict[str, Any]:
+def result_of(reply: Any) -> dict[str, Any]:
     if not isinstance(reply, dict):
         raise MCPError(code=types.PARSE_ERROR, message="Failed to parse the backend's response: not a JSON-RPC object")
     if "result" in reply:

@@ -1,9 +1,10 @@
-"""The lean request path to Streamable HTTP backends (transports/lean_http.py), against real SDK servers.
+"""The lean request path (transports/lean_http.py, lean_stdio.py), against real SDK servers.
 
 A raw tools/call (what the gateway makes) goes out as one POST on the session the SDK
-opened; these check it behaves as the SDK path did: JSON and SSE answers, progress and
-log lines relayed, cancellation reaching the backend, JSON-RPC error codes kept, a
-restarted backend's 404 handled, an idle keep-alive connection closed by the server.
+opened, or one line to a stdio child; these check it behaves as the SDK path did: JSON
+and SSE answers, progress and log lines relayed, cancellation reaching the backend,
+JSON-RPC error codes kept, a restarted backend's 404 handled, a crashed child reported,
+an idle keep-alive connection closed by the server.
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ import time
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from apps.connections.errors import CallTimeout
+from apps.connections.errors import CallTimeout, ServerCrashed
 from apps.connections.hooks import Relay
 from apps.connections.pool import Pool, PoolOptions
 from apps.connections.specs import ServerSpec
+from apps.connections.transports.lean_http import LeanHttp
+from apps.connections.transports.lean_stdio import LeanStdio
+from tests.connections.conftest import sdk_spec
 from tests.connections.test_http_transports import _serve
 from tests.live_hub import HttpBackend
 
@@ -33,19 +37,29 @@ def backend(request):
     proc.wait()
 
 
+@pytest.fixture(params=["stdio", "http"])
+def any_spec(request, backend):
+    """The echo server as a stdio child, or over Streamable HTTP (SSE or JSON answers)."""
+    if request.param == "stdio":
+        if backend[0] != "http":
+            pytest.skip("one stdio run is enough")
+        return sdk_spec("remote")
+    return ServerSpec("remote", transport="streamable_http", url=backend[1])
+
+
 def _lean(pool: Pool, name: str):
     conn = pool._servers[name].conn
     assert conn is not None
     return conn.lean
 
 
-async def test_calls_take_the_lean_path_and_answer_like_the_sdk_path(backend):
-    kind, url = backend
-    spec = ServerSpec("remote", transport="streamable_http", url=url)
-    async with Pool() as lean_pool, Pool(PoolOptions(lean_http=False)) as sdk_pool:
+async def test_calls_take_the_lean_path_and_answer_like_the_sdk_path(any_spec):
+    spec = any_spec
+    async with Pool() as lean_pool, Pool(PoolOptions(lean_requests=False)) as sdk_pool:
         lean = await lean_pool.call_tool(spec, "add", {"a": 2, "b": 3}, raw=True)
         sdk = await sdk_pool.call_tool(spec, "add", {"a": 2, "b": 3}, raw=True)
-        assert _lean(lean_pool, "remote") is not None and _lean(sdk_pool, "remote") is None
+        kind = LeanStdio if spec.transport == "stdio" else LeanHttp
+        assert isinstance(_lean(lean_pool, "remote"), kind) and _lean(sdk_pool, "remote") is None
         assert lean == sdk == {"content": [{"type": "text", "text": "5"}], "structuredContent": {"result": 5}, "isError": False}
         missing = await lean_pool.call_tool(spec, "no_such_tool", raw=True)
         assert missing["isError"] is True and "no_such_tool" in missing["content"][0]["text"]
@@ -55,9 +69,8 @@ async def test_calls_take_the_lean_path_and_answer_like_the_sdk_path(backend):
         assert stats["starts"] == 1 and stats["failures"] == 0
 
 
-async def test_a_json_rpc_error_keeps_its_code_and_data(backend):
-    _, url = backend
-    spec = ServerSpec("remote", transport="streamable_http", url=url)
+async def test_a_json_rpc_error_keeps_its_code_and_data(any_spec):
+    spec = any_spec
     async with Pool() as pool:
         with pytest.raises(MCPError) as caught:
             await pool.call_tool(spec, "rpc_error", {"code": -32042, "message": "not today"}, raw=True)
@@ -93,9 +106,8 @@ async def test_progress_and_log_lines_on_the_stream_reach_the_caller_before_the_
         proc.wait()
 
 
-async def test_a_timeout_or_a_cancelled_caller_cancels_the_backend_work(backend):
-    _, url = backend
-    spec = ServerSpec("remote", transport="streamable_http", url=url)
+async def test_a_timeout_or_a_cancelled_caller_cancels_the_backend_work(any_spec):
+    spec = any_spec
     async with Pool() as pool:
         before = (await pool.call_tool(spec, "cancellations", raw=True))["structuredContent"]["result"]
         with pytest.raises(CallTimeout):
@@ -114,6 +126,28 @@ async def test_a_timeout_or_a_cancelled_caller_cancels_the_backend_work(backend)
             await asyncio.sleep(0.1)
         assert await count() == before + 2, "both abandoned calls were cancelled in the backend"
         assert (await pool.stats())["servers"]["remote"]["starts"] == 1, "a timeout does not cost the session"
+
+
+async def test_a_stdio_child_dying_mid_call_is_a_crash_and_the_next_call_starts_a_new_one():
+    spec = sdk_spec("remote")
+    async with Pool() as pool:
+        first = (await pool.call_tool(spec, "pid", raw=True))["structuredContent"]["result"]
+        assert isinstance(_lean(pool, "remote"), LeanStdio)
+        with pytest.raises(ServerCrashed):
+            await pool.call_tool(spec, "crash", raw=True)
+        after = (await pool.call_tool(spec, "pid", raw=True))["structuredContent"]["result"]
+        assert after != first and (await pool.stats())["servers"]["remote"]["starts"] == 2
+
+
+async def test_a_stdio_call_with_progress_keeps_the_sdk_path_and_gets_its_progress():
+    events: list[float] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        events.append(value)
+
+    async with Pool() as pool:
+        result = await pool.call_tool(sdk_spec("remote"), "progress", {"steps": 3}, progress_callback=progress, raw=True)
+    assert events == [1, 2, 3] and not result["isError"]
 
 
 async def test_a_restarted_backend_answers_404_and_the_call_runs_on_a_new_session():
