@@ -128,6 +128,23 @@ async def test_a_timeout_or_a_cancelled_caller_cancels_the_backend_work(any_spec
         assert (await pool.stats())["servers"]["remote"]["starts"] == 1, "a timeout does not cost the session"
 
 
+async def test_a_stateless_backend_takes_the_lean_path_without_waiting_for_a_get_stream():
+    proc, port = _serve("http-stateless")
+    try:
+        spec = ServerSpec("remote", transport="streamable_http", url=f"http://127.0.0.1:{port}/mcp")
+        async with Pool() as pool:
+            started = time.monotonic()
+            assert (await pool.call_tool(spec, "echo", {"text": "first"}, raw=True))["content"][0]["text"] == "first"
+            assert time.monotonic() - started < 1.5, "no GET stream to wait for without a session id"
+            lean = _lean(pool, "remote")
+            assert isinstance(lean, LeanHttp) and lean.link.session_id is None
+            results = await asyncio.gather(*(pool.call_tool(spec, "add", {"a": i, "b": 1}, raw=True) for i in range(10)))
+            assert [r["structuredContent"]["result"] for r in results] == [i + 1 for i in range(10)]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 async def test_a_stdio_child_dying_mid_call_is_a_crash_and_the_next_call_starts_a_new_one():
     spec = sdk_spec("remote")
     async with Pool() as pool:

@@ -1,4 +1,4 @@
-"""Test MCP server built with the SDK: `python echo.py [stdio|http|http-json|sse] [PORT]`.
+"""Test MCP server built with the SDK: `python echo.py [stdio|http|http-json|http-stateless|sse] [PORT]`.
 
 Tools cover the pool's features: plain calls, slow calls that record being cancelled,
 a call that blocks the event loop (a hung server), a crash, progress, logging,
@@ -152,5 +152,7 @@ if __name__ == "__main__":
         server.run("streamable-http", host="127.0.0.1", port=port)
     elif transport == "http-json":  # answers plain requests with a JSON body instead of an SSE stream
         server.run("streamable-http", host="127.0.0.1", port=port, json_response=True)
+    elif transport == "http-stateless":  # no session id, a JSON body per request
+        server.run("streamable-http", host="127.0.0.1", port=port, json_response=True, stateless_http=True)
     else:
         server.run("sse", host="127.0.0.1", port=port)

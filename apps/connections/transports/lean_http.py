@@ -79,12 +79,15 @@ class HttpLink:
         self.get_stream_answered = asyncio.Event()
 
     async def wait_get_stream(self, timeout: float) -> None:
-        """Wait (briefly) for the server to answer the SDK's GET stream, opened after the handshake.
+        """Wait (briefly) for the server to answer the SDK's GET stream, opened after the handshake
+        of a session with an id (a stateless server gets none: nothing to wait for).
 
         Until then, what the server sends outside any request's stream (sampling asked by a
         tool without naming its request, list_changed) is dropped by the server: a call made
         the moment the session is up must not race it (the SDK path's slowness used to hide this).
         """
+        if self.session_id is None:
+            return
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout):
                 await self.get_stream_answered.wait()
@@ -174,6 +177,11 @@ class LeanHttp:
                 raise self._lost(exc) from None
             try:
                 reply = await self._reply(response, request_id, progress)
+            except (MCPError, UseSdkPath) as exc:
+                # An answer (an error, a redirect) means the backend is not working on it, except
+                # when the stream broke before the answer came.
+                answered = not (isinstance(exc, MCPError) and exc.code == types.CONNECTION_CLOSED)
+                raise
             finally:
                 await response.aclose()
             answered = True
