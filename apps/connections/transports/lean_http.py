@@ -148,12 +148,7 @@ class LeanHttp:
     async def call_tool(
         self, name: str, arguments: Mapping[str, Any] | None, progress: ProgressFn | None, meta: Mapping[str, Any] | None
     ) -> dict[str, Any]:
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = arguments
-        if meta:
-            params["_meta"] = dict(meta)
-        return await self.request("tools/call", params, progress=progress, name_header=name)
+        return await self.request("tools/call", tool_call_params(name, arguments, meta), progress=progress, name_header=name)
 
     async def request(
         self, method: str, params: dict[str, Any] | None, *, progress: ProgressFn | None = None, name_header: str | None = None
@@ -330,6 +325,15 @@ class LeanHttp:
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+
+
+def tool_call_params(name: str, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any] | None) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name}
+    if arguments is not None:
+        params["arguments"] = arguments
+    if meta:
+        params["_meta"] = dict(meta)
+    return params
 
 
 def result_of(reply: Any) -> dict[str, Any]:

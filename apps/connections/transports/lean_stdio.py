@@ -27,7 +27,7 @@ import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from apps.connections.transports.lean_http import result_of
+from apps.connections.transports.lean_http import result_of, tool_call_params
 from apps.connections.transports.stdio import StdioLink
 
 logger = logging.getLogger(__name__)
@@ -48,12 +48,7 @@ class LeanStdio:
     async def call_tool(
         self, name: str, arguments: Mapping[str, Any] | None, progress: Any, meta: Mapping[str, Any] | None
     ) -> dict[str, Any]:
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = arguments
-        if meta:
-            params["_meta"] = dict(meta)
-        return await self.request("tools/call", params)
+        return await self.request("tools/call", tool_call_params(name, arguments, meta))
 
     async def request(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         link = self.link
