@@ -154,12 +154,13 @@ class Http1Client:
         try:
             conn.writer.write(head + body)
             await conn.writer.drain()
-            line = await conn.reader.readuntil(b"\r\n")
-            status_line = line.decode("latin-1").split(" ", 2)
-            status = int(status_line[1])
+            status_line, *lines = (await conn.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+            status = int(status_line.split(" ", 2)[1])
             headers: dict[str, str] = {}
-            while (line := await conn.reader.readuntil(b"\r\n")) != b"\r\n":
-                key, _, value = line.decode("latin-1").partition(":")
+            for line in lines:
+                if not line:
+                    continue
+                key, _, value = line.partition(":")
                 key = key.strip().lower()
                 value = value.strip()
                 headers[key] = f"{headers[key]}, {value}" if key in headers else value

@@ -132,7 +132,8 @@ class LeanHttp:
         self.on_lost = on_lost
         self._ids = itertools.count(_ID_BASE)
         self._background: set[asyncio.Task[None]] = set()
-        headers = {"user-agent": "mcp-hub", **link.headers}
+        # The session's headers never change after the handshake: the client sends them as one block.
+        headers = {"user-agent": "mcp-hub", **link.headers, **self.headers()}
         self._h1 = Http1Client(link.url, headers, httpx2.create_ssl_context() if link.url.startswith("https:") else None)
 
     def headers(self) -> dict[str, str]:
@@ -161,9 +162,7 @@ class LeanHttp:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             message["params"] = params
-        headers = self.headers()
-        if name_header is not None:
-            headers[MCP_NAME_HEADER] = encode_header_value(name_header)
+        headers = {MCP_NAME_HEADER: encode_header_value(name_header)} if name_header is not None else {}
         answered = False
         try:
             try:
