@@ -34,6 +34,7 @@ class World:
     tool_id: int
     pattern: int
     run: str = ""
+    connection: int = 0  # an app alice allowed onto her endpoint with OAuth
 
 
 @pytest.fixture
@@ -64,5 +65,12 @@ def world(alice, bob, charlie, dave, global_server, make_tool, settings, monkeyp
 
     run = Run.objects.create(owner=alice, task=f"{PRIVATE} task", provider=provider, endpoint=endpoint, status="interrupted",
                              pending_approvals=[{"id": "c1", "name": "search", "arguments": {}}])
+    from oauth2_provider.models import Application
+
+    from apps.oauth.models import ConnectedApp
+
+    app = Application.objects.create(name=f"{PRIVATE} app", client_type="public", authorization_grant_type="authorization-code",
+                                     redirect_uris="http://127.0.0.1:9/cb")
+    connection = ConnectedApp.objects.create(application=app, endpoint=endpoint)
     return World(endpoint.slug, server.name, preset.pk, team.slug, token.pk, provider.pk, str(conversation.pk),
-                 private_tool.pk, pattern.pk, str(run.pk))
+                 private_tool.pk, pattern.pk, str(run.pk), connection.pk)
