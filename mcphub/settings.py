@@ -334,6 +334,9 @@ MCPHUB_POOL = {
     "max_partitions_per_server": envint("MCPHUB_MAX_USER_CONNECTIONS_PER_SERVER", 64),
     # Seconds a backend may take to start and answer initialize.
     "connect_timeout": envint("MCPHUB_CONNECT_TIMEOUT", 30),
+    # A tools/call goes to its backend as one plain POST (Streamable HTTP) or one line (stdio) after the
+    # SDK's handshake (~1.5 ms / ~0.2 ms less hub CPU per call); false: every request via the SDK session.
+    "lean_requests": envbool("MCPHUB_LEAN_REQUESTS", True),
 }
 
 # --- Health checks, re-discovery and the watched .mcp.json (Celery beat; see apps/catalog/operations.py).

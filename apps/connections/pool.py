@@ -54,6 +54,10 @@ class PoolOptions:
     stderr_lines: int = 500
     stderr_bytes: int = 64 * 1024
     relay: frozenset[str] = frozenset({"sampling", "elicitation"})
+    # A raw tools/call (the gateway's) skips the SDK client session after its handshake: one POST
+    # to a Streamable HTTP backend, one line to a stdio child (transports/lean_http.py,
+    # lean_stdio.py); False sends every request through the SDK's client session.
+    lean_requests: bool = True
     breaker: BreakerPolicy = field(default_factory=BreakerPolicy)
 
     @classmethod
@@ -416,6 +420,7 @@ class Pool:
             connect_timeout=self.options.connect_timeout,
             grace=self.options.shutdown_grace,
             relay_methods=self.options.relay,
+            lean_requests=self.options.lean_requests,
             on_notification=self.on_notification,
         )
 

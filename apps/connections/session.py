@@ -31,13 +31,16 @@ from apps.connections.hooks import NotificationHook, ProgressFn, Relay
 from apps.connections.specs import ServerSpec
 from apps.connections.stderr import StderrTail
 from apps.connections.transports import ChildProcess, open_transport
+from apps.connections.transports.lean_http import LeanHttp, UseSdkPath
+from apps.connections.transports.lean_stdio import LeanStdio
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 CLIENT_INFO = types.Implementation(name="mcp-hub", version="1.0")
 _STOP_MARGIN = 4.0  # beyond the child's grace period: SIGTERM + SIGKILL waits
-_LOG_FLUSH_TIMEOUT = 5.0  # how long a finished call waits for its relayed log lines to be delivered
+_LOG_FLUSH_TIMEOUT = 5.0
+_GET_STREAM_WAIT = 2.0  # at start, how long a Streamable HTTP session waits for its GET stream to be answered  # how long a finished call waits for its relayed log lines to be delivered
 # Transports that tell which of our requests a server message belongs to: Streamable HTTP
 # carries it on that request's response stream, and the SDK hands it over in the context of
 # the task that sent the request (below: `_current_call`). Stdio and legacy SSE do not.
@@ -79,6 +82,7 @@ class Connection:
         grace: float,
         relay_methods: frozenset[str],
         on_notification: NotificationHook | None,
+        lean_requests: bool = True,
     ) -> None:
         self.spec = spec
         self.config_hash = spec.config_hash
@@ -86,6 +90,9 @@ class Connection:
         self.child.grace = 0.0  # a child that never got ready (hung at initialize) gets no graceful exit
         self._grace = grace
         self.client: Client | None = None
+        # Plain requests after the handshake, past the SDK session (transports/lean_http.py, lean_stdio.py).
+        self.lean: LeanHttp | LeanStdio | None = None
+        self._lean_requests = lean_requests
         self.inflight = 0
         self.last_used = time.monotonic()
         self.launched_at = self.last_used
@@ -139,6 +146,9 @@ class Connection:
                 async with self._build_client() as client:
                     scope.deadline = math.inf
                     self.client = client
+                    if self.child.http is not None and client.session.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                        await self.child.http.wait_get_stream(_GET_STREAM_WAIT)
+                    self.lean = self._make_lean(client)
                     if self.failure is None:
                         self.child.grace = self._grace
                     self._ready.set_result(None)
@@ -149,7 +159,36 @@ class Connection:
             reason = self._describe_exit(exc)
         finally:
             self.client = None
+            lean, self.lean = self.lean, None
+            if lean is not None:
+                await lean.aclose()
             self._settle(reason)
+
+    def _make_lean(self, client: Client) -> LeanHttp | LeanStdio | None:
+        version = client.session.protocol_version
+        if not self._lean_requests or version is None or version in MODERN_PROTOCOL_VERSIONS:
+            return None
+        if (stdio := self.child.stdio) is not None:
+            stdio.on_log = self._take_log
+            return LeanStdio(stdio)
+        link = self.child.http
+        if link is None or link.proxied:
+            return None
+        return LeanHttp(link, client.session, version, self.fail)
+
+    def _take_log(self, data: dict[str, Any]) -> bool:
+        """A log line read from a stdio child, relayed in read order (before the result that follows it)."""
+        try:
+            message = types.LoggingMessageNotification.model_validate(data, by_name=False)
+        except ValueError:
+            return False  # the SDK session reports what it cannot read
+        return self._relay_log(message)
+
+    def leave_lean_path(self, why: str) -> None:
+        """The backend needs the SDK's transport for plain requests too (see `UseSdkPath`)."""
+        if self.lean is not None:
+            logger.info("server %r: plain requests go through the SDK's transport from now on (%s)", self.spec.name, why)
+            self.lean = None
 
     def _settle(self, reason: str | None) -> None:
         if not self._ready.done():
@@ -384,6 +423,15 @@ async def call_tool_raw(
     session = client.session
     if session.protocol_version in MODERN_PROTOCOL_VERSIONS:
         return dump_result(await client.call_tool(name, arguments, progress_callback=progress, meta=_meta(meta)))
+    # The connection making this request (set by `Connection.request`): over Streamable HTTP
+    # it has a lean path that skips the SDK's per-request machinery (transports/lean_http.py).
+    current = _current_call.get()
+    lean = current[0].lean if current is not None and current[0].client is client else None
+    if lean is not None and (progress is None or lean.streams_progress):
+        try:
+            return _checked(await lean.call_tool(name, arguments, progress, meta))
+        except UseSdkPath as exc:
+            current[0].leave_lean_path(str(exc))
     params: dict[str, Any] = {"name": name}
     if arguments is not None:
         params["arguments"] = arguments
@@ -395,7 +443,10 @@ async def call_tool_raw(
     opts.setdefault("headers", {})[MCP_NAME_HEADER] = encode_header_value(name)
     if progress is not None:
         opts["on_progress"] = progress
-    raw = await session._dispatcher.send_raw_request("tools/call", data["params"], opts)
+    return _checked(await session._dispatcher.send_raw_request("tools/call", data["params"], opts))
+
+
+def _checked(raw: Any) -> dict[str, Any]:
     if type(raw) is dict and type(raw.get("content")) is list and "resultType" not in raw:
         return raw
     # Not the plain shape: let the model judge it (raises on garbage) and normalise it.

@@ -1,4 +1,4 @@
-"""Test MCP server built with the SDK: `python echo.py [stdio|http|sse] [PORT]`.
+"""Test MCP server built with the SDK: `python echo.py [stdio|http|http-json|http-stateless|sse] [PORT]`.
 
 Tools cover the pool's features: plain calls, slow calls that record being cancelled,
 a call that blocks the event loop (a hung server), a crash, progress, logging,
@@ -12,6 +12,7 @@ import time
 import anyio
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
 
 server = MCPServer("echo", version="1.0", instructions="Echoes things back.", log_level="WARNING")
 cancelled = {"count": 0}
@@ -44,6 +45,18 @@ async def slow(seconds: float) -> str:
         cancelled["count"] += 1
         raise
     return "done"
+
+
+@server.tool()
+def rpc_error(code: int, message: str) -> str:
+    """Answer with a JSON-RPC error (not a tool result with isError)."""
+    raise MCPError(code=code, message=message, data={"why": "asked to"})
+
+
+@server.tool()
+def header(name: str, ctx: Context) -> str:
+    """The value of one HTTP header of this request ("" when absent or not over HTTP)."""
+    return (ctx.headers or {}).get(name, "")
 
 
 @server.tool()
@@ -137,5 +150,9 @@ if __name__ == "__main__":
         server.run("stdio")
     elif transport == "http":
         server.run("streamable-http", host="127.0.0.1", port=port)
+    elif transport == "http-json":  # answers plain requests with a JSON body instead of an SSE stream
+        server.run("streamable-http", host="127.0.0.1", port=port, json_response=True)
+    elif transport == "http-stateless":  # no session id, a JSON body per request
+        server.run("streamable-http", host="127.0.0.1", port=port, json_response=True, stateless_http=True)
     else:
         server.run("sse", host="127.0.0.1", port=port)

@@ -8,9 +8,10 @@ from contextlib import asynccontextmanager
 import httpx2
 from mcp.client._transport import TransportStreams
 from mcp.client.sse import sse_client
-from mcp.client.streamable_http import MCP_SESSION_ID, streamable_http_client
+from mcp.client.streamable_http import streamable_http_client
 
 from apps.connections.specs import ServerSpec
+from apps.connections.transports.lean_http import HttpLink
 from apps.connections.transports.stdio import ChildProcess
 
 # Connect/write bounded; read long because a server may hold its SSE response stream open.
@@ -22,18 +23,23 @@ _HTTP_LIMITS = httpx2.Limits(max_connections=None, max_keepalive_connections=32)
 
 @asynccontextmanager
 async def streamable_http_transport(spec: ServerSpec, child: ChildProcess) -> AsyncIterator[TransportStreams]:
-    async def watch(response: httpx2.Response) -> None:
-        # The transport spec: 404 for a request carrying our session id means the server no
-        # longer knows the session (it restarted); the SDK only turns it into a JSON-RPC error.
-        if response.status_code == 404 and MCP_SESSION_ID in response.request.headers:
-            child.session_expired = True
+    def expired() -> None:
+        child.session_expired = True
 
-    hooks = {"response": [watch]}
+    async def watch(response: httpx2.Response) -> None:
+        link.saw(response)
+
     async with httpx2.AsyncClient(
-        headers=dict(spec.headers), timeout=_HTTP_TIMEOUT, limits=_HTTP_LIMITS, event_hooks=hooks
+        headers=dict(spec.headers), timeout=_HTTP_TIMEOUT, limits=_HTTP_LIMITS, event_hooks={"response": [watch]}
     ) as http:
-        async with streamable_http_client(spec.url, http_client=http) as streams:
-            yield streams
+        # Shared with the lean request path (transports/lean_http.py) once the SDK has done the handshake.
+        link = HttpLink(spec.url, spec.headers, http, expired)
+        child.http = link
+        try:
+            async with streamable_http_client(spec.url, http_client=http) as streams:
+                yield streams
+        finally:
+            child.http = None
 
 
 @asynccontextmanager

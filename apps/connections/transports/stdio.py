@@ -12,6 +12,7 @@ still running (`atexit`), which reaches grandchildren the death signal does not.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import errno
 import json
@@ -22,16 +23,21 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client._transport import TransportStreams
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 from apps.connections.specs import ServerSpec
 from apps.connections.stderr import StderrTail
+
+if TYPE_CHECKING:
+    from apps.connections.transports.lean_http import HttpLink
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +71,8 @@ class ChildProcess:
         self.grace = 2.0  # seconds between closing stdin and SIGTERM; 0 for a hung child
         self.process: anyio.abc.Process | None = None
         self.session_expired = False  # an HTTP server answered 404 for our session id
+        self.http: HttpLink | None = None  # a Streamable HTTP session's link, for the lean request path
+        self.stdio: StdioLink | None = None  # a stdio child's link, for the lean request path
 
     @property
     def pid(self) -> int | None:
@@ -85,6 +93,46 @@ class ChildProcess:
     def _notify_exit(self, reason: str) -> None:
         if self.on_exit is not None:
             self.on_exit(reason)
+
+
+class StdioLink:
+    """Lets plain requests skip the SDK session on a stdio child (transports/lean_stdio.py).
+
+    The reader hands each line from the child to `take` first: a response to one of the
+    lean requests (`pending`) resolves its future, a log line a relaying call claims goes
+    to `on_log`, in the order read; everything else goes on to the SDK session as before.
+    """
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        self.process = process
+        self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.on_log: Callable[[dict[str, Any]], bool] | None = None
+        self.closed = False
+
+    async def send(self, line: bytes) -> None:
+        assert self.process.stdin is not None
+        await self.process.stdin.send(line)
+
+    def take(self, data: dict[str, Any]) -> bool:
+        if "method" in data:
+            if data["method"] == "notifications/message" and "id" not in data and self.on_log is not None:
+                return self.on_log(data)
+            return False
+        request_id = data.get("id")
+        future = self.pending.pop(request_id, None) if type(request_id) is int else None
+        if future is None:
+            return False
+        if not future.done():
+            future.set_result(data)
+        return True
+
+    def close(self) -> None:
+        """The child's stdout ended: no pending request will be answered."""
+        self.closed = True
+        pending, self.pending = self.pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(MCPError(code=types.CONNECTION_CLOSED, message="Connection closed"))
 
 
 def guarded_command(argv: list[str]) -> list[str]:
@@ -126,11 +174,12 @@ async def stdio_transport(spec: ServerSpec, child: ChildProcess) -> AsyncIterato
         start_new_session=True,  # the child leads its own group: killpg reaches all its descendants
     )
     child.process = process
+    child.stdio = link = StdioLink(process)
     _live_groups.add(process.pid)
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_pump_stdout, process, read_writer, child)
+        tg.start_soon(_pump_stdout, process, read_writer, child, link)
         tg.start_soon(_pump_stdin, process, write_reader, read_writer)
         tg.start_soon(_pump_stderr, process, child.stderr)
         try:
@@ -142,11 +191,16 @@ async def stdio_transport(spec: ServerSpec, child: ChildProcess) -> AsyncIterato
                 write_stream.close()
                 await stop_process_group(process, child.grace)
                 _live_groups.discard(process.pid)
+                link.close()
+                child.stdio = None
             tg.cancel_scope.cancel()
 
 
 async def _pump_stdout(
-    process: anyio.abc.Process, sink: MemoryObjectSendStream[SessionMessage | Exception], child: ChildProcess
+    process: anyio.abc.Process,
+    sink: MemoryObjectSendStream[SessionMessage | Exception],
+    child: ChildProcess,
+    link: StdioLink,
 ) -> None:
     assert process.stdout is not None
     buffer = b""
@@ -156,21 +210,25 @@ async def _pump_stdout(
                 chunk = await process.stdout.receive()
                 *lines, buffer = (buffer + chunk).split(b"\n")
                 for line in lines:
-                    if line.strip():
-                        await sink.send(_parse(line))
+                    if line.strip() and (message := _parse(line, link)) is not None:
+                        await sink.send(message)
     # EOF: the child is gone (or closed stdout); tell the owner before the session notices.
+    link.close()
     await _settle_exit(process)
     child._notify_exit(child.exit_description())
 
 
-def _parse(line: bytes) -> SessionMessage | Exception:
-    # Fast path for the common case, a successful response: the session validates its
-    # `result` against the request's result type anyway (or hands it on raw), so building
-    # the envelope without pydantic's union matching saves ~30 µs per call.
+def _parse(line: bytes, link: StdioLink | None = None) -> SessionMessage | Exception | None:
+    """The line as a message for the SDK session; None when the lean path took it."""
     try:
         data = json.loads(line)
     except ValueError as exc:
         return exc
+    if link is not None and type(data) is dict and link.take(data):
+        return None
+    # Fast path for the common case, a successful response: the session validates its
+    # `result` against the request's result type anyway (or hands it on raw), so building
+    # the envelope without pydantic's union matching saves ~30 µs per call.
     if type(data) is dict and len(data) == 3 and type(data.get("result")) is dict and data.get("jsonrpc") == "2.0":
         request_id = data.get("id")
         if type(request_id) is int or type(request_id) is str:
