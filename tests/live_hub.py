@@ -217,17 +217,18 @@ def start_redis(port: int, data_dir: Path, *options: str) -> subprocess.Popen:
 @dataclass(frozen=True)
 class TlsFiles:
     ca: Path  # the throwaway CA that signed `cert`
-    cert: Path  # for 127.0.0.1 and localhost
+    cert: Path  # for 127.0.0.1 and localhost (unless made with another `san`)
     key: Path
 
 
-def make_tls_files(directory: Path, name: str = "redis") -> TlsFiles:
-    """A throwaway CA and a server certificate it signed (openssl), for a TLS redis-server."""
+def make_tls_files(directory: Path, name: str = "redis", san: str = "IP:127.0.0.1,DNS:localhost") -> TlsFiles:
+    """A throwaway CA and a server certificate it signed (openssl), for a TLS redis-server or
+    HTTPS backend; `san` is the names the certificate is valid for (subjectAltName)."""
     directory.mkdir(parents=True, exist_ok=True)
     ca, ca_key = directory / f"{name}-ca.crt", directory / f"{name}-ca.key"
     cert, key, csr = directory / f"{name}.crt", directory / f"{name}.key", directory / f"{name}.csr"
     ext = directory / f"{name}.ext"
-    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    ext.write_text(f"subjectAltName={san}\n")
     for command in (
         ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca, "-days", "2", "-subj", f"/CN={name} test CA"],
         ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=127.0.0.1"],

@@ -1,4 +1,6 @@
-"""Test MCP server built with the SDK: `python echo.py [stdio|http|http-json|http-stateless|sse] [PORT]`.
+"""Test MCP server built with the SDK: `python echo.py [stdio|http|http-json|http-stateless|https|sse] [PORT]`.
+
+`https` is `http` over TLS: the certificate and key files are ECHO_TLS_CERT and ECHO_TLS_KEY.
 
 Tools cover the pool's features: plain calls, slow calls that record being cancelled,
 a call that blocks the event loop (a hung server), a crash, progress, logging,
@@ -152,6 +154,14 @@ if __name__ == "__main__":
         server.run("streamable-http", host="127.0.0.1", port=port)
     elif transport == "http-json":  # answers plain requests with a JSON body instead of an SSE stream
         server.run("streamable-http", host="127.0.0.1", port=port, json_response=True)
+    elif transport == "https":  # Streamable HTTP over TLS, as most remote servers are
+        import uvicorn
+
+        app = server.streamable_http_app(host="127.0.0.1")
+        uvicorn.run(
+            app, host="127.0.0.1", port=port, log_level="warning",
+            ssl_certfile=os.environ["ECHO_TLS_CERT"], ssl_keyfile=os.environ["ECHO_TLS_KEY"],
+        )  # fmt: skip
     elif transport == "http-stateless":  # no session id, a JSON body per request
         server.run("streamable-http", host="127.0.0.1", port=port, json_response=True, stateless_http=True)
     else:

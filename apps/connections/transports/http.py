@@ -29,11 +29,14 @@ async def streamable_http_transport(spec: ServerSpec, child: ChildProcess) -> As
     async def watch(response: httpx2.Response) -> None:
         link.saw(response)
 
+    # One TLS context for the SDK's client and the lean one: the same trust roots (httpx2's:
+    # SSL_CERT_FILE / SSL_CERT_DIR, else the system store), and the CA store loaded once, not twice.
+    tls = httpx2.create_ssl_context()
     async with httpx2.AsyncClient(
-        headers=dict(spec.headers), timeout=_HTTP_TIMEOUT, limits=_HTTP_LIMITS, event_hooks={"response": [watch]}
+        headers=dict(spec.headers), timeout=_HTTP_TIMEOUT, limits=_HTTP_LIMITS, event_hooks={"response": [watch]}, verify=tls
     ) as http:
         # Shared with the lean request path (transports/lean_http.py) once the SDK has done the handshake.
-        link = HttpLink(spec.url, spec.headers, http, expired)
+        link = HttpLink(spec.url, spec.headers, http, expired, tls)
         child.http = link
         try:
             async with streamable_http_client(spec.url, http_client=http) as streams:

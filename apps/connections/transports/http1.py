@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 _LIMIT = 1 << 20  # StreamReader buffer: one line (a chunk-size line, a header) must fit
 _IDLE_KEEP = 32  # idle connections kept per backend session (as httpx2's max_keepalive_connections)
+_CONNECT_TIMEOUT = 30.0  # TCP connect + TLS handshake, as httpx2's connect timeout (transports/http.py)
 
 
 class HttpError(OSError):
@@ -108,13 +109,16 @@ class _Conn:
 class Http1Client:
     """Keep-alive connections to one origin; `post()` sends on an idle one or a new one."""
 
-    def __init__(self, url: str, headers: Mapping[str, str], ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self, url: str, headers: Mapping[str, str], ssl_context: ssl.SSLContext | None = None, *, connect_timeout: float = _CONNECT_TIMEOUT
+    ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
         self.host = parts.hostname
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.ssl = (ssl_context or ssl.create_default_context()) if parts.scheme == "https" else None
+        self.connect_timeout = connect_timeout
         self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         default_port = self.port == (443 if parts.scheme == "https" else 80)
         host = f"[{self.host}]" if ":" in self.host else self.host
@@ -142,10 +146,15 @@ class Http1Client:
         return await self._exchange(await self._connect(), head, body, fresh=True)
 
     async def _connect(self) -> _Conn:
+        # A server that takes the TCP connection but never finishes the TLS handshake (or a port
+        # that drops SYNs) fails here, as on httpx2, instead of holding the call to its timeout.
         try:
-            reader, writer = await asyncio.open_connection(
-                self.host, self.port, ssl=self.ssl, limit=_LIMIT, server_hostname=self.host if self.ssl else None
-            )
+            async with asyncio.timeout(self.connect_timeout):
+                reader, writer = await asyncio.open_connection(
+                    self.host, self.port, ssl=self.ssl, limit=_LIMIT, server_hostname=self.host if self.ssl else None
+                )
+        except TimeoutError:
+            raise HttpError(f"cannot connect to {self.host}:{self.port}: timed out after {self.connect_timeout:g} s") from None
         except (OSError, ssl.SSLError) as exc:
             raise HttpError(f"cannot connect to {self.host}:{self.port}: {exc}") from None
         return _Conn(self, reader, writer)

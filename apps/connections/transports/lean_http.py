@@ -41,6 +41,7 @@ import contextlib
 import itertools
 import json
 import logging
+import ssl
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
@@ -70,8 +71,11 @@ _TRANSPORT_ERRORS = (httpx2.TransportError, HttpError)  # after the response, ho
 class HttpLink:
     """What the SDK's Streamable HTTP transport and the lean path share of one session."""
 
-    def __init__(self, url: str, headers: Mapping[str, str], http: httpx2.AsyncClient, on_expired: Callable[[], None]) -> None:
+    def __init__(
+        self, url: str, headers: Mapping[str, str], http: httpx2.AsyncClient, on_expired: Callable[[], None], tls: ssl.SSLContext
+    ) -> None:
         self.url = url
+        self.tls = tls  # the TLS context `http` verifies servers with: the lean client uses the same
         self.headers = dict(headers)  # the server's configured headers (auth): the lean client sends them too
         self.http = http
         self.session_id: str | None = None
@@ -134,7 +138,7 @@ class LeanHttp:
         self._background: set[asyncio.Task[None]] = set()
         # The session's headers never change after the handshake: the client sends them as one block.
         headers = {"user-agent": "mcp-hub", **link.headers, **self.headers()}
-        self._h1 = Http1Client(link.url, headers, httpx2.create_ssl_context() if link.url.startswith("https:") else None)
+        self._h1 = Http1Client(link.url, headers, link.tls)
 
     def headers(self) -> dict[str, str]:
         headers = {
