@@ -180,7 +180,7 @@ REDIS_SOCKET_TIMEOUT = None
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "BACKEND": "apps.core.channel_layer.RedisPubSubChannelLayer",  # channels_redis, reading at once
             "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": REDIS_SOCKET_TIMEOUT}]},
         }
     }
