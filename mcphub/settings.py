@@ -104,6 +104,7 @@ INSTALLED_APPS = [
     "apps.accounts",
     "apps.catalog",
     "apps.connections",
+    "apps.credentials",
     "apps.toolsets",
     "apps.gateway",
     "apps.discovery",
