@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from apps.chat.models import Message as MessageRow
@@ -44,8 +45,9 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
 
         finish_turn(turn.pk, Turn.Status.FAILED, NO_PROVIDER)
         return None
-    # What the model is sent of each message, not the full tool results kept beside it.
-    rows = list(conversation.messages.order_by("id").only(*HISTORY_FIELDS))
+    # What the model is sent of each message, not the full tool results kept beside it; plain rows,
+    # not model instances (a deferred-field instance costs more to build than the result it skips).
+    rows = [SimpleNamespace(**row) for row in conversation.messages.order_by("id").values(*HISTORY_FIELDS)]
     return TurnSetup(
         turn_id=turn.pk,
         conversation_id=conversation.pk,

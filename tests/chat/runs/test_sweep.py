@@ -25,8 +25,8 @@ def test_task_names_are_stable_and_beat_sweeps_lost_runs():
 def test_only_silent_running_runs_become_interrupted(alice):
     old = timezone.now() - timedelta(seconds=settings.MCPHUB_RUN_STALE_SECONDS + 5)
     lost = Run.objects.create(owner=alice, task="lost", status=Run.Status.RUNNING, heartbeat_at=old)
-    alive = Run.objects.create(owner=alice, task="alive", status=Run.Status.RUNNING, heartbeat_at=timezone.now())
-    done = Run.objects.create(owner=alice, task="done", status=Run.Status.SUCCEEDED, heartbeat_at=old)
+    Run.objects.create(owner=alice, task="alive", status=Run.Status.RUNNING, heartbeat_at=timezone.now())
+    Run.objects.create(owner=alice, task="done", status=Run.Status.SUCCEEDED, heartbeat_at=old)
 
     assert sweep_lost_runs() == 1
     statuses = {r.task: r.status for r in Run.objects.all()}
