@@ -5,7 +5,8 @@ context (tokens sent) per round at rounds 10, 100 and 500 against the naive grow
 
 One command starts what it measures, in production shape (as benchmarks/chat.py: its own
 redis-server, a fresh Postgres database dropped after, Daphne, ONE Celery worker process, the echo
-MCP server over stdio, the scripted LLM in this process). Runs start through POST /api/runs/.
+MCP server over stdio, the scripted LLM in this process). Runs start through POST /api/runs/
+and are followed on their WebSocket (/ws/runs/<id>/), as the Runs page follows them.
   - overhead per round: a 20-round run's wall time per round, minus one direct LLM request (the
     hub's own adapter, from this process) and the tool's own time (p50 of the steps' durations);
   - concurrency: N runs × R rounds against an LLM that takes 1 s per reply, all requested at once
@@ -64,26 +65,31 @@ class Runs:
     def __init__(self, port: int, token: str) -> None:
         import httpx2
 
-        # Polling is the benchmark's own load, not a user's: a few reads at a time.
-        self.polling = asyncio.Semaphore(8)
+        self.port, self.token = port, token
         limits = httpx2.Limits(max_connections=200, max_keepalive_connections=200)
         self.http = httpx2.AsyncClient(base_url=f"http://127.0.0.1:{port}/api", headers={"Authorization": f"Bearer {token}"},
                                        timeout=60, limits=limits)
 
-    async def run(self, task: str, poll: float = 0.1, **limits: Any) -> dict[str, Any]:
+    async def run(self, task: str, **limits: Any) -> dict[str, Any]:
+        """Start a run and wait for its end as the Runs page does: on the run's WebSocket, not by
+        polling the API (a hundred pollers were most of the web process's load)."""
+        import websockets
+
         response = await self.http.post("/runs/", json={"task": task, **limits})
         assert response.status_code == 201, response.text
         run_id = response.json()["id"]
-        while True:
-            await asyncio.sleep(poll)
-            async with self.polling:
-                response = await self.http.get(f"/runs/{run_id}/")
-            if response.status_code != 200:  # a busy shared Postgres or the API's rate limit: ask again
-                continue
-            run = response.json()
-            if run["status"] not in ("queued", "running"):
-                assert run["status"] == "succeeded", run
-                return run
+        url = f"ws://127.0.0.1:{self.port}/ws/runs/{run_id}/"
+        async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {self.token}"}) as ws:
+            while True:
+                run = (await self.http.get(f"/runs/{run_id}/")).json()  # also catches an end before we listened
+                if run["status"] not in ("queued", "running"):
+                    assert run["status"] == "succeeded", run
+                    return run
+                try:
+                    while json.loads(await asyncio.wait_for(ws.recv(), 5.0))["type"] != "end":
+                        pass
+                except TimeoutError:  # events are best effort: read the run again
+                    pass
 
 
 def seconds_between(run: dict[str, Any]) -> float:
@@ -129,11 +135,11 @@ async def measure(runs: Runs, llm_url: str, args: argparse.Namespace, worker_pid
     tool_ms = statistics.median(s["tool_calls"][0]["duration_ms"] for s in twenty["steps"] if s["tool_calls"])
     per_round = seconds_between(twenty) * 1000 / twenty["rounds"]
     requested = time.time()
-    alone = since(requested, [await runs.run(f"slow:{args.rounds - 1}", poll=1.0)])
+    alone = since(requested, [await runs.run(f"slow:{args.rounds - 1}")])
     cpu = cpu_seconds(worker_pid)
-    # Polled slowly, so the pollers do not load the machine; timed by the runs' own timestamps.
+    # Timed by the runs' own timestamps, from the first POST.
     requested = time.time()
-    together_runs = await asyncio.gather(*(runs.run(f"slow:{args.rounds - 1} #{i}", poll=1.0) for i in range(args.runs)))
+    together_runs = await asyncio.gather(*(runs.run(f"slow:{args.rounds - 1} #{i}") for i in range(args.runs)))
     together = since(requested, together_runs)
     from datetime import datetime
 
@@ -145,7 +151,7 @@ async def measure(runs: Runs, llm_url: str, args: argparse.Namespace, worker_pid
     created = max((at(r, "created_at") - first).total_seconds() for r in together_runs)
     durations = sorted((at(r, "finished_at") - at(r, "started_at")).total_seconds() for r in together_runs)
     worker_cpu = cpu_seconds(worker_pid) - cpu
-    long = await runs.run(f"big:{args.long - 1}", poll=0.5)
+    long = await runs.run(f"big:{args.long - 1}")
     marks = [n for n in (10, 100, 500) if n <= long["rounds"]]
     tokens = {n: (long["steps"][n - 1]["input_tokens"], naive_tokens(long, n), long["steps"][n - 1]["context_chars"]) for n in marks}
     return {
