@@ -110,6 +110,8 @@ INSTALLED_APPS = [
     "apps.discovery",
     "apps.llm",
     "apps.chat",
+    "oauth2_provider",
+    "apps.oauth",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -337,6 +339,9 @@ MCPHUB_POOL = {
     "on_notification": "apps.gateway.subscriptions.on_backend_notification",
     # Requests in flight to one backend server; past it calls fail at once with a clear error.
     "max_inflight_per_server": envint("MCPHUB_MAX_INFLIGHT_PER_SERVER", 512),
+    # Per-user connections (stdio children) one shared server with ${user:NAME} variables may hold
+    # at once; past it the least recently used idle one is closed.
+    "max_partitions_per_server": envint("MCPHUB_MAX_USER_CONNECTIONS_PER_SERVER", 64),
     # Seconds a backend may take to start and answer initialize.
     "connect_timeout": envint("MCPHUB_CONNECT_TIMEOUT", 30),
 }
@@ -353,6 +358,7 @@ CELERY_BEAT_SCHEDULE = {
     "catalog-rediscovery": {"task": "catalog.discover_all", "schedule": MCPHUB_DISCOVERY_INTERVAL * 60.0},
     "runs-sweep-lost": {"task": "chat.sweep_lost_runs", "schedule": 15.0},
     "chat-expire-lost-turns": {"task": "chat.expire_lost_turns", "schedule": 60.0},
+    "oauth-clear-expired": {"task": "oauth.clear_expired", "schedule": 3600.0},
 }
 # Embedded default (no REDIS_URL, so no `celery beat`): the web process runs this schedule itself.
 MCPHUB_EMBEDDED_BEAT = envbool("MCPHUB_EMBEDDED_BEAT", True)
@@ -404,6 +410,7 @@ SESSION_COOKIE_HTTPONLY = True
 # Served over HTTPS (by a TLS-terminating proxy that sets X-Forwarded-Proto): secure cookies, HSTS
 # and a redirect to https (not for /health, which container health checks reach over plain HTTP).
 MCPHUB_HTTPS = envbool("MCPHUB_HTTPS", SITE_URL.startswith("https://"))
+SILENCED_SYSTEM_CHECKS: list[str] = []
 if MCPHUB_HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = envbool("MCPHUB_SSL_REDIRECT", True)
@@ -413,4 +420,53 @@ if MCPHUB_HTTPS:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("MCPHUB_HSTS_INCLUDE_SUBDOMAINS", True)
     SECURE_HSTS_PRELOAD = envbool("MCPHUB_HSTS_PRELOAD", False)
     # Preloading binds the whole domain into browsers for good: an operator's choice, not our default.
-    SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+    SILENCED_SYSTEM_CHECKS += [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+
+# --- OAuth 2.1 for the MCP endpoints (apps/oauth on django-oauth-toolkit): hosted clients register
+# themselves (RFC 7591) or name a Client ID Metadata Document, the user consents once per endpoint,
+# and the access token's audience (RFC 8707) is that one endpoint.
+MCPHUB_OAUTH_ACCESS_TOKEN_SECONDS = envint("MCPHUB_OAUTH_ACCESS_TOKEN_SECONDS", 3600)
+MCPHUB_OAUTH_REFRESH_TOKEN_DAYS = envint("MCPHUB_OAUTH_REFRESH_TOKEN_DAYS", 30)
+MCPHUB_OAUTH_REGISTRATIONS_PER_HOUR = envint("MCPHUB_OAUTH_REGISTRATIONS_PER_HOUR", 30)  # per client address
+# Client ID Metadata Documents are fetched over https from public addresses only; development and
+# tests may also allow http on loopback.
+MCPHUB_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP = envbool("MCPHUB_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP", DEBUG)
+# Native apps' private-use redirect schemes (RFC 8252 §7.1) accepted besides https and loopback http.
+MCPHUB_OAUTH_NATIVE_REDIRECT_SCHEMES = envlist("MCPHUB_OAUTH_NATIVE_REDIRECT_SCHEMES", "cursor")
+# The toolkit warns that http redirect URIs are allowed: the hub allows them on loopback only
+# (native apps, RFC 8252 §7.3), which apps/oauth/redirects.py enforces for every client.
+SILENCED_SYSTEM_CHECKS += ["oauth2_provider.W008"]
+# The toolkit's own models (named so apps/oauth's foreign key can reference them in migrations).
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+OAUTH2_PROVIDER = {
+    "SCOPES": {"mcp": "Use the tools enabled on this endpoint"},
+    "DEFAULT_SCOPES": ["mcp"],
+    "PKCE_REQUIRED": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,  # S256 only
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,  # tokens stored as SHA-256 checksums only
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "ACCESS_TOKEN_GENERATOR": "apps.oauth.tokens.generate_access_token",
+    "REFRESH_TOKEN_GENERATOR": "apps.oauth.tokens.generate_refresh_token",
+    "ACCESS_TOKEN_EXPIRE_SECONDS": MCPHUB_OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": MCPHUB_OAUTH_REFRESH_TOKEN_DAYS * 24 * 3600,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,  # a replayed old refresh token revokes the whole grant
+    "REQUEST_APPROVAL_PROMPT": "force",
+    # http only for loopback, and which native schemes: see apps/oauth/redirects.py
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https", *MCPHUB_OAUTH_NATIVE_REDIRECT_SCHEMES],
+    "OAUTH2_VALIDATOR_CLASS": "apps.oauth.validators.HubOAuth2Validator",
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
+    "DCR_ENABLED": True,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "CIMD_ENABLED": True,
+    "CIMD_METADATA_FETCHER": "apps.oauth.cimd.HubMetadataFetcher",
+    "CIMD_FETCH_TIMEOUT_SECONDS": 5,
+    "CIMD_MAX_DOCUMENT_SIZE": 16 * 1024,
+    "OAUTH2_PROTECTED_RESOURCE_NAME": "MCP Hub endpoint",
+}

@@ -12,6 +12,7 @@ urlpatterns = [
     path("health", health, name="health"),
     path("metrics", metrics_view, name="metrics"),
     path("api/", include("apps.api.urls")),
+    path("", include("apps.oauth.urls")),
     path("", include("apps.web.urls")),
 ]
 

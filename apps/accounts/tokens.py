@@ -43,6 +43,8 @@ def matches(raw: str, stored_digest: str) -> bool:
 # `redact`, which keeps only the (non-secret) lookup prefix, enough to tell tokens apart.
 _RAW_TOKEN_RE = re.compile(r"mcphub_(?P<prefix>[a-z0-9]{10})_[A-Za-z0-9_-]{32,64}")
 _URL_TOKEN_RE = re.compile(r"/mcp/t/(?P<token>[^/\s?#\"']+)")
+# The OAuth access and refresh tokens of apps/oauth (`mcphub_oat_…`, `mcphub_ort_…`): no prefix to keep.
+_OAUTH_TOKEN_RE = re.compile(r"mcphub_(?P<kind>o[ar]t)_[A-Za-z0-9_-]{20,}")
 REDACTED = "…"
 
 
@@ -51,6 +53,7 @@ def redact(text: str) -> str:
     if "/mcp/t/" not in text and "mcphub_" not in text:
         return text
     text = _URL_TOKEN_RE.sub(lambda m: f"/mcp/t/{_short(m['token'])}", text)
+    text = _OAUTH_TOKEN_RE.sub(lambda m: f"mcphub_{m['kind']}_{REDACTED}", text)
     return _RAW_TOKEN_RE.sub(lambda m: f"mcphub_{m['prefix']}_{REDACTED}", text)
 
 

@@ -41,6 +41,7 @@ class HealthSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=McpServer.Status.choices)
     round_trip_ms = serializers.FloatField(allow_null=True)
     reason = serializers.CharField()
+    skipped = serializers.BooleanField(help_text="Nothing was pinged (a server with per-user credentials and no values to use); `status` is the stored one.")
 
 
 class DiscoveryOutcomeSerializer(serializers.Serializer):

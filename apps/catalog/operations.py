@@ -69,7 +69,8 @@ class HealthVerdict:
     server: str
     status: str  # an McpServer.Status value
     round_trip_ms: float | None = None
-    reason: str = ""  # why degraded or down; empty when healthy
+    reason: str = ""  # why degraded or down (or not checked); empty when healthy
+    skipped: bool = False  # nothing was pinged (no user's values to connect with): `status` is the stored one
 
     @property
     def ok(self) -> bool:
@@ -77,6 +78,8 @@ class HealthVerdict:
 
     def __str__(self) -> str:
         rtt = f" ({self.round_trip_ms:.1f} ms)" if self.round_trip_ms is not None else ""
+        if self.skipped:
+            return f"{self.server}: not checked: {self.reason}"
         return f"{self.server}: {self.status}{rtt}" + (f": {self.reason}" if self.reason else "")
 
 
@@ -280,7 +283,7 @@ def check_health(*, server: McpServer, user: Any = None) -> HealthVerdict:
     spec = _resolve(server, user)
     if isinstance(spec, PoolError):
         record_waiting(server=server, reason=spec.message)
-        return HealthVerdict(server.name, server.status, reason=spec.message)
+        return HealthVerdict(server.name, server.status, reason=spec.message, skipped=True)
     outcome, stats = run_on_pool(lambda pool: _probe(pool, spec, keep=server.enabled))
     verdict = _judge(spec, outcome, stats)
     record_health(

@@ -1,8 +1,9 @@
 """Who is calling, and which endpoint they may reach, with short in-process caches.
 
-Token checks hit the database only on a cache miss; a revoked token stops working within
-`CACHE_SECONDS`. Wrong or missing token → 401; a valid token for someone else's endpoint → 404,
-exactly as for an endpoint that does not exist, so nothing leaks.
+Token checks hit the database only on a cache miss; a revoked hub token stops working within
+`CACHE_SECONDS`, a revoked OAuth token at once (apps/oauth/revocation.py). Wrong or missing token
+→ 401; a valid hub token for someone else's endpoint → 404, exactly as for an endpoint that does not
+exist, so nothing leaks. An OAuth token names its one endpoint (its audience): anywhere else → 401.
 """
 
 from __future__ import annotations
@@ -14,8 +15,12 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from apps.accounts import tokens
 from apps.accounts.services import authenticate_token
 from apps.core.singleflight import forget, single_flight
+from apps.oauth import revocation
+from apps.oauth.selectors import access_grant
+from apps.oauth.tokens import looks_like_access_token
 from apps.toolsets.models import Endpoint
 
 CACHE_SECONDS = 5.0
@@ -30,6 +35,15 @@ class Principal:
     rate_limit: int
     # False for API-only tokens: they authenticate, but MCP endpoints refuse them (403).
     mcp_allowed: bool = True
+    # OAuth access tokens only: the endpoint they were issued for, when they expire (unix time),
+    # and the revocation epoch read before they were validated.
+    audience_slug: str | None = None
+    expires_at: float | None = None
+    epoch: int | None = None
+
+    @property
+    def is_oauth(self) -> bool:
+        return self.audience_slug is not None
 
 
 @dataclass(frozen=True)
@@ -62,12 +76,24 @@ _principals = _TTLCache()
 _endpoints = _TTLCache()
 
 
-def _lookup_principal(raw: str) -> Principal | None:
+def _lookup_principal(raw: str, epoch: int | None) -> Principal | None:
+    if epoch is not None:
+        return _lookup_oauth_principal(raw, epoch)
     token = authenticate_token(raw)
     if token is None:
         return None
     limit = token.rate_limit_per_minute if token.rate_limit_per_minute is not None else settings.MCPHUB_RATE_LIMIT_PER_MINUTE
     return Principal(token.user_id, token.prefix, token.endpoint_id, limit, token.allows_mcp)
+
+
+def _lookup_oauth_principal(raw: str, epoch: int) -> Principal | None:
+    grant = access_grant(raw)
+    if grant is None:
+        return None
+    return Principal(
+        grant.user_id, f"oauth:{grant.application_id}:{grant.user_id}", grant.endpoint_id,
+        settings.MCPHUB_RATE_LIMIT_PER_MINUTE, True, grant.endpoint_slug, grant.expires_at, epoch,
+    )
 
 
 def _lookup_endpoint(*, slug: str | None = None, endpoint_id: int | None = None) -> EndpointRef | None:
@@ -77,13 +103,22 @@ def _lookup_endpoint(*, slug: str | None = None, endpoint_id: int | None = None)
 
 
 async def principal_for(raw: str) -> Principal | None:
+    oauth = looks_like_access_token(raw)
+    if not oauth and tokens.parse_prefix(raw) is None:
+        return None  # neither kind of token: refused without a lookup
     key = hashlib.sha256(raw.encode()).hexdigest()
-    cached = _principals.get(key)
+    # An OAuth token is checked against the revocation epoch on every request (one Redis GET).
+    epoch = await revocation.current_epoch() if oauth else None
+    cached: Principal | None = _principals.get(key)  # type: ignore[assignment]
+    if cached is not None and cached.epoch != epoch:
+        cached = None  # something was revoked since it was cached: validate again
     if cached is None:
-        cached = await single_flight("auth:principal", key, functools.partial(_lookup_principal, raw))
+        cached = await single_flight("auth:principal", f"{key}:{epoch}", functools.partial(_lookup_principal, raw, epoch))
         if cached is not None:
             _principals.put(key, cached)
-    return cached  # type: ignore[return-value]
+    if cached is not None and cached.expires_at is not None and cached.expires_at <= time.time():
+        return None
+    return cached
 
 
 async def endpoint_for(principal: Principal, slug: str | None) -> EndpointRef | None:

@@ -26,6 +26,7 @@ from apps.gateway.http import HttpError, Request, Send, end_stream, respond, sse
 from apps.gateway.jsonrpc import RpcError
 from apps.gateway.mailbox import mailbox
 from apps.gateway.state import Session
+from apps.oauth import resources
 from apps.toolsets.exposure import EndpointView, current
 from apps.toolsets.events import TOOLS_CHANGED, endpoint_group
 
@@ -138,10 +139,10 @@ async def _authenticate(request: Request, route: Route) -> Principal:
     header = request.headers.get("authorization", "")
     raw = route.url_token or (header[7:].strip() if header[:7].lower() == "bearer " else "")
     if not raw:
-        raise _unauthorized("missing_token", "Send Authorization: Bearer <token> (create one on your endpoint page)")
+        raise _unauthorized(request, route, "missing_token", "Send Authorization: Bearer <token> (create one on your endpoint page, or sign in with OAuth)")
     principal = await auth.principal_for(raw)
     if principal is None:
-        raise _unauthorized("invalid_token", "The access token is invalid, expired or revoked")
+        raise _unauthorized(request, route, "invalid_token", "The access token is invalid, expired or revoked")
     if not principal.mcp_allowed:
         raise HttpError(
             403,
@@ -149,14 +150,25 @@ async def _authenticate(request: Request, route: Route) -> Principal:
             [(b"www-authenticate", b'Bearer realm="mcphub", error="insufficient_scope", scope="mcp"')],
         )
     if route.url_token and principal.scope_endpoint_id is None:
-        raise _unauthorized("invalid_token", "Only a token scoped to one endpoint may be used in the URL")
+        raise _unauthorized(request, route, "invalid_token", "Only a token scoped to one endpoint may be used in the URL")
+    if principal.is_oauth and (route.url_token or route.slug != principal.audience_slug):
+        # RFC 8707: the token's audience is one endpoint; OAuth tokens never travel in URLs.
+        raise _unauthorized(request, route, "invalid_token", "This access token was not issued for this endpoint")
     return principal
 
 
-def _unauthorized(code: str, message: str) -> HttpError:
-    challenge = f'Bearer realm="mcphub", error="{code}", error_description="{message}"'
-    if code == "missing_token":
-        challenge = 'Bearer realm="mcphub"'
+def _unauthorized(request: Request, route: Route, code: str, message: str) -> HttpError:
+    """401 with the challenge MCP clients follow to the endpoint's protected resource metadata."""
+    params = ['realm="mcphub"']
+    if route.slug is not None:
+        forwarded = request.headers.get("x-forwarded-proto") if settings.MCPHUB_HTTPS else None
+        scheme = forwarded if forwarded in ("http", "https") else request.scope.get("scheme", "http")
+        # Host passed _check_origin (one of ALLOWED_HOSTS): safe to echo.
+        origin = resources.origin(scheme=scheme, host=request.headers.get("host", ""))
+        params += [f'resource_metadata="{resources.metadata_url(origin, route.slug)}"', f'scope="{resources.SCOPE}"']
+    if code != "missing_token":
+        params += [f'error="{code}"', f'error_description="{message}"']
+    challenge = "Bearer " + ", ".join(params)
     return HttpError(401, {"error": code, "message": message}, [(b"www-authenticate", challenge.encode())])
 
 

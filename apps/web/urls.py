@@ -25,6 +25,7 @@ urlpatterns = [
     path("endpoints/<slug:slug>/settings/", views.endpoint_settings, name="endpoint_settings"),
     path("endpoints/<slug:slug>/delete/", views.delete_endpoint, name="delete_endpoint"),
     path("endpoints/<slug:slug>/tokens/<int:token_id>/revoke/", views.revoke_token, name="revoke_token"),
+    path("endpoints/<slug:slug>/connected-apps/<int:connection_id>/revoke/", views.revoke_connected_app, name="revoke_connected_app"),
     path("endpoints/<slug:slug>/tools/", tool_views.tool_list, name="tool_list"),
     path("endpoints/<slug:slug>/suggest/", suggest_views.suggest, name="suggest"),
     path("endpoints/<slug:slug>/patterns/", pattern_views.add_pattern, name="add_pattern"),

@@ -16,6 +16,9 @@ from apps.accounts.models import AccessToken
 from apps.accounts.services import create_access_token, revoke_access_token
 from apps.core.crypto import decrypt, encrypt
 from apps.catalog.selectors import visible_servers
+from apps.oauth import selectors as oauth_selectors
+from apps.oauth.models import ConnectedApp
+from apps.oauth.services import revoke_connection
 from apps.toolsets import selectors, services
 from apps.toolsets.snippets import client_snippets, endpoint_url
 from apps.web.forms import EndpointSettingsForm, TokenForm
@@ -66,6 +69,7 @@ def endpoint_page(request: HttpRequest, slug: str) -> HttpResponse:
         "tokens": AccessToken.objects.filter(user=request.user)
         .filter(Q(endpoint=endpoint) | Q(endpoint__isnull=True)).select_related("endpoint"),
         "form": TokenForm(),
+        "connected_apps": oauth_selectors.connected_apps(endpoint),
         "settings_form": EndpointSettingsForm.for_endpoint(endpoint),
     }
     return render(request, "web/endpoint.html", context)
@@ -141,6 +145,16 @@ def revoke_token(request: HttpRequest, slug: str, token_id: int) -> HttpResponse
     token = get_object_or_404(AccessToken, pk=token_id, user=request.user)
     revoke_access_token(token=token)
     messages.success(request, f"Token {token.prefix}… revoked.")
+    return redirect("web:endpoint", slug=slug)
+
+
+@login_required
+@require_POST
+def revoke_connected_app(request: HttpRequest, slug: str, connection_id: int) -> HttpResponse:
+    endpoint = own_endpoint(request, slug)
+    connection = get_object_or_404(ConnectedApp.objects.select_related("application", "endpoint"), pk=connection_id, endpoint=endpoint)
+    revoke_connection(connection=connection)
+    messages.success(request, f"{connection.application} can no longer use this endpoint.")
     return redirect("web:endpoint", slug=slug)
 
 

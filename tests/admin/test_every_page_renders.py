@@ -7,14 +7,16 @@ from django.contrib import admin
 from django.urls import reverse
 
 from apps.catalog.models import Prompt, Resource, ResourceTemplate, Tool
+from apps.credentials.models import UserCredential
 from apps.toolsets.models import ToolCall
 
 REGISTERED = sorted(admin.site._registry, key=lambda model: model._meta.label)
-# Discovery, the gateway's call log, sign-in attempts (django-axes) and the audit trail fill these
-# in; nobody adds them by hand.
-DISCOVERED = {Tool, Resource, ResourceTemplate, Prompt, ToolCall} | {
-    model for model in REGISTERED if model._meta.app_label in ("axes", "auditlog", "audit")
-}
+# Discovery, the gateway's call log, sign-in attempts (django-axes), the audit trail and the OAuth
+# flow (codes, tokens stored as checksums, connected apps) fill these in; nobody adds them by hand
+# (nor another user's credentials: each user fills their own).
+DISCOVERED = {Tool, Resource, ResourceTemplate, Prompt, ToolCall, UserCredential} | {
+    model for model in REGISTERED if model._meta.app_label in ("axes", "auditlog", "audit", "oauth")
+} | {model for model in REGISTERED if model._meta.app_label == "oauth2_provider" and model._meta.model_name != "application"}
 
 
 def admin_url(model, view: str) -> str:

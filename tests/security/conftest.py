@@ -34,18 +34,20 @@ class World:
     tool_id: int
     pattern: int
     run: str = ""
+    connection: int = 0  # an app alice allowed onto her endpoint with OAuth
 
 
 @pytest.fixture
 def world(alice, bob, charlie, dave, global_server, make_tool, settings, monkeypatch) -> World:
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_CLASSES": []}
     # Operations that would reach a backend: the matrix is about who may, not about backends.
-    monkeypatch.setattr(operations, "check_health", lambda server: types.SimpleNamespace(status="down", round_trip_ms=None, reason="stub", ok=False))
-    monkeypatch.setattr(operations, "discover_now", lambda server: types.SimpleNamespace(ok=False, report=None, error="stub"))
+    monkeypatch.setattr(operations, "check_health", lambda server, user=None: types.SimpleNamespace(status="down", round_trip_ms=None, reason="stub", ok=False, skipped=False))
+    monkeypatch.setattr(operations, "discover_now", lambda server, user=None: types.SimpleNamespace(ok=False, report=None, error="stub"))
     monkeypatch.setattr(llm_services, "list_models", lambda provider: llm_services.ConnectionCheck(ok=True, models=["m"]))
     monkeypatch.setattr(operations, "live_state", lambda server_name: types.SimpleNamespace(stderr="", error="stub", stats=types.SimpleNamespace(as_dict=dict)))
     now = make_tool(global_server, "now")
     server = McpServer.objects.create(name=f"{PRIVATE}-notes", transport="streamable_http", url="http://127.0.0.1:9/mcp",
+                                      headers={"X-Token": "${user:TOKEN}"},  # each user's own: /my-credentials/
                                       visibility=McpServer.Visibility.PRIVATE, owner=alice, enabled=False)
     private_tool = make_tool(server, "search")
     endpoint = create_endpoint(owner=alice, name=f"{PRIVATE} work")
@@ -64,5 +66,12 @@ def world(alice, bob, charlie, dave, global_server, make_tool, settings, monkeyp
 
     run = Run.objects.create(owner=alice, task=f"{PRIVATE} task", provider=provider, endpoint=endpoint, status="interrupted",
                              pending_approvals=[{"id": "c1", "name": "search", "arguments": {}}])
+    from oauth2_provider.models import Application
+
+    from apps.oauth.models import ConnectedApp
+
+    app = Application.objects.create(name=f"{PRIVATE} app", client_type="public", authorization_grant_type="authorization-code",
+                                     redirect_uris="http://127.0.0.1:9/cb")
+    connection = ConnectedApp.objects.create(application=app, endpoint=endpoint)
     return World(endpoint.slug, server.name, preset.pk, team.slug, token.pk, provider.pk, str(conversation.pk),
-                 private_tool.pk, pattern.pk, str(run.pk))
+                 private_tool.pk, pattern.pk, str(run.pk), connection.pk)

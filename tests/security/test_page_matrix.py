@@ -18,7 +18,7 @@ def page_urls(world: World) -> list[str]:
     """Every named page of the web app, its arguments pointing at alice's things."""
     values = {"slug": world.endpoint, "name": world.server, "server": world.server, "tool_id": world.tool_id,
               "token_id": world.token, "preset_id": world.preset, "conversation_id": world.conversation,
-              "provider_id": world.provider, "pattern_id": world.pattern, "run_id": world.run}
+              "provider_id": world.provider, "pattern_id": world.pattern, "run_id": world.run, "connection_id": world.connection}
     urls = []
     for pattern in get_resolver("apps.web.urls").url_patterns:
         assert isinstance(pattern, URLPattern)
