@@ -101,9 +101,9 @@ def start_turn(*, conversation: Conversation, text: Any) -> Turn:
     """The user's message, and a turn the worker runs (refused while another turn runs).
 
     One transaction without savepoints (BEGIN, SET, two INSERTs, an UPDATE, COMMIT): a hundred
-    users sending at once wait on the database for that and no more. The commit does not wait for the WAL flush (as the
-    turn's events do): it is visible to the worker at once; only a crash of Postgres itself could
-    lose the last fraction of a second of messages."""
+    users sending at once wait on the database for that and no more. Unlike the turn's events and
+    the model's messages, this commit waits for the WAL flush: what the user typed and was told is
+    sent survives even a crash of Postgres itself."""
     if not isinstance(text, str) or not text.strip():
         raise ChatError("The message needs a non-empty 'text'.")
     if len(text) > MAX_TEXT:
@@ -113,7 +113,6 @@ def start_turn(*, conversation: Conversation, text: Any) -> Turn:
     _expire_stale_turns(conversation)
     try:
         with transaction.atomic():
-            _commit_without_waiting_for_disk()
             # First, so a refusal (another turn runs) rolls back nothing else.
             turn = Turn.objects.create(conversation=conversation)
             Message.objects.create(conversation=conversation, turn=turn, role=Message.Role.USER, text=text)
