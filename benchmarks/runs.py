@@ -5,11 +5,13 @@ context (tokens sent) per round at rounds 10, 100 and 500 against the naive grow
 
 One command starts what it measures, in production shape (as benchmarks/chat.py: its own
 redis-server, a fresh Postgres database dropped after, Daphne, ONE Celery worker process, the echo
-MCP server over stdio, the scripted LLM in this process). Runs start through POST /api/runs/.
+MCP server over stdio, the scripted LLM in this process). Runs start through POST /api/runs/
+and are followed on their WebSocket (/ws/runs/<id>/), as the Runs page follows them.
   - overhead per round: a 20-round run's wall time per round, minus one direct LLM request (the
     hub's own adapter, from this process) and the tool's own time (p50 of the steps' durations);
-  - concurrency: N runs × R rounds against an LLM that takes 1 s per reply, all at once, vs one
-    run alone (target: ≤ 1.5× its wall time);
+  - concurrency: N runs × R rounds against an LLM that takes 1 s per reply, all requested at once
+    (N clients POSTing together), vs one run alone, each timed as a user sees it: from the first
+    POST to the last run's `finished_at` (target: ≤ 1.5× one run's);
   - context: a long run whose every tool result is ~2,000 characters; the input tokens the model
     was sent at rounds 10/100/500 (the scripted LLM counts ~4 characters per token) vs the naive
     history rebuilt from the same steps without bounds.
@@ -23,6 +25,7 @@ import json
 import os
 import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -62,29 +65,31 @@ class Runs:
     def __init__(self, port: int, token: str) -> None:
         import httpx2
 
-        # Web requests each hold a database connection: a few at a time (Postgres is shared).
-        self.starting = asyncio.Semaphore(8)
-        self.http = httpx2.AsyncClient(base_url=f"http://127.0.0.1:{port}/api", headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        self.port, self.token = port, token
+        limits = httpx2.Limits(max_connections=200, max_keepalive_connections=200)
+        self.http = httpx2.AsyncClient(base_url=f"http://127.0.0.1:{port}/api", headers={"Authorization": f"Bearer {token}"},
+                                       timeout=60, limits=limits)
 
-    async def run(self, task: str, poll: float = 0.1, **limits: Any) -> dict[str, Any]:
-        for _ in range(20):  # a shared Postgres at its connection limit answers 500: ask again
-            async with self.starting:
-                response = await self.http.post("/runs/", json={"task": task, **limits})
-            if response.status_code < 500:
-                break
-            await asyncio.sleep(0.5)
+    async def run(self, task: str, **limits: Any) -> dict[str, Any]:
+        """Start a run and wait for its end as the Runs page does: on the run's WebSocket, not by
+        polling the API (a hundred pollers were most of the web process's load)."""
+        import websockets
+
+        response = await self.http.post("/runs/", json={"task": task, **limits})
         assert response.status_code == 201, response.text
         run_id = response.json()["id"]
-        while True:
-            await asyncio.sleep(poll)
-            async with self.starting:
-                response = await self.http.get(f"/runs/{run_id}/")
-            if response.status_code != 200:  # a busy shared Postgres or the API's rate limit: ask again
-                continue
-            run = response.json()
-            if run["status"] not in ("queued", "running"):
-                assert run["status"] == "succeeded", run
-                return run
+        url = f"ws://127.0.0.1:{self.port}/ws/runs/{run_id}/"
+        async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {self.token}"}) as ws:
+            while True:
+                run = (await self.http.get(f"/runs/{run_id}/")).json()  # also catches an end before we listened
+                if run["status"] not in ("queued", "running"):
+                    assert run["status"] == "succeeded", run
+                    return run
+                try:
+                    while json.loads(await asyncio.wait_for(ws.recv(), 5.0))["type"] != "end":
+                        pass
+                except TimeoutError:  # events are best effort: read the run again
+                    pass
 
 
 def seconds_between(run: dict[str, Any]) -> float:
@@ -93,11 +98,11 @@ def seconds_between(run: dict[str, Any]) -> float:
     return (datetime.fromisoformat(run["finished_at"]) - datetime.fromisoformat(run["started_at"])).total_seconds()
 
 
-def span(runs: list[dict[str, Any]]) -> float:
+def since(requested: float, runs: list[dict[str, Any]]) -> float:
+    """Seconds from `requested` (time.time() before the first POST) to the last run's finish."""
     from datetime import datetime
 
-    first = min(datetime.fromisoformat(r["created_at"]) for r in runs)
-    return (max(datetime.fromisoformat(r["finished_at"]) for r in runs) - first).total_seconds()
+    return max(datetime.fromisoformat(r["finished_at"]).timestamp() for r in runs) - requested
 
 
 def naive_tokens(run: dict[str, Any], upto: int) -> int:
@@ -129,22 +134,24 @@ async def measure(runs: Runs, llm_url: str, args: argparse.Namespace, worker_pid
     twenty = await runs.run("count:19")
     tool_ms = statistics.median(s["tool_calls"][0]["duration_ms"] for s in twenty["steps"] if s["tool_calls"])
     per_round = seconds_between(twenty) * 1000 / twenty["rounds"]
-    alone = seconds_between(await runs.run(f"slow:{args.rounds - 1}"))
+    requested = time.time()
+    alone = since(requested, [await runs.run(f"slow:{args.rounds - 1}")])
     cpu = cpu_seconds(worker_pid)
-    # Polled slowly, so the pollers do not load the machine; timed by the runs' own timestamps.
-    together_runs = await asyncio.gather(*(runs.run(f"slow:{args.rounds - 1} #{i}", poll=1.0) for i in range(args.runs)))
-    together = span(together_runs)
+    # Timed by the runs' own timestamps, from the first POST.
+    requested = time.time()
+    together_runs = await asyncio.gather(*(runs.run(f"slow:{args.rounds - 1} #{i}") for i in range(args.runs)))
+    together = since(requested, together_runs)
     from datetime import datetime
 
     def at(run: dict[str, Any], field: str) -> datetime:
         return datetime.fromisoformat(run[field])
 
-    first = min(at(r, "created_at") for r in together_runs)
+    first = datetime.fromtimestamp(requested, tz=at(together_runs[0], "created_at").tzinfo)
     waits = sorted((at(r, "started_at") - at(r, "created_at")).total_seconds() for r in together_runs)
     created = max((at(r, "created_at") - first).total_seconds() for r in together_runs)
     durations = sorted((at(r, "finished_at") - at(r, "started_at")).total_seconds() for r in together_runs)
     worker_cpu = cpu_seconds(worker_pid) - cpu
-    long = await runs.run(f"big:{args.long - 1}", poll=0.5)
+    long = await runs.run(f"big:{args.long - 1}")
     marks = [n for n in (10, 100, 500) if n <= long["rounds"]]
     tokens = {n: (long["steps"][n - 1]["input_tokens"], naive_tokens(long, n), long["steps"][n - 1]["context_chars"]) for n in marks}
     return {
@@ -169,7 +176,7 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
     print(f"concurrency           {args.runs} runs × {args.rounds} rounds at 1 s per reply: {figures['together']:.2f} s vs "
           f"{figures['alone']:.2f} s alone = {ratio:.2f}× (target ≤ {TARGETS['concurrency_ratio']}: "
           f"{verdict(ratio <= TARGETS['concurrency_ratio'])}); worker CPU {figures['worker_cpu_per_round']:.1f} ms per round")
-    print(f"                      all created within {figures['created_within']:.2f} s; queued→started p50 "
+    print(f"                      all created within {figures['created_within']:.2f} s of the first POST; queued→started p50 "
           f"{figures['queue_p50']:.2f} s, max {figures['queue_max']:.2f} s; started→finished p50 {figures['duration_p50']:.2f} s, "
           f"max {figures['duration_max']:.2f} s")
     print(f"context               a {figures['long_rounds']}-round run with 2 kB tool results took {figures['long_s']:.1f} s")

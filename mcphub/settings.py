@@ -158,6 +158,16 @@ TEMPLATES = [
 DATABASE_URL = envstr("DATABASE_URL")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=600)}
+    if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        # A connection pool per process (psycopg_pool), not persistent connections: under ASGI every
+        # request runs on a thread of its own, so a persistent connection was never reused (each API
+        # request connected anew, ~5 ms) and a hundred concurrent requests opened a hundred
+        # connections ("too many clients"). Threads that keep a connection (the chat loop's
+        # database threads) hold one of the pool's; the others return theirs after each request.
+        DATABASES["default"]["CONN_MAX_AGE"] = 0
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1, "max_size": envint("MCPHUB_DB_POOL_SIZE", 40), "timeout": 20,
+        }
     if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
         # As the embedded default below (the test hubs reach SQLite by URL): writers wait for the
         # lock instead of failing at once when a read transaction would have to upgrade.
@@ -183,13 +193,13 @@ REDIS_SOCKET_TIMEOUT = None
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "BACKEND": "apps.core.channel_layer.RedisPubSubChannelLayer",  # channels_redis, reading at once
             "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": REDIS_SOCKET_TIMEOUT}]},
         }
     }
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "apps.core.cache.RedisCache",  # Django's, one connection pool per process
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "mcphub",
         }

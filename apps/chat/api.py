@@ -1,4 +1,4 @@
-"""REST API: conversations (CRUD), their messages, and starting a turn with a new message."""
+"""REST API: conversations (CRUD), their messages, starting a turn with a new message, stopping it."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ class TurnRefused(exceptions.APIException):
 
 
 def _refused(error: services.ChatError) -> exceptions.APIException:
-    if error.code == "busy":
-        return TurnRefused(error.message)
+    if error.code in ("busy", "idle"):
+        return TurnRefused({"detail": error.message, "code": error.code})
     return exceptions.ValidationError({"detail": error.message, "code": error.code})
 
 
@@ -59,6 +59,18 @@ class ConversationViewSet(viewsets.ModelViewSet):
             return self._start(request, conversation)
         page = self.paginate_queryset(selectors.history(conversation))
         return self.get_paginated_response(MessageSerializer(page, many=True).data)
+
+    @extend_schema(request=None, responses={202: TurnStartedSerializer})
+    @action(detail=True, methods=["post"])
+    def stop(self, request: Request, pk: str) -> Response:
+        """Stop the running turn (as the chat's stop button): its model call and tool calls in
+        flight are cancelled and it ends `stopped`; 409 when no turn runs."""
+        conversation = self.get_object()
+        try:
+            turn = services.stop_turn(conversation=conversation)
+        except services.ChatError as exc:
+            raise _refused(exc) from None
+        return Response({"turn": str(turn.pk), "status": turn.status}, status=status.HTTP_202_ACCEPTED)
 
     def _start(self, request: Request, conversation: Conversation) -> Response:
         data = NewMessageSerializer(data=request.data)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+import weakref
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -90,8 +91,72 @@ class EventSink:
         for kind, payload in batch:
             self.seq += 1
             events.append({"type": kind, "seq": self.seq, "payload": payload})
-        await sync_to_async(services.save_events, thread_sensitive=False)(self.conversation_id, events)
+        await _writer().save(self.conversation_id, events)
         await self.layer.group_send(self.group, {"type": "chat.events", "events": events})
+
+
+class _BatchWriter:
+    """Stores the events of every turn on one loop, a transaction at a time, each holding all that
+    was queued meanwhile: a hundred turns streaming at once write a few transactions per round, not
+    hundreds (each one a database thread and connection busy for four round trips)."""
+
+    def __init__(self) -> None:
+        self._pending: list[tuple[uuid.UUID, list[dict[str, Any]], asyncio.Future[None]]] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def save(self, conversation_id: uuid.UUID, events: list[dict[str, Any]]) -> None:
+        done = asyncio.get_running_loop().create_future()
+        self._pending.append((conversation_id, events, done))
+        self._wake.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._write_forever(), name="chat-events-writer")
+        await done
+
+    async def _write_forever(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            batch, self._pending = self._pending, []
+            if not batch:
+                continue
+            outcomes = await self._store(batch)
+            for (*_, done), outcome in zip(batch, outcomes):
+                if done.done():
+                    continue
+                if outcome is None:
+                    done.set_result(None)
+                else:
+                    done.set_exception(outcome)
+
+    async def _store(self, batch) -> list[Exception | None]:
+        save = sync_to_async(services.save_events_of, thread_sensitive=False)
+        try:
+            await save([(c, e) for c, e, _ in batch])
+            return [None] * len(batch)
+        except Exception as exc:  # noqa: BLE001 - each turn's sink reports its own
+            if len(batch) == 1:
+                return [exc]
+        # One conversation's events failed (deleted meanwhile?): the others' are stored on their own.
+        outcomes: list[Exception | None] = []
+        for conversation_id, events, _ in batch:
+            try:
+                await save([(conversation_id, events)])
+                outcomes.append(None)
+            except Exception as exc:  # noqa: BLE001
+                outcomes.append(exc)
+        return outcomes
+
+
+_writers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _BatchWriter] = weakref.WeakKeyDictionary()
+
+
+def _writer() -> _BatchWriter:
+    loop = asyncio.get_running_loop()
+    writer = _writers.get(loop)
+    if writer is None:
+        writer = _writers[loop] = _BatchWriter()
+    return writer
 
 
 class Control:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from apps.chat.models import Message as MessageRow
@@ -12,6 +13,7 @@ from apps.chat.models import Turn
 from apps.llm.types import Message, ToolCall
 
 CANCELLED = "The call did not complete (the turn was stopped or interrupted)."
+HISTORY_FIELDS = ("role", "text", "tool_calls", "tool_call_id", "is_error", "turn_id")
 
 
 @dataclass(frozen=True)
@@ -43,15 +45,18 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
 
         finish_turn(turn.pk, Turn.Status.FAILED, NO_PROVIDER)
         return None
+    # What the model is sent of each message, not the full tool results kept beside it; plain rows,
+    # not model instances (a deferred-field instance costs more to build than the result it skips).
+    rows = [SimpleNamespace(**row) for row in conversation.messages.order_by("id").values(*HISTORY_FIELDS)]
     return TurnSetup(
         turn_id=turn.pk,
         conversation_id=conversation.pk,
         user_id=conversation.owner_id,
         endpoint_id=endpoint.pk if endpoint else None,
         model=conversation.model or provider.default_model,
-        history=tuple(to_messages(conversation.messages.order_by("id"))),
+        history=tuple(to_messages(rows)),
         first_seq=next_seq(conversation.pk),
-        user_text=turn.messages.filter(role=MessageRow.Role.USER).values_list("text", flat=True).first() or "",
+        user_text=next((r.text for r in reversed(rows) if r.turn_id == turn.pk and r.role == MessageRow.Role.USER), ""),
         adapter=lambda: adapter(provider),
         needs_approval=endpoint.needs_approval if endpoint else (lambda annotations: False),
     )

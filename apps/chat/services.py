@@ -6,6 +6,7 @@ Starting a turn commits the user's message and the turn row, then enqueues the w
 
 from __future__ import annotations
 
+import logging
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -17,6 +18,7 @@ from django.utils import timezone
 from apps.chat.models import Conversation, Event, Message, Turn
 from apps.toolsets.models import Endpoint
 
+logger = logging.getLogger(__name__)
 MAX_TEXT = 100_000
 TITLE_LENGTH = 60
 # A running turn whose worker has not been heard of for this long was lost (worker crash).
@@ -96,27 +98,34 @@ def delete_conversation(*, conversation: Conversation) -> None:
 
 
 def start_turn(*, conversation: Conversation, text: Any) -> Turn:
-    """The user's message, and a turn the worker runs (refused while another turn runs)."""
+    """The user's message, and a turn the worker runs (refused while another turn runs).
+
+    One transaction without savepoints (BEGIN, SET, two INSERTs, an UPDATE, COMMIT): a hundred
+    users sending at once wait on the database for that and no more. Unlike the turn's events and
+    the model's messages, this commit waits for the WAL flush: what the user typed and was told is
+    sent survives even a crash of Postgres itself."""
     if not isinstance(text, str) or not text.strip():
         raise ChatError("The message needs a non-empty 'text'.")
     if len(text) > MAX_TEXT:
         raise ChatError(f"The message is too long (at most {MAX_TEXT} characters).")
     if conversation.provider_id is None:
         raise ChatError(NO_PROVIDER, code="no_provider")
-    with transaction.atomic():
-        _expire_stale_turns(conversation)
-        try:
-            with transaction.atomic():
-                turn = Turn.objects.create(conversation=conversation)
-        except IntegrityError:
-            raise ChatError(
-                "A turn is already running in this conversation: wait for it to end or stop it.", code="busy"
-            ) from None
-        Message.objects.create(conversation=conversation, turn=turn, role=Message.Role.USER, text=text)
-        if not conversation.title:
-            conversation.title = " ".join(text.split())[:TITLE_LENGTH]
-        conversation.save(update_fields=["title", "updated_at"])
-        transaction.on_commit(lambda: _enqueue(turn.id))
+    _expire_stale_turns(conversation)
+    try:
+        with transaction.atomic():
+            # First, so a refusal (another turn runs) rolls back nothing else.
+            turn = Turn.objects.create(conversation=conversation)
+            Message.objects.create(conversation=conversation, turn=turn, role=Message.Role.USER, text=text)
+            if not conversation.title:
+                conversation.title = " ".join(text.split())[:TITLE_LENGTH]
+            conversation.save(update_fields=["title", "updated_at"])
+            transaction.on_commit(lambda: _enqueue(turn.id))
+    except IntegrityError:
+        if not conversation.turns.filter(status=Turn.Status.RUNNING).exists():
+            raise  # not the one-running-turn constraint
+        raise ChatError(
+            "A turn is already running in this conversation: wait for it to end or stop it.", code="busy"
+        ) from None
     return turn
 
 
@@ -129,7 +138,9 @@ def _enqueue(turn_id: uuid.UUID) -> None:
 def _expire_stale_turns(conversation: Conversation) -> None:
     from apps.chat.recovery import expire, lost_turns
 
-    expire(lost_turns().filter(conversation=conversation))
+    lost = lost_turns().filter(conversation=conversation)
+    if lost.exists():  # rare: one query, not a locking transaction, for every message
+        expire(lost)
 
 
 def request_stop(*, conversation: Conversation) -> Turn:
@@ -138,6 +149,25 @@ def request_stop(*, conversation: Conversation) -> Turn:
         raise ChatError("No turn is running.", code="idle")
     Turn.objects.filter(pk=turn.pk).update(stop_requested=True)
     return turn
+
+
+def stop_turn(*, conversation: Conversation) -> Turn:
+    """Sync callers (the REST API): mark the stop and tell the worker running the turn once this
+    commits (the worker's heartbeat also sees the mark, should the message be lost)."""
+    turn = request_stop(conversation=conversation)
+    transaction.on_commit(lambda: _send_stop(conversation.pk))
+    return turn
+
+
+def _send_stop(conversation_id: uuid.UUID) -> None:
+    from asgiref.sync import async_to_sync
+
+    from apps.chat.events import send_control
+
+    try:
+        async_to_sync(send_control)(conversation_id, "stop")
+    except Exception:  # noqa: BLE001 - the heartbeat sees stop_requested within HEARTBEAT_SECONDS
+        logger.warning("chat: could not send stop for %s", conversation_id, exc_info=True)
 
 
 def check_approval(*, conversation: Conversation, call_id: Any, allow: Any) -> Turn:
@@ -156,21 +186,33 @@ def check_approval(*, conversation: Conversation, call_id: Any, allow: Any) -> T
 
 
 def save_message(**fields: Any) -> int:
-    return Message.objects.create(**fields).pk
+    with transaction.atomic():
+        _commit_without_waiting_for_disk()
+        return Message.objects.create(**fields).pk
 
 
 def save_events(conversation_id: uuid.UUID, events: list[dict[str, Any]]) -> None:
-    rows = [Event(conversation_id=conversation_id, seq=e["seq"], type=e["type"], payload=e["payload"]) for e in events]
+    save_events_of([(conversation_id, events)])
+
+
+def save_events_of(batches: list[tuple[uuid.UUID, list[dict[str, Any]]]]) -> None:
+    """Events of any number of conversations, in one INSERT."""
+    rows = [
+        Event(conversation_id=conversation_id, seq=e["seq"], type=e["type"], payload=e["payload"])
+        for conversation_id, events in batches for e in events
+    ]
     with transaction.atomic():
         _commit_without_waiting_for_disk()
         Event.objects.bulk_create(rows)
 
 
 def _commit_without_waiting_for_disk() -> None:
-    """Events are written many times a second per turn; waiting for each commit's WAL flush made the
-    database the bottleneck of a hundred concurrent turns. The commit is still visible to every
-    reader at once (so `resume` stays lossless); only a crash of Postgres itself could drop the
-    last fraction of a second of events. Messages keep the default, durable commit."""
+    """Events and messages are written many times a second per turn; waiting for each commit's WAL
+    flush made the database the bottleneck of a hundred concurrent turns (each wait holds one of the
+    loop's database threads). The commit is still visible to every reader at once (so `resume` stays
+    lossless) and survives any crash of a hub process; only a crash of Postgres itself could drop
+    the last fraction of a second — the events describing those messages went the same way, as do
+    an autonomous run's steps (runs/services.save_step)."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit TO OFF")
@@ -191,6 +233,7 @@ def heartbeat(turn_id: uuid.UUID) -> bool:
 @transaction.atomic
 def save_round(**fields: Any) -> int:
     """The model's message of one round, and its usage added to the turn's, in one transaction."""
+    _commit_without_waiting_for_disk()
     message = Message.objects.create(**fields)
     Turn.objects.filter(pk=message.turn_id).update(
         rounds=F("rounds") + 1, input_tokens=F("input_tokens") + (message.input_tokens or 0),

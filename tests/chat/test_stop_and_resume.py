@@ -63,6 +63,33 @@ async def test_stop_mid_tool_call_cancels_it_at_the_backend(hub, llm, alice_prov
     assert answered and answered[0]["tool_call_id"] == "c1"
 
 
+async def test_stop_through_the_api_cancels_the_tool_call_and_ends_the_turn(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token, charlie_hub_token
+):
+    async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
+        before = int((await client.call_tool("cancellations", {})).content[0].text)
+    llm.script([Reply(tool_calls=[("c1", "slow", {"seconds": 30})])])
+    async with Api(hub.base_url, alice_hub_token) as api, Api(hub.base_url, charlie_hub_token) as charlie:
+        conversation = await api.new_conversation()
+        idle = await api.client.post(f"/conversations/{conversation}/stop/")
+        assert idle.status_code == 409 and idle.json()["code"] == "idle"
+        async with chat_socket(hub, conversation, alice_hub_token) as chat:
+            await chat.send("message", {"text": "be slow"})
+            await chat.until("status", state="tool")
+            await asyncio.sleep(0.5)
+            # charlie cannot stop alice's turn: her conversation does not exist for him.
+            assert (await charlie.client.post(f"/conversations/{conversation}/stop/")).status_code == 404
+            stopped = await api.client.post(f"/conversations/{conversation}/stop/")
+            end = await chat.until("end", timeout=10)
+
+    assert stopped.status_code == 202 and stopped.json()["status"] == "running"
+    assert end["payload"]["status"] == "stopped"
+    await asyncio.sleep(0.3)
+    async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
+        after = int((await client.call_tool("cancellations", {})).content[0].text)
+    assert after == before + 1
+
+
 async def test_reconnect_with_resume_loses_and_repeats_nothing(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
     llm.script([Reply(text=[f"w{i} " for i in range(60)], chunk_delay=0.03)])
     async with Api(hub.base_url, alice_hub_token) as api:

@@ -58,7 +58,9 @@ TOOLS: dict[str, dict[str, Any]] = {
     },
     "cancel_run": {"description": "Cancel one of your runs.", "inputSchema": _RUN_ID},
 }
-POLL_SECONDS = 0.2
+# A waiting call wakes on the run's own events (the channel its page listens on); those are best
+# effort, so it also reads the run this often without one.
+FALLBACK_SECONDS = 5.0
 
 
 def ensure_hub_server():
@@ -181,20 +183,36 @@ def _many(arguments: dict[str, Any]) -> list[str]:
 
 
 async def _follow(run: Run, progress: Progress | None) -> dict[str, Any]:
-    """Wait for the run's end, telling the caller each round; a cancelled call cancels the run."""
+    """Wait for the run's end, telling the caller each round; a cancelled call cancels the run.
+
+    Woken by the run's events (status, each step, end), not by polling the database: a hundred
+    callers waiting on long runs cost nothing between rounds."""
+    from channels.layers import get_channel_layer
+
+    from apps.chat.runs.loop import run_group
+
+    layer = get_channel_layer()
+    channel = await layer.new_channel("runwait.")
+    group = run_group(run.pk)
+    await layer.group_add(group, channel)  # before the first read: nothing can slip between them
     seen = 0
     try:
         while True:
-            await asyncio.sleep(POLL_SECONDS)
             run = await _db(Run.objects.get)(pk=run.pk)
             if progress is not None and run.rounds > seen:
                 seen = run.rounds
                 await progress(float(seen), float(run.max_rounds), f"Round {seen} of at most {run.max_rounds}")
             if run.status not in Run.ACTIVE:
                 return _final(run)
+            try:
+                await asyncio.wait_for(layer.receive(channel), FALLBACK_SECONDS)
+            except TimeoutError:
+                pass
     except asyncio.CancelledError:
         await asyncio.shield(_db(_cancel_quietly)(run.pk))
         raise
+    finally:
+        await asyncio.shield(layer.group_discard(group, channel))
 
 
 def _cancel_quietly(run_id: uuid.UUID) -> None:

@@ -45,7 +45,8 @@ class Run(models.Model):
     cancel_requested = models.BooleanField(default=False)
     # Tool calls waiting for the owner's allow/deny: [{"id", "name", "arguments"}].
     pending_approvals = models.JSONField(default=list, blank=True)
-    # Set by the worker while it runs the run: a stale one means the worker died (see sweep).
+    # Queued: when it was handed to the workers (a stale one: the hand-off was lost, see sweep).
+    # Running: set by the worker as it runs the run; a stale one means the worker died.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

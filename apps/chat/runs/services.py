@@ -5,18 +5,20 @@ Starting or resuming commits the run, then enqueues the worker's task in `transa
 
 from __future__ import annotations
 
+import logging
 import uuid
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.chat.runs.models import Run, RunStep
 from apps.toolsets.models import Endpoint, EndpointTool
 
+logger = logging.getLogger(__name__)
 MAX_TASK = 100_000
 MAX_ROUNDS_CAP = 100_000
 # The built-in server of the hub's own tools: a run never gets these (no runs starting runs).
@@ -105,7 +107,7 @@ def start_run(
     provider, model = _resolve_provider(owner, (model or "").strip(), provider)
     endpoint = _resolve_endpoint(owner, endpoint)
     run = Run(
-        owner=owner, task=task, provider=provider, model=model, endpoint=endpoint,
+        owner=owner, task=task, provider=provider, model=model, endpoint=endpoint, heartbeat_at=timezone.now(),
         servers=_check_servers(endpoint, servers) if servers else [],
         max_rounds=_limit(max_rounds, "max_rounds", cap=MAX_ROUNDS_CAP) or settings.MCPHUB_RUN_MAX_ROUNDS,
         token_budget=_limit(token_budget, "token_budget", cap=10**12),
@@ -144,7 +146,7 @@ def resume_run(*, run: Run) -> Run:
         raise RunError(f"The run is {run.status}: only an interrupted or failed run can be resumed.", code="not_resumable")
     with transaction.atomic():
         updated = Run.objects.filter(pk=run.pk, status=run.status).update(
-            status=Run.Status.QUEUED, error="", finished_at=None, cancel_requested=False
+            status=Run.Status.QUEUED, error="", finished_at=None, cancel_requested=False, heartbeat_at=timezone.now()
         )
         if not updated:
             raise RunError("The run changed meanwhile: reload it.", code="conflict")
@@ -175,11 +177,41 @@ def _send_control(run_id: uuid.UUID, action: str, **fields: Any) -> None:
 
 
 def sweep_lost_runs() -> int:
-    """Runs whose worker stopped beating (killed, crashed) become `interrupted`: resumable."""
+    """Runs whose worker stopped beating (killed, crashed) become `interrupted`: resumable. Queued
+    runs no worker took within the stale time are handed to the workers again (`requeue_lost_runs`)."""
     cutoff = timezone.now() - timedelta(seconds=settings.MCPHUB_RUN_STALE_SECONDS)
-    return Run.objects.filter(status__in=(Run.Status.RUNNING, Run.Status.WAITING_APPROVAL), heartbeat_at__lt=cutoff).update(
+    lost = Run.objects.filter(status__in=(Run.Status.RUNNING, Run.Status.WAITING_APPROVAL), heartbeat_at__lt=cutoff).update(
         status=Run.Status.INTERRUPTED, error="The worker running this run was lost: resume it to continue."
     )
+    requeue_lost_runs()
+    return lost
+
+
+def requeue_lost_runs() -> list[uuid.UUID]:
+    """A queued run's heartbeat is the time it was (last) handed to the workers. One still queued
+    after the stale time lost its hand-off (the broker or the enqueue failed, the task was dropped):
+    hand it over again. A run is claimed by exactly one worker, so a second hand-off of a run that
+    merely waited in a long queue does no harm; each run is handed over at most once per stale time."""
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=settings.MCPHUB_RUN_STALE_SECONDS)
+    waiting = Run.objects.filter(status=Run.Status.QUEUED, cancel_requested=False).filter(
+        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, created_at__lt=cutoff)
+    )
+    requeued = []
+    for run_id in waiting.values_list("pk", flat=True)[:1000]:
+        # The update decides: another sweeper (beat and a worker both sweep) may have taken it.
+        if Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).filter(
+            Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True)
+        ).update(heartbeat_at=now):
+            requeued.append(run_id)
+    for run_id in requeued:
+        try:
+            _enqueue(run_id)
+        except Exception:  # noqa: BLE001 - the broker is down: the next sweep tries again
+            logger.warning("runs: could not hand queued run %s to the workers again", run_id, exc_info=True)
+    if requeued:
+        logger.warning("runs: %d queued run(s) never taken by a worker were handed over again", len(requeued))
+    return requeued
 
 
 # -- what the worker records (sync: called through sync_to_async) ---------------------------

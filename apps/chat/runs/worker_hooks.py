@@ -1,5 +1,6 @@
-"""A Celery worker process and its runs: it sweeps lost runs (so a SIGKILLed worker's runs are
-marked interrupted even without beat), and on SIGTERM lets each run finish its current round."""
+"""A Celery worker process and its runs: it sweeps lost runs and chat turns (so a SIGKILLed
+worker's runs are marked interrupted, its queued runs handed over again and its turns ended with
+an error their pages see, even without beat), and on SIGTERM lets each run finish its current round."""
 
 from __future__ import annotations
 
@@ -16,14 +17,17 @@ DRAIN_SECONDS = 25.0
 
 
 async def _sweep_forever() -> None:
+    from apps.chat.recovery import expire, lost_turns
     from apps.chat.runs.services import sweep_lost_runs
 
     while True:
         try:
             if found := await sync_to_async(sweep_lost_runs, thread_sensitive=False)():
                 logger.warning("runs: %d lost run(s) marked interrupted", found)
+            if ended := await sync_to_async(lambda: expire(lost_turns()), thread_sensitive=False)():
+                logger.warning("chat: %d turn(s) of a lost worker ended as interrupted", len(ended))
         except Exception:  # noqa: BLE001 - the next sweep tries again
-            logger.exception("runs: sweeping lost runs failed")
+            logger.exception("runs: sweeping lost runs and turns failed")
         await asyncio.sleep(SWEEP_SECONDS)
 
 

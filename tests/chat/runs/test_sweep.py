@@ -25,11 +25,47 @@ def test_task_names_are_stable_and_beat_sweeps_lost_runs():
 def test_only_silent_running_runs_become_interrupted(alice):
     old = timezone.now() - timedelta(seconds=settings.MCPHUB_RUN_STALE_SECONDS + 5)
     lost = Run.objects.create(owner=alice, task="lost", status=Run.Status.RUNNING, heartbeat_at=old)
-    alive = Run.objects.create(owner=alice, task="alive", status=Run.Status.RUNNING, heartbeat_at=timezone.now())
-    done = Run.objects.create(owner=alice, task="done", status=Run.Status.SUCCEEDED, heartbeat_at=old)
+    Run.objects.create(owner=alice, task="alive", status=Run.Status.RUNNING, heartbeat_at=timezone.now())
+    Run.objects.create(owner=alice, task="done", status=Run.Status.SUCCEEDED, heartbeat_at=old)
 
     assert sweep_lost_runs() == 1
     statuses = {r.task: r.status for r in Run.objects.all()}
     assert statuses == {"lost": "interrupted", "alive": "running", "done": "succeeded"}
     lost.refresh_from_db()
     assert "resume" in lost.error
+
+
+@pytest.mark.django_db
+def test_a_queued_run_no_worker_took_is_handed_over_again_once_per_stale_time(alice, monkeypatch):
+    from apps.chat.runs import services
+
+    handed: list = []
+    monkeypatch.setattr(services, "_enqueue", handed.append)
+    old = timezone.now() - timedelta(seconds=settings.MCPHUB_RUN_STALE_SECONDS + 5)
+    lost = Run.objects.create(owner=alice, task="lost enqueue", heartbeat_at=old)
+    legacy = Run.objects.create(owner=alice, task="queued before heartbeats", heartbeat_at=None)
+    Run.objects.filter(pk=legacy.pk).update(created_at=old)
+    Run.objects.create(owner=alice, task="just queued", heartbeat_at=timezone.now())
+    Run.objects.create(owner=alice, task="cancelled", heartbeat_at=old, cancel_requested=True)
+    Run.objects.create(owner=alice, task="running", status=Run.Status.RUNNING, heartbeat_at=timezone.now())
+
+    sweep_lost_runs()
+    assert sorted(map(str, handed)) == sorted([str(lost.pk), str(legacy.pk)])
+    lost.refresh_from_db()
+    assert lost.status == "queued" and lost.heartbeat_at > old
+
+    sweep_lost_runs()  # within the stale time of the last hand-off: not again
+    assert len(handed) == 2
+
+
+@pytest.mark.django_db
+def test_starting_or_resuming_a_run_stamps_its_hand_off(alice, alice_provider, alice_endpoint, monkeypatch):
+    from apps.chat.runs import services
+
+    monkeypatch.setattr(services, "_enqueue", lambda run_id: None)
+    run = services.start_run(owner=alice, task="do it")
+    assert run.heartbeat_at is not None and timezone.now() - run.heartbeat_at < timedelta(seconds=5)
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.INTERRUPTED, heartbeat_at=timezone.now() - timedelta(hours=1))
+    run.refresh_from_db()
+    resumed = services.resume_run(run=run)
+    assert resumed.status == "queued" and timezone.now() - resumed.heartbeat_at < timedelta(seconds=5)
