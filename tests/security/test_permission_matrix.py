@@ -107,6 +107,8 @@ OPERATIONS: dict[tuple[str, str], tuple[Request, int]] = {
     ("DELETE", "/api/conversations/{id}/"): (lambda w: (f"/api/conversations/{w.conversation}/", None), 204),
     ("GET", "/api/conversations/{id}/messages/"): (lambda w: (f"/api/conversations/{w.conversation}/messages/", None), 200),
     ("POST", "/api/conversations/{id}/messages/"): (lambda w: (f"/api/conversations/{w.conversation}/messages/", {"text": "hi"}), 202),
+    # No turn runs in alice's conversation (each request is rolled back): "nothing to stop".
+    ("POST", "/api/conversations/{id}/stop/"): (lambda w: (f"/api/conversations/{w.conversation}/stop/", None), 409),
     ("GET", "/api/runs/"): (lambda w: ("/api/runs/", None), 200),
     ("POST", "/api/runs/"): (lambda w: ("/api/runs/", {"task": "do it"}), 201),
     ("GET", "/api/runs/{id}/"): (lambda w: (f"/api/runs/{w.run}/", None), 200),
