@@ -143,9 +143,29 @@ def discover_server(*, server: McpServer) -> DiscoveryReport:
     try:
         discovery = run_with_pool(lambda pool: pool.discover(spec))
     except Exception as exc:
-        record_health(server=server, ok=False, error=_describe(exc))
+        record_failure(server=server, error=_describe(exc))
         raise
     return apply_discovery(server=server, discovery=discovery)
+
+
+OAUTH_REQUIRED = (
+    "Requires OAuth: the backend asks each user to sign in with their own account (Connect on the "
+    "Tools page, /tools/#connections); discovery needs a connected staff user. ({error})"
+)
+
+
+def record_failure(*, server: McpServer, error: str) -> str:
+    """Record a failed discovery; an HTTP backend answering 401 with a Bearer challenge is marked as
+    requiring OAuth (so users see Connect) rather than only down. Returns the error as recorded."""
+    from apps.connections.auth_probe import probe
+
+    if server.transport != McpServer.Transport.STDIO and probe(server.url, dict(server.headers)) is not None:
+        if not server.oauth:
+            McpServer.objects.filter(pk=server.pk).update(oauth=True)
+            server.oauth = True
+        error = OAUTH_REQUIRED.format(error=error)
+    record_health(server=server, ok=False, error=error)
+    return error
 
 
 def _describe(exc: BaseException) -> str:

@@ -33,7 +33,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 
-from apps.catalog.discovery import DiscoveryReport, _describe, apply_discovery, record_health
+from apps.catalog.discovery import DiscoveryReport, _describe, apply_discovery, record_failure, record_health
 from apps.catalog.models import McpServer
 from apps.connections.specs import ServerSpec
 
@@ -154,8 +154,7 @@ def discover_many(*, servers: Sequence[McpServer]) -> list[DiscoveryOutcome]:
 
 def _outcome(server: McpServer, result: Any) -> DiscoveryOutcome:
     if isinstance(result, BaseException):  # any backend failure is this server's verdict
-        error = _describe(result)
-        record_health(server=server, ok=False, error=error)
+        error = record_failure(server=server, error=_describe(result))
         return DiscoveryOutcome(server.name, error=error)
     return DiscoveryOutcome(server.name, report=apply_discovery(server=server, discovery=result))
 

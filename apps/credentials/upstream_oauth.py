@@ -27,8 +27,6 @@ from mcp.client.auth.utils import (
     build_oauth_authorization_server_metadata_discovery_urls,
     build_protected_resource_metadata_discovery_urls,
     create_client_registration_request,
-    extract_resource_metadata_from_www_auth,
-    extract_scope_from_www_auth,
     get_client_metadata_scopes,
     validate_authorization_response_iss,
 )
@@ -41,25 +39,15 @@ from mcp.shared.auth import (
 )
 from pydantic import ValidationError
 
-TIMEOUT = httpx2.Timeout(15.0)
-_PROBE_BODY = {
-    "jsonrpc": "2.0", "id": 0, "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "mcphub-probe", "version": "1"}},
-}
+from apps.connections.auth_probe import Challenge, probe
 
-__all__ = ["OAuthFlowError", "OAuthRegistrationError", "OAuthTokenError", "UpstreamOAuthError"]
+TIMEOUT = httpx2.Timeout(15.0)
+
+__all__ = ["Challenge", "OAuthFlowError", "OAuthRegistrationError", "OAuthTokenError", "UpstreamOAuthError", "probe"]
 
 
 class UpstreamOAuthError(Exception):
     """A step of the upstream OAuth flow failed; the message is safe to show (never a token)."""
-
-
-@dataclass(frozen=True)
-class Challenge:
-    """What a backend's 401 said: where its resource metadata is, and the scope it asked for."""
-
-    resource_metadata_url: str | None
-    scope: str | None
 
 
 @dataclass(frozen=True)
@@ -99,22 +87,6 @@ def _client(headers: dict[str, str] | None = None) -> httpx2.Client:
     # Redirects are not followed: a metadata or token endpoint that redirects is misconfigured,
     # and following one could send client credentials somewhere else.
     return httpx2.Client(timeout=TIMEOUT, headers=headers or {}, follow_redirects=False)
-
-
-def probe(url: str, headers: dict[str, str] | None = None) -> Challenge | None:
-    """Ask the backend to initialize without a token: a 401 naming resource metadata means OAuth.
-
-    None when it does not answer 401 (it needs no OAuth, or fails some other way).
-    """
-    body = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    with _client(headers) as http:
-        try:
-            response = http.post(url, json=_PROBE_BODY, headers=body)
-        except httpx2.HTTPError:
-            return None
-    if response.status_code != 401 or "bearer" not in response.headers.get("WWW-Authenticate", "").lower():
-        return None
-    return Challenge(extract_resource_metadata_from_www_auth(response), extract_scope_from_www_auth(response))
 
 
 def discover(url: str, challenge: Challenge) -> ServerAuth:
@@ -176,8 +148,10 @@ def register(auth: ServerAuth, *, redirect_uri: str, client_name: str) -> OAuthC
 
 
 def _auth_method(metadata: OAuthMetadata) -> str:
+    # client_secret_post first: revocation endpoints built on the SDK (and some others) read the
+    # client's credentials from the form body only, whatever the token endpoint accepts.
     supported = metadata.token_endpoint_auth_methods_supported or ["client_secret_basic"]
-    for method in ("client_secret_basic", "client_secret_post", "none"):
+    for method in ("client_secret_post", "client_secret_basic", "none"):
         if method in supported:
             return method
     return supported[0]
@@ -248,6 +222,22 @@ def _token_request(url: str, auth: ServerAuth, client: OAuthClientInformationFul
         return OAuthToken.model_validate_json(response.content)
     except ValidationError as exc:
         raise UpstreamOAuthError("the token endpoint sent an invalid token response") from exc
+
+
+def revoke(url: str, auth: ServerAuth, client: OAuthClientInformationFull, *, token: str, hint: str) -> bool:
+    """RFC 7009 revocation, authenticated as at the token endpoint; False if it did not happen."""
+    endpoint = auth.authorization_server.revocation_endpoint
+    if endpoint is None:
+        return False
+    data, headers = _context(url, auth, client).prepare_token_auth(
+        {"token": token, "token_type_hint": hint, "client_id": client.client_id},
+        {"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    with _client() as http:
+        try:
+            return http.post(str(endpoint), data=data, headers=headers).status_code == 200
+        except httpx2.HTTPError:
+            return False
 
 
 def _oauth_error(response: httpx2.Response) -> str:

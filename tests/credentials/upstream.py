@@ -1,0 +1,83 @@
+"""Helpers for the upstream OAuth tests: the OAuth-protected backend, and a user's browser session
+on the live hub that drives Connect through the backend's approve page."""
+
+from __future__ import annotations
+
+import html
+import re
+import subprocess
+import sys
+from urllib.parse import parse_qs, urlparse
+
+import httpx2
+from django.test import Client
+
+from tests.live_hub import SERVERS, _accepts, free_port, wait_for
+
+
+class OAuthBackend:
+    """tests/servers/oauth_protected.py in a child process (its own authorization server)."""
+
+    def __init__(self, token_ttl: int = 3600) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.url = f"{self.base}/mcp"
+        args = [sys.executable, str(SERVERS / "oauth_protected.py"), str(self.port), "--token-ttl", str(token_ttl)]
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        assert wait_for(lambda: _accepts(self.port), 30), "the OAuth backend did not start"
+
+    def stats(self) -> dict:
+        return httpx2.get(f"{self.base}/admin/stats").json()
+
+    def revoke(self, subject: str) -> int:
+        return httpx2.post(f"{self.base}/admin/revoke", data={"subject": subject}).json()["revoked"]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+class HubBrowser:
+    """A signed-in user's browser session against the hub process (cookies, no JavaScript)."""
+
+    def __init__(self, base_url: str, user) -> None:
+        client = Client()
+        client.force_login(user)
+        self.http = httpx2.Client(base_url=base_url, follow_redirects=False, timeout=30)
+        self.http.cookies.set("sessionid", client.cookies["sessionid"].value)
+
+    def tools_page(self) -> str:
+        return self.http.get("/tools/").text
+
+    def start_connect(self, server: str) -> httpx2.Response:
+        """Press Connect: the hub's answer (a redirect to the backend's authorization server, or back with an error)."""
+        page = self.tools_page()
+        return self.http.post(f"/servers/{server}/connect/", data={"csrfmiddlewaretoken": csrf(page), "next": "/tools/"})
+
+    def authorize(self, server: str, *, subject: str | None, deny: bool = False) -> httpx2.Response:
+        """Connect through the backend's approve page; returns the hub's answer to the callback."""
+        to_authorize = self.start_connect(server)
+        assert to_authorize.status_code == 302, to_authorize.text[:500]
+        to_approve = httpx2.get(to_authorize.headers["location"])
+        assert to_approve.status_code == 302, to_approve.text
+        approve_url = to_approve.headers["location"]
+        request_id = parse_qs(urlparse(approve_url).query)["request"][0]
+        assert httpx2.get(approve_url).status_code == 200
+        form = {"request": request_id, "action": "deny" if deny else "approve", "subject": subject or ""}
+        back = httpx2.post(approve_url.split("?")[0], data=form)
+        assert back.status_code == 302, back.text
+        return self.callback(back.headers["location"])
+
+    def callback(self, url: str) -> httpx2.Response:
+        parsed = urlparse(url)
+        return self.http.get(f"{parsed.path}?{parsed.query}")
+
+    def messages(self, response: httpx2.Response) -> list[str]:
+        """Follow the hub's redirect and read the flash messages it shows."""
+        page = self.http.get(response.headers["location"]).text
+        return [html.unescape(m).strip() for m in re.findall(r'<div class="flash flash-\w+"[^>]*>(.*?)</div>', page, re.S)]
+
+
+def csrf(page: str) -> str:
+    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
