@@ -1,1 +1,0 @@
-from apps.credentials.upstream_models import UpstreamOAuthClient, UpstreamOAuthGrant  # noqa: F401 - registers them
