@@ -95,7 +95,7 @@ class McpServerAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: McpServer, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)
-        operations.discover_if_due(servers=[obj])
+        operations.discover_if_due(servers=[obj], user=request.user)
         if obj.discovery_due:  # after the discovery (in-process) or its enqueueing (a worker)
             transaction.on_commit(lambda: self._say_discovery_outcome(request, obj))
 
@@ -115,15 +115,15 @@ class McpServerAdmin(admin.ModelAdmin):
     @admin.action(description="Discover now", permissions=("change",))
     def discover_now(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
         for server in queryset:
-            outcome = operations.discover_now(server=server)
+            outcome = operations.discover_now(server=server, user=request.user)
             self.message_user(request, str(outcome), messages.SUCCESS if outcome.ok else messages.ERROR)
 
     @admin.action(description="Test connection", permissions=("change",))
     def test_connection(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
         levels = {"healthy": messages.SUCCESS, "degraded": messages.WARNING, "down": messages.ERROR}
         for server in queryset:
-            verdict = operations.check_health(server=server)
-            self.message_user(request, str(verdict), levels[verdict.status])
+            verdict = operations.check_health(server=server, user=request.user)
+            self.message_user(request, str(verdict), levels.get(verdict.status, messages.WARNING))
 
     @admin.display(description="pool counters")
     def pool_counters(self, server: McpServer) -> str:

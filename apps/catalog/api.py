@@ -90,23 +90,23 @@ class ServerViewSet(viewsets.ModelViewSet):
         )
 
     def perform_create(self, serializer: ServerSerializer) -> None:
-        operations.discover_if_due(servers=[serializer.save()])
+        operations.discover_if_due(servers=[serializer.save()], user=self.request.user)
 
     def perform_update(self, serializer: ServerSerializer) -> None:
-        operations.discover_if_due(servers=[serializer.save()])
+        operations.discover_if_due(servers=[serializer.save()], user=self.request.user)
 
     @extend_schema(request=None, responses=HealthSerializer)
     @action(detail=True, methods=["post"])
     def test(self, request: Request, name: str) -> Response:
         """Test the connection now: ping through the pool, record and return the verdict."""
-        verdict = operations.check_health(server=self.get_object())
+        verdict = operations.check_health(server=self.get_object(), user=request.user)
         return Response(HealthSerializer(verdict).data)
 
     @extend_schema(request=None, responses=DiscoveryOutcomeSerializer)
     @action(detail=True, methods=["post"])
     def discover(self, request: Request, name: str) -> Response:
         """Discover now: list everything the server offers and update the catalog."""
-        outcome = operations.discover_now(server=self.get_object())
+        outcome = operations.discover_now(server=self.get_object(), user=request.user)
         return Response(DiscoveryOutcomeSerializer(outcome).data)
 
     @extend_schema(responses=LiveStateSerializer)

@@ -6,6 +6,7 @@ transaction: a file with one bad entry changes nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -15,7 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from apps.accounts.models import Team, User
-from apps.catalog import operations
+from apps.catalog import operations, uservars
 from apps.catalog.mcp_json import (
     McpJsonError,
     ServerConfig,
@@ -186,6 +187,9 @@ def _plan(
     changed = tuple(name for name, value in wanted.items() if getattr(server, name) != value)
     for name, value in wanted.items():
         setattr(server, name, value)
+    # Labels of user variables the file no longer uses go with them.
+    used = {v.name for v in server.user_variable_list()}
+    server.user_variables = [m for m in server.user_variables or [] if isinstance(m, dict) and m.get("name") in used]
     if action == "updated" and not changed:
         action = "unchanged"
     change = ServerChange(config.name, config.transport, action, changed if action == "updated" else ())
@@ -247,15 +251,19 @@ def export_servers(
     configs = [server_config(server, include_secrets=include_secrets) for server in servers]
     variables = set()
     if not include_secrets:
-        variables = {value[2:-1] for c in configs for value in [*c.env.values(), *c.headers.values()]}
+        values = [value for c in configs for value in [*c.env.values(), *c.headers.values()]]
+        variables = {value[2:-1] for value in values if not uservars.names_in(value)}
     return McpJsonExport(render_mcp_json(configs, style=style), len(configs), tuple(sorted(variables)))
 
 
 def server_config(server: McpServer, *, include_secrets: bool = False) -> ServerConfig:
     env, headers = dict(server.env), dict(server.headers)
     if not include_secrets:
-        env = {name: env_placeholder(name) for name in env}
-        headers = {name: header_placeholder(server.name, name) for name in headers}
+        env = {name: value if _only_user_variables(value) else env_placeholder(name) for name, value in env.items()}
+        headers = {
+            name: value if _only_user_variables(value) else header_placeholder(server.name, name)
+            for name, value in headers.items()
+        }
     return ServerConfig(
         name=server.name,
         key=_export_key(server),
@@ -269,6 +277,15 @@ def server_config(server: McpServer, *, include_secrets: bool = False) -> Server
         enabled=server.enabled,
         timeout=None if server.timeout == settings.MCPHUB_DEFAULT_SERVER_TIMEOUT else server.timeout,
     )
+
+
+# What may surround a `${user:NAME}` in a value that is exported as written: an auth scheme, no secret.
+_USER_VALUE_REST_RE = re.compile(r"^(?:(?:Bearer|Basic|Token|token|Bot) )?$")
+
+
+def _only_user_variables(value: str) -> bool:
+    """`${user:GITHUB_TOKEN}` or `Bearer ${user:TOKEN}`: each user's own value, nothing of the admin's."""
+    return bool(uservars.names_in(value)) and bool(_USER_VALUE_REST_RE.match(uservars.PLACEHOLDER_RE.sub("", value)))
 
 
 def _export_key(server: McpServer) -> str:

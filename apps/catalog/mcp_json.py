@@ -41,7 +41,9 @@ STDIO_KEYS = {"command", "args", "env", "cwd"}
 REMOTE_KEYS = {"url", "headers"}
 KNOWN_KEYS = {"type", "disabled", "timeout", *STDIO_KEYS, *REMOTE_KEYS}
 ROOT_KEYS = ("mcpServers", "servers")
-# ${VAR}, ${env:VAR}, ${VAR:-default}, ${env:VAR:-default}
+# ${VAR}, ${env:VAR}, ${VAR:-default}, ${env:VAR:-default}; ${user:NAME} is kept as written (each
+# hub user fills their own value for it, see apps/catalog/uservars.py)
+USER_PLACEHOLDER_RE = re.compile(r"^user:")
 PLACEHOLDER_RE = re.compile(r"\$\{([^}]*)\}")
 VARIABLE_RE = re.compile(r"^(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?$", re.DOTALL)
 
@@ -250,6 +252,9 @@ class _Entry:
         return None
 
     def stdio_fields(self) -> dict[str, Any]:
+        for key in ("command", "args", "cwd"):
+            if "${user:" in json.dumps(self.raw.get(key, "")):
+                self.error(key, "${user:NAME} may only be used in env values (arguments show up in process listings)")
         return {
             "command": self.text("command", required=True),
             "args": self.string_list("args"),
@@ -319,6 +324,8 @@ def expand_variables(value: str, environ: Mapping[str, str]) -> tuple[str, list[
     problems: list[str] = []
 
     def replace(match: re.Match[str]) -> str:
+        if USER_PLACEHOLDER_RE.match(match.group(1)):
+            return match.group()
         parsed = VARIABLE_RE.match(match.group(1))
         if parsed is None:
             problems.append(f"cannot expand {match.group()} (only ${{VAR}}, ${{env:VAR}} and ${{VAR:-default}})")

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
+from apps.catalog import uservars
 from apps.connections.specs import ServerSpec
 from apps.core.fields import EncryptedJSONField
 from apps.core.models import TimeStampedModel
@@ -57,6 +58,12 @@ class McpServer(TimeStampedModel):
     cwd = models.CharField(max_length=1024, blank=True)
     url = models.URLField(max_length=2048, blank=True)
     headers = EncryptedJSONField(default=dict, blank=True)
+    user_variables = models.JSONField(
+        default=list, blank=True,
+        help_text='Labels and help for the ${user:NAME} placeholders in env, header values or the URL: '
+        '[{"name": "GITHUB_TOKEN", "label": "GitHub token", "help_text": "…", "required": true}]. '
+        "Each user fills their own values; a placeholder not described here is required.",
+    )
     enabled = models.BooleanField(default=True)
     timeout = models.PositiveIntegerField(
         default=30, help_text="Seconds a single call to this server may take."
@@ -134,6 +141,15 @@ class McpServer(TimeStampedModel):
             timeout=float(self.timeout),
         )
 
+    def user_variable_list(self) -> list[uservars.UserVariable]:
+        """The `${user:NAME}` variables this server's config uses, with their labels and help."""
+        placed = uservars.placements(transport=self.transport, env=self.env or {}, headers=self.headers or {}, url=self.url)
+        return uservars.declared(placed, self.user_variables or [])
+
+    @property
+    def has_user_variables(self) -> bool:
+        return bool(self.user_variable_list())
+
     def clean(self) -> None:
         errors = {}
         if self.transport == self.Transport.STDIO and not self.command:
@@ -152,8 +168,20 @@ class McpServer(TimeStampedModel):
                 isinstance(k, str) and isinstance(v, str) for k, v in value.items()
             ):
                 errors[field] = "Must be a mapping of names to string values."
+        if not errors:
+            errors.update(self._user_variable_problems())
         if errors:
             raise ValidationError(errors)
+
+
+    def _user_variable_problems(self) -> dict[str, str]:
+        elsewhere = {"command": self.command, "cwd": self.cwd, "args": " ".join(self.args)}
+        if self.transport == self.Transport.STDIO:
+            elsewhere["url"] = self.url
+        return uservars.problems(
+            transport=self.transport, env=self.env, headers=self.headers, url=self.url,
+            elsewhere=elsewhere, metadata=self.user_variables,
+        )
 
 
 class CatalogItem(models.Model):

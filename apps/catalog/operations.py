@@ -32,10 +32,12 @@ from asgiref.sync import SyncToAsync, async_to_sync
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
+from django.utils import timezone
 
 from apps.catalog.discovery import DiscoveryReport, _describe, apply_discovery, record_failure, record_health
 from apps.catalog.models import McpServer
-from apps.connections.specs import ServerSpec
+from apps.connections.errors import PoolError
+from apps.connections.specs import ServerSpec, server_of
 
 T = TypeVar("T")
 
@@ -98,6 +100,49 @@ class ServerPoolStats:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
+# --- Whose values ---------------------------------------------------------------------------
+
+# How discovery and health checks get a server's spec. A server with `${user:NAME}` variables has
+# no spec of its own: apps.credentials installs a resolver (the catalog cannot import it) that uses
+# the values of the staff user running the operation, else the server owner's, else raises a
+# PoolError saying whose values are missing (the operation is then skipped with that reason).
+SpecResolver = Callable[[McpServer, Any], ServerSpec]
+
+
+def _own_spec(server: McpServer, user: Any) -> ServerSpec:
+    return server.to_spec()
+
+
+_spec_resolver: SpecResolver = _own_spec
+
+
+def set_spec_resolver(resolver: SpecResolver) -> None:
+    global _spec_resolver
+    _spec_resolver = resolver
+
+
+def operational_spec(server: McpServer, user: Any = None) -> ServerSpec:
+    """The spec discovery and health checks use, as `user` (None: a background task)."""
+    return _spec_resolver(server, user)
+
+
+def _resolve(server: McpServer, user: Any) -> ServerSpec | PoolError:
+    try:
+        return operational_spec(server, user)
+    except PoolError as exc:
+        return exc
+
+
+def record_waiting(*, server: McpServer, reason: str) -> None:
+    """Nothing could be checked (no values to connect with): say why, without calling it down."""
+    fields = {"last_error": reason[:4000], "last_checked_at": timezone.now()}
+    if server.last_ok_at is None:
+        fields["status"] = McpServer.Status.UNKNOWN
+    McpServer.objects.filter(pk=server.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(server, name, value)
+
+
 # --- Reaching the pool -----------------------------------------------------------------------
 
 
@@ -129,30 +174,45 @@ def _web_event_loop() -> asyncio.AbstractEventLoop | None:
 # --- Discovery -------------------------------------------------------------------------------
 
 
-def discover_now(*, server: McpServer) -> DiscoveryOutcome:
+def discover_now(*, server: McpServer, user: Any = None) -> DiscoveryOutcome:
     """Connect, list everything, persist it; a failure is recorded as `down`, not raised.
 
     Works on a disabled server too (an admin checking it before enabling it); its connection
     is closed again afterwards.
     """
-    return discover_many(servers=[server])[0]
+    return discover_many(servers=[server], user=user)[0]
 
 
-def discover_many(*, servers: Sequence[McpServer]) -> list[DiscoveryOutcome]:
-    """`discover_now` for several servers at once: they start and answer concurrently."""
-    plans = [(server.to_spec(), server.enabled) for server in servers]
+def discover_many(*, servers: Sequence[McpServer], user: Any = None) -> list[DiscoveryOutcome]:
+    """`discover_now` for several servers at once: they start and answer concurrently.
+
+    A server with user variables is discovered with `user`'s values (see `operational_spec`).
+    """
+    specs = [_resolve(server, user) for server in servers]
+    plans = [(spec, server.enabled) for spec, server in zip(specs, servers) if isinstance(spec, ServerSpec)]
 
     async def discover_all(pool: Any) -> list[Any]:
         return await asyncio.gather(*(_discover(pool, spec, keep=keep) for spec, keep in plans), return_exceptions=True)
 
     try:
-        results = run_on_pool(discover_all) if plans else []
+        results = iter(run_on_pool(discover_all) if plans else [])
     except Exception as exc:  # boundary: no pool to ask is every server's verdict
-        results = [exc] * len(plans)
-    return [_outcome(server, result) for server, result in zip(servers, results)]
+        results = iter([exc] * len(plans))
+    return [
+        _outcome(server, next(results) if isinstance(spec, ServerSpec) else _Waiting(spec))
+        for server, spec in zip(servers, specs)
+    ]
+
+
+@dataclass(frozen=True)
+class _Waiting:
+    reason: PoolError
 
 
 def _outcome(server: McpServer, result: Any) -> DiscoveryOutcome:
+    if isinstance(result, _Waiting):
+        record_waiting(server=server, reason=result.reason.message)
+        return DiscoveryOutcome(server.name, error=result.reason.message)
     if isinstance(result, BaseException):  # any backend failure is this server's verdict
         error = record_failure(server=server, error=_describe(result))
         return DiscoveryOutcome(server.name, error=error)
@@ -164,14 +224,14 @@ async def _discover(pool: Any, spec: ServerSpec, *, keep: bool) -> Any:
         return await pool.discover(spec, timeout=_discovery_timeout(spec))
     finally:
         if not keep:
-            await pool.close(spec.name)
+            await pool.close(spec.key)
 
 
 def _discovery_timeout(spec: ServerSpec) -> float:
     return max(spec.timeout or 0.0, float(settings.MCPHUB_HEALTH_TIMEOUT))
 
 
-def request_discovery(*, server_ids: Iterable[int]) -> None:
+def request_discovery(*, server_ids: Iterable[int], user_id: int | None = None) -> None:
     """Discover these servers (all at once) in the background, once the current transaction commits.
 
     Embedded, tasks run in-process: the save that asked waits for the outcome, so it can show it.
@@ -180,16 +240,17 @@ def request_discovery(*, server_ids: Iterable[int]) -> None:
 
     ids = list(server_ids)
     if ids:
-        transaction.on_commit(lambda: discover_servers.delay(ids))
+        transaction.on_commit(lambda: discover_servers.delay(ids, user_id))
 
 
-def discover_if_due(*, servers: Iterable[McpServer]) -> None:
+def discover_if_due(*, servers: Iterable[McpServer], user: Any = None) -> None:
     """After saving servers: discover those new, re-enabled or connecting differently (after commit).
 
     The admin, the API and imports call this, so a server added anywhere shows its tools (or why
     it has none) without waiting for the periodic re-discovery.
     """
-    request_discovery(server_ids=[server.pk for server in servers if getattr(server, "discovery_due", False)])
+    user_id = user.pk if user is not None and user.is_authenticated else None
+    request_discovery(server_ids=[s.pk for s in servers if getattr(s, "discovery_due", False)], user_id=user_id)
 
 
 def request_rediscovery(*, server_name: str) -> bool:
@@ -208,12 +269,17 @@ def request_rediscovery(*, server_name: str) -> bool:
 # --- Health ----------------------------------------------------------------------------------
 
 
-def check_health(*, server: McpServer) -> HealthVerdict:
+def check_health(*, server: McpServer, user: Any = None) -> HealthVerdict:
     """Ping the server through the pool (with MCPHUB_HEALTH_TIMEOUT) and record the verdict.
 
     Also the admin's "Test connection": on a disabled server the connection is closed after.
+    A server with user variables is pinged with `user`'s values (see `operational_spec`); with
+    none to use, nothing is pinged and the verdict keeps the server's status, giving the reason.
     """
-    spec = server.to_spec()
+    spec = _resolve(server, user)
+    if isinstance(spec, PoolError):
+        record_waiting(server=server, reason=spec.message)
+        return HealthVerdict(server.name, server.status, reason=spec.message)
     outcome, stats = run_on_pool(lambda pool: _probe(pool, spec, keep=server.enabled))
     verdict = _judge(spec, outcome, stats)
     record_health(
@@ -234,7 +300,7 @@ async def _probe(pool: Any, spec: ServerSpec, *, keep: bool) -> tuple[float | Ba
         outcome = exc
     stats = await _server_stats(pool, spec.name)
     if not keep:
-        await pool.close(spec.name)
+        await pool.close(spec.key)
     return outcome, stats
 
 
@@ -302,7 +368,7 @@ def pool_overview() -> PoolOverview:
 
 async def _pool_overview(pool: Any) -> PoolOverview:
     per_worker = await _stats_per_worker(pool)
-    names = sorted({name for stats in per_worker.values() for name in stats.get("servers", {})})
+    names = sorted({server_of(key) for stats in per_worker.values() for key in stats.get("servers", {})})
     answered = sum(1 for stats in per_worker.values() if "error" not in stats)
     return PoolOverview(answered, [_stats_of(per_worker, name) for name in names])
 
@@ -351,7 +417,7 @@ async def _stats_per_worker(pool: Any) -> dict[str, dict[str, Any]]:
 
 async def _held_servers(pool: Any) -> set[str]:
     return {
-        name
+        server_of(name)
         for stats in (await _stats_per_worker(pool)).values()
         for name, entry in stats.get("servers", {}).items()
         if entry["state"] != "closed"
@@ -363,13 +429,20 @@ async def _server_stats(pool: Any, name: str) -> ServerPoolStats:
 
 
 def _stats_of(per_worker: dict[str, dict[str, Any]], name: str) -> ServerPoolStats:
-    return _sum_stats(name, {worker: s["servers"][name] for worker, s in per_worker.items() if name in s.get("servers", {})})
+    """A server's counters with its per-user connections (pool keys `name#partition`) summed in."""
+    found = [
+        (worker, entry)
+        for worker, stats in per_worker.items()
+        for key, entry in stats.get("servers", {}).items()
+        if server_of(key) == name
+    ]
+    return _sum_stats(name, found)
 
 
-def _sum_stats(name: str, found: dict[str, dict[str, Any]]) -> ServerPoolStats:
+def _sum_stats(name: str, found: list[tuple[str, dict[str, Any]]]) -> ServerPoolStats:
     if not found:
         return ServerPoolStats(name)
-    entries = list(found.values())
+    entries = [entry for _, entry in found]
     states = [e["state"] for e in entries]
     circuits = [e["circuit"] for e in entries if e["circuit"] != "closed"]
     return ServerPoolStats(
@@ -383,5 +456,5 @@ def _sum_stats(name: str, found: dict[str, dict[str, Any]]) -> ServerPoolStats:
         failures=sum(e["failures"] for e in entries),
         circuit=circuits[0] if circuits else "closed",
         last_error=next((e["last_error"] for e in entries if e.get("last_error")), ""),
-        workers=tuple(sorted(found)),
+        workers=tuple(sorted({worker for worker, _ in found})),
     )

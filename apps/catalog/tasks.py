@@ -19,20 +19,27 @@ logger = logging.getLogger(__name__)
 
 
 @shared_task(name="catalog.discover_server", ignore_result=True)
-def discover_server(server_id: int) -> None:
+def discover_server(server_id: int, user_id: int | None = None) -> None:
     server = McpServer.objects.filter(pk=server_id, enabled=True).first()
     if server is None:
         return
-    outcome = operations.discover_now(server=server)
+    outcome = operations.discover_now(server=server, user=_user(user_id))
     (logger.info if outcome.ok else logger.warning)("%s", outcome)
 
 
 @shared_task(name="catalog.discover_servers", ignore_result=True)
-def discover_servers(server_ids: list[int]) -> None:
-    """Several servers at once (concurrently): what an import or a save just created or changed."""
+def discover_servers(server_ids: list[int], user_id: int | None = None) -> None:
+    """Several servers at once (concurrently): what an import or a save just created or changed;
+    `user_id` is who did it (a server with user variables is discovered with their values)."""
     servers = list(McpServer.objects.filter(pk__in=server_ids, enabled=True))
-    for outcome in operations.discover_many(servers=servers):
+    for outcome in operations.discover_many(servers=servers, user=_user(user_id)):
         (logger.info if outcome.ok else logger.warning)("%s", outcome)
+
+
+def _user(user_id: int | None):
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.filter(pk=user_id, is_active=True).first() if user_id else None
 
 
 @shared_task(name="catalog.discover_all", ignore_result=True)

@@ -60,9 +60,9 @@ class Toolbox:
         from apps.connections.default import get_pool
         from apps.connections.errors import PoolError
 
-        spec = self.view.specs[exposed.server]  # type: ignore[union-attr]
         started, clock = time.time(), time.perf_counter()
         try:
+            spec = self.view.spec(exposed.server)  # type: ignore[union-attr]  # CredentialsMissing is a PoolError
             result = await get_pool().call_tool(spec, exposed.backend_name, call.arguments, timeout=spec.timeout, raw=True)
         except asyncio.CancelledError:
             self._log(exposed, call, started, clock, "Cancelled by the user")

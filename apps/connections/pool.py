@@ -24,7 +24,7 @@ from apps.connections.discovery import Discovery, collect_pages
 from apps.connections.errors import CallTimeout, PoolError, ServerCrashed, ServerUnavailable
 from apps.connections.hooks import NotificationHook, ProgressFn, Relay
 from apps.connections.session import Connection, call_tool_raw
-from apps.connections.specs import ServerSpec
+from apps.connections.specs import ServerSpec, server_of
 from apps.connections.stderr import MARKER, StderrTail
 
 logger = logging.getLogger(__name__)
@@ -40,6 +40,9 @@ class PoolOptions:
     # Requests in flight to one server; past it a call fails at once with a clear error. Never a
     # queue: an instant call must not wait behind slow ones (an MCP session multiplexes them).
     max_inflight_per_server: int = 512
+    # Per-user connections of one server (specs with a `partition`: a stdio child each); past it
+    # the least recently used idle one is closed, or the start fails if all are busy.
+    max_partitions_per_server: int = 64
     start_concurrency: int = 8
     idle_timeout: float = 600.0
     default_timeout: float = 60.0
@@ -64,11 +67,13 @@ class PoolOptions:
 
 
 class _Server:
-    """Everything the pool keeps per server name, across connections and restarts."""
+    """Everything the pool keeps per pool key (a server name, or `name#partition` for one
+    user's connection of a shared server), across connections and restarts."""
 
-    def __init__(self, name: str, options: PoolOptions) -> None:
-        self.name = name
-        self.breaker = Breaker(name, options.breaker)
+    def __init__(self, key: str, options: PoolOptions) -> None:
+        self.key = key
+        self.name = server_of(key)
+        self.breaker = Breaker(self.name, options.breaker)
         self.stderr = StderrTail(options.stderr_lines, options.stderr_bytes)
         self.conn: Connection | None = None
         self.lock = asyncio.Lock()
@@ -99,7 +104,8 @@ class Pool:
     ) -> None:
         self.options = options or PoolOptions()
         self.on_notification = on_notification
-        self._servers: dict[str, _Server] = {}
+        self._servers: dict[str, _Server] = {}  # by pool key (`ServerSpec.key`)
+        self._inflight: dict[str, int] = {}  # by server name: every partition counts against one cap
         self._retired: set[Connection] = set()
         self._start_gate = asyncio.Semaphore(self.options.start_concurrency)
         self._starting = 0
@@ -205,10 +211,13 @@ class Pool:
         return server.stderr.text() if server else ""
 
     async def close(self, name: str) -> None:
-        server = self._servers.get(name)
-        if server is not None and server.conn is not None:
-            conn, server.conn = server.conn, None
-            await conn.close()
+        """Close one pool key's connection; a plain server name closes its per-user ones too."""
+        keys = [k for k in self._servers if k == name or (name == server_of(name) and server_of(k) == name)]
+        for key in keys:
+            server = self._servers[key]
+            if server.conn is not None:
+                conn, server.conn = server.conn, None
+                await conn.close()
 
     async def aclose(self) -> None:
         self._closed = True
@@ -249,15 +258,17 @@ class Pool:
         what: str = "request",
         target: str = "",
     ) -> T:
-        server = self._servers.get(spec.name) or self._server(spec.name)
+        server = self._servers.get(spec.key) or self._server(spec.key)
         limit = timeout or spec.timeout or self.options.default_timeout
         what = f"{what} {target}" if target else what
-        if server.inflight >= self.options.max_inflight_per_server:
+        inflight = self._inflight.get(spec.name, 0)
+        if inflight >= self.options.max_inflight_per_server:
             raise ServerUnavailable(
                 spec.name,
-                f"server {spec.name!r} is busy: {server.inflight} requests in flight, the limit per server "
+                f"server {spec.name!r} is busy: {inflight} requests in flight, the limit per server "
                 "(MCPHUB_MAX_INFLIGHT_PER_SERVER); retry when some have finished",
             )
+        self._inflight[spec.name] = inflight + 1
         server.inflight += 1
         try:
             return await self._attempt(spec, server, fn, limit, relay, what)
@@ -267,6 +278,7 @@ class Pool:
             return await self._attempt(spec, server, fn, limit, relay, what, retry=False)
         finally:
             server.inflight -= 1
+            self._inflight[spec.name] -= 1
 
     async def _attempt(
         self,
@@ -376,6 +388,8 @@ class Pool:
         """One start shared by every caller; a task of its own, so no caller's cancellation ends it."""
         await asyncio.sleep(server.breaker.start_delay())
         await self._make_room()
+        if spec.partition:
+            await self._make_partition_room(spec)
         self._ensure_reaper()
         async with self._start_gate:
             self._count_start(+1)
@@ -418,8 +432,25 @@ class Pool:
             raise ServerUnavailable("", f"pool is full ({self.options.max_sessions} sessions, all busy)")
         await self._close_connection(idle[0])
 
+    async def _make_partition_room(self, spec: ServerSpec) -> None:
+        """Per-user connections of one server are capped too: the least recently used idle one goes."""
+        live = [
+            s.conn for key, s in self._servers.items()
+            if s.conn is not None and key != spec.key and server_of(key) == spec.name and s.conn.spec.partition
+        ]
+        if len(live) < self.options.max_partitions_per_server:
+            return
+        idle = sorted((c for c in live if c.inflight == 0 and not c.starting), key=lambda c: c.last_used)
+        if not idle:
+            raise ServerUnavailable(
+                spec.name,
+                f"server {spec.name!r} has {len(live)} per-user connections open, all busy (the limit per "
+                "server, MCPHUB_POOL max_partitions_per_server); retry when some have finished",
+            )
+        await self._close_connection(idle[0])
+
     async def _close_connection(self, conn: Connection) -> None:
-        server = self._servers.get(conn.spec.name)
+        server = self._servers.get(conn.spec.key)
         if server is not None and server.conn is conn:
             server.conn = None
         await conn.close()
@@ -443,6 +474,14 @@ class Pool:
             deadline = time.monotonic() - self.options.idle_timeout
             idle = [s.conn for s in self._servers.values() if _is_idle(s.conn, deadline)]
             await asyncio.gather(*(self._close_connection(c) for c in idle if c is not None), return_exceptions=True)
+            self._forget_idle_partitions()
+
+    def _forget_idle_partitions(self) -> None:
+        # One entry per user who ever called a shared server would pile up: drop the quiet ones.
+        for key, server in list(self._servers.items()):
+            quiet = time.monotonic() - server.last_failure_at > self.options.idle_timeout  # keep a failing one's backoff
+            if key != server.name and server.conn is None and server.starter is None and server.inflight == 0 and quiet:
+                del self._servers[key]
 
     def _live_connections(self) -> list[Connection]:
         current = [s.conn for s in self._servers.values() if s.conn is not None]

@@ -26,7 +26,7 @@ from apps.connections.discovery import Discovery
 from apps.connections.errors import CallTimeout, PoolError, ServerCrashed, ServerUnavailable
 from apps.connections.hooks import NotificationHook, ProgressFn, Relay
 from apps.connections.resp import RespClient, RespConnection
-from apps.connections.specs import ServerSpec
+from apps.connections.specs import ServerSpec, server_of
 from apps.connections.wire import (
     HANDBACK,
     NAME_OPS,
@@ -269,7 +269,7 @@ class RemotePool:
 
     async def _name_call(self, name: str, op: str) -> Any:
         for _ in range(_MAX_MOVES):
-            worker = await self._route(name)
+            worker = await self._route(server_of(name))  # `name#partition` lives where `name` does
             try:
                 return await self._send(worker, op, {"op": op, "a": {"name": name}}, 30.0, server=name)
             except _Moved:

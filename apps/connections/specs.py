@@ -39,6 +39,9 @@ class ServerSpec:
     headers: Mapping[str, str] = field(default_factory=dict)
     timeout: float | None = None
     mode: str = "legacy"
+    # Per-user connections of one shared server ("u42"): part of the pool key and of config_hash,
+    # never of the routing, so every partition of a server lives on the same pool worker.
+    partition: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "args", tuple(str(a) for a in self.args))
@@ -57,6 +60,13 @@ class ServerSpec:
             raise ValueError(f"server {self.name!r}: a {self.transport} server needs a url")
         if self.mode not in MODES:
             raise ValueError(f"server {self.name!r}: mode must be one of {sorted(MODES)}")
+        if PARTITION_SEPARATOR in self.name or PARTITION_SEPARATOR in self.partition:
+            raise ValueError(f"server {self.name!r}: {PARTITION_SEPARATOR!r} may not appear in a name or partition")
+
+    @property
+    def key(self) -> str:
+        """What the pool keeps one connection per: the name, or `name#partition`."""
+        return pool_key(self.name, self.partition)
 
     def _connection_config(self) -> dict[str, Any]:
         return {
@@ -68,6 +78,8 @@ class ServerSpec:
             "url": self.url,
             "headers": dict(sorted(self.headers.items())),
             "mode": self.mode,
+            # Only when set, so the hash of every unpartitioned spec stays what it was.
+            **({"partition": self.partition} if self.partition else {}),
         }
 
     @cached_property
@@ -94,4 +106,17 @@ class ServerSpec:
     def __repr__(self) -> str:
         # Never print env or header values: they carry secrets.
         target = self.command if self.transport == "stdio" else self.url
-        return f"ServerSpec(name={self.name!r}, transport={self.transport!r}, target={target!r})"
+        part = f", partition={self.partition!r}" if self.partition else ""
+        return f"ServerSpec(name={self.name!r}{part}, transport={self.transport!r}, target={target!r})"
+
+
+PARTITION_SEPARATOR = "#"
+
+
+def pool_key(name: str, partition: str = "") -> str:
+    return f"{name}{PARTITION_SEPARATOR}{partition}" if partition else name
+
+
+def server_of(key: str) -> str:
+    """The server name of a pool key (`github#u42` → `github`)."""
+    return key.partition(PARTITION_SEPARATOR)[0]

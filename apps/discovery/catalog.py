@@ -23,6 +23,8 @@ from apps.catalog.models import McpServer, Tool
 from apps.catalog.selectors import visible_servers
 from apps.core.singleflight import single_flight
 from apps.connections.specs import ServerSpec
+from apps.credentials.errors import CredentialsMissing
+from apps.credentials.selectors import specs_for_user
 from apps.discovery import retrieval, text
 from apps.discovery.models import ActivationPattern
 from apps.toolsets import naming
@@ -72,6 +74,7 @@ class Catalog:
     token_budget: int
     entries: dict[str, Entry] = field(default_factory=dict)
     specs: dict[str, ServerSpec] = field(default_factory=dict)
+    missing: dict[str, CredentialsMissing] = field(default_factory=dict)  # see EndpointView.missing
     fingerprint: str = ""
     retriever: retrieval.Retriever | None = None
     lexical: retrieval.Retriever | None = None  # BM25 alone, for pages that show every match
@@ -133,7 +136,7 @@ def build(endpoint_id: int, version: object) -> Catalog | None:
         override = getattr(enabled.get(tool.pk), "description_override", "")
         exposed = Exposed(name, server.name, tool.name, tool.pk, tool_entry(tool, name, override))
         catalog.entries[name] = Entry(exposed, tool.token_estimate, tool.pk in enabled, f"{server.name}.{tool.name}", server.description)
-    catalog.specs = {s.name: s.to_spec() for s in servers.values()}
+    catalog.specs, catalog.missing = specs_for_user(servers.values(), endpoint.owner_id)
     catalog.patterns = list(ActivationPattern.objects.filter(endpoint=endpoint))
     catalog.calls = usage(endpoint.pk)
     catalog.co_used = co_use(endpoint.pk)

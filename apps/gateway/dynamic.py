@@ -188,7 +188,9 @@ async def _call(
     listed = entry is not None and (entry.pinned or name in _loaded(ctx, catalog))
     if entry is None or not (listed or anywhere):
         raise _not_listed(catalog, name, known=entry is not None)
-    view = dataclasses.replace(ctx.view, specs={**ctx.view.specs, **catalog.specs})
+    view = dataclasses.replace(
+        ctx.view, specs={**ctx.view.specs, **catalog.specs}, missing={**ctx.view.missing, **catalog.missing}
+    )
     result = await protocol.call_exposed(dataclasses.replace(ctx, view=view), entry.exposed, arguments, params)
     await _activate(ctx, catalog, f"{name} {json.dumps(arguments)}")
     return result

@@ -20,6 +20,7 @@ from django.urls import reverse
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 
 from apps.catalog.models import BUILTIN_URL, Tool
+from apps.credentials.errors import CredentialsMissing
 from apps.gateway import jsonrpc
 from apps.gateway.auth import EndpointRef, Principal
 from apps.gateway.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, RpcError
@@ -193,6 +194,10 @@ def _disabled_tool(endpoint_id: int, name: str) -> Tool | None:
     return disabled_tool_named(endpoint=endpoint, name=name)
 
 
+def _needs_credentials(exc: CredentialsMissing) -> RpcError:
+    return RpcError(INVALID_PARAMS, exc.message, {"server": exc.server, "missing": exc.missing, "fill_at": exc.fill_at, "api": exc.api})
+
+
 def _dump(model: Any) -> dict[str, Any]:
     return model.model_dump(by_alias=True, exclude_none=True, mode="json")
 
@@ -228,7 +233,10 @@ async def _backend_call(ctx: Context, exposed: Exposed, arguments: dict[str, Any
 
     from apps.connections.errors import PoolError
 
-    spec = ctx.view.specs[exposed.server]
+    try:
+        spec = ctx.view.spec(exposed.server)  # the endpoint owner's own spec (apps.credentials)
+    except PoolError as exc:
+        return {"content": [{"type": "text", "text": f"Tool {exposed.name} failed: {exc.message}"}], "isError": True}
     if spec.url == BUILTIN_URL:
         return await _builtin_call(ctx, exposed, arguments, meta)
     try:
@@ -345,9 +353,11 @@ async def prompts_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         raise _unknown("prompt", name, list(ctx.view.prompts))
     arguments = {str(k): str(v) for k, v in _mapping(params, "arguments").items()}
     try:
-        result = await _get_pool().get_prompt(ctx.view.specs[exposed.server], exposed.backend_name, arguments, relay=_relay(ctx))
+        result = await _get_pool().get_prompt(ctx.view.spec(exposed.server), exposed.backend_name, arguments, relay=_relay(ctx))
     except MCPError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None
+    except CredentialsMissing as exc:
+        raise _needs_credentials(exc) from None
     return _dump(result)
 
 
@@ -375,9 +385,11 @@ async def resources_read(ctx: Context, params: dict[str, Any]) -> dict[str, Any]
     uri = _string(params, "uri")
     server = _resource_server(ctx.view, uri)
     try:
-        result = await _get_pool().read_resource(ctx.view.specs[server], uri, relay=_relay(ctx))
+        result = await _get_pool().read_resource(ctx.view.spec(server), uri, relay=_relay(ctx))
     except MCPError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None
+    except CredentialsMissing as exc:
+        raise _needs_credentials(exc) from None
     return _dump(result)
 
 
@@ -398,9 +410,11 @@ async def completion_complete(ctx: Context, params: dict[str, Any]) -> dict[str,
         raise RpcError(INVALID_PARAMS, "Invalid params: ref.type must be 'ref/prompt' or 'ref/resource'")
     context = _string_map(_mapping(params, "context"), "arguments", "context.arguments")
     try:
-        result = await _get_pool().complete(ctx.view.specs[server], backend_ref, argument, context or None)
+        result = await _get_pool().complete(ctx.view.spec(server), backend_ref, argument, context or None)
     except MCPError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None
+    except CredentialsMissing as exc:
+        raise _needs_credentials(exc) from None
     return _dump(result)
 
 
@@ -456,7 +470,7 @@ async def _subscription(ctx: Context, params: dict[str, Any], *, add: bool) -> d
     if ctx.session is not None:
         try:
             if add:
-                await subscriptions.subscribe(server=server, spec=ctx.view.specs[server], uri=uri, session_id=ctx.session.id)
+                await subscriptions.subscribe(server=server, spec=ctx.view.spec(server), uri=uri, session_id=ctx.session.id)
             else:
                 await subscriptions.unsubscribe(server=server, uri=uri, session_id=ctx.session.id)
         except MCPError as exc:

@@ -17,6 +17,8 @@ from apps.catalog.models import McpServer, Prompt, Resource, ResourceTemplate, T
 from apps.catalog.selectors import visible_servers
 from apps.core.singleflight import single_flight
 from apps.connections.specs import ServerSpec
+from apps.credentials.errors import CredentialsMissing
+from apps.credentials.selectors import specs_for_user
 from apps.toolsets import naming
 from apps.toolsets.models import Endpoint, EndpointTool
 
@@ -45,7 +47,21 @@ class EndpointView:
     resource_servers: dict[str, str] = field(default_factory=dict)
     templates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     specs: dict[str, ServerSpec] = field(default_factory=dict)
+    # Servers whose spec the owner cannot have yet (required user variables not filled).
+    missing: dict[str, CredentialsMissing] = field(default_factory=dict)
     tool_list_json: list[str] = field(default_factory=list)
+
+    def spec(self, server: str) -> ServerSpec:
+        """The owner's spec for `server`; raises `CredentialsMissing` (a PoolError) saying what to fill."""
+        return spec_or_missing(self.specs, self.missing, server)
+
+
+def spec_or_missing(specs: dict[str, ServerSpec], missing: dict[str, CredentialsMissing], server: str) -> ServerSpec:
+    found = specs.get(server)
+    if found is not None:
+        return found
+    why = missing[server]  # neither: a KeyError, as for any server the view does not hold
+    raise CredentialsMissing(why.server, why.message, missing=why.missing, fill_at=why.fill_at, api=why.api)
 
 
 def build(endpoint_id: int, version: object, *, page_size: int) -> EndpointView | None:
@@ -62,7 +78,7 @@ def build(endpoint_id: int, version: object, *, page_size: int) -> EndpointView 
     )
     _add_tools(view, enabled, servers, endpoint.naming_strategy)
     used = {servers[et.tool.server_id] for et in enabled}
-    view.specs = {s.name: s.to_spec() for s in used}
+    view.specs, view.missing = specs_for_user(used, endpoint.owner_id)
     _add_prompts(view, used, endpoint.naming_strategy)
     _add_resources(view, used)
     view.tool_list_json = _pages([t.entry for t in view.tools.values()], page_size)

@@ -8,6 +8,7 @@ from django.db.models.signals import post_save
 from django.dispatch import receiver
 
 from apps.catalog.signals import catalog_changed
+from apps.credentials.signals import credentials_changed
 
 
 @receiver(post_save, sender=settings.AUTH_USER_MODEL, dispatch_uid="toolsets.default_endpoint")
@@ -26,3 +27,12 @@ def announce_catalog_change(sender, server_ids: list[int], **kwargs) -> None:
 
     endpoint_ids = EndpointTool.objects.filter(tool__server_id__in=server_ids).values_list("endpoint_id", flat=True)
     announce_tools_changed(set(endpoint_ids))
+
+
+@receiver(credentials_changed, dispatch_uid="toolsets.credentials_changed")
+def announce_credentials_change(sender, user_id: int, server_id: int, **kwargs) -> None:
+    """A user's values for a server changed: their endpoints rebuild their views (with the new spec)."""
+    from apps.toolsets.events import announce_tools_changed
+    from apps.toolsets.models import Endpoint
+
+    announce_tools_changed(set(Endpoint.objects.filter(owner_id=user_id).values_list("pk", flat=True)))

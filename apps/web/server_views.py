@@ -35,14 +35,14 @@ def _row(request: HttpRequest, name: str, **panel) -> HttpResponse:
 @login_required
 @require_POST
 def test_server(request: HttpRequest, name: str) -> HttpResponse:
-    verdict = operations.check_health(server=_staff_server(request, name))
+    verdict = operations.check_health(server=_staff_server(request, name), user=request.user)
     return _row(request, name, verdict=verdict)
 
 
 @login_required
 @require_POST
 def discover_server(request: HttpRequest, name: str) -> HttpResponse:
-    outcome = operations.discover_now(server=_staff_server(request, name))
+    outcome = operations.discover_now(server=_staff_server(request, name), user=request.user)
     return _row(request, name, discovery=outcome)
 
 

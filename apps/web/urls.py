@@ -1,7 +1,7 @@
 from django.urls import path
 
 from apps.web import (
-    chat_views, import_views, pattern_views, preset_views, provider_views, run_views, server_views, suggest_views, tool_views,
+    chat_views, credential_views, import_views, pattern_views, preset_views, provider_views, run_views, server_views, suggest_views, tool_views,
     upstream_views, usage_views, views,
 )
 
@@ -16,6 +16,7 @@ urlpatterns = [
     path("servers/<str:name>/test/", server_views.test_server, name="test_server"),
     path("servers/<str:name>/discover/", server_views.discover_server, name="discover_server"),
     path("servers/<str:name>/live/", server_views.server_live, name="server_live"),
+    path("servers/<str:name>/credentials/", credential_views.server_credentials, name="server_credentials"),
     path("servers/<str:name>/connect/", upstream_views.connect, name="upstream_oauth_connect"),
     path("servers/<str:name>/disconnect/", upstream_views.disconnect, name="upstream_oauth_disconnect"),
     path("oauth/upstream/callback/", upstream_views.callback, name="upstream_oauth_callback"),
