@@ -10,6 +10,7 @@ another user's token.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 import time
@@ -19,36 +20,28 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
-from django.dispatch import Signal
 from django.utils import timezone
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from apps.catalog.models import McpServer
+from apps.connections.auth_probe import probe
+from apps.connections.errors import ServerUnavailable
+from apps.connections.specs import ServerSpec
 from apps.credentials import upstream_oauth as oauth
+from apps.credentials.errors import CredentialsMissing
+from apps.credentials.signals import credentials_changed
 from apps.credentials.upstream_models import UpstreamOAuthClient, UpstreamOAuthGrant
 
 logger = logging.getLogger(__name__)
-
-# Sent after commit with `user_id`: that user's endpoint views must be rebuilt (their backend
-# token changed or stopped working). apps.toolsets listens; this app cannot import it.
-grant_changed = Signal()
 
 SESSION_KEY = "mcphub_upstream_oauth"
 PENDING_SECONDS = 600  # an authorization started longer ago than this is refused at the callback
 MAX_PENDING = 5  # per session: a few tabs at once, not an unbounded pile
 CONNECT_PAGE = "/tools/#connections"
 _LOCK_SECONDS = 30
-
-
-class UpstreamAuthRequired(Exception):
-    """The user has no usable grant for an OAuth backend: the message says what to do and where."""
-
-    def __init__(self, server: str, message: str) -> None:
-        super().__init__(message)
-        self.server = server
-        self.message = message
 
 
 class ConnectFailed(Exception):
@@ -61,13 +54,16 @@ class Connected:
     scope: str
 
 
-def connect_hint(server_name: str, *, broken: bool) -> UpstreamAuthRequired:
-    verb = "reconnect" if broken else "connect"
-    return UpstreamAuthRequired(
-        server_name,
-        f"Server {server_name!r} needs your own OAuth sign-in: {verb} it on the Tools page ({CONNECT_PAGE}) "
-        f"with the {verb.capitalize()} button for {server_name}.",
-    )
+def connect_hint(server_name: str, *, broken: bool) -> CredentialsMissing:
+    """The error a call gets without a usable grant: what to do, and where (never anyone else's token)."""
+    where = f"{settings.SITE_URL}{CONNECT_PAGE}"
+    if broken:
+        message = (f"Server {server_name} refused your OAuth sign-in (revoked or expired): reconnect {server_name} "
+                   f"at {where} (the Reconnect button), then call again.")
+    else:
+        message = (f"Server {server_name} needs your own OAuth sign-in: connect {server_name} at {where} "
+                   "(the Connect button), then call again.")
+    return CredentialsMissing(server_name, message, fill_at=where)
 
 
 # --- Marking servers -----------------------------------------------------------------------
@@ -163,7 +159,7 @@ def _store(*, server: McpServer, user: Any, client: UpstreamOAuthClient, token: 
             "client": client, "tokens": _tokens(token), "scope": scope[:1000], **_expiry(token),
             "broken": False, "problem": "", "refreshed_at": None,
         })
-        _announce(user.pk)
+        _announce(user.pk, server.pk)
 
 
 def _tokens(token: OAuthToken, previous_refresh: str = "") -> dict[str, str]:
@@ -176,8 +172,8 @@ def _expiry(token: OAuthToken) -> dict[str, Any]:
     return {"expires_at": timezone.now() + timedelta(seconds=int(token.expires_in)), "lifetime": max(0, int(token.expires_in))}
 
 
-def _announce(user_id: int) -> None:
-    transaction.on_commit(lambda: grant_changed.send(sender=UpstreamOAuthGrant, user_id=user_id))
+def _announce(user_id: int, server_id: int) -> None:
+    transaction.on_commit(lambda: credentials_changed.send(sender=UpstreamOAuthGrant, user_id=user_id, server_id=server_id))
 
 
 def disconnect(*, server: McpServer, user: Any) -> bool:
@@ -188,7 +184,7 @@ def disconnect(*, server: McpServer, user: Any) -> bool:
     _revoke_at_server(grant)
     with transaction.atomic():
         grant.delete()
-        _announce(user.pk)
+        _announce(user.pk, server.pk)
     return True
 
 
@@ -207,10 +203,18 @@ def _revoke_at_server(grant: UpstreamOAuthGrant) -> None:
 # --- Using a grant -------------------------------------------------------------------------
 
 
+def authorization_headers(server: McpServer, user_id: int) -> dict[str, str]:
+    """The per-user header provider (apps.credentials.selectors): `Authorization: Bearer <the user's
+    own token>` for a server requiring OAuth, {} for any other. Raises CredentialsMissing."""
+    if not server.oauth:
+        return {}
+    return {"Authorization": f"Bearer {access_token(server=server, user_id=user_id)}"}
+
+
 def access_token(*, server: McpServer, user_id: int) -> str:
     """The user's own access token for `server`, refreshed first if it is about to expire.
 
-    Raises UpstreamAuthRequired when the user has not connected the server or must reconnect it.
+    Raises CredentialsMissing when the user has not connected the server or must reconnect it.
     """
     grant = UpstreamOAuthGrant.objects.filter(server=server, user_id=user_id).first()
     if grant is None or grant.broken:
@@ -253,7 +257,7 @@ def _refresh_now(grant: UpstreamOAuthGrant) -> UpstreamOAuthGrant:
             setattr(grant, field, value)
         grant.refreshed_at = timezone.now()
         grant.save(update_fields=["tokens", "expires_at", "lifetime", "refreshed_at", "updated_at"])
-        _announce(grant.user_id)
+        _announce(grant.user_id, grant.server_id)
     logger.info("upstream OAuth: refreshed user %s's token for %s", grant.user_id, grant.server.name)
     return grant
 
@@ -262,7 +266,7 @@ def mark_broken(*, grant: UpstreamOAuthGrant, problem: str) -> UpstreamOAuthGran
     """The grant no longer works: the user must connect again. Raises the "reconnect" error."""
     with transaction.atomic():
         UpstreamOAuthGrant.objects.filter(pk=grant.pk).update(broken=True, problem=problem[:500], tokens={}, updated_at=timezone.now())
-        _announce(grant.user_id)
+        _announce(grant.user_id, grant.server_id)
     logger.warning("upstream OAuth: user %s's grant for %s stopped working: %s", grant.user_id, grant.server.name, problem)
     raise connect_hint(grant.server.name, broken=True)
 
@@ -275,10 +279,31 @@ def _refresh_lock(grant_id: int) -> Iterator[None]:
     deadline = time.monotonic() + _LOCK_SECONDS
     while not cache.add(key, owner, timeout=_LOCK_SECONDS):
         if time.monotonic() > deadline:
-            raise UpstreamAuthRequired("", "Refreshing the OAuth token is taking too long; try again in a moment.")
+            raise ServerUnavailable("", "Refreshing the OAuth token is taking too long; try again in a moment.")
         time.sleep(0.05)
     try:
         yield
     finally:
         if cache.get(key) == owner:
             cache.delete(key)
+
+
+# --- After a refused call ------------------------------------------------------------------
+
+
+def renewed_spec(spec: ServerSpec, user_id: int) -> ServerSpec | None:
+    """A call with `spec` (carrying the user's bearer token) failed. If the backend refuses that
+    token, the spec with the user's refreshed one; CredentialsMissing ("reconnect") when the
+    authorization server refuses the grant too; None when the token is not the problem.
+    """
+    presented = spec.headers.get("Authorization", "").removeprefix("Bearer ")
+    grant = UpstreamOAuthGrant.objects.select_related("server").filter(server__name=spec.name, user_id=user_id).first()
+    if not presented or grant is None or not grant.server.oauth:
+        return None
+    if grant.broken:
+        raise connect_hint(grant.server.name, broken=True)
+    if grant.tokens.get("access_token") == presented:
+        if probe(spec.url, spec.headers) is None:
+            return None  # the backend takes the token: the failure was something else
+        grant = refresh(grant_id=grant.pk, rejected_token=presented)
+    return dataclasses.replace(spec, headers={**spec.headers, "Authorization": f"Bearer {grant.tokens['access_token']}"})
