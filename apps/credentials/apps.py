@@ -21,3 +21,4 @@ class CredentialsConfig(AppConfig):
 
         register(UpstreamOAuthClient, secret_fields=["client_info"])
         register(UpstreamOAuthGrant, ignore_fields=["tokens", "expires_at", "lifetime", "refreshed_at"])
+        from apps.credentials import upstream_admin  # noqa: F401 - registers the upstream OAuth admin pages

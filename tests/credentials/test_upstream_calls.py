@@ -131,5 +131,6 @@ async def test_tokens_never_appear_in_api_pages_logs_or_exports(hub, vault, alic
         return "\n".join([export.getvalue(), *pages, *admin_pages, browser_of(alice).tools_page(), hub.log()])
 
     everything = await sync_to_async(seen_by_people)()
-    assert "vault" in everything
+    assert "vault" in everything and "alice@example.com" not in everything
+    assert '<a href="/admin/credentials/upstreamoauthgrant/' in everything  # the admin lists the grants
     assert not [s for s in secrets if s in everything]
