@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
+from apps.catalog.admin import ReadOnlyAdminMixin
 from apps.credentials.upstream_models import UpstreamOAuthClient, UpstreamOAuthGrant
 
 
 @admin.register(UpstreamOAuthGrant)
-class UpstreamOAuthGrantAdmin(admin.ModelAdmin):
+class UpstreamOAuthGrantAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Staff see and may delete (disconnect) users' grants; tokens are never shown or edited."""
 
     list_display = ["user", "server", "scope", "expires_at", "refreshed_at", "broken", "created_at"]
@@ -20,15 +18,10 @@ class UpstreamOAuthGrantAdmin(admin.ModelAdmin):
     fields = ["user", "server", "scope", "expires_at", "refreshed_at", "broken", "problem", "created_at"]
     readonly_fields = fields
 
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(UpstreamOAuthClient)
-class UpstreamOAuthClientAdmin(admin.ModelAdmin):
+class UpstreamOAuthClientAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """The hub's registration per backend and callback; deleting one makes the next Connect register again."""
 
     list_display = ["server", "redirect_uri", "client_id", "created_at"]
@@ -39,8 +32,3 @@ class UpstreamOAuthClientAdmin(admin.ModelAdmin):
     def client_id(self, client: UpstreamOAuthClient) -> str:
         return client.client_info.get("client_id", "")
 
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
