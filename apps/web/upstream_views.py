@@ -3,10 +3,12 @@ authorization server → the callback here), and disconnect it again."""
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
@@ -39,7 +41,10 @@ def connect(request: HttpRequest, name: str) -> HttpResponse:
     except upstream_services.ConnectFailed as exc:
         messages.error(request, f"Could not connect {server.name}: {exc}")
         return redirect(_next(request))
-    return redirect(url)
+    # A page that moves on by itself rather than a redirect: the pages' CSP (form-action 'self')
+    # rightly stops a form's navigation from being redirected to another site.
+    context = {"server": server, "authorize_url": url, "authorize_host": urlsplit(url).netloc}
+    return render(request, "web/upstream_connect_redirect.html", context)
 
 
 @login_required

@@ -3,6 +3,8 @@ the hub (PKCE, state bound to their session), tokens are stored per user and enc
 
 from __future__ import annotations
 
+from urllib.parse import parse_qs, urlparse
+
 import pytest
 from django.db import connection
 
@@ -88,9 +90,7 @@ def test_a_denied_sign_in_is_shown_and_stores_nothing(oauth_server, alice, brows
 
 def test_a_callback_not_started_in_this_session_is_refused(oauth_server, alice, bob, browser_of):
     """A code meant for bob's browser, replayed in alice's session (or a forged state), gets nothing."""
-    bobs = browser_of(bob)
-    to_authorize = bobs.start_connect("vault")
-    state = dict(p.split("=", 1) for p in to_authorize.headers["location"].split("?")[1].split("&"))["state"]
+    state = parse_qs(urlparse(browser_of(bob).authorization_url("vault")).query)["state"][0]
     alices = browser_of(alice)
 
     answer = alices.callback(f"/oauth/upstream/callback/?code=stolen&state={state}")
@@ -119,3 +119,15 @@ def test_disconnect_forgets_the_grant_and_revokes_it_at_the_backend(oauth_server
     assert browser.messages(answer) == ["Disconnected vault: your calls to it stop until you connect it again."]
     assert not UpstreamOAuthGrant.objects.filter(user=alice).exists()
     assert all(g["revoked"] for g in oauth_backend.stats()["grants"] if g["subject"] == "alice-leaving@vault")
+
+
+def test_the_authorization_request_carries_pkce_s256_state_and_the_resource(oauth_server, oauth_backend, alice, browser_of):
+    url = browser_of(alice).authorization_url("vault")
+
+    query = {key: values[0] for key, values in parse_qs(urlparse(url).query).items()}
+    assert url.startswith(f"{oauth_backend.base}/authorize?")
+    assert query["response_type"] == "code" and query["code_challenge_method"] == "S256"
+    assert len(query["code_challenge"]) == 43 and len(query["state"]) >= 43
+    assert query["resource"] == oauth_backend.url
+    assert query["redirect_uri"].endswith("/oauth/upstream/callback/")
+    assert "code_verifier" not in url

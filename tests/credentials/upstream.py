@@ -51,15 +51,18 @@ class HubBrowser:
         return self.http.get("/tools/").text
 
     def start_connect(self, server: str) -> httpx2.Response:
-        """Press Connect: the hub's answer (a redirect to the backend's authorization server, or back with an error)."""
+        """Press Connect: the hub's answer (a page moving on to the backend's authorization server, or back with an error)."""
         page = self.tools_page()
         return self.http.post(f"/servers/{server}/connect/", data={"csrfmiddlewaretoken": csrf(page), "next": "/tools/"})
 
+    def authorization_url(self, server: str) -> str:
+        answer = self.start_connect(server)
+        assert answer.status_code == 200, answer.text[:500]
+        return html.unescape(re.search(r'id="continue-sign-in" href="([^"]+)"', answer.text).group(1))
+
     def authorize(self, server: str, *, subject: str | None, deny: bool = False) -> httpx2.Response:
         """Connect through the backend's approve page; returns the hub's answer to the callback."""
-        to_authorize = self.start_connect(server)
-        assert to_authorize.status_code == 302, to_authorize.text[:500]
-        to_approve = httpx2.get(to_authorize.headers["location"])
+        to_approve = httpx2.get(self.authorization_url(server))
         assert to_approve.status_code == 302, to_approve.text
         approve_url = to_approve.headers["location"]
         request_id = parse_qs(urlparse(approve_url).query)["request"][0]
