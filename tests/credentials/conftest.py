@@ -5,6 +5,7 @@ from collections.abc import Iterator
 import pytest
 
 from apps.catalog.models import McpServer
+from tests.catalog.conftest import _close_thread_connections  # noqa: F401 - autouse: async tests' ORM thread
 from tests.credentials.upstream import HubBrowser, OAuthBackend
 
 
