@@ -249,6 +249,9 @@ def _refresh_now(grant: UpstreamOAuthGrant) -> UpstreamOAuthGrant:
     try:
         token = oauth.refresh(grant.server.url, auth, info, refresh_token=refresh_token)
     except oauth.GrantRejected as exc:
+        current = UpstreamOAuthGrant.objects.select_related("server", "client").get(pk=grant.pk)
+        if current.tokens.get("refresh_token") not in (None, refresh_token):
+            return current  # another process rotated it meanwhile (the lock is per process when embedded)
         return mark_broken(grant=grant, problem=str(exc))
     # Any other failure (AS unreachable) leaves the grant as it is: the next call tries again.
     with transaction.atomic():
