@@ -26,7 +26,9 @@ from django.db import transaction
 from django.utils import timezone
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
+from apps.catalog import operations
 from apps.catalog.models import McpServer
+from apps.catalog.permissions import may_write_server
 from apps.connections.auth_probe import probe
 from apps.connections.errors import ServerUnavailable
 from apps.connections.specs import ServerSpec
@@ -139,6 +141,9 @@ def finish_connect(*, user: Any, session: Any, params: dict[str, str]) -> tuple[
     auth = oauth.ServerAuth.from_json(entry["metadata"])
     token = _exchange(server, auth, client, params, entry["verifier"])
     _store(server=server, user=user, client=client, token=token, scope=token.scope or auth.scope or "")
+    if server.enabled and server.last_ok_at is None and may_write_server(user, server):
+        # A staff user's first sign-in is what a never-discovered server was waiting for.
+        operations.request_discovery(server_ids=[server.pk], user_id=user.pk)
     return Connected(server, token.scope or ""), entry["next"]
 
 
@@ -260,7 +265,8 @@ def _refresh_now(grant: UpstreamOAuthGrant) -> UpstreamOAuthGrant:
             setattr(grant, field, value)
         grant.refreshed_at = timezone.now()
         grant.save(update_fields=["tokens", "expires_at", "lifetime", "refreshed_at", "updated_at"])
-        _announce(grant.user_id, grant.server_id)
+    # No announcement: views holding the old token rebuild at its refresh point (`fresh_until`), the
+    # old token still works until it expires, and a refresh is no reason to tell clients the list changed.
     logger.info("upstream OAuth: refreshed user %s's token for %s", grant.user_id, grant.server.name)
     return grant
 

@@ -19,7 +19,7 @@ from apps.catalog.models import McpServer
 from apps.credentials.upstream_models import UpstreamOAuthGrant
 from apps.toolsets.services import enable_tools
 from tests.credentials.upstream import OAuthBackend
-from tests.live_hub import mcp_client
+from tests.live_hub import mcp_client, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.anyio]
 
@@ -38,9 +38,9 @@ def vault(hub, short_lived_backend, admin_user, alice, bob, charlie, browser_of)
     """The backend, discovered with the admin's own sign-in, enabled on alice's, bob's and charlie's endpoints."""
     server = McpServer.objects.create(name="vault", transport="streamable_http", url=short_lived_backend.url)
     assert "Requires OAuth" in operations.discover_now(server=server).error  # marks it
-    browser_of(admin_user).authorize("vault", subject="admin@vault")
-    outcome = operations.discover_now(server=McpServer.objects.get(pk=server.pk), user=admin_user)
-    assert outcome.ok, outcome.error
+    browser_of(admin_user).authorize("vault", subject="admin@vault")  # discovers it with the admin's sign-in
+    assert wait_for(lambda: server.tools.filter(name="whoami").exists(), 60), McpServer.objects.get(pk=server.pk).last_error
+    assert McpServer.objects.get(pk=server.pk).status == McpServer.Status.HEALTHY
     for user in (alice, bob, charlie):
         enable_tools(endpoint=user.endpoints.get(), tools=server.tools.all())
     return server

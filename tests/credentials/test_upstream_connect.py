@@ -42,6 +42,7 @@ def test_a_backend_without_oauth_is_not_marked(pool_host, admin_user):
 def test_alice_connects_with_her_own_account(oauth_server, oauth_backend, alice, browser_of):
     browser = browser_of(alice)
     assert "not connected" in browser.tools_page()
+    assert browser.http.get("/api/servers/vault/my-oauth/").json()["state"] == "not_connected"
 
     answer = browser.authorize("vault", subject="alice@vault")
 
@@ -54,7 +55,10 @@ def test_alice_connects_with_her_own_account(oauth_server, oauth_backend, alice,
     assert backend_grant["resource"] == oauth_backend.url  # RFC 8707: the token is bound to this backend
     page = browser.tools_page()
     assert 'id="connection-vault"' in page and "connected" in page and "Disconnect" in page
-    assert grant.tokens["access_token"] not in page and grant.tokens["refresh_token"] not in page
+    api = browser.http.get("/api/servers/vault/my-oauth/").text
+    assert '"state":"connected"' in api and '"scope":"mcp offline_access"' in api
+    for secret in (grant.tokens["access_token"], grant.tokens["refresh_token"]):
+        assert secret not in page and secret not in api
 
 
 def test_tokens_and_client_secret_are_encrypted_at_rest(oauth_server, alice, browser_of):
@@ -108,6 +112,7 @@ def test_charlie_cannot_connect_a_server_he_cannot_see(oauth_server, alice, char
 
     assert 'id="connection-vault"' not in browser.tools_page()
     assert browser.start_connect("vault").status_code == 404
+    assert browser.http.get("/api/servers/vault/my-oauth/").status_code == 404
 
 
 def test_disconnect_forgets_the_grant_and_revokes_it_at_the_backend(oauth_server, oauth_backend, alice, browser_of):
@@ -131,3 +136,15 @@ def test_the_authorization_request_carries_pkce_s256_state_and_the_resource(oaut
     assert query["resource"] == oauth_backend.url
     assert query["redirect_uri"].endswith("/oauth/upstream/callback/")
     assert "code_verifier" not in url
+
+
+def test_disconnect_through_the_api(oauth_server, alice, browser_of):
+    browser = browser_of(alice)
+    browser.authorize("vault", subject="alice-api@vault")
+    csrf_token = browser.http.cookies.get("csrftoken")
+
+    deleted = browser.http.delete("/api/servers/vault/my-oauth/", headers={"X-CSRFToken": csrf_token})
+
+    assert deleted.status_code == 204
+    assert browser.http.get("/api/servers/vault/my-oauth/").json()["state"] == "not_connected"
+    assert not UpstreamOAuthGrant.objects.filter(user=alice).exists()
