@@ -40,8 +40,8 @@ class World:
 def world(alice, bob, charlie, dave, global_server, make_tool, settings, monkeypatch) -> World:
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_CLASSES": []}
     # Operations that would reach a backend: the matrix is about who may, not about backends.
-    monkeypatch.setattr(operations, "check_health", lambda server: types.SimpleNamespace(status="down", round_trip_ms=None, reason="stub", ok=False))
-    monkeypatch.setattr(operations, "discover_now", lambda server: types.SimpleNamespace(ok=False, report=None, error="stub"))
+    monkeypatch.setattr(operations, "check_health", lambda server, user=None: types.SimpleNamespace(status="down", round_trip_ms=None, reason="stub", ok=False))
+    monkeypatch.setattr(operations, "discover_now", lambda server, user=None: types.SimpleNamespace(ok=False, report=None, error="stub"))
     monkeypatch.setattr(llm_services, "list_models", lambda provider: llm_services.ConnectionCheck(ok=True, models=["m"]))
     monkeypatch.setattr(operations, "live_state", lambda server_name: types.SimpleNamespace(stderr="", error="stub", stats=types.SimpleNamespace(as_dict=dict)))
     now = make_tool(global_server, "now")
