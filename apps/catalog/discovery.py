@@ -159,7 +159,10 @@ def record_failure(*, server: McpServer, error: str) -> str:
     requiring OAuth (so users see Connect) rather than only down. Returns the error as recorded."""
     from apps.connections.auth_probe import probe
 
-    if server.transport != McpServer.Transport.STDIO and probe(server.url, dict(server.headers)) is not None:
+    # The SDK reports an HTTP error status (a 401 among them) as "Server returned an error response";
+    # only then is the probe worth its round trip (not for timeouts or refused connections).
+    maybe_refused = "error response" in error or "401" in error
+    if server.transport != McpServer.Transport.STDIO and maybe_refused and probe(server.url, dict(server.headers), timeout=5.0):
         if not server.oauth:
             McpServer.objects.filter(pk=server.pk).update(oauth=True)
             server.oauth = True
