@@ -68,7 +68,7 @@ def connect_hint(server_name: str, *, broken: bool) -> CredentialsMissing:
     return CredentialsMissing(server_name, message, fill_at=where)
 
 
-# --- Marking servers -----------------------------------------------------------------------
+# --- The backend's authorization server ----------------------------------------------------
 
 
 def server_auth(*, server: McpServer) -> oauth.ServerAuth:
