@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from apps.catalog.models import McpServer
 from apps.credentials.upstream_models import UpstreamOAuthGrant
-from tests.credentials.upstream import OAuthBackend
+from tests.upstream_oauth.upstream import OAuthBackend
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,7 +11,7 @@ from django.db import connection
 from apps.catalog import operations
 from apps.catalog.models import McpServer
 from apps.credentials.upstream_models import UpstreamOAuthClient, UpstreamOAuthGrant
-from tests.credentials.upstream import csrf
+from tests.upstream_oauth.upstream import csrf
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

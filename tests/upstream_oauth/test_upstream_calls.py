@@ -18,7 +18,7 @@ from apps.catalog import operations
 from apps.catalog.models import McpServer
 from apps.credentials.upstream_models import UpstreamOAuthGrant
 from apps.toolsets.services import enable_tools
-from tests.credentials.upstream import OAuthBackend
+from tests.upstream_oauth.upstream import OAuthBackend
 from tests.live_hub import mcp_client, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.anyio]

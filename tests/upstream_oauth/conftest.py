@@ -6,7 +6,7 @@ import pytest
 
 from apps.catalog.models import McpServer
 from tests.catalog.conftest import _close_thread_connections  # noqa: F401 - autouse: async tests' ORM thread
-from tests.credentials.upstream import HubBrowser, OAuthBackend
+from tests.upstream_oauth.upstream import HubBrowser, OAuthBackend
 
 
 @pytest.fixture(scope="module")
