@@ -70,6 +70,13 @@ async def test_each_users_calls_reach_the_backend_with_their_own_token(hub, vaul
     assert alices[0]["grant"] != bobs[0]["grant"]
 
 
+
+async def test_background_health_checks_use_a_staff_users_sign_in(hub, vault):
+    verdict = await sync_to_async(operations.check_health)(server=vault)  # no acting user: a beat task
+
+    assert verdict.status == McpServer.Status.HEALTHY, verdict.reason
+
+
 async def test_charlie_who_never_connected_is_told_where_to_connect(hub, vault, charlie, settings):
     result, text = await whoami(hub, charlie)
 

@@ -30,6 +30,14 @@ def test_discovery_marks_a_backend_answering_401_as_requiring_oauth(pool_host, o
     assert "OAuth: per-user sign-in" in client.get("/servers/").content.decode()
 
 
+def test_a_marked_server_waits_for_a_staff_sign_in_instead_of_failing(pool_host, oauth_server, admin_user):
+    outcome = operations.discover_now(server=oauth_server, user=admin_user)
+
+    oauth_server.refresh_from_db()
+    assert "requires OAuth: it is discovered and checked with the sign-in of the staff user" in outcome.error
+    assert oauth_server.status == McpServer.Status.UNKNOWN and "connect it" in oauth_server.last_error
+
+
 def test_a_backend_without_oauth_is_not_marked(pool_host, admin_user):
     server = McpServer.objects.create(name="nowhere", transport="streamable_http", url="http://127.0.0.1:9/mcp")
 
