@@ -96,13 +96,19 @@ def _add_tools(view: EndpointView, enabled: list[EndpointTool], servers: dict[in
         view.tools[name] = Exposed(name, servers[tool.server_id].name, tool.name, tool.pk, tool_entry(tool, name, et.description_override))
 
 
+MIN_FRESH_SECONDS = 5.0
+
+
 def _fresh_until(oauth_server_ids: list[int], user_id: int) -> float:
     if not oauth_server_ids:
         return float("inf")
     from apps.credentials.upstream_selectors import refresh_deadline
 
     deadline = refresh_deadline(oauth_server_ids, user_id)
-    return float("inf") if deadline is None else time.monotonic() + (deadline.timestamp() - time.time())
+    if deadline is None:
+        return float("inf")
+    # At least a few seconds: a refresh that failed (authorization server down) is not retried per request.
+    return time.monotonic() + max(deadline.timestamp() - time.time(), MIN_FRESH_SECONDS)
 
 
 def tool_entry(tool: Tool, name: str, description_override: str = "") -> dict[str, Any]:
