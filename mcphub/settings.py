@@ -327,6 +327,9 @@ MCPHUB_POOL = {
     "on_notification": "apps.gateway.subscriptions.on_backend_notification",
     # Requests in flight to one backend server; past it calls fail at once with a clear error.
     "max_inflight_per_server": envint("MCPHUB_MAX_INFLIGHT_PER_SERVER", 512),
+    # Per-user connections (stdio children) one shared server with ${user:NAME} variables may hold
+    # at once; past it the least recently used idle one is closed.
+    "max_partitions_per_server": envint("MCPHUB_MAX_USER_CONNECTIONS_PER_SERVER", 64),
     # Seconds a backend may take to start and answer initialize.
     "connect_timeout": envint("MCPHUB_CONNECT_TIMEOUT", 30),
 }

@@ -8,6 +8,7 @@ from apps.accounts.api import AccessTokenViewSet, TeamViewSet
 from apps.catalog.api import ServerViewSet
 from apps.chat.api import ConversationViewSet
 from apps.chat.runs.api import RunViewSet
+from apps.credentials.api import MyCredentialsView
 from apps.credentials.upstream_api import MyOAuthView
 from apps.discovery.api import PatternsView, PatternView, SuggestView
 from apps.gateway.api import UsageViewSet
@@ -31,6 +32,7 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves its start-up script as a file: the CSP allows no inline scripts.
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    path("servers/<str:name>/my-credentials/", MyCredentialsView.as_view(), name="server-my-credentials"),
     path("endpoints/<slug:slug>/suggest/", SuggestView.as_view(), name="endpoint-suggest"),
     path("endpoints/<slug:slug>/patterns/", PatternsView.as_view(), name="endpoint-patterns"),
     path("endpoints/<slug:slug>/patterns/<int:pk>/", PatternView.as_view(), name="endpoint-pattern"),

@@ -52,12 +52,18 @@ class McpServerAdmin(admin.ModelAdmin):
     autocomplete_fields = ("owner", "team")
     health_fields = ("status", "last_error", "last_ok_at", "last_checked_at", "config_hash")
     live_fields = ("pool_counters", "stderr_tail")
-    readonly_fields = (*health_fields, *live_fields, "tool_table")
+    readonly_fields = (*health_fields, *live_fields, "tool_table", "credentials_filled")
     actions = ("discover_now", "test_connection")
     fieldsets = (
         ("Identity", {"fields": ("name", "display_name", "description")}),
         ("Connection", {"fields": ("transport", "command", "args", "cwd", "url", "timeout")}),
         ("Secrets", {"fields": ("env", "headers"), "description": "Encrypted at rest; values are never shown."}),
+        ("Per-user credentials", {
+            "fields": ("user_variables", "credentials_filled"),
+            "description": "Write a value as ${user:NAME} (an env value of a stdio server; a header value or the URL "
+            "of a remote one) and each user fills their own NAME on the server's credentials page or with "
+            "/api/servers/<name>/my-credentials/. Describe the variables here (optional).",
+        }),
         ("Access", {"fields": ("enabled", "visibility", "owner", "team")}),
         ("Health", {"fields": health_fields}),
         ("Connection pool", {"fields": live_fields, "description": "Live, from the worker that holds the connection."}),
@@ -124,6 +130,20 @@ class McpServerAdmin(admin.ModelAdmin):
         for server in queryset:
             verdict = operations.check_health(server=server, user=request.user)
             self.message_user(request, str(verdict), levels.get(verdict.status, messages.WARNING))
+
+    @admin.display(description="filled by")
+    def credentials_filled(self, server: McpServer) -> str:
+        """Who filled which variable (names only; values are never read here)."""
+        variables = server.user_variable_list()
+        if not server.pk or not variables:
+            return "No ${user:NAME} variables."
+        filled = list(server.user_credentials.values_list("names", flat=True))  # apps.credentials, by relation
+        url = reverse("admin:credentials_usercredential_changelist") + f"?server__id__exact={server.pk}"
+        rows = format_html_join(
+            "", "<li><code>{}</code> ({}): {} user(s)</li>",
+            ((v.name, v.used_in, sum(v.name in names for names in filled)) for v in variables),
+        )
+        return format_html('<ul>{}</ul><a href="{}">See who filled what</a>', rows, url)
 
     @admin.display(description="pool counters")
     def pool_counters(self, server: McpServer) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
+from apps.catalog import uservars
 from apps.catalog.models import McpServer
 
 # What a stored value looks like on the page; typing it back means "keep what is stored".
@@ -27,13 +28,18 @@ class MaskedSecretsTextarea(forms.Textarea):
 
     def format_value(self, value: Any) -> str:
         if isinstance(value, dict):
-            return "\n".join(f"{key}={MASK}" for key in value)
+            return "\n".join(f"{key}={_masked(secret)}" for key, secret in value.items())
         return "\n".join(_mask_line(line) for line in str(value or "").splitlines())
 
 
+def _masked(value: str) -> str:
+    # `${user:NAME}` (each user's own value, filled by them) is no secret of the server: shown as written.
+    return value if uservars.is_public_value(str(value)) else MASK
+
+
 def _mask_line(line: str) -> str:
-    key, sep, _ = line.partition("=")
-    return f"{key.strip()}={MASK}" if sep else line
+    key, sep, value = line.partition("=")
+    return f"{key.strip()}={_masked(value.strip())}" if sep else line
 
 
 class SecretMapField(forms.Field):

@@ -6,7 +6,6 @@ transaction: a file with one bad entry changes nothing.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -259,9 +258,9 @@ def export_servers(
 def server_config(server: McpServer, *, include_secrets: bool = False) -> ServerConfig:
     env, headers = dict(server.env), dict(server.headers)
     if not include_secrets:
-        env = {name: value if _only_user_variables(value) else env_placeholder(name) for name, value in env.items()}
+        env = {name: value if uservars.is_public_value(value) else env_placeholder(name) for name, value in env.items()}
         headers = {
-            name: value if _only_user_variables(value) else header_placeholder(server.name, name)
+            name: value if uservars.is_public_value(value) else header_placeholder(server.name, name)
             for name, value in headers.items()
         }
     return ServerConfig(
@@ -277,15 +276,6 @@ def server_config(server: McpServer, *, include_secrets: bool = False) -> Server
         enabled=server.enabled,
         timeout=None if server.timeout == settings.MCPHUB_DEFAULT_SERVER_TIMEOUT else server.timeout,
     )
-
-
-# What may surround a `${user:NAME}` in a value that is exported as written: an auth scheme, no secret.
-_USER_VALUE_REST_RE = re.compile(r"^(?:(?:Bearer|Basic|Token|token|Bot) )?$")
-
-
-def _only_user_variables(value: str) -> bool:
-    """`${user:GITHUB_TOKEN}` or `Bearer ${user:TOKEN}`: each user's own value, nothing of the admin's."""
-    return bool(uservars.names_in(value)) and bool(_USER_VALUE_REST_RE.match(uservars.PLACEHOLDER_RE.sub("", value)))
 
 
 def _export_key(server: McpServer) -> str:

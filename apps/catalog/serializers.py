@@ -29,16 +29,28 @@ class ServerSerializer(serializers.ModelSerializer):
     team = serializers.SlugRelatedField(slug_field="slug", queryset=Team.objects.all(), required=False, allow_null=True)
     timeout = serializers.IntegerField(min_value=1, max_value=86400, required=False, help_text="Seconds per call.")
     tool_count = serializers.IntegerField(read_only=True, default=0)
+    user_variables = serializers.JSONField(
+        required=False,
+        help_text="The ${user:NAME} placeholders the config uses (each user fills their own values at "
+        "/api/servers/<name>/my-credentials/). Write: labels and help, "
+        '[{"name": "GITHUB_TOKEN", "label": "GitHub token", "help_text": "…", "required": true}]; '
+        "read: every variable used, with where it goes (`used_in`).",
+    )
 
     class Meta:
         model = McpServer
         fields = [
             "id", "name", "display_name", "description", "transport", "command", "args", "env", "env_keys", "cwd",
-            "url", "headers", "header_keys", "enabled", "timeout", "visibility", "owner", "team", "status",
+            "url", "headers", "header_keys", "user_variables", "enabled", "timeout", "visibility", "owner", "team", "status",
             "last_error", "last_ok_at", "last_checked_at", "oauth", "tool_count", "created_at", "updated_at",
         ]
         read_only_fields = ["status", "last_error", "last_ok_at", "last_checked_at", "oauth", "created_at", "updated_at"]
         extra_kwargs = {"oauth": {"help_text": "The backend requires OAuth: each user connects it with their own account."}}
+
+    def to_representation(self, server: McpServer) -> dict:
+        data = super().to_representation(server)
+        data["user_variables"] = [variable.__dict__ for variable in server.user_variable_list()]
+        return data
 
     def get_env_keys(self, server: McpServer) -> list[str]:
         return sorted(server.env)

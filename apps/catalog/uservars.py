@@ -104,6 +104,16 @@ def _metadata_problem(metadata: Any, placed: Mapping[str, str]) -> str:
     return ""
 
 
+# What may surround a `${user:NAME}` in a value that is shown and exported as written: an auth
+# scheme, nothing of the admin's secrets.
+_PUBLIC_REST_RE = re.compile(r"^(?:(?:Bearer|Basic|Token|token|Bot) )?$")
+
+
+def is_public_value(value: str) -> bool:
+    """`${user:GITHUB_TOKEN}` or `Bearer ${user:TOKEN}`: each user's own value, no stored secret in it."""
+    return bool(names_in(value)) and bool(_PUBLIC_REST_RE.match(PLACEHOLDER_RE.sub("", value)))
+
+
 def substitute(text: str, values: Mapping[str, str], *, in_url: bool = False) -> str:
     """`text` with each `${user:NAME}` replaced by the user's value ('' when not filled)."""
 

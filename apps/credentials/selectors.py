@@ -124,13 +124,19 @@ def credentials_missing(server: McpServer, missing: list[uservars.UserVariable])
 def spec_for_operation(server: McpServer, user: Any = None) -> ServerSpec:
     """Discovery and health checks (`catalog.operations.operational_spec`): the values of the user
     running it, else the server owner's; a background task (no user) uses the owner's."""
-    if not server.user_variable_list() and not server.oauth:
-        return server.to_spec()
     candidates = [u for u in (user, server.owner) if u is not None and getattr(u, "is_authenticated", False)]
     if server.oauth:  # upstream OAuth: else a staff user who connected it (most recently refreshed first)
         from apps.credentials.upstream_selectors import staff_with_grants
 
         candidates += staff_with_grants(server)
+    if not server.user_variable_list() and not server.oauth:
+        # Only per-user headers (a provider's) can differ: the first candidate a provider serves, else shared.
+        for candidate in dict.fromkeys(candidates):
+            try:
+                return spec_for_user(server, candidate.pk)
+            except CredentialsMissing:
+                continue
+        return server.to_spec()
     for candidate in dict.fromkeys(candidates):
         try:
             return spec_for_user(server, candidate.pk)

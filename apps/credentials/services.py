@@ -71,13 +71,15 @@ def _remove(user, server: McpServer, row: UserCredential | None) -> bool:
         return False
     row.delete()
     _changed(user, server)
+    # Nothing may run on them any more: stop the user's backend now rather than when it idles out.
+    operations.request_close(server_name=pool_key(server.name, partition_for(user.pk)))
     return True
 
 
 def _changed(user, server: McpServer) -> None:
-    """After commit: the user's views rebuild, and only their connection closes (the next call
-    opens one with the new values). A staff user's first values discover a never-discovered server."""
+    """The user's views rebuild with the new spec; its new config_hash makes the pool replace only
+    this user's connection at their next call (the old one drains; closing it here could hit the
+    new one a quick call already opened). A staff user's first values discover a never-discovered server."""
     credentials_changed.send(sender=UserCredential, user_id=user.pk, server_id=server.pk)
-    operations.request_close(server_name=pool_key(server.name, partition_for(user.pk)))
     if server.enabled and server.last_ok_at is None and may_write_server(user, server):
         operations.request_discovery(server_ids=[server.pk], user_id=user.pk)

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.catalog.models import McpServer, Tool
 from apps.catalog.selectors import visible_tools
 from apps.credentials import upstream_selectors
+from apps.credentials.selectors import servers_needing_credentials
 from apps.discovery.selectors import rank_tools
 from apps.toolsets import selectors, services
 from apps.toolsets.models import Endpoint
@@ -36,6 +37,8 @@ class Group:
     enabled: int = 0
     tools: list[Tool] = field(default_factory=list)
     open: bool = False
+    personal: bool = False  # the server takes each user's own credentials
+    needs: list[str] = field(default_factory=list)  # required variables this user has not filled
 
     @property
     def rows(self) -> list[Tool] | None:
@@ -90,12 +93,23 @@ def list_context(request: HttpRequest, endpoint: Endpoint) -> dict:
     if query:
         matches = _ranked(tools, endpoint, query)
         shown = matches[:MAX_SEARCH_ROWS]
-        groups = build_groups(shown, open_all=True)
+        groups = mark_credentials(build_groups(shown, open_all=True), request.user.pk)
         return {"query": query, "groups": groups, "match_count": len(shown), "shown": len(shown),
                 "truncated": len(matches) > MAX_SEARCH_ROWS, "endpoint": endpoint}
     total = tools.count()
     groups = build_groups(list(tools), open_all=True) if total <= OPEN_ALL_UP_TO else _closed_groups(tools)
-    return {"query": "", "groups": groups, "total": total, "endpoint": endpoint}
+    return {"query": "", "groups": mark_credentials(groups, request.user.pk), "total": total, "endpoint": endpoint}
+
+
+def mark_credentials(groups: list[Group], user_id: int) -> list[Group]:
+    """Flag the servers that take each user's own credentials, and those this user still has to fill."""
+    servers = list(McpServer.objects.filter(pk__in=[g.server.pk for g in groups]))  # whole rows: one query
+    personal = {s.pk for s in servers if s.has_user_variables}
+    needing = servers_needing_credentials([s for s in servers if s.pk in personal], user_id)
+    for group in groups:
+        group.personal = group.server.pk in personal
+        group.needs = needing.get(group.server.name, [])
+    return groups
 
 
 def _closed_groups(tools: QuerySet[Tool]) -> list[Group]:
@@ -175,7 +189,7 @@ def toggle_server(request: HttpRequest, slug: str, server: str) -> HttpResponse:
         error = f"Not enabled: {exc}"
     rows = _rows(request, endpoint).filter(server__name=server)
     query = request.POST.get("q", "").strip()
-    group = build_groups(list(_search(rows, query) if query else rows), open_all=True)[0]
+    group = mark_credentials(build_groups(list(_search(rows, query) if query else rows), open_all=True), request.user.pk)[0]
     return _fragment(request, endpoint, "web/_tool_group.html", {"group": group, "query": query}, error=error)
 
 

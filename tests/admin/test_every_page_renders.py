@@ -7,13 +7,14 @@ from django.contrib import admin
 from django.urls import reverse
 
 from apps.catalog.models import Prompt, Resource, ResourceTemplate, Tool
+from apps.credentials.models import UserCredential
 from apps.credentials.upstream_models import UpstreamOAuthClient, UpstreamOAuthGrant
 from apps.toolsets.models import ToolCall
 
 REGISTERED = sorted(admin.site._registry, key=lambda model: model._meta.label)
 # Discovery, the gateway's call log, upstream OAuth sign-ins, sign-in attempts (django-axes) and the
-# audit trail fill these in; nobody adds them by hand.
-DISCOVERED = {Tool, Resource, ResourceTemplate, Prompt, ToolCall, UpstreamOAuthClient, UpstreamOAuthGrant} | {
+# audit trail fill these in; nobody adds them by hand (nor another user's credentials: each user fills their own).
+DISCOVERED = {Tool, Resource, ResourceTemplate, Prompt, ToolCall, UserCredential, UpstreamOAuthClient, UpstreamOAuthGrant} | {
     model for model in REGISTERED if model._meta.app_label in ("axes", "auditlog", "audit")
 }
 
