@@ -85,8 +85,8 @@ class Toolbox:
 async def _version(endpoint_id: int) -> object:
     # The counter toolsets bumps on every change of the endpoint (the gateway reads the same key).
     client = hotstate.async_redis()
-    if client is None:
-        return hotstate.memory.get(endpoint_version_key(endpoint_id))
+    if client is None:  # embedded: counters live in the database (hotstate.incr), not in memory
+        return await hotstate.read_counter(endpoint_version_key(endpoint_id))
     return await client.get(endpoint_version_key(endpoint_id))
 
 

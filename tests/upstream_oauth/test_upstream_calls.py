@@ -6,20 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
 from collections.abc import Iterator
 
 import pytest
 from asgiref.sync import sync_to_async
 from django.core.management import call_command
 
-from apps.accounts.services import create_access_token
 from apps.catalog import operations
 from apps.catalog.models import McpServer
 from apps.credentials.upstream_models import UpstreamOAuthGrant
 from apps.toolsets.services import enable_tools
-from tests.upstream_oauth.upstream import OAuthBackend
-from tests.live_hub import mcp_client, wait_for
+from tests.upstream_oauth.upstream import OAuthBackend, connect, whoami
+from tests.live_hub import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.anyio]
 
@@ -44,19 +42,6 @@ def vault(hub, short_lived_backend, admin_user, alice, bob, charlie, browser_of)
     for user in (alice, bob, charlie):
         enable_tools(endpoint=user.endpoints.get(), tools=server.tools.all())
     return server
-
-
-async def connect(browser_of, user, subject: str) -> None:
-    await sync_to_async(lambda: browser_of(user).authorize("vault", subject=subject))()
-
-
-async def whoami(hub, user) -> tuple[dict | None, str]:
-    endpoint = await sync_to_async(user.endpoints.get)()
-    token = (await sync_to_async(create_access_token)(user=user, name="laptop"))[1]
-    async with mcp_client(hub.url(endpoint.path), token) as client:
-        result = await client.call_tool("whoami", {})
-    text = result.content[0].text if result.content else ""
-    return (None if result.is_error else json.loads(text)), text
 
 
 async def test_each_users_calls_reach_the_backend_with_their_own_token(hub, vault, short_lived_backend, alice, bob, browser_of):

@@ -4,15 +4,18 @@ on the live hub that drives Connect through the backend's approve page."""
 from __future__ import annotations
 
 import html
+import json
 import re
 import subprocess
 import sys
 from urllib.parse import parse_qs, urlparse
 
 import httpx2
+from asgiref.sync import sync_to_async
 from django.test import Client
 
-from tests.live_hub import SERVERS, _accepts, free_port, wait_for
+from apps.accounts.services import create_access_token
+from tests.live_hub import SERVERS, _accepts, free_port, mcp_client, wait_for
 
 
 class OAuthBackend:
@@ -84,3 +87,16 @@ class HubBrowser:
 
 def csrf(page: str) -> str:
     return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+
+
+async def connect(browser_of, user, subject: str) -> None:
+    await sync_to_async(lambda: browser_of(user).authorize("vault", subject=subject))()
+
+
+async def whoami(hub, user) -> tuple[dict | None, str]:
+    endpoint = await sync_to_async(user.endpoints.get)()
+    token = (await sync_to_async(create_access_token)(user=user, name="laptop"))[1]
+    async with mcp_client(hub.url(endpoint.path), token) as client:
+        result = await client.call_tool("whoami", {})
+    text = result.content[0].text if result.content else ""
+    return (None if result.is_error else json.loads(text)), text
