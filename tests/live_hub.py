@@ -201,12 +201,48 @@ def wait_for(predicate, timeout: float, interval: float = 0.05) -> bool:
     return True
 
 
-def start_redis(port: int, data_dir: Path) -> subprocess.Popen:
-    """A throwaway redis-server (never the shared one, which other engineers' tests use)."""
+def start_redis(port: int, data_dir: Path, *options: str) -> subprocess.Popen:
+    """A throwaway redis-server (never the shared one, which other engineers' tests use).
+
+    `options` are more redis-server arguments (later ones win): `--requirepass PW`, or
+    `redis_tls_options(...)` to serve TLS on `port` instead of plain RESP.
+    """
     args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(data_dir)]
+    args += options
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     assert wait_for(lambda: _accepts(port), 10), "redis-server did not start"
     return process
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    ca: Path  # the throwaway CA that signed `cert`
+    cert: Path  # for 127.0.0.1 and localhost
+    key: Path
+
+
+def make_tls_files(directory: Path, name: str = "redis") -> TlsFiles:
+    """A throwaway CA and a server certificate it signed (openssl), for a TLS redis-server."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca, ca_key = directory / f"{name}-ca.crt", directory / f"{name}-ca.key"
+    cert, key, csr = directory / f"{name}.crt", directory / f"{name}.key", directory / f"{name}.csr"
+    ext = directory / f"{name}.ext"
+    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    for command in (
+        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca, "-days", "2", "-subj", f"/CN={name} test CA"],
+        ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=127.0.0.1"],
+        ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert, "-days", "2", "-extfile", ext],
+    ):
+        subprocess.run(["openssl", *map(str, command)], check=True, capture_output=True)
+    return TlsFiles(ca, cert, key)
+
+
+def redis_tls_options(port: int, files: TlsFiles) -> tuple[str, ...]:
+    """`start_redis` options: TLS on `port`, no plain port, no client certificates required."""
+    return (
+        "--port", "0", "--tls-port", str(port), "--tls-cert-file", str(files.cert), "--tls-key-file", str(files.key),
+        "--tls-ca-cert-file", str(files.ca), "--tls-auth-clients", "no",
+    )  # fmt: skip
 
 
 def _accepts(port: int) -> bool:

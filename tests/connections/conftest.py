@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from apps.connections.pool import Pool, PoolOptions
+from apps.connections.remote import RemotePool
 from apps.connections.specs import ServerSpec
 
 SERVERS = Path(__file__).resolve().parent.parent / "servers"
@@ -77,6 +78,13 @@ async def pool():
     async with Pool(PoolOptions(default_timeout=20.0)) as p:
         yield p
     assert await wait_until(lambda: not child_pids(), 5.0), "a backend process outlived the pool"
+
+
+async def live_pool(url: str):
+    """A `RemotePool` on `url` that already knows the live pool workers (for `_affinity` choices)."""
+    pool = RemotePool(url)
+    await pool._live_workers(refresh=True)
+    return pool
 
 
 def text(result) -> str:

@@ -20,7 +20,7 @@ import redis
 from apps.connections.errors import ServerCrashed
 from apps.connections.remote import RemotePool, _affinity
 from apps.connections.worker import DEFAULT_PREFIX, inbox_key, workers_key
-from tests.connections.conftest import free_port, sdk_spec, text, tiny_spec
+from tests.connections.conftest import free_port, live_pool, sdk_spec, text, tiny_spec
 from tests.live_hub import hub_env, start_redis, start_worker, stop, tagged_processes, wait_for
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(180), pytest.mark.django_db(transaction=True)]
@@ -79,15 +79,9 @@ async def _keep_calling(pool: RemotePool, spec, seconds: float) -> tuple[int, li
     return calls, errors, slowest
 
 
-async def _live_pool(url: str) -> RemotePool:
-    pool = RemotePool(url)
-    await pool._live_workers(refresh=True)
-    return pool
-
-
 async def test_a_killed_worker_fails_its_calls_fast_and_the_others_take_over(workers):
     url, processes = workers
-    async with await _live_pool(url) as pool:
+    async with await live_pool(url) as pool:
         slow_name, fast_name = _names_on_one_worker(pool, "kill")
         slow, fast = sdk_spec(slow_name, "echo.py", "stdio", "0", slow_name), tiny_spec(fast_name, "--tag", fast_name)
         assert text(await pool.call_tool(fast, "echo", {"text": "warm"})) == "warm"
@@ -122,7 +116,7 @@ async def test_a_killed_worker_fails_its_calls_fast_and_the_others_take_over(wor
 async def test_a_stopped_worker_finishes_its_calls_and_hands_the_rest_over(workers):
     url, processes = workers
     assert len(processes) >= 2, "needs a worker to take over"
-    async with await _live_pool(url) as pool:
+    async with await live_pool(url) as pool:
         slow_name, fast_name = _names_on_one_worker(pool, "term")
         slow, fast = sdk_spec(slow_name, "echo.py", "stdio", "0", slow_name), tiny_spec(fast_name, "--tag", fast_name)
         await pool.call_tool(slow, "echo", {"text": "warm"})
