@@ -352,6 +352,9 @@ MCPHUB_POOL = {
 # --- Health checks, re-discovery and the watched .mcp.json (Celery beat; see apps/catalog/operations.py).
 MCPHUB_HEALTH_INTERVAL = envint("MCPHUB_HEALTH_INTERVAL", 60)  # seconds between health checks
 MCPHUB_HEALTH_TIMEOUT = envint("MCPHUB_HEALTH_TIMEOUT", 10)  # seconds a health ping may take
+# Upstream OAuth: refresh a user's backend access token this many seconds before it expires
+# (or a third of its lifetime, if shorter), so a call never carries an expired one.
+MCPHUB_UPSTREAM_OAUTH_REFRESH_MARGIN = envint("MCPHUB_UPSTREAM_OAUTH_REFRESH_MARGIN", 120)
 MCPHUB_HEALTH_SLOW_MS = envint("MCPHUB_HEALTH_SLOW_MS", 2000)  # a slower ping means `degraded`
 MCPHUB_DISCOVERY_INTERVAL = envint("MCPHUB_DISCOVERY_INTERVAL", 60)  # minutes between re-discoveries
 MCPHUB_WATCH_MCP_JSON = envbool("MCPHUB_WATCH_MCP_JSON", False)  # re-import MCP_JSON_PATH when it changes

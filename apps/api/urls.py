@@ -9,6 +9,7 @@ from apps.catalog.api import ServerViewSet
 from apps.chat.api import ConversationViewSet
 from apps.chat.runs.api import RunViewSet
 from apps.credentials.api import MyCredentialsView
+from apps.credentials.upstream_api import MyOAuthView
 from apps.discovery.api import PatternsView, PatternView, SuggestView
 from apps.gateway.api import UsageViewSet
 from apps.llm.api import ProviderViewSet
@@ -35,5 +36,6 @@ urlpatterns = [
     path("endpoints/<slug:slug>/suggest/", SuggestView.as_view(), name="endpoint-suggest"),
     path("endpoints/<slug:slug>/patterns/", PatternsView.as_view(), name="endpoint-patterns"),
     path("endpoints/<slug:slug>/patterns/<int:pk>/", PatternView.as_view(), name="endpoint-pattern"),
+    path("servers/<str:name>/my-oauth/", MyOAuthView.as_view(), name="server-my-oauth"),
     path("", include(router.urls)),
 ]

@@ -15,5 +15,5 @@ class CatalogConfig(AppConfig):
 
         register(
             McpServer, secret_fields=["env", "headers"],
-            ignore_fields=["status", "last_error", "last_ok_at", "last_checked_at", "config_hash"],
+            ignore_fields=["status", "last_error", "last_ok_at", "last_checked_at", "config_hash", "oauth"],
         )

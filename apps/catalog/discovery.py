@@ -146,9 +146,32 @@ def discover_server(*, server: McpServer) -> DiscoveryReport:
     try:
         discovery = run_with_pool(lambda pool: pool.discover(spec))
     except Exception as exc:
-        record_health(server=server, ok=False, error=_describe(exc))
+        record_failure(server=server, error=_describe(exc))
         raise
     return apply_discovery(server=server, discovery=discovery)
+
+
+OAUTH_REQUIRED = (
+    "Requires OAuth: the backend asks each user to sign in with their own account (Connect on the "
+    "Tools page, /tools/#connections); discovery needs a connected staff user. ({error})"
+)
+
+
+def record_failure(*, server: McpServer, error: str) -> str:
+    """Record a failed discovery; an HTTP backend answering 401 with a Bearer challenge is marked as
+    requiring OAuth (so users see Connect) rather than only down. Returns the error as recorded."""
+    from apps.connections.auth_probe import probe
+
+    # The SDK reports an HTTP error status (a 401 among them) as "Server returned an error response";
+    # only then is the probe worth its round trip (not for timeouts or refused connections).
+    maybe_refused = "error response" in error or "401" in error
+    if server.transport != McpServer.Transport.STDIO and maybe_refused and probe(server.url, dict(server.headers), timeout=5.0):
+        if not server.oauth:
+            McpServer.objects.filter(pk=server.pk).update(oauth=True)
+            server.oauth = True
+        error = OAUTH_REQUIRED.format(error=error)
+    record_health(server=server, ok=False, error=error)
+    return error
 
 
 def _describe(exc: BaseException) -> str:

@@ -80,6 +80,10 @@ class McpServer(TimeStampedModel):
     last_error = models.TextField(blank=True, editable=False)
     last_ok_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_checked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    oauth = models.BooleanField(
+        default=False, editable=False,
+        help_text="The backend answered 401 with OAuth resource metadata: each user connects it with their own account.",
+    )
 
     class Meta:
         ordering = ["name"]

@@ -34,7 +34,7 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
-from apps.catalog.discovery import DiscoveryReport, _describe, apply_discovery, record_health
+from apps.catalog.discovery import DiscoveryReport, _describe, apply_discovery, record_failure, record_health
 from apps.catalog.models import McpServer
 from apps.connections.errors import PoolError
 from apps.connections.specs import ServerSpec, server_of
@@ -217,8 +217,7 @@ def _outcome(server: McpServer, result: Any) -> DiscoveryOutcome:
         record_waiting(server=server, reason=result.reason.message)
         return DiscoveryOutcome(server.name, error=result.reason.message)
     if isinstance(result, BaseException):  # any backend failure is this server's verdict
-        error = _describe(result)
-        record_health(server=server, ok=False, error=error)
+        error = record_failure(server=server, error=_describe(result))
         return DiscoveryOutcome(server.name, error=error)
     return DiscoveryOutcome(server.name, report=apply_discovery(server=server, discovery=result))
 

@@ -42,9 +42,10 @@ class ServerSerializer(serializers.ModelSerializer):
         fields = [
             "id", "name", "display_name", "description", "transport", "command", "args", "env", "env_keys", "cwd",
             "url", "headers", "header_keys", "user_variables", "enabled", "timeout", "visibility", "owner", "team", "status",
-            "last_error", "last_ok_at", "last_checked_at", "tool_count", "created_at", "updated_at",
+            "last_error", "last_ok_at", "last_checked_at", "oauth", "tool_count", "created_at", "updated_at",
         ]
-        read_only_fields = ["status", "last_error", "last_ok_at", "last_checked_at", "created_at", "updated_at"]
+        read_only_fields = ["status", "last_error", "last_ok_at", "last_checked_at", "oauth", "created_at", "updated_at"]
+        extra_kwargs = {"oauth": {"help_text": "The backend requires OAuth: each user connects it with their own account."}}
 
     def to_representation(self, server: McpServer) -> dict:
         data = super().to_representation(server)

@@ -59,11 +59,15 @@ class Toolbox:
 
         from apps.connections.default import get_pool
         from apps.connections.errors import PoolError
+        from apps.credentials.upstream_calls import with_user_token
 
         started, clock = time.time(), time.perf_counter()
         try:
             spec = self.view.spec(exposed.server)  # type: ignore[union-attr]  # CredentialsMissing is a PoolError
-            result = await get_pool().call_tool(spec, exposed.backend_name, call.arguments, timeout=spec.timeout, raw=True)
+            result = await with_user_token(
+                spec, self.view.owner_id,  # type: ignore[union-attr]
+                lambda s: get_pool().call_tool(s, exposed.backend_name, call.arguments, timeout=s.timeout, raw=True),
+            )
         except asyncio.CancelledError:
             self._log(exposed, call, started, clock, "Cancelled by the user")
             raise
@@ -81,8 +85,8 @@ class Toolbox:
 async def _version(endpoint_id: int) -> object:
     # The counter toolsets bumps on every change of the endpoint (the gateway reads the same key).
     client = hotstate.async_redis()
-    if client is None:
-        return hotstate.memory.get(endpoint_version_key(endpoint_id))
+    if client is None:  # embedded: counters live in the database (hotstate.incr), not in memory
+        return await hotstate.read_counter(endpoint_version_key(endpoint_id))
     return await client.get(endpoint_version_key(endpoint_id))
 
 

@@ -27,3 +27,7 @@ class UserCredential(TimeStampedModel):
 
     def __str__(self) -> str:
         return f"{self.user} · {self.server.name}"
+
+
+# Upstream OAuth (the hub as OAuth client of backends): its own module, registered here.
+from apps.credentials.upstream_models import UpstreamOAuthClient, UpstreamOAuthGrant  # noqa: E402, F401

@@ -125,7 +125,11 @@ def spec_for_operation(server: McpServer, user: Any = None) -> ServerSpec:
     """Discovery and health checks (`catalog.operations.operational_spec`): the values of the user
     running it, else the server owner's; a background task (no user) uses the owner's."""
     candidates = [u for u in (user, server.owner) if u is not None and getattr(u, "is_authenticated", False)]
-    if not server.user_variable_list():
+    if server.oauth:  # upstream OAuth: else a staff user who connected it (most recently refreshed first)
+        from apps.credentials.upstream_selectors import staff_with_grants
+
+        candidates += staff_with_grants(server)
+    if not server.user_variable_list() and not server.oauth:
         # Only per-user headers (a provider's) can differ: the first candidate a provider serves, else shared.
         for candidate in dict.fromkeys(candidates):
             try:
@@ -138,6 +142,13 @@ def spec_for_operation(server: McpServer, user: Any = None) -> ServerSpec:
             return spec_for_user(server, candidate.pk)
         except CredentialsMissing as exc:
             first_problem = exc
+    if server.oauth and not server.user_variable_list():
+        raise CredentialsMissing(
+            server.name,
+            f"{server.name} requires OAuth: it is discovered and checked with the sign-in of the staff user who runs "
+            "it, its owner, or another staff user who connected it, and none has: connect it (Connect on the Servers "
+            "or Tools page), then discover it again.",
+        )
     if candidates:
         who = " or ".join(sorted({c.get_username() for c in candidates}))
         raise CredentialsMissing(

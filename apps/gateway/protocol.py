@@ -239,8 +239,10 @@ async def _backend_call(ctx: Context, exposed: Exposed, arguments: dict[str, Any
         return {"content": [{"type": "text", "text": f"Tool {exposed.name} failed: {exc.message}"}], "isError": True}
     if spec.url == BUILTIN_URL:
         return await _builtin_call(ctx, exposed, arguments, meta)
-    try:
-        result = await _get_pool().call_tool(
+    from apps.credentials.upstream_calls import with_user_token
+
+    def call(spec: Any) -> Any:
+        return _get_pool().call_tool(
             spec,
             exposed.backend_name,
             arguments,
@@ -249,6 +251,10 @@ async def _backend_call(ctx: Context, exposed: Exposed, arguments: dict[str, Any
             relay=_relay(ctx),
             raw=True,
         )
+
+    try:
+        # The owner's own upstream OAuth token, refreshed once if the backend refuses it.
+        result = await with_user_token(spec, ctx.view.owner_id, call)
     except MCPError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None
     except PoolError as exc:

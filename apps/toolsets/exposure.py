@@ -50,6 +50,9 @@ class EndpointView:
     # Servers whose spec the owner cannot have yet (required user variables not filled).
     missing: dict[str, CredentialsMissing] = field(default_factory=dict)
     tool_list_json: list[str] = field(default_factory=list)
+    # time.monotonic() past which the view must be rebuilt: a user's upstream OAuth token it
+    # holds is then due for a refresh (apps.credentials); infinite without such tokens.
+    fresh_until: float = float("inf")
 
     def spec(self, server: str) -> ServerSpec:
         """The owner's spec for `server`; raises `CredentialsMissing` (a PoolError) saying what to fill."""
@@ -79,6 +82,7 @@ def build(endpoint_id: int, version: object, *, page_size: int) -> EndpointView 
     _add_tools(view, enabled, servers, endpoint.naming_strategy)
     used = {servers[et.tool.server_id] for et in enabled}
     view.specs, view.missing = specs_for_user(used, endpoint.owner_id)
+    view.fresh_until = _fresh_until([s.pk for s in used if s.oauth], endpoint.owner_id)
     _add_prompts(view, used, endpoint.naming_strategy)
     _add_resources(view, used)
     view.tool_list_json = _pages([t.entry for t in view.tools.values()], page_size)
@@ -90,6 +94,21 @@ def _add_tools(view: EndpointView, enabled: list[EndpointTool], servers: dict[in
     for et, name in zip(enabled, naming.assign(candidates, strategy)):
         tool = et.tool
         view.tools[name] = Exposed(name, servers[tool.server_id].name, tool.name, tool.pk, tool_entry(tool, name, et.description_override))
+
+
+MIN_FRESH_SECONDS = 5.0
+
+
+def _fresh_until(oauth_server_ids: list[int], user_id: int) -> float:
+    if not oauth_server_ids:
+        return float("inf")
+    from apps.credentials.upstream_selectors import refresh_deadline
+
+    deadline = refresh_deadline(oauth_server_ids, user_id)
+    if deadline is None:
+        return float("inf")
+    # At least a few seconds: a refresh that failed (authorization server down) is not retried per request.
+    return time.monotonic() + max(deadline.timestamp() - time.time(), MIN_FRESH_SECONDS)
 
 
 def tool_entry(tool: Tool, name: str, description_override: str = "") -> dict[str, Any]:
@@ -149,7 +168,7 @@ async def current(endpoint_id: int, version: object, *, page_size: int) -> Endpo
     """The endpoint's view at `version`, built at most once per version per process."""
     cached = _views.get(endpoint_id)
     now = time.monotonic()
-    if cached is not None and cached[1].version == version and now - cached[0] < VIEW_MAX_AGE:
+    if cached is not None and cached[1].version == version and now - cached[0] < VIEW_MAX_AGE and now < cached[1].fresh_until:
         return cached[1]
     view = await single_flight(
         "exposure", (endpoint_id, version), functools.partial(build, endpoint_id, version, page_size=page_size)

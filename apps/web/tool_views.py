@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from apps.catalog.models import McpServer, Tool
 from apps.catalog.selectors import visible_tools
+from apps.credentials import upstream_selectors
 from apps.credentials.selectors import servers_needing_credentials
 from apps.discovery.selectors import rank_tools
 from apps.toolsets import selectors, services
@@ -132,6 +133,7 @@ def tools_page(request: HttpRequest) -> HttpResponse:
         nav="tools",
         budget=selectors.endpoint_budget(endpoint),
         endpoints=list(selectors.visible_endpoints(request.user).order_by("-is_default", "name")),
+        connections=upstream_selectors.connections_for(request.user),
     )
     return render(request, "web/tools.html", context)
 

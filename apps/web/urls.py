@@ -2,7 +2,7 @@ from django.urls import path
 
 from apps.web import (
     chat_views, credential_views, import_views, pattern_views, preset_views, provider_views, run_views, server_views, suggest_views, tool_views,
-    usage_views, views,
+    upstream_views, usage_views, views,
 )
 
 app_name = "web"
@@ -17,6 +17,9 @@ urlpatterns = [
     path("servers/<str:name>/discover/", server_views.discover_server, name="discover_server"),
     path("servers/<str:name>/live/", server_views.server_live, name="server_live"),
     path("servers/<str:name>/credentials/", credential_views.server_credentials, name="server_credentials"),
+    path("servers/<str:name>/connect/", upstream_views.connect, name="upstream_oauth_connect"),
+    path("servers/<str:name>/disconnect/", upstream_views.disconnect, name="upstream_oauth_disconnect"),
+    path("oauth/upstream/callback/", upstream_views.callback, name="upstream_oauth_callback"),
     path("tools/", tool_views.tools_page, name="tools"),
     path("tools/<int:tool_id>/", tool_views.tool_detail, name="tool_detail"),
     path("endpoint/", views.default_endpoint, name="default_endpoint"),

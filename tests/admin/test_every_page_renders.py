@@ -8,13 +8,14 @@ from django.urls import reverse
 
 from apps.catalog.models import Prompt, Resource, ResourceTemplate, Tool
 from apps.credentials.models import UserCredential
+from apps.credentials.upstream_models import UpstreamOAuthClient, UpstreamOAuthGrant
 from apps.toolsets.models import ToolCall
 
 REGISTERED = sorted(admin.site._registry, key=lambda model: model._meta.label)
-# Discovery, the gateway's call log, sign-in attempts (django-axes), the audit trail and the OAuth
-# flow (codes, tokens stored as checksums, connected apps) fill these in; nobody adds them by hand
-# (nor another user's credentials: each user fills their own).
-DISCOVERED = {Tool, Resource, ResourceTemplate, Prompt, ToolCall, UserCredential} | {
+# Discovery, the gateway's call log, upstream OAuth sign-ins, sign-in attempts (django-axes), the
+# audit trail and the OAuth flow (codes, tokens stored as checksums, connected apps) fill these in;
+# nobody adds them by hand (nor another user's credentials: each user fills their own).
+DISCOVERED = {Tool, Resource, ResourceTemplate, Prompt, ToolCall, UserCredential, UpstreamOAuthClient, UpstreamOAuthGrant} | {
     model for model in REGISTERED if model._meta.app_label in ("axes", "auditlog", "audit", "oauth")
 } | {model for model in REGISTERED if model._meta.app_label == "oauth2_provider" and model._meta.model_name != "application"}
 

@@ -1,0 +1,250 @@
+"""The hub as an OAuth 2.1 client of a backend MCP server: the protocol steps, no models.
+
+Built from the `mcp` SDK's client pieces: its metadata models (`ProtectedResourceMetadata`,
+`OAuthMetadata`, `OAuthClientMetadata`, `OAuthClientInformationFull`, `OAuthToken`), the
+`WWW-Authenticate` parser, the RFC 9728 / RFC 8414 discovery URL builders, the registration
+request/response helpers, `PKCEParameters`, the RFC 9207 `iss` check, and `OAuthContext` for
+client authentication at the token endpoint and the RFC 8707 resource URL.
+
+Not `OAuthClientProvider` itself: it is an httpx `Auth` flow that runs the whole authorization
+inside one request of one client, awaiting a redirect handler and a callback in the same task.
+The hub's flow spans two browser requests (Connect, then the callback, possibly on another web
+process), keeps its state in the user's session and its tokens per user in the database, and
+refreshes on behalf of many users. So the steps are called one by one here, synchronously (they
+run in sync views and in the worker's thread), with the SDK doing the parsing and building.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx2
+from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError, PKCEParameters
+from mcp.client.auth.oauth2 import OAuthContext, check_registration_usable
+from mcp.client.auth.utils import (
+    build_oauth_authorization_server_metadata_discovery_urls,
+    build_protected_resource_metadata_discovery_urls,
+    create_client_registration_request,
+    get_client_metadata_scopes,
+    validate_authorization_response_iss,
+)
+from mcp.shared.auth import (
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthMetadata,
+    OAuthToken,
+    ProtectedResourceMetadata,
+)
+from pydantic import ValidationError
+
+from apps.connections.auth_probe import Challenge, probe
+
+TIMEOUT = httpx2.Timeout(15.0)
+
+__all__ = ["Challenge", "OAuthFlowError", "OAuthRegistrationError", "OAuthTokenError", "UpstreamOAuthError", "probe"]
+
+
+class UpstreamOAuthError(Exception):
+    """A step of the upstream OAuth flow failed; the message is safe to show (never a token)."""
+
+
+@dataclass(frozen=True)
+class ServerAuth:
+    """A backend's authorization set-up: its resource metadata and its authorization server's."""
+
+    resource: ProtectedResourceMetadata
+    authorization_server: OAuthMetadata
+    scope: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "resource": self.resource.model_dump(mode="json", exclude_none=True),
+            "authorization_server": self.authorization_server.model_dump(mode="json", exclude_none=True),
+            "scope": self.scope,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ServerAuth:
+        return cls(
+            ProtectedResourceMetadata.model_validate(data["resource"]),
+            OAuthMetadata.model_validate(data["authorization_server"]),
+            data.get("scope"),
+        )
+
+
+@dataclass(frozen=True)
+class AuthorizationRequest:
+    """Where to send the user, and what the callback needs to finish (kept in their session)."""
+
+    url: str
+    state: str
+    code_verifier: str
+
+
+def _client(headers: dict[str, str] | None = None) -> httpx2.Client:
+    # Redirects are not followed: a metadata or token endpoint that redirects is misconfigured,
+    # and following one could send client credentials somewhere else.
+    return httpx2.Client(timeout=TIMEOUT, headers=headers or {}, follow_redirects=False)
+
+
+def discover(url: str, challenge: Challenge) -> ServerAuth:
+    """RFC 9728 protected resource metadata, then the RFC 8414 metadata of its first AS."""
+    with _client() as http:
+        resource = _first_valid(http, build_protected_resource_metadata_discovery_urls(challenge.resource_metadata_url, url),
+                                ProtectedResourceMetadata)
+        if resource is None:
+            raise UpstreamOAuthError(f"{url} asks for OAuth but publishes no protected resource metadata")
+        issuer = str(resource.authorization_servers[0])
+        metadata = _first_valid(http, build_oauth_authorization_server_metadata_discovery_urls(issuer, url), OAuthMetadata)
+    if metadata is None:
+        raise UpstreamOAuthError(f"the authorization server {issuer} publishes no metadata")
+    if "S256" not in (metadata.code_challenge_methods_supported or []):
+        raise UpstreamOAuthError(f"the authorization server {issuer} does not support PKCE S256")
+    scope = get_client_metadata_scopes(challenge.scope, resource, metadata, ["authorization_code", "refresh_token"])
+    return ServerAuth(resource, metadata, scope)
+
+
+def _first_valid(http: httpx2.Client, urls: list[str], model: type[Any]) -> Any:
+    for candidate in urls:
+        try:
+            response = http.get(candidate, headers={"Accept": "application/json"})
+        except httpx2.HTTPError:
+            continue
+        if response.status_code == 200:
+            try:
+                return model.model_validate_json(response.content)
+            except ValidationError:
+                continue
+    return None
+
+
+def register(auth: ServerAuth, *, redirect_uri: str, client_name: str) -> OAuthClientInformationFull:
+    """Dynamic client registration (RFC 7591): the hub registers once per backend."""
+    if auth.authorization_server.registration_endpoint is None:
+        raise UpstreamOAuthError(
+            f"the authorization server {auth.authorization_server.issuer} offers no dynamic client registration"
+        )
+    metadata = OAuthClientMetadata(
+        redirect_uris=[redirect_uri], client_name=client_name, scope=auth.scope,
+        grant_types=["authorization_code", "refresh_token"], response_types=["code"],
+        token_endpoint_auth_method=_auth_method(auth.authorization_server),
+    )
+    request = create_client_registration_request(auth.authorization_server, metadata, str(auth.authorization_server.issuer))
+    with _client() as http:
+        try:
+            response = http.send(request)
+        except httpx2.HTTPError as exc:
+            raise UpstreamOAuthError(f"client registration failed: {exc}") from exc
+    if response.status_code not in (200, 201):
+        raise UpstreamOAuthError(f"client registration failed: HTTP {response.status_code}")
+    try:
+        info = OAuthClientInformationFull.model_validate_json(response.content)
+        check_registration_usable(info)
+    except (ValidationError, OAuthRegistrationError) as exc:
+        raise UpstreamOAuthError(f"client registration failed: {exc}") from exc
+    return info
+
+
+def _auth_method(metadata: OAuthMetadata) -> str:
+    # client_secret_post first: revocation endpoints built on the SDK (and some others) read the
+    # client's credentials from the form body only, whatever the token endpoint accepts.
+    supported = metadata.token_endpoint_auth_methods_supported or ["client_secret_basic"]
+    for method in ("client_secret_post", "client_secret_basic", "none"):
+        if method in supported:
+            return method
+    return supported[0]
+
+
+def _context(url: str, auth: ServerAuth, client: OAuthClientInformationFull) -> OAuthContext:
+    context = OAuthContext(url, OAuthClientMetadata(redirect_uris=client.redirect_uris), storage=None,  # type: ignore[arg-type]
+                           redirect_handler=None, callback_handler=None)
+    context.protected_resource_metadata, context.oauth_metadata, context.client_info = auth.resource, auth.authorization_server, client
+    return context
+
+
+def authorization_request(url: str, auth: ServerAuth, client: OAuthClientInformationFull, *, redirect_uri: str, state: str) -> AuthorizationRequest:
+    """The authorization URL (code flow, PKCE S256, RFC 8707 `resource`) and what to keep."""
+    pkce = PKCEParameters.generate()
+    params = {
+        "response_type": "code", "client_id": client.client_id, "redirect_uri": redirect_uri, "state": state,
+        "code_challenge": pkce.code_challenge, "code_challenge_method": "S256",
+        "resource": _context(url, auth, client).get_resource_url(),
+    }
+    if auth.scope:
+        params["scope"] = auth.scope
+    endpoint = str(auth.authorization_server.authorization_endpoint)
+    separator = "&" if "?" in endpoint else "?"
+    return AuthorizationRequest(f"{endpoint}{separator}{urlencode(params)}", state, pkce.code_verifier)
+
+
+def check_issuer(auth: ServerAuth, iss: str | None) -> None:
+    """RFC 9207: a callback naming another issuer is a mix-up attack."""
+    try:
+        validate_authorization_response_iss(iss, auth.authorization_server)
+    except OAuthFlowError as exc:
+        raise UpstreamOAuthError(str(exc)) from exc
+
+
+def exchange_code(url: str, auth: ServerAuth, client: OAuthClientInformationFull, *, code: str, code_verifier: str, redirect_uri: str) -> OAuthToken:
+    data = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri,
+            "client_id": client.client_id, "code_verifier": code_verifier}
+    return _token_request(url, auth, client, data)
+
+
+class GrantRejected(UpstreamOAuthError):
+    """The authorization server refused the refresh token (revoked, expired, rotated away)."""
+
+
+def refresh(url: str, auth: ServerAuth, client: OAuthClientInformationFull, *, refresh_token: str) -> OAuthToken:
+    data = {"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": client.client_id}
+    return _token_request(url, auth, client, data)
+
+
+def _token_request(url: str, auth: ServerAuth, client: OAuthClientInformationFull, data: dict[str, str]) -> OAuthToken:
+    context = _context(url, auth, client)
+    data["resource"] = context.get_resource_url()
+    try:
+        data, headers = context.prepare_token_auth(data, {"Content-Type": "application/x-www-form-urlencoded"})
+    except OAuthTokenError as exc:
+        raise UpstreamOAuthError(str(exc)) from exc
+    with _client() as http:
+        try:
+            response = http.post(str(auth.authorization_server.token_endpoint), data=data, headers=headers)
+        except httpx2.HTTPError as exc:
+            raise UpstreamOAuthError(f"the token endpoint did not answer: {exc}") from exc
+    if response.status_code in (400, 401):
+        raise GrantRejected(f"the authorization server refused: {_oauth_error(response)}")
+    if response.status_code != 200:
+        raise UpstreamOAuthError(f"the token endpoint answered HTTP {response.status_code}")
+    try:
+        return OAuthToken.model_validate_json(response.content)
+    except ValidationError as exc:
+        raise UpstreamOAuthError("the token endpoint sent an invalid token response") from exc
+
+
+def revoke(url: str, auth: ServerAuth, client: OAuthClientInformationFull, *, token: str, hint: str) -> bool:
+    """RFC 7009 revocation, authenticated as at the token endpoint; False if it did not happen."""
+    endpoint = auth.authorization_server.revocation_endpoint
+    if endpoint is None:
+        return False
+    data, headers = _context(url, auth, client).prepare_token_auth(
+        {"token": token, "token_type_hint": hint, "client_id": client.client_id},
+        {"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    with _client() as http:
+        try:
+            return http.post(str(endpoint), data=data, headers=headers).status_code == 200
+        except httpx2.HTTPError:
+            return False
+
+
+def _oauth_error(response: httpx2.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return f"HTTP {response.status_code}"
+    error = str(body.get("error", f"HTTP {response.status_code}"))[:100]
+    description = str(body.get("error_description", ""))[:200]
+    return f"{error} ({description})" if description else error
