@@ -51,10 +51,6 @@ OPERATIONS: dict[tuple[str, str], tuple[Request, int]] = {
     ("PUT", "/api/servers/{name}/my-credentials/"): (lambda w: (f"/api/servers/{w.server}/my-credentials/", {"values": {"TOKEN": "t"}}), 200),
     ("DELETE", "/api/servers/{name}/my-credentials/"): (lambda w: (f"/api/servers/{w.server}/my-credentials/", None), 204),
     ("POST", "/api/servers/{name}/test/"): (lambda w: (f"/api/servers/{w.server}/test/", None), 200),
-    # alice's server here has no user variables: 404 for everyone (tests/credentials cover one that has).
-    ("GET", "/api/servers/{name}/my-credentials/"): (lambda w: (f"/api/servers/{w.server}/my-credentials/", None), 404),
-    ("PUT", "/api/servers/{name}/my-credentials/"): (lambda w: (f"/api/servers/{w.server}/my-credentials/", {"values": {"X": "y"}}), 404),
-    ("DELETE", "/api/servers/{name}/my-credentials/"): (lambda w: (f"/api/servers/{w.server}/my-credentials/", None), 404),
     # alice's server here requires no OAuth: 404 for everyone (tests/upstream_oauth cover a connected one).
     ("GET", "/api/servers/{name}/my-oauth/"): (lambda w: (f"/api/servers/{w.server}/my-oauth/", None), 404),
     ("DELETE", "/api/servers/{name}/my-oauth/"): (lambda w: (f"/api/servers/{w.server}/my-oauth/", None), 404),
