@@ -73,8 +73,14 @@ def error_text(result: dict[str, Any]) -> str:
 
 
 async def _flush_soon() -> None:
-    await asyncio.sleep(FLUSH_SECONDS)
-    await flush()
+    # Rows recorded while a batch is being written find this task still running (no new one is
+    # started for them), so it goes on until the buffer is empty; the check and the task's end
+    # have no await between them, so no row is left behind.
+    while True:
+        await asyncio.sleep(FLUSH_SECONDS)
+        await flush()
+        if not _buffer:
+            return
 
 
 async def flush() -> None:

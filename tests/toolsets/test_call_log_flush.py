@@ -1,0 +1,35 @@
+"""A call recorded while the previous batch is still being written is written too, without waiting
+for another call to come along (CI lost the `crash` row of test_every_call_is_logged this way)."""
+
+import asyncio
+import time
+
+import pytest
+
+from apps.toolsets import calllog
+from apps.toolsets.exposure import Exposed
+
+ECHO = Exposed(name="echo", server="echo", backend_name="echo", item_id=1, entry={})
+
+
+@pytest.mark.anyio
+async def test_a_row_recorded_during_a_slow_write_is_written_soon_after(monkeypatch):
+    written: list[str] = []
+
+    def slow_write(batch):
+        time.sleep(0.4)  # the database is slow: the second call lands while this batch is written
+        written.extend(row[calllog.COLUMNS.index("tool_name")] for row in batch)
+
+    monkeypatch.setattr(calllog, "_write", slow_write)
+    monkeypatch.setattr(calllog, "FLUSH_SECONDS", 0.05)
+    now = time.time()
+    calllog.record(None, None, ECHO, now, time.perf_counter(), ok=True, error="", arguments={})
+    await asyncio.sleep(0.2)  # the first batch is being written now
+    second = Exposed(name="crash", server="echo", backend_name="crash", item_id=1, entry={})
+    calllog.record(None, None, second, now, time.perf_counter(), ok=False, error="boom", arguments={})
+
+    for _ in range(40):
+        if "crash" in written:
+            break
+        await asyncio.sleep(0.05)
+    assert written == ["echo", "crash"]
