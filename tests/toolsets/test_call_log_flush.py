@@ -20,6 +20,9 @@ async def test_a_row_recorded_during_a_slow_write_is_written_soon_after(monkeypa
         time.sleep(0.4)  # the database is slow: the second call lands while this batch is written
         written.extend(row[calllog.COLUMNS.index("tool_name")] for row in batch)
 
+    # This process's own buffer and flusher only: rows other tests left behind are not ours.
+    monkeypatch.setattr(calllog, "_buffer", [])
+    monkeypatch.setattr(calllog, "_flusher", None)
     monkeypatch.setattr(calllog, "_write", slow_write)
     monkeypatch.setattr(calllog, "FLUSH_SECONDS", 0.05)
     now = time.time()
