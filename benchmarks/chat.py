@@ -108,6 +108,11 @@ class Chat:
     def __init__(self, port: int, token: str, pids: list[int]) -> None:
         self.port, self.token, self.pids = port, token, pids
 
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds so far of each party on the machine: the hub's web and worker, this process
+        (the clients and the scripted LLM), Postgres (every backend) and Redis."""
+        return {"web": cpu_seconds(self.pids[0]), "worker": cpu_seconds(self.pids[1]), **others_cpu(self.pids[2])}
+
     async def conversation(self) -> str:
         import httpx2
 
@@ -155,6 +160,16 @@ async def direct_ttft(adapter: Any) -> tuple[float, float]:
     return (first - started) * 1000, (time.perf_counter() - started) * 1000
 
 
+def others_cpu(redis_pid: int) -> dict[str, float]:
+    postgres = 0.0
+    for pid in Path("/proc").iterdir():
+        if pid.name.isdigit():
+            with contextlib.suppress(OSError):
+                if (pid / "comm").read_text().strip() == "postgres":
+                    postgres += cpu_seconds(int(pid.name))
+    return {"clients+llm": time.process_time(), "postgres": postgres, "redis": cpu_seconds(redis_pid)}
+
+
 def p50(values: list[float]) -> float:
     return statistics.median(values)
 
@@ -193,11 +208,11 @@ async def _measure(chat: Chat, direct_adapter: Any, args: argparse.Namespace) ->
     stream = await chat.turn(conversations[0], "stream")
     assert stream["text"] == "".join(f"{i} " for i in range(STREAM_CHUNKS)), "streamed text lost or reordered"
     alone = (await chat.turn(conversations[0], f"slow:{args.rounds}"))["total"] / 1000
-    cpu = [cpu_seconds(pid) for pid in chat.pids]
+    cpu = chat.cpu()
     started = time.perf_counter()
     results = await asyncio.gather(*(chat.turn(c, f"slow:{args.rounds}") for c in conversations[: args.conversations]))
     together = time.perf_counter() - started
-    web_cpu, worker_cpu = (cpu_seconds(pid) - before for pid, before in zip(chat.pids, cpu))
+    spent = {name: (seconds - cpu[name]) * 1000 / (args.conversations * args.rounds) for name, seconds in chat.cpu().items()}
     assert all(r["text"] == "hi" for r in results), "a concurrent turn did not finish"
     return {
         "ttft_hub": p50(hub_ttft), "ttft_direct": p50(direct),
@@ -205,8 +220,7 @@ async def _measure(chat: Chat, direct_adapter: Any, args: argparse.Namespace) ->
         "llm_ms": p50(direct_total),
         "chunks_per_s": STREAM_CHUNKS / stream["first_to_end"], "stream_events": stream["events"],
         "alone": alone, "together": together,
-        "cpu_per_round": {"web": web_cpu * 1000 / (args.conversations * args.rounds),
-                          "worker": worker_cpu * 1000 / (args.conversations * args.rounds)},
+        "cpu_per_round": spent,
     }
 
 
@@ -230,7 +244,7 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
           f"{figures['together']:.2f} s vs {figures['alone']:.2f} s alone = {ratio:.2f}× "
           f"(target ≤ {TARGETS['concurrency_ratio']}: {verdict(ratio <= TARGETS['concurrency_ratio'])})")
     cpu = figures["cpu_per_round"]
-    print(f"                      CPU per round during it: web {cpu['web']:.1f} ms, worker {cpu['worker']:.1f} ms")
+    print("                      CPU per round during it: " + ", ".join(f"{name} {ms:.1f} ms" for name, ms in cpu.items()))
 
 
 @contextlib.asynccontextmanager
@@ -264,7 +278,7 @@ async def production_hub(name: str, database: str, respond: Callable[[dict], Any
         worker = procs.spawn("worker", [str(VENV_BIN / "celery"), "-A", "mcphub", "worker", "-Q", "mcp,celery", "--without-gossip",
                                         "--without-mingle", "-n", f"{name}bench@%h", "--loglevel", "WARNING"], env)
         wait_healthy(f"http://127.0.0.1:{port}", procs.procs, timeout=90.0)
-        yield Hub(port, token, web.pid, worker.pid, llm)
+        yield Hub(port, token, web.pid, worker.pid, llm, procs.procs[0].pid)
         ok = True
     finally:
         llm.stop()
@@ -282,11 +296,12 @@ class Hub:
     web_pid: int
     worker_pid: int
     llm: Any
+    redis_pid: int
 
 
 async def bench(args: argparse.Namespace) -> None:
     async with production_hub("chat", BENCH_DB, responder) as hub:
-        report(await measure(Chat(hub.port, hub.token, [hub.web_pid, hub.worker_pid]), hub.llm.url, args), args)
+        report(await measure(Chat(hub.port, hub.token, [hub.web_pid, hub.worker_pid, hub.redis_pid]), hub.llm.url, args), args)
 
 
 def main() -> None:

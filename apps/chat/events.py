@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-import weakref
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
+from django.db import models
 
 from apps.chat import services
+from apps.chat.journal import journal
 
 logger = logging.getLogger(__name__)
 
@@ -40,11 +40,12 @@ def _merge(batch: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str,
 
 
 class EventSink:
-    """Numbers, stores, then broadcasts one turn's events, in order.
+    """Numbers, stores, then broadcasts one turn's events, in order, with the rows they describe.
 
-    `emit()` never waits: a writer task takes everything queued, writes it in one INSERT and
-    sends it in one channel-layer message. An event is in the database before any client can see
-    it, which is what makes `resume` lossless.
+    `emit()` and `store()` never wait: a writer task takes everything queued, writes it in one
+    journal write (the loop's shared transaction) and sends the events in one channel-layer message.
+    An event, and every row stored before it, is in the database before any client can see it,
+    which is what makes `resume` lossless and a reloaded page show what the events showed.
     """
 
     def __init__(self, conversation_id: uuid.UUID, first_seq: int) -> None:
@@ -52,7 +53,7 @@ class EventSink:
         self.group = clients_group(conversation_id)
         self.seq = first_seq - 1
         self.layer = get_channel_layer()
-        self._pending: list[tuple[str, dict[str, Any]] | asyncio.Future[None]] = []
+        self._pending: list[tuple[str, dict[str, Any]] | models.Model | asyncio.Future[None]] = []
         self._wake = asyncio.Event()
         self._writer = asyncio.create_task(self._write_forever(), name=f"chat-events-{conversation_id}")
 
@@ -60,8 +61,13 @@ class EventSink:
         self._pending.append((kind, payload))
         self._wake.set()
 
+    def store(self, row: models.Model) -> None:
+        """A row (a message) written with the next events, before they are sent."""
+        self._pending.append(row)
+        self._wake.set()
+
     async def flush(self) -> None:
-        """Returns once everything emitted so far is stored and sent."""
+        """Returns once everything emitted and stored so far is written and sent."""
         done = asyncio.get_running_loop().create_future()
         self._pending.append(done)
         self._wake.set()
@@ -76,87 +82,25 @@ class EventSink:
             await self._wake.wait()
             self._wake.clear()
             batch, self._pending = self._pending, []
-            events = [item for item in batch if not isinstance(item, asyncio.Future)]
+            rows = [item for item in batch if isinstance(item, models.Model)]
+            events = [item for item in batch if isinstance(item, tuple)]
             try:
-                if events:
-                    await self._send(_merge(events))  # type: ignore[arg-type]
+                if rows or events:
+                    await self._send(rows, _merge(events))
             except Exception:
                 logger.exception("chat: could not store or send events of %s", self.conversation_id)
             for item in batch:
                 if isinstance(item, asyncio.Future) and not item.done():
                     item.set_result(None)
 
-    async def _send(self, batch: list[tuple[str, dict[str, Any]]]) -> None:
+    async def _send(self, rows: list[models.Model], batch: list[tuple[str, dict[str, Any]]]) -> None:
         events = []
         for kind, payload in batch:
             self.seq += 1
             events.append({"type": kind, "seq": self.seq, "payload": payload})
-        await _writer().save(self.conversation_id, events)
-        await self.layer.group_send(self.group, {"type": "chat.events", "events": events})
-
-
-class _BatchWriter:
-    """Stores the events of every turn on one loop, a transaction at a time, each holding all that
-    was queued meanwhile: a hundred turns streaming at once write a few transactions per round, not
-    hundreds (each one a database thread and connection busy for four round trips)."""
-
-    def __init__(self) -> None:
-        self._pending: list[tuple[uuid.UUID, list[dict[str, Any]], asyncio.Future[None]]] = []
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-
-    async def save(self, conversation_id: uuid.UUID, events: list[dict[str, Any]]) -> None:
-        done = asyncio.get_running_loop().create_future()
-        self._pending.append((conversation_id, events, done))
-        self._wake.set()
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._write_forever(), name="chat-events-writer")
-        await done
-
-    async def _write_forever(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            batch, self._pending = self._pending, []
-            if not batch:
-                continue
-            outcomes = await self._store(batch)
-            for (*_, done), outcome in zip(batch, outcomes):
-                if done.done():
-                    continue
-                if outcome is None:
-                    done.set_result(None)
-                else:
-                    done.set_exception(outcome)
-
-    async def _store(self, batch) -> list[Exception | None]:
-        save = sync_to_async(services.save_events_of, thread_sensitive=False)
-        try:
-            await save([(c, e) for c, e, _ in batch])
-            return [None] * len(batch)
-        except Exception as exc:  # noqa: BLE001 - each turn's sink reports its own
-            if len(batch) == 1:
-                return [exc]
-        # One conversation's events failed (deleted meanwhile?): the others' are stored on their own.
-        outcomes: list[Exception | None] = []
-        for conversation_id, events, _ in batch:
-            try:
-                await save([(conversation_id, events)])
-                outcomes.append(None)
-            except Exception as exc:  # noqa: BLE001
-                outcomes.append(exc)
-        return outcomes
-
-
-_writers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _BatchWriter] = weakref.WeakKeyDictionary()
-
-
-def _writer() -> _BatchWriter:
-    loop = asyncio.get_running_loop()
-    writer = _writers.get(loop)
-    if writer is None:
-        writer = _writers[loop] = _BatchWriter()
-    return writer
+        await journal().write(rows=[*rows, *services.event_rows(self.conversation_id, events)])
+        if events:
+            await self.layer.group_send(self.group, {"type": "chat.events", "events": events})
 
 
 class Control:

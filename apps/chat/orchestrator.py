@@ -58,6 +58,7 @@ class TurnRunner:
     tools: Toolbox | None = None
     partial: list[str] = field(default_factory=list)
     usage: list[int] = field(default_factory=lambda: [0, 0])
+    rounds: int = 0
 
     async def run(self) -> None:
         # The user's message opens the turn's events, so a client rebuilds a conversation from events alone.
@@ -89,8 +90,12 @@ class TurnRunner:
 
     async def _end(self, status: str, error: str, message: str) -> None:
         if status == Turn.Status.STOPPED and self.partial:
-            await self._save(role=MessageRow.Role.ASSISTANT, text="".join(self.partial))
-        await _db(services.finish_turn)(self.setup.turn_id, status, error)
+            self._store(role=MessageRow.Role.ASSISTANT, text="".join(self.partial))
+        # Every message first: once the turn is finished a new one may start, from this history.
+        await self.sink.flush()
+        await _db(services.finish_turn)(
+            self.setup.turn_id, status, error, rounds=self.rounds, input_tokens=self.usage[0], output_tokens=self.usage[1]
+        )
         metrics.chat_turn(status)
         if error:
             self.sink.emit("error", {"message": error})
@@ -131,8 +136,8 @@ class TurnRunner:
         text, self.partial = "".join(self.partial), []
         self.usage[0] += usage.input_tokens
         self.usage[1] += usage.output_tokens
-        await _db(services.save_round)(
-            conversation_id=self.setup.conversation_id, turn_id=self.setup.turn_id,
+        self.rounds += 1
+        self._store(
             role=MessageRow.Role.ASSISTANT, text=text,
             tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
@@ -146,7 +151,7 @@ class TurnRunner:
         result, duration = await self._result(call)
         is_error = bool(result.get("isError"))
         text = result_text(result, settings.MCPHUB_CHAT_TOOL_RESULT_CHARS)
-        await self._save(
+        self._store(
             role=MessageRow.Role.TOOL, text=text, tool_call_id=call.id, tool_name=call.name[:64],
             is_error=is_error, result=result, duration_ms=duration,
         )
@@ -172,7 +177,6 @@ class TurnRunner:
         self.sink.emit("status", {"state": "tool", "tool": call.name, "message": f"{call.name} waits for your approval"})
         return await self.control.approval(call.id)
 
-    async def _save(self, **fields: Any) -> int:
-        return await _db(services.save_message)(
-            conversation_id=self.setup.conversation_id, turn_id=self.setup.turn_id, **fields
-        )
+    def _store(self, **fields: Any) -> None:
+        """A message, written with the turn's next events (before any of them is sent)."""
+        self.sink.store(MessageRow(conversation_id=self.setup.conversation_id, turn_id=self.setup.turn_id, **fields))

@@ -13,7 +13,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Q, QuerySet, Sum
 from django.utils import timezone
 
 from apps.chat import services
@@ -43,7 +43,8 @@ def expire(turns: QuerySet[Turn]) -> list[uuid.UUID]:
 
 def _closing_events(turn: Turn) -> list[dict[str, Any]]:
     seq = services.next_seq(turn.conversation_id)
-    usage = {"input_tokens": turn.input_tokens, "output_tokens": turn.output_tokens}
+    # The worker counts a turn's tokens and writes them when the turn ends: add up its messages'.
+    usage = {key: value or 0 for key, value in turn.messages.aggregate(input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens")).items()}
     return [
         {"type": "error", "seq": seq, "payload": {"message": INTERRUPTED}},
         {"type": "end", "seq": seq + 1, "payload": {"turn": str(turn.pk), "status": Turn.Status.FAILED, "usage": usage}},

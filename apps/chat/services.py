@@ -11,10 +11,11 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Max
+from django.db import IntegrityError, transaction
+from django.db.models import Max
 from django.utils import timezone
 
+from apps.chat.journal import commit_without_waiting_for_disk
 from apps.chat.models import Conversation, Event, Message, Turn
 from apps.toolsets.models import Endpoint
 
@@ -182,40 +183,15 @@ def check_approval(*, conversation: Conversation, call_id: Any, allow: Any) -> T
     return turn
 
 
-# -- what the orchestrator records (sync: called through sync_to_async) ------------------------
+# -- what the orchestrator records (sync: called through sync_to_async or the journal) ----------
 
 
-def save_message(**fields: Any) -> int:
-    with transaction.atomic():
-        _commit_without_waiting_for_disk()
-        return Message.objects.create(**fields).pk
+def event_rows(conversation_id: uuid.UUID, events: list[dict[str, Any]]) -> list[Event]:
+    return [Event(conversation_id=conversation_id, seq=e["seq"], type=e["type"], payload=e["payload"]) for e in events]
 
 
 def save_events(conversation_id: uuid.UUID, events: list[dict[str, Any]]) -> None:
-    save_events_of([(conversation_id, events)])
-
-
-def save_events_of(batches: list[tuple[uuid.UUID, list[dict[str, Any]]]]) -> None:
-    """Events of any number of conversations, in one INSERT."""
-    rows = [
-        Event(conversation_id=conversation_id, seq=e["seq"], type=e["type"], payload=e["payload"])
-        for conversation_id, events in batches for e in events
-    ]
-    with transaction.atomic():
-        _commit_without_waiting_for_disk()
-        Event.objects.bulk_create(rows)
-
-
-def _commit_without_waiting_for_disk() -> None:
-    """Events and messages are written many times a second per turn; waiting for each commit's WAL
-    flush made the database the bottleneck of a hundred concurrent turns (each wait holds one of the
-    loop's database threads). The commit is still visible to every reader at once (so `resume` stays
-    lossless) and survives any crash of a hub process; only a crash of Postgres itself could drop
-    the last fraction of a second — the events describing those messages went the same way, as do
-    an autonomous run's steps (runs/services.save_step)."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+    Event.objects.bulk_create(event_rows(conversation_id, events))
 
 
 def next_seq(conversation_id: uuid.UUID) -> int:
@@ -225,23 +201,17 @@ def next_seq(conversation_id: uuid.UUID) -> int:
 def heartbeat(turn_id: uuid.UUID) -> bool:
     """Marks the turn alive; False once a stop was requested."""
     with transaction.atomic():
-        _commit_without_waiting_for_disk()
+        commit_without_waiting_for_disk()
         Turn.objects.filter(pk=turn_id).update(heartbeat_at=timezone.now())
         return not Turn.objects.filter(pk=turn_id, stop_requested=True).exists()
 
 
-@transaction.atomic
-def save_round(**fields: Any) -> int:
-    """The model's message of one round, and its usage added to the turn's, in one transaction."""
-    _commit_without_waiting_for_disk()
-    message = Message.objects.create(**fields)
-    Turn.objects.filter(pk=message.turn_id).update(
-        rounds=F("rounds") + 1, input_tokens=F("input_tokens") + (message.input_tokens or 0),
-        output_tokens=F("output_tokens") + (message.output_tokens or 0),
+def finish_turn(
+    turn_id: uuid.UUID, status: str, error: str = "", *, rounds: int = 0, input_tokens: int = 0, output_tokens: int = 0
+) -> None:
+    """The turn's end and its totals (counted by the orchestrator: a round writes no turn row)."""
+    Turn.objects.filter(pk=turn_id).update(
+        status=status, error=error[:5000], finished_at=timezone.now(),
+        rounds=rounds, input_tokens=input_tokens, output_tokens=output_tokens,
     )
-    return message.pk
-
-
-def finish_turn(turn_id: uuid.UUID, status: str, error: str = "") -> None:
-    Turn.objects.filter(pk=turn_id).update(status=status, error=error[:5000], finished_at=timezone.now())
     Conversation.objects.filter(turns__id=turn_id).update(updated_at=timezone.now())

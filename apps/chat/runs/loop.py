@@ -16,6 +16,7 @@ import socket
 import time
 import uuid
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -25,7 +26,8 @@ from django.conf import settings
 from apps.chat import rounds
 from apps.chat.events import Control
 from apps.chat.runs import context, services
-from apps.chat.runs.models import Run
+from apps.chat.journal import journal
+from apps.chat.runs.models import Run, RunStep
 from apps.chat.tools import Toolbox
 from apps.core import metrics
 from apps.llm.types import LLMError, ToolCall
@@ -174,11 +176,13 @@ class RunRunner:
         reply = await rounds.model_round(adapter, model=model, history=ctx.messages, toolbox=self.toolbox)
         results = await asyncio.gather(*(self._tool(call) for call in reply.calls))
         step = {"round": number, "text": reply.text, "tool_calls": list(results)}
-        await _db(services.save_step)(
-            self.run.pk, elapsed_s=self.elapsed, round=number, text=reply.text, tool_calls=step["tool_calls"],
+        row = RunStep(
+            run_id=self.run.pk, round=number, text=reply.text, tool_calls=step["tool_calls"],
             input_tokens=reply.usage.input_tokens, output_tokens=reply.usage.output_tokens, context_chars=ctx.chars,
             model_ms=reply.duration_ms, duration_ms=(time.perf_counter() - clock) * 1000,
         )
+        # The step and the run's totals in one transaction: a crash keeps both or neither.
+        await journal().write(rows=[row], updates=[partial(services.count_step, row, elapsed_s=self.elapsed)])
         self.steps.append(step)
         self.tokens += reply.usage.input_tokens + reply.usage.output_tokens
         await publish(self.run.pk, "step", {

@@ -229,22 +229,16 @@ def claim(run_id: uuid.UUID, worker: str) -> Run | None:
     return Run.objects.select_related("provider", "endpoint").get(pk=run_id)
 
 
-@transaction.atomic
-def save_step(run_id: uuid.UUID, *, elapsed_s: float, **fields: Any) -> RunStep:
-    """One completed round and the run's totals, in one transaction (a crash keeps both or neither).
+def count_step(step: RunStep, *, elapsed_s: float) -> None:
+    """The run's totals after `step` (run inside the journal's transaction that inserts the step).
 
-    Committed without waiting for the WAL flush (as chat events are): the step is visible at once
-    and survives any worker crash; only a crash of Postgres itself could lose the last fraction of
-    a second, and a resume then redoes that round. Waiting cost 6-8 ms of every round here."""
-    from apps.chat.services import _commit_without_waiting_for_disk
-
-    _commit_without_waiting_for_disk()
-    step = RunStep.objects.create(run_id=run_id, **fields)
-    Run.objects.filter(pk=run_id).update(
+    Like chat events, steps are committed without waiting for the WAL flush (journal.py): visible
+    at once and safe from any worker crash; only a crash of Postgres itself could lose the last
+    fraction of a second, and a resume then redoes that round. Waiting cost 6-8 ms of every round."""
+    Run.objects.filter(pk=step.run_id).update(
         rounds=F("rounds") + 1, input_tokens=F("input_tokens") + step.input_tokens,
         output_tokens=F("output_tokens") + step.output_tokens, elapsed_s=elapsed_s, heartbeat_at=timezone.now(),
     )
-    return step
 
 
 @transaction.atomic
