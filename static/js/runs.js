@@ -1,5 +1,7 @@
-// A run's page: steps rendered by the server, later ones appended as /ws/runs/<id>/ sends them;
-// the page reloads when the run ends (status, answer and buttons come from the server). Model
+// A run's page: steps rendered by the server, later ones appended as /ws/runs/<id>/ sends them.
+// On every (re)connect the page sends `resume` after the last round it shows: the socket replays
+// the steps it missed, then the run's state. The page reloads when the run ends or waits on a
+// call it does not show (status, answer, approval forms and buttons come from the server). Model
 // and tool text is set with textContent only, never parsed as HTML.
 (function () {
   "use strict";
@@ -34,23 +36,27 @@
     document.getElementById("run-progress").value = step.round;
   }
 
-  async function catchUp() {
-    // Steps completed between rendering and connecting come from the API.
-    const response = await fetch(`/api/runs/${root.dataset.ws.split("/")[3]}/`, { credentials: "same-origin" });
-    if (!response.ok) return;
-    const run = await response.json();
-    run.steps.forEach(addStep);
-    if (!ACTIVE.includes(run.status)) window.location.reload();
+  function lastRound() {
+    const rounds = [...list.querySelectorAll("[data-round]")].map((item) => Number(item.dataset.round));
+    return Math.max(0, ...rounds);
+  }
+
+  function shown(call) {
+    return [...document.querySelectorAll(".approval[data-call]")].some((item) => item.dataset.call === call.id);
   }
 
   function connect() {
     const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${root.dataset.ws}`);
-    ws.onopen = () => { root.dataset.connected = "true"; catchUp(); };
+    ws.onopen = () => {
+      ws.send(JSON.stringify({ type: "resume", payload: { after: lastRound() } }));
+      root.dataset.connected = "true";
+    };
     ws.onmessage = (message) => {
       const event = JSON.parse(message.data);
       if (event.type === "step") addStep(event.payload);
       else if (event.type === "status") document.getElementById("run-status").textContent = event.payload.status;
-      else if (event.type === "end" || event.type === "approval_required") window.location.reload();
+      else if (event.type === "end") window.location.reload();
+      else if (event.type === "approval_required" && !shown(event.payload)) window.location.reload();
     };
     ws.onclose = () => { root.dataset.connected = "false"; setTimeout(connect, 1000); };
   }

@@ -51,10 +51,14 @@ def run_group(run_id: uuid.UUID | str) -> str:
     return f"run.{uuid.UUID(str(run_id)).hex}"
 
 
-async def publish(run_id: uuid.UUID, kind: str, payload: dict[str, Any]) -> None:
-    """Best effort: the steps are in the database already, so a lost event loses nothing."""
+async def publish(run_id: uuid.UUID, kind: str, payload: dict[str, Any], *, rounds: int | None = None) -> None:
+    """Best effort: the steps are in the database already, so a lost event loses nothing.
+
+    `seq` (see apps.chat.runs.consumers): a step's round; for any other event `rounds`, the rounds
+    completed when it is sent."""
+    event = {"type": kind, "seq": payload["round"] if kind == "step" else rounds, "payload": payload}
     try:
-        await get_channel_layer().group_send(run_group(run_id), {"type": "run.event", "event": {"type": kind, "payload": payload}})
+        await get_channel_layer().group_send(run_group(run_id), {"type": "run.event", "event": event})
     except Exception:  # noqa: BLE001
         logger.warning("runs: could not publish %s of %s", kind, run_id, exc_info=True)
 
@@ -94,7 +98,7 @@ class RunRunner:
         return self.run.elapsed_s + (time.monotonic() - self.started)
 
     async def execute(self) -> None:
-        await publish(self.run.pk, "status", {"status": Run.Status.RUNNING, "round": len(self.steps)})
+        await publish(self.run.pk, "status", {"status": Run.Status.RUNNING, "round": len(self.steps)}, rounds=len(self.steps))
         work = asyncio.create_task(self._rounds())
         stop = asyncio.create_task(self.control.stopped.wait())
         beat = asyncio.create_task(self._heartbeat())
@@ -132,7 +136,7 @@ class RunRunner:
     async def _end(self, status: str, answer: str, error: str) -> None:
         await _db(services.finish)(self.run.pk, status, answer=answer, error=error, elapsed_s=self.elapsed)
         metrics.run_ended(status)
-        await publish(self.run.pk, "end", {"status": status, "answer": answer, "error": error, "rounds": len(self.steps)})
+        await publish(self.run.pk, "end", {"status": status, "answer": answer, "error": error, "rounds": len(self.steps)}, rounds=len(self.steps))
 
     async def _heartbeat(self) -> None:
         # Also the backstop for a cancel sent before this run joined its control group.
@@ -208,7 +212,7 @@ class RunRunner:
         """The run waits (`waiting_approval`) for its owner's allow/deny (API or Runs page)."""
         pending = {"id": call.id, "name": call.name, "arguments": call.arguments}
         await _db(services.wait_for_approval)(self.run.pk, pending)
-        await publish(self.run.pk, "approval_required", pending)
+        await publish(self.run.pk, "approval_required", pending, rounds=len(self.steps))
         try:
             return await self.control.approval(call.id)
         finally:

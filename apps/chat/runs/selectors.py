@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.db.models import QuerySet
 
@@ -26,3 +27,44 @@ def run_for(user, run_id: object) -> Run | None:
 
 def steps_of(run: Run) -> QuerySet[RunStep]:
     return run.steps.order_by("round")
+
+
+# -- the run socket's replay (numbering: apps.chat.runs.consumers) ---------------------------
+
+STEP_FIELDS = ("round", "text", "tool_calls", "input_tokens", "output_tokens", "context_chars")
+
+
+def _event(kind: str, seq: int, payload: dict[str, Any]) -> dict[str, Any]:
+    return {"type": kind, "seq": seq, "payload": payload}
+
+
+def step_events(run: Run, after: int, *, until: int | None = None) -> list[dict[str, Any]]:
+    """Stored rounds `after` < round ≤ `until` as the `step` events the loop published for them."""
+    steps = run.steps.filter(round__gt=after)
+    if until is not None:
+        steps = steps.filter(round__lte=until)
+    return [_event("step", s["round"], {**s, "max_rounds": run.max_rounds}) for s in steps.order_by("round").values(*STEP_FIELDS)]
+
+
+def state_events(run: Run) -> list[dict[str, Any]]:
+    """The run's state now, as the events that announced it: `end` once it finished,
+    `approval_required` per call it waits on, else its `status`."""
+    if run.status not in Run.ACTIVE:
+        return [_event("end", run.rounds, {"status": run.status, "answer": run.answer, "error": run.error, "rounds": run.rounds})]
+    if run.status == Run.Status.WAITING_APPROVAL and run.pending_approvals:
+        return [_event("approval_required", run.rounds, dict(call)) for call in run.pending_approvals]
+    return [_event("status", run.rounds, {"status": run.status, "round": run.rounds})]
+
+
+def replay(run_id: uuid.UUID, after: int) -> list[dict[str, Any]]:
+    """Steps after `after`, then the state, as of one read of the run row. The row is read first and
+    the steps only up to its `rounds` (a step and the count are committed together), so the state
+    sent is never older than the last step sent; later steps come live. Nothing: the run is gone."""
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None:
+        return []
+    return [*step_events(run, after, until=run.rounds), *state_events(run)]
+
+
+def rounds_of(run_id: uuid.UUID) -> int:
+    return Run.objects.values_list("rounds", flat=True).get(pk=run_id)
