@@ -77,6 +77,13 @@ async def execute(run_id: uuid.UUID) -> None:
         _active.discard(run.pk)
 
 
+async def save_step(run_id: uuid.UUID, *, elapsed_s: float, **fields: Any) -> None:
+    """A completed round and the run's totals, in one transaction of the loop's journal (a crash
+    keeps both or neither), shared with the other turns and runs writing meanwhile."""
+    row = RunStep(run_id=run_id, **fields)
+    await journal().write(rows=[row], updates=[partial(services.count_step, row, elapsed_s=elapsed_s)])
+
+
 def active() -> int:
     return len(_active)
 
@@ -180,13 +187,11 @@ class RunRunner:
         reply = await rounds.model_round(adapter, model=model, history=ctx.messages, toolbox=self.toolbox)
         results = await asyncio.gather(*(self._tool(call) for call in reply.calls))
         step = {"round": number, "text": reply.text, "tool_calls": list(results)}
-        row = RunStep(
-            run_id=self.run.pk, round=number, text=reply.text, tool_calls=step["tool_calls"],
+        await save_step(
+            self.run.pk, elapsed_s=self.elapsed, round=number, text=reply.text, tool_calls=step["tool_calls"],
             input_tokens=reply.usage.input_tokens, output_tokens=reply.usage.output_tokens, context_chars=ctx.chars,
             model_ms=reply.duration_ms, duration_ms=(time.perf_counter() - clock) * 1000,
         )
-        # The step and the run's totals in one transaction: a crash keeps both or neither.
-        await journal().write(rows=[row], updates=[partial(services.count_step, row, elapsed_s=self.elapsed)])
         self.steps.append(step)
         self.tokens += reply.usage.input_tokens + reply.usage.output_tokens
         await publish(self.run.pk, "step", {
