@@ -23,6 +23,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
+from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -42,15 +43,21 @@ _sync_client: redis.Redis | None = None
 _async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Redis] = weakref.WeakKeyDictionary()
 
 
-def _options() -> dict:
+def _options(*, asynchronous: bool) -> dict[str, Any]:
     # redis-py 8 defaults socket_timeout to 5 s: idle blocking reads must not time out.
     # After a Redis restart every pooled connection is dead: a command that meets one retries
     # once, at once, on a new connection (the caller sees nothing); a second failure is an outage.
+    # The retry must be the client's own kind: given `redis.retry.Retry`, an asyncio client's
+    # `call_with_retry` returns the command's coroutine unawaited, its error escapes the retry
+    # loop and nothing is ever retried. Each dead pooled connection then failed one request with
+    # a 503 whenever load reached it — the pool is LIFO, so a deep one only seconds after Redis
+    # was back (the flake of tests/gateway/test_redis_outage.py).
+    retry: Retry | AsyncRetry = AsyncRetry(NoBackoff(), 1) if asynchronous else Retry(NoBackoff(), 1)
     return {
         "socket_timeout": None,
         "socket_connect_timeout": 2,
         "health_check_interval": 30,
-        "retry": Retry(NoBackoff(), 1),
+        "retry": retry,
         "retry_on_error": [redis.exceptions.ConnectionError],
     }
 
@@ -60,7 +67,7 @@ def sync_redis() -> redis.Redis | None:
     if not settings.REDIS_URL:
         return None
     if _sync_client is None:
-        _sync_client = redis.Redis.from_url(settings.REDIS_URL, **_options())
+        _sync_client = redis.Redis.from_url(settings.REDIS_URL, **_options(asynchronous=False))
     return _sync_client
 
 
@@ -90,7 +97,7 @@ def async_redis() -> aioredis.Redis | None:
         # A burst of concurrent requests waits for a free connection instead of failing at
         # redis-py's default cap (100 connections raise MaxConnectionsError).
         pool = _TrimmedPool.from_url(
-            settings.REDIS_URL, max_connections=ASYNC_MAX_CONNECTIONS, timeout=ASYNC_WAIT_SECONDS, **_options()
+            settings.REDIS_URL, max_connections=ASYNC_MAX_CONNECTIONS, timeout=ASYNC_WAIT_SECONDS, **_options(asynchronous=True)
         )
         client = _async_clients[loop] = aioredis.Redis(connection_pool=pool)
     return client
