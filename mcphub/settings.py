@@ -216,6 +216,11 @@ CELERY_RESULT_BACKEND = REDIS_URL or "cache+memory://"
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_IGNORE_RESULT = True
+# One result backend for the process, not one per thread: under ASGI every request runs on a new
+# thread, and `delay()` touches the backend, so each request that enqueued a task built a Redis
+# client (reading redis-py's package metadata from disk) — ~12% of a POST /api/runs/. The Redis
+# backend's client and connection pool are thread-safe.
+CELERY_RESULT_BACKEND_THREAD_SAFE = True
 CELERY_BROKER_POOL_LIMIT = envint("CELERY_BROKER_POOL_LIMIT", 64)
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 # Threads, not prefork: the MCP pool runs on a thread of the worker process, which must never fork.
