@@ -9,7 +9,7 @@ import anthropic
 
 from apps.llm.adapters import register
 from apps.llm.adapters.assembly import PartialCall
-from apps.llm.adapters.base import NO_KEY, Adapter, shared_ssl_context
+from apps.llm.adapters.base import NO_KEY, Adapter, sdk_http_client
 from apps.llm.adapters.retrying import Attempts
 from apps.llm.types import Event, Finish, Message, TextDelta, ToolSpec, Usage
 
@@ -31,7 +31,7 @@ class AnthropicAdapter(Adapter):
         timeouts = anthropic.Timeout(timeout, connect=min(timeout, 10.0))
         self._client = anthropic.AsyncAnthropic(
             base_url=root, api_key=self.api_key or NO_KEY, max_retries=0, timeout=timeouts,
-            http_client=anthropic.DefaultAsyncHttpxClient(verify=shared_ssl_context(), timeout=timeouts),
+            http_client=sdk_http_client(anthropic, timeouts),
         )
         self._attempts = Attempts(sdk=anthropic, base_url=base_url, timeout=timeout)
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+import aiohttp
 import httpx2
 
 from apps.llm.types import LLMError
@@ -87,24 +89,40 @@ def _retry_after(exc: Any) -> float:
     return RETRY_DELAY
 
 
-def _connection_reason(exc: BaseException) -> str:
-    """Plain words for why: the OS's ("Connection refused") beats the SDK's "Connection error."."""
-    reason, seen = str(exc), set()
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """`exc`, then what caused it, and so on (each once)."""
+    seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
+        yield cause
+        cause = cause.__cause__ or cause.__context__
+
+
+def _connection_reason(exc: BaseException) -> str:
+    """Plain words for why: the OS's ("Connection refused") beats the SDK's "Connection error."."""
+    reason = str(exc)
+    for cause in _causes(exc):
         if isinstance(cause, OSError) and cause.errno:
             return os.strerror(cause.errno)
         if str(cause):
             reason = str(cause)
-        cause = cause.__cause__ or cause.__context__
     return re.sub(r"^\[Errno -?\d+\]\s*", "", reason)[:_MESSAGE_LIMIT]
+
+
+def _dropped(exc: BaseException) -> bool:
+    """A connection the provider reset or closed. The SDKs' aiohttp transport reports every
+    aiohttp connection error, these included, as a connect timeout: only a real timeout is one."""
+    return any(
+        isinstance(cause, aiohttp.ClientConnectionError) and not isinstance(cause, TimeoutError)
+        for cause in _causes(exc)
+    )
 
 
 def classify(exc: BaseException, *, sdk: ModuleType, base_url: str, model: str | None, timeout: float) -> Failure | None:
     """A Failure for an SDK exception, or None when `exc` is not the SDK's to explain."""
     # The anthropic SDK lets a transport error raised mid-stream through unwrapped.
-    if isinstance(exc, (sdk.APITimeoutError, httpx2.TimeoutException)):
+    if isinstance(exc, (sdk.APITimeoutError, httpx2.TimeoutException)) and not _dropped(exc):
         # Not retried: a model that took the whole timeout would likely take it again, doubling the wait.
         return Failure(f"The provider at {base_url} did not answer within {timeout:g} s.", "unavailable", None)
     if isinstance(exc, (sdk.APIConnectionError, httpx2.TransportError)):

@@ -12,7 +12,7 @@ from openai.types.chat import ChatCompletion
 
 from apps.llm.adapters import register
 from apps.llm.adapters.assembly import PartialCall
-from apps.llm.adapters.base import NO_KEY, Adapter, shared_ssl_context
+from apps.llm.adapters.base import NO_KEY, Adapter, sdk_http_client
 from apps.llm.adapters.retrying import Attempts
 from apps.llm.types import Event, Finish, Message, TextDelta, ToolSpec, Usage
 
@@ -31,7 +31,7 @@ class OpenAIAdapter(Adapter):
         timeouts = openai.Timeout(timeout, connect=min(timeout, 10.0))
         self._client = openai.AsyncOpenAI(
             base_url=base_url, api_key=self.api_key or NO_KEY, max_retries=0, timeout=timeouts,
-            http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context(), timeout=timeouts),
+            http_client=sdk_http_client(openai, timeouts),
         )
         self._attempts = Attempts(sdk=openai, base_url=base_url, timeout=timeout)
         # Models whose server refused `max_tokens` once: asked with `max_completion_tokens` from then on.
