@@ -71,8 +71,14 @@ class Runs:
                                        timeout=60, limits=limits)
 
     async def run(self, task: str, **limits: Any) -> dict[str, Any]:
-        """Start a run and wait for its end as the Runs page does: on the run's WebSocket, not by
-        polling the API (a hundred pollers were most of the web process's load)."""
+        """Start a run, follow it to its end, then read it whole (with its steps)."""
+        return await self.read(await self.follow(task, **limits))
+
+    async def follow(self, task: str, **limits: Any) -> str:
+        """Start a run and wait for its `end` as the Runs page does (static/js/runs.js): on the run's
+        WebSocket, sending `resume` after round 0 so a run that ended before we listened still
+        answers with its `end`. No API polling meanwhile: a hundred pollers were most of the web
+        process's load, and the page does not poll."""
         import websockets
 
         response = await self.http.post("/runs/", json={"task": task, **limits})
@@ -80,16 +86,16 @@ class Runs:
         run_id = response.json()["id"]
         url = f"ws://127.0.0.1:{self.port}/ws/runs/{run_id}/"
         async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {self.token}"}) as ws:
-            while True:
-                run = (await self.http.get(f"/runs/{run_id}/")).json()  # also catches an end before we listened
-                if run["status"] not in ("queued", "running"):
-                    assert run["status"] == "succeeded", run
-                    return run
-                try:
-                    while json.loads(await asyncio.wait_for(ws.recv(), 5.0))["type"] != "end":
-                        pass
-                except TimeoutError:  # events are best effort: read the run again
-                    pass
+            await ws.send(json.dumps({"type": "resume", "payload": {"after": 0}}))
+            while (event := json.loads(await asyncio.wait_for(ws.recv(), 120)))["type"] != "end":
+                pass
+        assert event["payload"]["status"] == "succeeded", event
+        return run_id
+
+    async def read(self, run_id: str) -> dict[str, Any]:
+        run = (await self.http.get(f"/runs/{run_id}/")).json()
+        assert run["status"] == "succeeded", run
+        return run
 
 
 def seconds_between(run: dict[str, Any]) -> float:
@@ -139,7 +145,8 @@ async def measure(runs: Runs, llm_url: str, args: argparse.Namespace, worker_pid
     cpu = cpu_seconds(worker_pid)
     # Timed by the runs' own timestamps, from the first POST.
     requested = time.time()
-    together_runs = await asyncio.gather(*(runs.run(f"slow:{args.rounds - 1} #{i}") for i in range(args.runs)))
+    ids = await asyncio.gather(*(runs.follow(f"slow:{args.rounds - 1} #{i}") for i in range(args.runs)))
+    together_runs = [await runs.read(run_id) for run_id in ids]  # after the timed part: timestamps, steps
     together = since(requested, together_runs)
     from datetime import datetime
 
