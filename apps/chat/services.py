@@ -98,6 +98,9 @@ def delete_conversation(*, conversation: Conversation) -> None:
 # -- turns ----------------------------------------------------------------------------------
 
 
+BUSY = "A turn is already running in this conversation: wait for it to end or stop it."
+
+
 def start_turn(*, conversation: Conversation, text: Any) -> Turn:
     """The user's message, and a turn the worker runs (refused while another turn runs).
 
@@ -111,22 +114,30 @@ def start_turn(*, conversation: Conversation, text: Any) -> Turn:
         raise ChatError(f"The message is too long (at most {MAX_TEXT} characters).")
     if conversation.provider_id is None:
         raise ChatError(NO_PROVIDER, code="no_provider")
-    _expire_stale_turns(conversation)
     try:
-        with transaction.atomic():
-            # First, so a refusal (another turn runs) rolls back nothing else.
-            turn = Turn.objects.create(conversation=conversation)
-            Message.objects.create(conversation=conversation, turn=turn, role=Message.Role.USER, text=text)
-            if not conversation.title:
-                conversation.title = " ".join(text.split())[:TITLE_LENGTH]
-            conversation.save(update_fields=["title", "updated_at"])
-            transaction.on_commit(lambda: _enqueue(turn.id))
+        return _new_turn(conversation, text)
     except IntegrityError:
         if not conversation.turns.filter(status=Turn.Status.RUNNING).exists():
             raise  # not the one-running-turn constraint
-        raise ChatError(
-            "A turn is already running in this conversation: wait for it to end or stop it.", code="busy"
-        ) from None
+    # Another turn runs. A lost one (its worker died, nobody ended it) is ended here, so the user
+    # can go on at once; only this rare path pays for the check.
+    if not _expire_stale_turns(conversation):
+        raise ChatError(BUSY, code="busy")
+    try:
+        return _new_turn(conversation, text)
+    except IntegrityError:
+        raise ChatError(BUSY, code="busy") from None
+
+
+def _new_turn(conversation: Conversation, text: str) -> Turn:
+    with transaction.atomic():
+        # First, so a refusal (another turn runs) rolls back nothing else.
+        turn = Turn.objects.create(conversation=conversation)
+        Message.objects.create(conversation=conversation, turn=turn, role=Message.Role.USER, text=text)
+        if not conversation.title:
+            conversation.title = " ".join(text.split())[:TITLE_LENGTH]
+        conversation.save(update_fields=["title", "updated_at"])
+        transaction.on_commit(lambda: _enqueue(turn.id))
     return turn
 
 
@@ -136,12 +147,11 @@ def _enqueue(turn_id: uuid.UUID) -> None:
     run_turn.delay(str(turn_id))
 
 
-def _expire_stale_turns(conversation: Conversation) -> None:
+def _expire_stale_turns(conversation: Conversation) -> bool:
+    """Ends this conversation's lost turns; True when there were any."""
     from apps.chat.recovery import expire, lost_turns
 
-    lost = lost_turns().filter(conversation=conversation)
-    if lost.exists():  # rare: one query, not a locking transaction, for every message
-        expire(lost)
+    return bool(expire(lost_turns().filter(conversation=conversation)))
 
 
 def request_stop(*, conversation: Conversation) -> Turn:
