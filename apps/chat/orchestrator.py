@@ -116,11 +116,14 @@ class TurnRunner:
     async def _rounds(self) -> str:
         """The loop; returns an error message when it ended on the round limit, else ""."""
         setup = self.setup
-        self.tools = await self.loading
         history = list(setup.history)
         adapter = setup.adapter()  # shared with the loop's other turns: not closed here
         for _ in range(settings.MCPHUB_CHAT_MAX_ROUNDS):
             self.sink.emit("status", {"state": "processing", "message": "Waiting for the model…"})
+            # Awaited after the first status, not before: it then goes out in the turn's first write,
+            # with the user's message, and the first text chunk does not queue behind a second write.
+            if self.tools is None:
+                self.tools = await self.loading
             text, calls = await self._model_round(adapter, history)
             history.append(Message(role="assistant", text=text, tool_calls=tuple(calls)))
             if not calls:
