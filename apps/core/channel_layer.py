@@ -19,6 +19,8 @@ import logging
 
 from channels_redis import pubsub
 
+from apps.core.hotstate import OUTAGE_ERRORS
+
 logger = logging.getLogger(__name__)
 PUBLISH_CONCURRENCY = 32
 
@@ -39,10 +41,18 @@ class _Shard(pubsub.RedisSingleShardConnection):
         self._subscribed.set()
 
     async def _do_receiving(self) -> None:
+        lost_at: float | None = None  # loop time the current Redis outage was first seen; None while connected
         while True:
             try:
                 if self._pubsub and self._pubsub.subscribed:
+                    # After a failure this read reconnects, and redis-py resubscribes every channel
+                    # of the pubsub on connect: a read that returns means the layer is back.
                     message = await self._pubsub.get_message(ignore_subscribe_messages=True, timeout=0.1)
+                    if lost_at is not None:
+                        down = asyncio.get_running_loop().time() - lost_at
+                        text = "channel layer reconnected to Redis after %.1f s (messages sent meanwhile are lost)"
+                        logger.info(text, down)
+                        lost_at = None
                     self._receive_message(message)
                 else:
                     self._subscribed.clear()
@@ -52,6 +62,13 @@ class _Shard(pubsub.RedisSingleShardConnection):
                         pass
             except (asyncio.CancelledError, GeneratorExit):
                 raise
+            except OUTAGE_ERRORS as exc:
+                # Redis down or restarting is expected and handled (read again each second): one
+                # line per outage, not a traceback per attempt; requests meanwhile answer 503.
+                if lost_at is None:
+                    lost_at = asyncio.get_running_loop().time()
+                    logger.warning("channel layer lost Redis (%s); reconnecting", exc)
+                await asyncio.sleep(1)
             except BaseException:  # noqa: BLE001 - as channels_redis: log, wait, read again
                 logger.exception("Unexpected exception in receive task")
                 await asyncio.sleep(1)

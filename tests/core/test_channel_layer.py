@@ -38,3 +38,59 @@ async def test_a_first_subscription_receives_without_waiting_for_the_idle_poll()
         assert max(delays) < 0.04, delays
     finally:
         await layer.flush()
+
+
+async def test_a_redis_outage_is_one_warning_and_one_reconnected_line_without_a_traceback(tmp_path, caplog):
+    from apps.core.channel_layer import RedisPubSubChannelLayer
+    from tests.live_hub import free_port, start_redis
+
+    redis = start_redis(port := free_port(), tmp_path)  # a throwaway server to kill: never the shared one
+    layer = RedisPubSubChannelLayer(hosts=[f"redis://127.0.0.1:{port}/0"])
+    try:
+        channel = await layer.new_channel("test.")
+        await layer.group_add("outage", channel)
+        with caplog.at_level("INFO", logger="apps.core.channel_layer"):
+            redis.kill()
+            await asyncio.to_thread(redis.wait)
+            await asyncio.sleep(2.5)  # the receiver fails several reads meanwhile, a second apart
+            redis = await asyncio.to_thread(start_redis, port, tmp_path)
+            await asyncio.sleep(1.5)  # its next read reconnects and resubscribes
+            await layer.group_send("outage", {"type": "hello"})
+            assert await asyncio.wait_for(layer.receive(channel), 2) == {"type": "hello"}
+        records = [r for r in caplog.records if r.name == "apps.core.channel_layer"]
+        assert [r.levelname for r in records] == ["WARNING", "INFO"], [r.getMessage() for r in records]
+        assert "lost Redis" in records[0].getMessage() and "reconnected" in records[1].getMessage()
+        assert not [r for r in records if r.exc_info], "an outage logged a traceback"
+    finally:
+        await layer.flush()
+        redis.kill()
+        redis.wait()
+
+
+async def test_an_unexpected_receive_error_keeps_its_traceback(caplog):
+    from apps.core.channel_layer import RedisPubSubChannelLayer
+
+    layer = RedisPubSubChannelLayer(hosts=[settings.REDIS_URL])
+    try:
+        channel = await layer.new_channel("test.")
+        await layer.group_add("unexpected", channel)
+        shard = layer._get_layer()._shards[0]
+        receive_message, failed = shard._receive_message, []
+
+        def fail_once(message) -> None:
+            if message is not None and not failed:
+                failed.append(message)
+                raise ValueError("a bug")
+            receive_message(message)
+
+        shard._receive_message = fail_once
+        with caplog.at_level("INFO", logger="apps.core.channel_layer"):
+            await layer.group_send("unexpected", {"type": "lost"})
+            for _ in range(40):
+                if failed:
+                    break
+                await asyncio.sleep(0.05)
+        records = [r for r in caplog.records if r.name == "apps.core.channel_layer"]
+        assert [(r.levelname, r.exc_info[0] if r.exc_info else None) for r in records] == [("ERROR", ValueError)]
+    finally:
+        await layer.flush()
