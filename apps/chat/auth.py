@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from asgiref.sync import sync_to_async
 from django.contrib.auth.models import AnonymousUser
 
 from apps.accounts.services import authenticate_token
+from apps.chat.resumable import database_sync_to_async
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:
@@ -28,7 +28,7 @@ async def websocket_user(scope: dict[str, Any]):
         scheme, _, raw = authorization.partition(" ")
         if scheme.lower() != "bearer" or not raw.strip():
             return AnonymousUser()
-        token = await sync_to_async(authenticate_token, thread_sensitive=False)(raw.strip())
+        token = await database_sync_to_async(authenticate_token)(raw.strip())
         return token.user if token is not None else AnonymousUser()
     user = scope.get("user") or AnonymousUser()
     if not _same_origin(scope):
