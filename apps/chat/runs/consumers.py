@@ -45,7 +45,7 @@ class RunConsumer(ResumableConsumer):
         runtime.bind_web_loop()
         user = await websocket_user(self.scope)
         run_id = self.scope["url_route"]["kwargs"]["run_id"]
-        self.run = await database_sync_to_async(selectors.run_for)(user, run_id)
+        self.run = await database_sync_to_async(selectors.run_for)(user, run_id, fields=("max_rounds",))
         if self.run is None:
             await self.close(code=4403)  # also for another user's run: nothing to learn
             return

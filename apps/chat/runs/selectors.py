@@ -16,13 +16,17 @@ def runs_for(user) -> QuerySet[Run]:
     return Run.objects.filter(owner=user).select_related("provider", "endpoint")
 
 
-def run_for(user, run_id: object) -> Run | None:
-    """The user's run, or None (also for another user's: nothing to learn from the difference)."""
+def run_for(user, run_id: object, *, fields: tuple[str, ...] = ()) -> Run | None:
+    """The user's run, or None (also for another user's: nothing to learn from the difference).
+    `fields`: read only these (the run socket needs two of a row that holds the whole task)."""
     try:
         key = uuid.UUID(str(run_id))
     except ValueError:
         return None
-    return runs_for(user).filter(pk=key).first()
+    runs = runs_for(user)
+    if fields:
+        runs = runs.select_related(None).only(*fields)
+    return runs.filter(pk=key).first()
 
 
 def steps_of(run: Run) -> QuerySet[RunStep]:
@@ -31,6 +35,8 @@ def steps_of(run: Run) -> QuerySet[RunStep]:
 
 # -- the run socket's replay (numbering: apps.chat.runs.consumers) ---------------------------
 
+# What the replay reads of the run row (not its task, which may be 100,000 characters).
+STATE_FIELDS = ("status", "rounds", "answer", "error", "pending_approvals", "max_rounds")
 STEP_FIELDS = ("round", "text", "tool_calls", "input_tokens", "output_tokens", "context_chars")
 
 
@@ -60,7 +66,7 @@ def replay(run_id: uuid.UUID, after: int) -> list[dict[str, Any]]:
     """Steps after `after`, then the state, as of one read of the run row. The row is read first and
     the steps only up to its `rounds` (a step and the count are committed together), so the state
     sent is never older than the last step sent; later steps come live. Nothing: the run is gone."""
-    run = Run.objects.filter(pk=run_id).first()
+    run = Run.objects.filter(pk=run_id).only(*STATE_FIELDS).first()
     if run is None:
         return []
     return [*step_events(run, after, until=run.rounds), *state_events(run)]
