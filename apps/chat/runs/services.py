@@ -12,7 +12,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from apps.chat.runs.models import Run, RunStep
@@ -113,9 +114,8 @@ def start_run(
         token_budget=_limit(token_budget, "token_budget", cap=10**12),
         time_limit_s=_limit(time_limit_s, "time_limit_s", cap=30 * 86400),
     )
-    with transaction.atomic():
-        run.save()
-        transaction.on_commit(lambda: _enqueue(run.pk))
+    run.save()  # one INSERT: its own transaction, unless the caller's
+    transaction.on_commit(lambda: _enqueue(run.pk))
     return run
 
 
@@ -221,11 +221,10 @@ def claim(run_id: uuid.UUID, worker: str) -> Run | None:
     """Queued → running, for exactly one worker; None when there is nothing to run."""
     now = timezone.now()
     claimed = Run.objects.filter(pk=run_id, status=Run.Status.QUEUED, cancel_requested=False).update(
-        status=Run.Status.RUNNING, heartbeat_at=now, worker=worker[:200]
+        status=Run.Status.RUNNING, heartbeat_at=now, worker=worker[:200], started_at=Coalesce("started_at", Value(now)),
     )
     if not claimed:
         return None
-    Run.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
     return Run.objects.select_related("provider", "endpoint").get(pk=run_id)
 
 
