@@ -12,14 +12,6 @@ import threading
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 
-import uvloop
-
-# The worker's chat loop is a uvloop loop: everything on it is event-loop bound (model streams,
-# channel-layer publishes, tool calls over Redis, hand-offs to database threads), and a hundred
-# turns at once keep it busy. On benchmarks/chat.py (100 conversations × 5 rounds, one worker) the
-# worker spent ~8.8 ms of CPU per round on asyncio's loop and ~7.7 ms on uvloop's. Embedded, turns
-# run on the web server's own loop instead (see bind_web_loop).
-
 # Turns reach the ORM through the loop's default executor: with asyncio's default (cores + 4
 # threads) a hundred turns queue behind six database calls at a time. Each thread may hold a
 # database connection, so this also bounds the chat loop's connections.
@@ -50,7 +42,7 @@ def _loop() -> asyncio.AbstractEventLoop:
         return _web_loop
     with _lock:
         if _thread_loop is None:
-            _thread_loop = uvloop.new_event_loop()
+            _thread_loop = asyncio.new_event_loop()
             _thread_loop.set_default_executor(ThreadPoolExecutor(DB_THREADS, thread_name_prefix="chat-db"))
             threading.Thread(target=_thread_loop.run_forever, name="chat-loop", daemon=True).start()
     return _thread_loop
