@@ -64,7 +64,7 @@ import socket
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 import hiredis
@@ -273,8 +273,8 @@ class RespConnection(asyncio.Protocol):
     # -- asyncio.Protocol --------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # A stream transport (asyncio's or uvloop's, which does not subclass asyncio.Transport).
-        self._transport = cast(asyncio.Transport, transport)
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
