@@ -7,9 +7,12 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from functools import cache
 from types import ModuleType
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from apps.llm.types import Event, Message, ToolSpec
+
+if TYPE_CHECKING:
+    import httpx2
 
 
 # Keyless servers (LM Studio, Ollama, a local proxy) still get a key: the SDKs insist on one, and
@@ -27,7 +30,7 @@ def shared_ssl_context() -> ssl.SSLContext:
     return httpx2.create_ssl_context()
 
 
-def sdk_http_client(sdk: ModuleType, timeouts: object) -> object:
+def sdk_http_client(sdk: ModuleType, timeouts: httpx2.Timeout) -> httpx2.AsyncClient:
     """The HTTP client an official SDK (`openai`, `anthropic`) sends through: its documented aiohttp
     transport (`DefaultAioHttpClient`, the SDKs' `aiohttp` extra) instead of the default httpx2 one.
     The SDK's request path, retries, errors and SSE decoding stay the same; underneath is a
