@@ -118,9 +118,18 @@
       endBubble();
       root.append(el("div", "msg msg-user", p.text));
       setRunning(true);
-      // The hub titles an untitled conversation after its first message: show it without a reload.
+      // The hub titles an untitled conversation after its first message: show it without a reload,
+      // in the list, the heading and the settings form (saving that form must not clear it).
       const current = document.querySelector('.chat-list a[aria-current="page"]');
-      if (current && current.dataset.untitled === "true") { current.textContent = p.text.split(/\s+/).join(" ").slice(0, 60); current.dataset.untitled = "false"; }
+      if (current && current.dataset.untitled === "true") {
+        const title = p.text.split(/\s+/).filter(Boolean).join(" ").slice(0, 60);
+        current.textContent = title;
+        current.dataset.untitled = "false";
+        const heading = document.querySelector(".chat-settings summary strong");
+        if (heading) heading.textContent = title;
+        const field = document.getElementById("id_title");
+        if (field && !field.value) field.value = title;
+      }
     },
     text(p) {
       if (!bubble) { bubble = el("div", "msg msg-assistant"); root.append(bubble); }

@@ -68,6 +68,8 @@ def test_alice_chats_approves_stops_and_reloads(llm, alice_provider, alice_endpo
     # The first turn in a fresh worker imports the LLM and MCP SDKs: allow more than the default 5 s.
     expect(page.locator(".msg-assistant strong").first).to_have_text("alice", timeout=30_000)
     expect(page.locator('.chat-list a[aria-current="page"]')).to_have_text("Please echo hi")
+    expect(page.locator(".chat-settings summary strong")).to_have_text("Please echo hi")  # the heading too
+    expect(page.locator("#id_title")).to_have_value("Please echo hi")  # saving settings keeps the title
     approval = page.locator(".approval")
     expect(approval).to_contain_text("Run echo?")
     page.get_by_role("button", name="Allow").click()
