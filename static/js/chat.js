@@ -1,7 +1,5 @@
 // The chat page: one WebSocket per open conversation, rebuilt from the event log (resume after the
-// last seen number, also after a reconnect). Model text is rendered as a small markdown subset by
-// building DOM nodes with textContent only: no model output is ever parsed as HTML, and links keep
-// only http(s)/mailto targets, so a model's <script> or javascript: link cannot run.
+// last seen number, also after a reconnect). Model text is rendered by render.js (safe markdown).
 (function () {
   "use strict";
   const root = document.getElementById("chat");
@@ -22,61 +20,7 @@
     return node;
   }
 
-  // --- safe markdown -------------------------------------------------------------------------
-  const LIST = /^\s*([-*+]|\d+\.)\s+/;
-  function markdown(src, into) {
-    into.replaceChildren();
-    const lines = src.split("\n");
-    let i = 0;
-    while (i < lines.length) {
-      const line = lines[i];
-      let m;
-      if (/^\s*```/.test(line)) {
-        const code = [];
-        for (i++; i < lines.length && !/^\s*```/.test(lines[i]); i++) code.push(lines[i]);
-        i++;
-        const pre = el("pre"); pre.append(el("code", "", code.join("\n"))); into.append(pre);
-      } else if ((m = /^(#{1,6})\s+(.*)$/.exec(line))) {
-        const h = el("h" + Math.min(6, m[1].length + 2)); inline(m[2], h); into.append(h); i++;
-      } else if (LIST.test(line)) {
-        const list = el(/^\s*\d+\./.test(line) ? "ol" : "ul");
-        for (; i < lines.length && LIST.test(lines[i]); i++) { const li = el("li"); inline(lines[i].replace(LIST, ""), li); list.append(li); }
-        into.append(list);
-      } else if (!line.trim()) {
-        i++;
-      } else {
-        const para = [];
-        for (; i < lines.length && lines[i].trim() && !/^\s*```|^#{1,6}\s/.test(lines[i]) && !LIST.test(lines[i]); i++) para.push(lines[i]);
-        const p = el("p"); inline(para.join("\n"), p); into.append(p);
-      }
-    }
-  }
-
-  const INLINE = /(`[^`]+`)|(\*\*[^*]+\*\*)|(\*[^*\s][^*]*\*)|(\[[^\]]+\]\([^)\s]+\))/g;
-  function inline(text, into) {
-    let last = 0, m;
-    INLINE.lastIndex = 0;
-    while ((m = INLINE.exec(text))) {
-      if (m.index > last) into.append(text.slice(last, m.index));
-      const t = m[0];
-      if (m[1]) into.append(el("code", "", t.slice(1, -1)));
-      else if (m[2]) into.append(el("strong", "", t.slice(2, -2)));
-      else if (m[3]) into.append(el("em", "", t.slice(1, -1)));
-      else into.append(link(t));
-      last = INLINE.lastIndex;
-    }
-    if (last < text.length) into.append(text.slice(last));
-  }
-
-  function link(t) {
-    const m = /^\[([^\]]+)\]\(([^)\s]+)\)$/.exec(t);
-    let url = null;
-    try { const u = new URL(m[2], location.href); if (["http:", "https:", "mailto:"].includes(u.protocol)) url = u.href; } catch (e) { url = null; }
-    if (!url) return document.createTextNode(t);
-    const a = el("a", "", m[1]);
-    a.href = url; a.rel = "noopener noreferrer nofollow"; a.target = "_blank";
-    return a;
-  }
+  const markdown = hubRender.markdown;
 
   // --- events --------------------------------------------------------------------------------
   function scrollDown() { window.scrollTo(0, document.body.scrollHeight); }
@@ -109,9 +53,6 @@
     return c;
   }
 
-  function resultText(content) {
-    return (content || []).map((item) => item.type === "text" ? item.text : JSON.stringify(item)).join("\n");
-  }
 
   const handlers = {
     user_message(p) {
@@ -163,7 +104,7 @@
       c.done = true;
       c.details.classList.toggle("is-error", !!p.isError);
       c.summary.textContent = p.name + (p.isError ? " · error" : " · done") + " · " + Math.round(p.duration_ms || 0) + " ms";
-      c.details.append(el("div", "tool-label", "Result"), el("pre", "tool-result", resultText(p.content)));
+      c.details.append(el("div", "tool-label", "Result"), el("pre", "tool-result", hubRender.resultText(p.content)));
     },
     error(p, event) {
       if (event.seq === null) { statusLine.textContent = p.message; statusLine.classList.add("is-error"); return; }

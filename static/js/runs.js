@@ -2,7 +2,7 @@
 // On every (re)connect the page sends `resume` after the last round it shows: the socket replays
 // the steps it missed, then the run's state. The page reloads when the run ends or waits on a
 // call it does not show (status, answer, approval forms and buttons come from the server). Model
-// and tool text is set with textContent only, never parsed as HTML.
+// text is rendered by render.js (safe markdown), tool text set with textContent only.
 (function () {
   "use strict";
   const root = document.getElementById("run");
@@ -25,15 +25,27 @@
     const head = el("p");
     head.append(el("strong", "", `Round ${step.round}`), el("span", "muted", ` · ${step.input_tokens} in / ${step.output_tokens} out`));
     item.append(head);
-    if (step.text) item.append(el("p", "step-text", step.text));
-    for (const call of step.tool_calls || []) {
-      const card = el("details", "toolcard");
-      card.append(el("summary", "", `${call.name} · ${call.isError ? "error" : "done"}`), el("pre", "", JSON.stringify(call.arguments)));
-      item.append(card);
+    if (step.text) {
+      const text = el("div", "step-text md");
+      hubRender.markdown(step.text, text);
+      item.append(text);
     }
+    for (const call of step.tool_calls || []) item.append(toolCard(call));
     list.append(item);
     document.getElementById("run-rounds").textContent = step.round;
     document.getElementById("run-progress").value = step.round;
+  }
+
+  // As the server renders a stored step's calls (run.html).
+  function toolCard(call) {
+    const card = el("details", call.isError ? "toolcard is-error" : "toolcard");
+    const took = call.duration_ms == null ? "" : ` · ${Math.round(call.duration_ms)} ms`;
+    card.append(
+      el("summary", "", `${call.name} · ${call.isError ? "error" : "done"}${took}`),
+      el("div", "tool-label", "Arguments"), el("pre", "tool-args", JSON.stringify(call.arguments, null, 2)),
+      el("div", "tool-label", "Result"), el("pre", "tool-result", hubRender.resultText((call.result || {}).content)),
+    );
+    return card;
   }
 
   function lastRound() {
