@@ -68,9 +68,18 @@
     return a;
   }
 
-  // A tool result as people read it: its text items, anything else as JSON.
-  function resultText(content) {
-    return (content || []).map((item) => item.type === "text" ? item.text : JSON.stringify(item)).join("\n");
+  // A tool result as the model was told it (apps.chat.tools.result_text, whole): text, a
+  // resource's text, other content (images, audio) by its type rather than as base64.
+  function resultText(content, structured) {
+    const parts = (content || []).filter((item) => item && typeof item === "object").map((item) => {
+      if (item.type === "text") return String(item.text ?? "");
+      if (item.type === "resource" && item.resource && typeof item.resource === "object") {
+        return String(item.resource.text || `[resource ${item.resource.uri || ""}]`);
+      }
+      return `[${item.type || "content"} ${item.mimeType || ""}]`.replace(" ]", "]");
+    });
+    if (!parts.length && structured != null) parts.push(JSON.stringify(structured));
+    return parts.join("\n");
   }
   window.hubRender = { markdown, resultText };
   for (const node of document.querySelectorAll("[data-markdown]")) markdown(node.textContent, node);

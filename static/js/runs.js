@@ -43,7 +43,7 @@
     card.append(
       el("summary", "", `${call.name} · ${call.isError ? "error" : "done"}${took}`),
       el("div", "tool-label", "Arguments"), el("pre", "tool-args", JSON.stringify(call.arguments, null, 2)),
-      el("div", "tool-label", "Result"), el("pre", "tool-result", hubRender.resultText((call.result || {}).content)),
+      el("div", "tool-label", "Result"), el("pre", "tool-result", hubRender.resultText((call.result || {}).content, (call.result || {}).structuredContent)),
     );
     return card;
   }

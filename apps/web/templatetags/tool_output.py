@@ -1,12 +1,14 @@
-"""Tool calls as the pages show them (run steps rendered by the server; the chat page's live cards
-do the same in static/js: chat.js and render.js's resultText)."""
+"""Tool calls as the pages show them: run steps rendered by the server (live cards: render.js)."""
 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from django import template
+
+from apps.chat import tools
 
 register = template.Library()
 
@@ -19,9 +21,5 @@ def as_json(value: Any) -> str:
 
 @register.filter
 def result_text(result: dict[str, Any] | None) -> str:
-    """A tool result as people read it: its text items, anything else as JSON."""
-    items = (result or {}).get("content") or []
-    return "\n".join(
-        str(item.get("text", "")) if isinstance(item, dict) and item.get("type") == "text" else json.dumps(item)
-        for item in items
-    )
+    """A tool result as the model was told it (images and other binary content by their type), whole."""
+    return tools.result_text(result or {}, sys.maxsize)
