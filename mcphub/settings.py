@@ -222,6 +222,9 @@ CELERY_TASK_IGNORE_RESULT = True
 # backend's client and connection pool are thread-safe.
 CELERY_RESULT_BACKEND_THREAD_SAFE = True
 CELERY_BROKER_POOL_LIMIT = envint("CELERY_BROKER_POOL_LIMIT", 64)
+# Celery 6's default, said now (Celery 5 warns at every broker reconnect until it is set): it only
+# cancels tasks acknowledged late, and the hub has none.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 # Threads, not prefork: the MCP pool runs on a thread of the worker process, which must never fork.
 CELERY_WORKER_POOL = "threads"
