@@ -29,6 +29,10 @@ def test_alice_sees_her_runs_with_progress(alice, alice_run):
     assert "Alice&#x27;s secret task" in page and 'value="3"' in page and "3 / 10" in page
     detail = _client(alice).get(f"/runs/{alice_run.pk}/").content.decode()
     assert "Resume" in detail and "Cancel" in detail
+    assert 'id="run-progress"' not in detail  # a bar of rounds left is for a run that goes on
+    Run.objects.filter(pk=alice_run.pk).update(status=Run.Status.RUNNING)
+    detail = _client(alice).get(f"/runs/{alice_run.pk}/").content.decode()
+    assert '<progress id="run-progress" max="10" value="3"' in detail
 
 
 def test_charlie_cannot_see_cancel_or_resume_alices_run(charlie, alice_run):
