@@ -53,7 +53,6 @@
     return c;
   }
 
-
   const handlers = {
     user_message(p) {
       endBubble();
