@@ -13,14 +13,7 @@
   let bubble = null, bubbleText = "", renderQueued = false;
   const cards = new Map();
 
-  function el(tag, cls, text) {
-    const node = document.createElement(tag);
-    if (cls) node.className = cls;
-    if (text !== undefined) node.textContent = text;
-    return node;
-  }
-
-  const markdown = hubRender.markdown;
+  const { el, markdown } = hubRender;
 
   // --- events --------------------------------------------------------------------------------
   function scrollDown() { window.scrollTo(0, document.body.scrollHeight); }

@@ -6,6 +6,7 @@
 (function () {
   "use strict";
 
+  // An element with a class and text (textContent: never parsed as HTML).
   function el(tag, cls, text) {
     const node = document.createElement(tag);
     if (cls) node.className = cls;
@@ -81,6 +82,6 @@
     if (!parts.length && structured != null) parts.push(JSON.stringify(structured));
     return parts.join("\n");
   }
-  window.hubRender = { markdown, resultText };
+  window.hubRender = { el, markdown, resultText };
   for (const node of document.querySelectorAll("[data-markdown]")) markdown(node.textContent, node);
 })();

@@ -11,12 +11,7 @@
   const ACTIVE = ["queued", "running", "waiting_approval"];
   if (!ACTIVE.includes(root.dataset.status)) return;
 
-  function el(tag, cls, text) {
-    const node = document.createElement(tag);
-    if (cls) node.className = cls;
-    if (text !== undefined) node.textContent = text;
-    return node;
-  }
+  const el = hubRender.el;
 
   function addStep(step) {
     if (list.querySelector(`[data-round="${step.round}"]`)) return;
