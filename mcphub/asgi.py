@@ -2,11 +2,12 @@
 
 import os
 
-from django.core.asgi import get_asgi_application
-
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcphub.settings")
+
+from mcphub.django_handler import get_application  # noqa: E402
+
 # Django must be set up before anything imports models (consumers, gateway routes).
-django_asgi_app = get_asgi_application()
+django_asgi_app = get_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

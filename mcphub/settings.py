@@ -160,11 +160,12 @@ DATABASE_URL = envstr("DATABASE_URL")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=600)}
     if DATABASES["default"]["ENGINE"].endswith("postgresql"):
-        # A connection pool per process (psycopg_pool), not persistent connections: under ASGI every
-        # request runs on a thread of its own, so a persistent connection was never reused (each API
-        # request connected anew, ~5 ms) and a hundred concurrent requests opened a hundred
-        # connections ("too many clients"). Threads that keep a connection (the chat loop's
-        # database threads) hold one of the pool's; the others return theirs after each request.
+        # A connection pool per process (psycopg_pool), not persistent connections: under Django's
+        # own ASGI handler every request ran on a thread of its own, so a persistent connection was
+        # never reused (each API request connected anew, ~5 ms) and a hundred concurrent requests
+        # opened a hundred connections ("too many clients"). Threads that keep a connection (the
+        # sockets' and the chat loop's database threads) hold one of the pool's; Django's request
+        # threads (mcphub/django_handler.py) return theirs after each request.
         DATABASES["default"]["CONN_MAX_AGE"] = 0
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
             "min_size": 1, "max_size": envint("MCPHUB_DB_POOL_SIZE", 40), "timeout": 20,
@@ -310,6 +311,8 @@ MCPHUB_MAX_REQUEST_BYTES = envint("MCPHUB_MAX_REQUEST_BYTES", 4 * 1024 * 1024)
 MCPHUB_REQUEST_READ_TIMEOUT = envint("MCPHUB_REQUEST_READ_TIMEOUT", 10)
 MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT = envint("MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT", 16)
 MCPHUB_LIST_PAGE_SIZE = envint("MCPHUB_LIST_PAGE_SIZE", 1000)
+# Threads a web process runs Django requests (pages, REST API) on at once (mcphub/django_handler.py).
+MCPHUB_WEB_THREADS = envint("MCPHUB_WEB_THREADS", 16)
 MCPHUB_LOG_TOOL_ARGUMENTS = envbool("MCPHUB_LOG_TOOL_ARGUMENTS", False)
 # Dynamic endpoints' tool search (apps/discovery/retrieval.py): auto = hybrid when the optional
 # embedding model is installed, else bm25; or bm25, embedding, hybrid.
