@@ -12,7 +12,6 @@ from urllib.parse import urlsplit
 from django.contrib.auth.models import AnonymousUser
 
 from apps.accounts.services import authenticate_token
-from apps.chat.resumable import database_sync_to_async
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:
@@ -22,13 +21,15 @@ def _header(scope: dict[str, Any], name: bytes) -> str | None:
     return None
 
 
-async def websocket_user(scope: dict[str, Any]):
+def socket_user(scope: dict[str, Any]):
+    """The socket's user, else AnonymousUser. Synchronous: a token is looked up in the database,
+    so call it on a database thread (the sockets do, with the lookup of what they open)."""
     authorization = _header(scope, b"authorization")
     if authorization is not None:
         scheme, _, raw = authorization.partition(" ")
         if scheme.lower() != "bearer" or not raw.strip():
             return AnonymousUser()
-        token = await database_sync_to_async(authenticate_token)(raw.strip())
+        token = authenticate_token(raw.strip())
         return token.user if token is not None else AnonymousUser()
     user = scope.get("user") or AnonymousUser()
     if not _same_origin(scope):

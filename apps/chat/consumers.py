@@ -10,11 +10,17 @@ How live events wait behind a `resume`: apps.chat.resumable.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from apps.chat import events, selectors, services
-from apps.chat.auth import websocket_user
+from apps.chat.models import Conversation
 from apps.chat.resumable import ResumableConsumer, database_sync_to_async
+
+
+def _find(user, conversation_id: uuid.UUID) -> tuple[Conversation, int] | None:
+    conversation = selectors.conversation_for(user, conversation_id)
+    return None if conversation is None else (conversation, selectors.last_seq(conversation.pk))
 
 
 class ChatConsumer(ResumableConsumer):
@@ -25,18 +31,7 @@ class ChatConsumer(ResumableConsumer):
         from apps.chat import runtime
 
         runtime.bind_web_loop()
-        user = await websocket_user(self.scope)
-        conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
-        self.conversation = await database_sync_to_async(selectors.conversation_for)(user, conversation_id)
-        if self.conversation is None:
-            await self.close(code=4403)  # also for another user's conversation: nothing to learn
-            return
-        self.group = events.clients_group(self.conversation.pk)
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        # Joined first, counted second: an event stored after this count arrives through the group.
-        self.cursor = await database_sync_to_async(selectors.last_seq)(self.conversation.pk)
-        self.hold_live_events()
-        await self.accept()
+        self.conversation = await self.open(self.scope["url_route"]["kwargs"]["conversation_id"], events.clients_group, _find)
 
     # -- client messages -------------------------------------------------------------------
 

@@ -24,14 +24,20 @@ from the database, so a lost `step` event leaves no gap.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
-from apps.chat.auth import websocket_user
 from apps.chat.resumable import ResumableConsumer, database_sync_to_async
 from apps.chat.runs import selectors
 from apps.chat.runs.loop import run_group
+from apps.chat.runs.models import Run
 
 Key = tuple[int, str, Any]
+
+
+def _find(user, run_id: uuid.UUID) -> tuple[Run, int] | None:
+    run = selectors.run_for(user, run_id, fields=("max_rounds", "rounds"))
+    return None if run is None else (run, run.rounds)
 
 
 def _key(event: dict[str, Any]) -> Key:
@@ -43,19 +49,8 @@ class RunConsumer(ResumableConsumer):
         from apps.chat import runtime
 
         runtime.bind_web_loop()
-        user = await websocket_user(self.scope)
-        run_id = self.scope["url_route"]["kwargs"]["run_id"]
-        self.run = await database_sync_to_async(selectors.run_for)(user, run_id, fields=("max_rounds",))
-        if self.run is None:
-            await self.close(code=4403)  # also for another user's run: nothing to learn
-            return
-        self.group = run_group(self.run.pk)
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        # Joined first, counted second: a step stored after this count arrives through the group.
-        self.cursor = await database_sync_to_async(selectors.rounds_of)(self.run.pk)
         self.replayed: tuple[int, set[Key]] = (-1, set())  # the state a resume sent: its seq, its events
-        self.hold_live_events()
-        await self.accept()
+        self.run = await self.open(self.scope["url_route"]["kwargs"]["run_id"], run_group, _find)
 
     async def _replay(self, after: int) -> None:
         events = await database_sync_to_async(selectors.replay)(self.run.pk, after)

@@ -71,6 +71,3 @@ def replay(run_id: uuid.UUID, after: int) -> list[dict[str, Any]]:
         return []
     return [*step_events(run, after, until=run.rounds), *state_events(run)]
 
-
-def rounds_of(run_id: uuid.UUID) -> int:
-    return Run.objects.values_list("rounds", flat=True).get(pk=run_id)
