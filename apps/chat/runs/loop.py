@@ -70,7 +70,8 @@ async def execute(run_id: uuid.UUID) -> None:
         return
     _active.add(run.pk)
     try:
-        steps = await _db(lambda: list(run.steps.order_by("round").values("round", "text", "tool_calls")))()
+        # A resumed run goes on from its stored steps; a new one has none to read.
+        steps = await _db(lambda: list(run.steps.order_by("round").values("round", "text", "tool_calls")))() if run.rounds else []
         async with Control(run.pk) as control:
             await RunRunner(run, steps, control).execute()
     finally:

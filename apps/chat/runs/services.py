@@ -258,8 +258,10 @@ def approval_answered(run_id: uuid.UUID, call_id: str) -> None:
 
 
 def heartbeat(run_id: uuid.UUID) -> bool:
-    """Marks the run alive; False once a cancel was requested."""
-    Run.objects.filter(pk=run_id, status__in=(Run.Status.RUNNING, Run.Status.WAITING_APPROVAL)).update(heartbeat_at=timezone.now())
+    """Marks the run alive; False once a cancel was requested. One query while it goes on."""
+    beating = (Run.Status.RUNNING, Run.Status.WAITING_APPROVAL)
+    if Run.objects.filter(pk=run_id, status__in=beating, cancel_requested=False).update(heartbeat_at=timezone.now()):
+        return True
     return not Run.objects.filter(pk=run_id, cancel_requested=True).exists()
 
 
