@@ -106,13 +106,18 @@ def _sync(model: type, server: McpServer, key: str, items: dict[str, dict[str, A
     report.counts[f"{label}s"] = len(items)
 
 
+class ServerGone(Exception):
+    """The server was deleted while its discovery ran: there is nothing left to write to."""
+
+
 @transaction.atomic
 def apply_discovery(*, server: McpServer, discovery: Discovery) -> DiscoveryReport:
     """Write a discovery into the catalog; tell endpoints using the server if anything changed."""
     report = DiscoveryReport(server.name)
     # Two discoveries of one server may finish together (a user's first credentials start one, a
     # staff user's "Discover" another): one writes after the other, never both inserting a tool.
-    McpServer.objects.select_for_update().filter(pk=server.pk).values_list("pk", flat=True).first()
+    if McpServer.objects.select_for_update().filter(pk=server.pk).values_list("pk", flat=True).first() is None:
+        raise ServerGone("deleted while it was being discovered; nothing written")
     _sync(Tool, server, "name", {t.name: _tool_fields(t) for t in discovery.tools}, report, "tool")
     _sync(Resource, server, "uri", {str(r.uri): _resource_fields(r) for r in discovery.resources}, report, "resource")
     templates = {str(t.uri_template): _template_fields(t) for t in discovery.resource_templates}

@@ -34,7 +34,7 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
-from apps.catalog.discovery import DiscoveryReport, _describe, apply_discovery, record_failure, record_health
+from apps.catalog.discovery import DiscoveryReport, ServerGone, _describe, apply_discovery, record_failure, record_health
 from apps.catalog.models import McpServer
 from apps.connections.errors import PoolError
 from apps.connections.specs import ServerSpec, server_of
@@ -219,7 +219,10 @@ def _outcome(server: McpServer, result: Any) -> DiscoveryOutcome:
     if isinstance(result, BaseException):  # any backend failure is this server's verdict
         error = record_failure(server=server, error=_describe(result))
         return DiscoveryOutcome(server.name, error=error)
-    return DiscoveryOutcome(server.name, report=apply_discovery(server=server, discovery=result))
+    try:
+        return DiscoveryOutcome(server.name, report=apply_discovery(server=server, discovery=result))
+    except ServerGone as gone:  # deleted meanwhile (an admin, a test's cleanup): not a failure to record
+        return DiscoveryOutcome(server.name, error=str(gone))
 
 
 async def _discover(pool: Any, spec: ServerSpec, *, keep: bool) -> Any:
