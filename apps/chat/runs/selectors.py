@@ -46,6 +46,8 @@ def _event(kind: str, seq: int, payload: dict[str, Any]) -> dict[str, Any]:
 
 def step_events(run: Run, after: int, *, until: int | None = None) -> list[dict[str, Any]]:
     """Stored rounds `after` < round ≤ `until` as the `step` events the loop published for them."""
+    if until is not None and until <= after:
+        return []  # none can be stored (a page that opens as its run starts): no query
     steps = run.steps.filter(round__gt=after)
     if until is not None:
         steps = steps.filter(round__lte=until)
