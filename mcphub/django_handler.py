@@ -48,9 +48,11 @@ class OneHopHandler(ASGIHandler):
             return
         try:
             response = await self._in_thread(self._respond)(scope, body_file)
-            await self.send_response(response, send)
-            if response.streaming:
-                await self._in_thread(response.close)()
+            try:
+                await self.send_response(response, send)
+            finally:  # also when the client left mid-stream: request_finished is always sent
+                if response.streaming:
+                    await self._in_thread(response.close)()
         finally:
             body_file.close()
 
