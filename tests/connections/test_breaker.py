@@ -14,10 +14,13 @@ from tests.connections.conftest import text, tiny_spec
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
 POLICY = BreakerPolicy(threshold=3, retry_min=0.05, retry_ratio=0.25, retry_max=0.6)
+# The first test calls again right after the circuit opens: 0.05 s was too short a window on a
+# loaded machine (the half-open trial had already begun); 0.3 s still reads "retry in 0.3s".
+OPENED = BreakerPolicy(threshold=3, retry_min=0.3, retry_ratio=0.25, retry_max=0.6)
 
 
 async def test_circuit_opens_after_repeated_failures_and_half_opens_later():
-    async with Pool(PoolOptions(breaker=POLICY)) as pool:
+    async with Pool(PoolOptions(breaker=OPENED)) as pool:
         spec = tiny_spec("flaky", "--fail", "database is down")
         for _ in range(3):
             with pytest.raises(ServerStartFailed, match="database is down"):
