@@ -205,7 +205,7 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
     print(f"                      all created within {figures['created_within']:.2f} s of the first POST; queued→started p50 "
           f"{figures['queue_p50']:.2f} s, max {figures['queue_max']:.2f} s; started→finished p50 {figures['duration_p50']:.2f} s, "
           f"max {figures['duration_max']:.2f} s")
-    print("                      CPU per run during it (each of R rounds; the parties share the cores): "
+    print(f"                      CPU per run ({args.rounds} rounds) during it, the parties sharing the cores: "
           + ", ".join(f"{name} {ms:.1f} ms" for name, ms in figures["cpu_per_run"].items()))
     print(f"context               a {figures['long_rounds']}-round run with 2 kB tool results took {figures['long_s']:.1f} s")
     for n, (sent, naive, chars) in figures["tokens"].items():
