@@ -9,6 +9,11 @@
   waited ~0.5 s for the lock and a turn ~1.3 s to join its control group. Publishes go out side by
   side here (on the client's connection pool, at most PUBLISH_CONCURRENCY at once); subscribing
   keeps the lock. Messages of one group still leave in order: each sender awaits its publish.
+- It SUBSCRIBEs every new channel in Redis (and UNSUBSCRIBEs it when its reader stops), though a
+  socket's channel and a run's control channel only ever receive through their groups: two round
+  trips under that lock per socket and per run, ~1 ms of a run socket's CPU. Here only a channel
+  named with `INBOX_PREFIX` (the gateway's one per process, which other processes `send` to) is
+  subscribed; any other channel is a queue in this process, fed by its groups' subscriptions.
 Everything else is channels_redis's.
 """
 
@@ -16,13 +21,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 
 from channels_redis import pubsub
+from channels_redis.utils import _wrap_close
 
 from apps.core.hotstate import OUTAGE_ERRORS
 
 logger = logging.getLogger(__name__)
 PUBLISH_CONCURRENCY = 32
+# new_channel(INBOX_PREFIX + ...) makes a channel other processes can `send` to directly.
+INBOX_PREFIX = "inbox."
 
 
 class _Shard(pubsub.RedisSingleShardConnection):
@@ -74,10 +83,35 @@ class _Shard(pubsub.RedisSingleShardConnection):
                 await asyncio.sleep(1)
 
 
+class _LoopLayer(pubsub.RedisPubSubLoopLayer):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._shards = [_Shard(shard.host, self) for shard in self._shards]
+
+    def _addressable(self, channel: str) -> bool:
+        return channel.startswith(f"{self.prefix}{INBOX_PREFIX}")
+
+    async def new_channel(self, prefix: str = "specific.") -> str:
+        channel = f"{self.prefix}{prefix}{uuid.uuid4().hex}"
+        if self._addressable(channel):
+            await self._subscribe_to_channel(channel)
+        else:
+            self.channels[channel] = asyncio.Queue()
+        return channel
+
+    async def receive(self, channel: str):
+        # A receive that was cancelled (a reader's timeout) dropped the channel's queue; a local
+        # channel gets a new one here instead of a Redis subscription.
+        if channel not in self.channels and not self._addressable(channel):
+            self.channels[channel] = asyncio.Queue()
+        return await super().receive(channel)
+
+
 class RedisPubSubChannelLayer(pubsub.RedisPubSubChannelLayer):
     def _get_layer(self):
-        layer = super()._get_layer()
-        if not getattr(layer, "_wakes_on_subscribe", False):  # a new loop's layer: nothing used its shards yet
-            layer._shards = [_Shard(shard.host, layer) for shard in layer._shards]
-            layer._wakes_on_subscribe = True
+        loop = asyncio.get_running_loop()
+        layer = self._layers.get(loop)
+        if layer is None:
+            layer = self._layers[loop] = _LoopLayer(*self._args, **self._kwargs, channel_layer=self)
+            _wrap_close(self, loop)  # as channels_redis: the layer closes with its loop
         return layer

@@ -16,6 +16,7 @@ from typing import Any
 from channels.layers import get_channel_layer
 
 from apps.core import hotstate, outage
+from apps.core.channel_layer import INBOX_PREFIX
 from apps.toolsets.events import announce_changes_of_other_processes
 
 logger = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ class Mailbox:
     async def start(self) -> None:
         async with self._started:
             if self.channel is None:
-                self.channel = await self.layer.new_channel("mcphub.web.")
+                self.channel = await self.layer.new_channel(f"{INBOX_PREFIX}web.")  # replies are `send` here
                 self._reader = asyncio.create_task(self._read(), name="mcphub-mailbox")
                 if hotstate.async_redis() is None:  # embedded: hear what shells change, too
                     self._watcher = asyncio.create_task(announce_changes_of_other_processes(), name="mcphub-changes")

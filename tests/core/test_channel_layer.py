@@ -94,3 +94,33 @@ async def test_an_unexpected_receive_error_keeps_its_traceback(caplog):
         assert [(r.levelname, r.exc_info[0] if r.exc_info else None) for r in records] == [("ERROR", ValueError)]
     finally:
         await layer.flush()
+
+
+async def test_only_inbox_channels_are_subscribed_in_redis_and_groups_reach_the_rest():
+    """A socket's channel (and a run's control channel) receives through its groups alone: it costs
+    no SUBSCRIBE of its own. An inbox channel receives what another process `send`s it."""
+    from apps.core.channel_layer import INBOX_PREFIX, RedisPubSubChannelLayer
+
+    layer, other = RedisPubSubChannelLayer(hosts=[settings.REDIS_URL]), RedisPubSubChannelLayer(hosts=[settings.REDIS_URL])
+    try:
+        local, inbox = await layer.new_channel(), await layer.new_channel(f"{INBOX_PREFIX}test.")
+        shard = layer._get_layer()._shards[0]
+        assert inbox in shard._subscribed_to and local not in shard._subscribed_to
+        await layer.group_add("members", local)
+        await other.group_send("members", {"type": "to.group"})
+        await other.send(inbox, {"type": "to.inbox"})
+        assert await asyncio.wait_for(layer.receive(local), 2) == {"type": "to.group"}
+        assert await asyncio.wait_for(layer.receive(inbox), 2) == {"type": "to.inbox"}
+        # A reader that timed out and reads again still hears the group, still without a subscription.
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(layer.receive(local), 0.05)
+        reading = asyncio.create_task(layer.receive(local))
+        await asyncio.sleep(0.01)
+        await other.group_send("members", {"type": "again"})
+        assert await asyncio.wait_for(reading, 2) == {"type": "again"}
+        assert local not in shard._subscribed_to
+        await layer.group_discard("members", local)
+        assert shard._subscribed_to == {inbox}
+    finally:
+        await layer.flush()
+        await other.flush()
