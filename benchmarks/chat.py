@@ -50,7 +50,7 @@ TARGETS = {"ttft_ms": 20.0, "round_ms": 10.0, "chunks_per_s": 2000.0, "concurren
 # -- seeding: a child process with the hub's environment ----------------------------------------
 
 
-def seed(llm_url: str) -> dict[str, Any]:
+def seed(llm_url: str, hub_tools: bool = False) -> dict[str, Any]:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcphub.settings")
     import django
 
@@ -78,9 +78,13 @@ def seed(llm_url: str) -> dict[str, Any]:
     endpoint.approval = "off"
     endpoint.save()
     enable_tools(endpoint=endpoint, tools=server.tools.filter(name="echo"))
+    if hub_tools:  # the hub's own MCP tool that hands a task to a run (benchmarks/runs.py)
+        from apps.chat.runs.hub_tools import ensure_hub_server
+
+        enable_tools(endpoint=endpoint, tools=ensure_hub_server().tools.filter(name="autonomous_with_mcp"))
     Provider.objects.create(name="scripted", kind="openai", base_url=llm_url, default_model="m", owner=user, is_default=True)
     _, token = create_access_token(user=user, name="benchmark", rate_limit_per_minute=2_000_000_000)
-    return {"token": token}
+    return {"token": token, "endpoint": f"/mcp/{endpoint.slug}/"}
 
 
 # -- the scripted LLM's answers, chosen by the user's message -----------------------------------
@@ -248,9 +252,11 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
 
 
 @contextlib.asynccontextmanager
-async def production_hub(name: str, database: str, respond: Callable[[dict], Any], **extra_env: str) -> AsyncIterator[Hub]:
-    """The production shape on its own Redis and a fresh Postgres database, seeded for alice, with
-    the scripted LLM answering by `respond`; logs are kept when something failed."""
+async def production_hub(name: str, database: str, respond: Callable[[dict], Any], *, hub_tools: bool = False,
+                         **extra_env: str) -> AsyncIterator[Hub]:
+    """The production shape on its own Redis and a fresh Postgres database, seeded for alice (with
+    the hub's `autonomous_with_mcp` tool if `hub_tools`), with the scripted LLM answering by
+    `respond`; logs are kept when something failed."""
     from tests.live_hub import wait_healthy
     from tests.llm_server import ScriptedLLM
 
@@ -269,16 +275,17 @@ async def production_hub(name: str, database: str, respond: Callable[[dict], Any
         env = base_env(DATABASE_URL=f"{PG}/{database}", REDIS_URL=f"redis://127.0.0.1:{redis_port}/0",
                        MCPHUB_DATA_DIR=str(tmp / "data"), MCPHUB_EMBEDDED_BEAT="false", **extra_env)
         wait_port(redis_port, procs)
-        out = subprocess.run([sys.executable, __file__, "--seed", llm.url], cwd=ROOT, env=env, capture_output=True, text=True)
+        out = subprocess.run([sys.executable, __file__, "--seed", llm.url, *(["--hub-tools"] if hub_tools else [])],
+                             cwd=ROOT, env=env, capture_output=True, text=True)
         if out.returncode != 0:
             raise RuntimeError(f"seeding failed:\n{out.stderr[-3000:]}")
-        token = json.loads(out.stdout.strip().splitlines()[-1])["token"]
+        seeded = json.loads(out.stdout.strip().splitlines()[-1])
         port = free_port()
         web = procs.spawn("web", [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "mcphub.asgi:application"], env)
         worker = procs.spawn("worker", [str(VENV_BIN / "celery"), "-A", "mcphub", "worker", "-Q", "mcp,celery", "--without-gossip",
                                         "--without-mingle", "-n", f"{name}bench@%h", "--loglevel", "WARNING"], env)
         wait_healthy(f"http://127.0.0.1:{port}", procs.procs, timeout=90.0)
-        yield Hub(port, token, web.pid, worker.pid, llm, procs.procs[0].pid)
+        yield Hub(port, seeded["token"], web.pid, worker.pid, llm, procs.procs[0].pid, seeded["endpoint"])
         ok = True
     finally:
         llm.stop()
@@ -297,6 +304,7 @@ class Hub:
     worker_pid: int
     llm: Any
     redis_pid: int
+    endpoint: str  # the MCP endpoint's path
 
 
 async def bench(args: argparse.Namespace) -> None:
@@ -311,9 +319,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="10 runs, 100 conversations × 3 rounds")
     parser.add_argument("--seed", help=argparse.SUPPRESS)
+    parser.add_argument("--hub-tools", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.seed:
-        print(json.dumps(seed(args.seed)))
+        print(json.dumps(seed(args.seed, args.hub_tools)))
         return
     if args.quick:
         args.runs, args.rounds = 10, 3

@@ -13,6 +13,9 @@ and are followed on their WebSocket (/ws/runs/<id>/), as the Runs page follows t
     (N clients POSTing together), vs one run alone, each timed as a user sees it: from the first
     POST to the last run's `finished_at` (target: ≤ 1.5× one run's), with the CPU each party on the
     machine spent per run meanwhile (web, worker, Postgres, Redis, this process);
+  - the same through the hub's own MCP tool, as MCP clients hand tasks over: N initialized MCP
+    sessions each call `autonomous_with_mcp` (waiting, with a progress token) at once, timed from
+    the first call until the last answer is back at its client, vs one call alone;
   - context: a long run whose every tool result is ~2,000 characters; the input tokens the model
     was sent at rounds 10/100/500 (the scripted LLM counts ~4 characters per token) vs the naive
     history rebuilt from the same steps without bounds.
@@ -34,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.chat import Hub, direct_ttft, others_cpu, production_hub  # noqa: E402
-from benchmarks.gateway import cpu_seconds  # noqa: E402
+from benchmarks.gateway import McpSession, cpu_seconds  # noqa: E402
 
 BENCH_DB = "mcphub_bench_runs"
 TARGETS = {"round_ms": 10.0, "concurrency_ratio": 1.5}
@@ -110,6 +113,28 @@ class Runs:
         return run
 
 
+async def via_mcp(hub: Hub, tasks: list[str]) -> float:
+    """Seconds from the first `autonomous_with_mcp` call until the last answer reached its client:
+    one initialized session per task (an MCP client connects once, then hands tasks over)."""
+    sessions = [McpSession(hub.port, hub.endpoint, hub.token) for _ in tasks]
+    try:
+        await asyncio.gather(*(session.start() for session in sessions))
+        listed, _ = await sessions[0].rpc("tools/list", {})
+        name = next(t["name"] for t in listed["tools"] if t["name"].endswith("autonomous_with_mcp"))
+
+        async def call(session: McpSession, n: int, task: str) -> None:
+            arguments = {"mcp_name": "echo", "task": task}
+            result, _ = await session.rpc("tools/call", {"name": name, "arguments": arguments, "_meta": {"progressToken": n}})
+            assert not result["isError"] and result["structuredContent"]["status"] == "succeeded", result
+
+        started = time.perf_counter()
+        await asyncio.gather(*(call(session, n, task) for n, (session, task) in enumerate(zip(sessions, tasks, strict=True))))
+        return time.perf_counter() - started
+    finally:
+        for session in sessions:
+            session.close()
+
+
 def seconds_between(run: dict[str, Any]) -> float:
     from datetime import datetime
 
@@ -177,6 +202,10 @@ async def measure(runs: Runs, hub: Hub, args: argparse.Namespace) -> dict[str, A
     waits = sorted((at(r, "started_at") - at(r, "created_at")).total_seconds() for r in together_runs)
     created = max((at(r, "created_at") - first).total_seconds() for r in together_runs)
     durations = sorted((at(r, "finished_at") - at(r, "started_at")).total_seconds() for r in together_runs)
+    mcp_alone = await via_mcp(hub, [f"slow:{args.rounds - 1}"])
+    before = cpu(hub)
+    mcp_together = await via_mcp(hub, [f"slow:{args.rounds - 1} #{i}" for i in range(args.runs)])
+    mcp_spent = {name: (seconds - before[name]) * 1000 / args.runs for name, seconds in cpu(hub).items()}
     long = await runs.run(f"big:{args.long - 1}")
     marks = [n for n in (10, 100, 500) if n <= long["rounds"]]
     tokens = {n: (long["steps"][n - 1]["input_tokens"], naive_tokens(long, n), long["steps"][n - 1]["context_chars"]) for n in marks}
@@ -185,7 +214,7 @@ async def measure(runs: Runs, hub: Hub, args: argparse.Namespace) -> dict[str, A
         "overhead": per_round - statistics.median(direct) - tool_ms,
         "alone": alone, "together": together, "created_within": created, "queue_p50": statistics.median(waits),
         "queue_max": waits[-1], "duration_p50": statistics.median(durations), "duration_max": durations[-1], "cpu_per_run": spent,
-        "tokens": tokens, "long_s": seconds_between(long), "long_rounds": long["rounds"],
+        "mcp_alone": mcp_alone, "mcp_together": mcp_together, "mcp_cpu_per_run": mcp_spent, "tokens": tokens, "long_s": seconds_between(long), "long_rounds": long["rounds"],
     }
 
 
@@ -207,13 +236,19 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
           f"max {figures['duration_max']:.2f} s")
     print(f"                      CPU per run ({args.rounds} rounds) during it, the parties sharing the cores: "
           + ", ".join(f"{name} {ms:.1f} ms" for name, ms in figures["cpu_per_run"].items()))
+    mcp_ratio = figures["mcp_together"] / figures["mcp_alone"]
+    print(f"  via the MCP tool    {args.runs} autonomous_with_mcp calls at once: {figures['mcp_together']:.2f} s vs "
+          f"{figures['mcp_alone']:.2f} s alone = {mcp_ratio:.2f}× (target ≤ {TARGETS['concurrency_ratio']}: "
+          f"{verdict(mcp_ratio <= TARGETS['concurrency_ratio'])})")
+    print("                      CPU per run during it (sessions opened before): "
+          + ", ".join(f"{name} {ms:.1f} ms" for name, ms in figures["mcp_cpu_per_run"].items()))
     print(f"context               a {figures['long_rounds']}-round run with 2 kB tool results took {figures['long_s']:.1f} s")
     for n, (sent, naive, chars) in figures["tokens"].items():
         print(f"  round {n:>4}: {sent:>7} tokens sent ({chars} characters of context) vs {naive:>8} naive")
 
 
 async def bench(args: argparse.Namespace) -> None:
-    async with production_hub("runs", BENCH_DB, responder, MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT="0") as hub:
+    async with production_hub("runs", BENCH_DB, responder, hub_tools=True, MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT="0") as hub:
         runs = Runs(hub.port, hub.token)
         try:
             report(await measure(runs, hub, args), args)
