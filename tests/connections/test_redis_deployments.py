@@ -148,6 +148,7 @@ from django.core.cache import cache
 
 from apps.connections.resp import RespClient
 from apps.core import hotstate
+from apps.core.channel_layer import INBOX_PREFIX
 from mcphub.celery import app
 
 cache.set("tls-check", "cached", 30)
@@ -162,7 +163,7 @@ assert app.backend.client.ping(), "Celery result backend"
 async def main():
     assert await hotstate.async_redis().ping(), "hot state (async)"
     layer = get_channel_layer()
-    channel = await layer.new_channel()
+    channel = await layer.new_channel(INBOX_PREFIX)  # one other processes send to: subscribed in Redis
     await layer.send(channel, {"type": "tls.check", "text": "layered"})
     assert (await asyncio.wait_for(layer.receive(channel), 5))["text"] == "layered", "channel layer"
     client = RespClient(settings.REDIS_URL)
