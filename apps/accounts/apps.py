@@ -6,9 +6,11 @@ class AccountsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from apps.accounts import token_cache
         from apps.accounts.models import AccessToken, Membership, Team
         from apps.audit.registry import register
 
+        token_cache.connect()
         # The digest is not the token, but it has no business in a trail anyone with access reads.
         register(AccessToken, ignore_fields=["digest", "last_used_at"])
         register(Team)

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from apps.accounts import tokens
+from apps.accounts import token_cache, tokens
 from apps.accounts.models import AccessToken, Membership, Team, TokenScope, User
 
 # Writing last_used_at on every call would turn each MCP request into a DB write.
@@ -71,15 +71,22 @@ def _check_not_broader(issuer: AccessToken, *, scope: str, endpoint, expires_at:
 
 
 def authenticate_token(raw: str) -> AccessToken | None:
-    """The active token for `raw`, or None; compares digests in constant time."""
+    """The active token for `raw` (with its user), or None; compares digests in constant time.
+    Validated tokens are remembered for a few seconds, any change seen at once (token_cache)."""
     prefix = tokens.parse_prefix(raw)
     if prefix is None:
         return None
-    token = AccessToken.objects.active().select_related("user").filter(prefix=prefix).first()
-    if token is None or not tokens.matches(raw, token.digest) or not token.user.is_active:
+    stamp = token_cache.epoch()
+    token = token_cache.get(raw, stamp)
+    if token is None:
+        token = AccessToken.objects.active().select_related("user").filter(prefix=prefix).first()
+        if token is None or not tokens.matches(raw, token.digest) or not token.user.is_active:
+            return None
+        token_cache.put(raw, stamp, token)
+    elif not token.is_active:  # expired since it was remembered
         return None
-    _touch(token)
-    return token
+    _touch(token)  # the remembered one: its last_used_at is what the next request compares
+    return token_cache.copy_of(token)
 
 
 def _touch(token: AccessToken) -> None:

@@ -161,6 +161,16 @@ def _db_incr(key: str) -> int:
         return Counter.objects.values_list("value", flat=True).get(key=key)
 
 
+def counter(key: str) -> int:
+    """A counter bumped by `incr`, read from sync code: Redis, else the database (0 if never bumped)."""
+    client = sync_redis()
+    if client is not None:
+        return int(client.get(key) or 0)
+    reader = _sqlite_reader()
+    rows = reader.read(key=key) if reader is not None else _orm_counters(key, "")
+    return rows.get(key, 0)
+
+
 async def read_counter(key: str) -> int | None:
     """A counter's value in the embedded default (None if never bumped); Redis callers read their own."""
     rows = await read_counters(key=key)
