@@ -106,9 +106,12 @@ def async_redis() -> aioredis.Redis | None:
 class MemoryStore:
     """The embedded default's stand-in for the few Redis commands the hub uses (thread-safe)."""
 
+    SWEEP_EVERY = 1024  # writes between two sweeps of expired keys (rate windows are never read again)
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._values: dict[str, tuple[object, float | None]] = {}
+        self._writes = 0
 
     def get(self, key: str) -> object | None:
         with self._lock:
@@ -121,6 +124,7 @@ class MemoryStore:
     def set(self, key: str, value: object, ttl: float | None = None) -> None:
         with self._lock:
             self._values[key] = (value, None if ttl is None else time.monotonic() + ttl)
+            self._wrote()
 
     def delete(self, key: str) -> bool:
         with self._lock:
@@ -134,7 +138,16 @@ class MemoryStore:
             if expires is None and ttl is not None:
                 expires = time.monotonic() + ttl
             self._values[key] = (int(value) + 1, expires)
+            self._wrote()
             return int(value) + 1
+
+    def _wrote(self) -> None:
+        """Called holding the lock: every SWEEP_EVERY writes, forget what has expired."""
+        self._writes += 1
+        if self._writes % self.SWEEP_EVERY == 0:
+            now = time.monotonic()
+            for key in [k for k, (_, expires) in self._values.items() if expires is not None and expires < now]:
+                del self._values[key]
 
     def count(self, prefix: str) -> int:
         """Live keys starting with `prefix` (SCAN MATCH prefix* in Redis terms)."""
@@ -150,6 +163,36 @@ def incr(key: str) -> int:
     """Bump a counter every process sees (Redis, or the database when embedded), from sync code."""
     client = sync_redis()
     return client.incr(key) if client is not None else _db_incr(key)
+
+
+# INCR, and the expiry with the first count: one atomic round trip (EVALSHA).
+_WINDOW_LUA = """
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+return n
+"""
+_window_scripts: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def window(seconds: int) -> tuple[int, int]:
+    """The current fixed window of `seconds` (rate limits): (its number, seconds until the next)."""
+    now = int(time.time())
+    return now // seconds, seconds - now % seconds
+
+
+def count_in_window(key: str, seconds: int) -> tuple[int, int]:
+    """Count one more for `key` in the current fixed window of `seconds` (the gateway's rate-limit
+    scheme): (the count in this window so far, seconds until the next one). Redis, or this
+    process's memory when embedded (one web process serves every request there)."""
+    number, left = window(seconds)
+    window_key = f"{key}:{number}"
+    client = sync_redis()
+    if client is None:
+        return memory.incr(window_key, ttl=seconds + 1), left
+    script = _window_scripts.get(client)
+    if script is None:
+        script = _window_scripts[client] = client.register_script(_WINDOW_LUA)
+    return int(script(keys=[window_key], args=[seconds + 1])), left
 
 
 def _db_incr(key: str) -> int:

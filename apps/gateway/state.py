@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import time
 import weakref
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -62,8 +61,8 @@ def _ttl() -> int:
 
 
 def _window() -> tuple[str, int]:
-    now = int(time.time())
-    return str(now // 60), 60 - now % 60
+    number, left = hotstate.window(60)
+    return str(number), left
 
 
 # One EVALSHA instead of a pipeline of four commands: the same reads and writes, but redis-py's
