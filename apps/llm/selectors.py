@@ -35,10 +35,6 @@ def editable_providers(user) -> QuerySet[Provider]:
 
 
 def default_provider_for(user) -> Provider | None:
-    """The user's own default, else the shared default, else their first provider (own first), else None."""
-    visible = providers_for(user)
-    for scope in (Q(owner=user, is_default=True), Q(owner__isnull=True, is_default=True)):
-        found = visible.filter(scope).first()
-        if found:
-            return found
-    return visible.order_by(F("owner_id").asc(nulls_last=True), "name", "pk").first()
+    """The user's own default, else the shared default, else their first provider (own first), else
+    None: one query (defaults first, then own before shared), where asking in turn took up to three."""
+    return providers_for(user).order_by("-is_default", F("owner_id").asc(nulls_last=True), "name", "pk").first()

@@ -39,6 +39,18 @@ def test_the_default_is_your_own_then_the_shared_one_then_your_first(alice, char
     assert default_provider_for(charlie) == site_default
 
 
+def test_the_default_is_found_in_one_query_whichever_kind_it_is(alice, django_assert_num_queries):
+    _provider("a-shared")
+    _provider("site", is_default=True)
+    _provider("b-own", owner=alice)
+    with django_assert_num_queries(1):
+        assert default_provider_for(alice).name == "site"  # no default of her own: the shared one
+
+    _provider("c-own-default", owner=alice, is_default=True)
+    with django_assert_num_queries(1):
+        assert default_provider_for(alice).name == "c-own-default"
+
+
 def test_a_users_own_provider_comes_before_shared_ones_when_no_default_is_set(alice):
     _provider("a-shared")
     own = _provider("z-own", owner=alice)
