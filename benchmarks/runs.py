@@ -113,9 +113,10 @@ class Runs:
         return run
 
 
-async def via_mcp(hub: Hub, tasks: list[str]) -> float:
-    """Seconds from the first `autonomous_with_mcp` call until the last answer reached its client:
-    one initialized session per task (an MCP client connects once, then hands tasks over)."""
+async def via_mcp(hub: Hub, tasks: list[str]) -> tuple[float, dict[str, float]]:
+    """Seconds from the first `autonomous_with_mcp` call until the last answer reached its client,
+    and the CPU milliseconds each party spent per task meanwhile: one session per task, initialized
+    before the clock starts (an MCP client connects once, then hands tasks over)."""
     sessions = [McpSession(hub.port, hub.endpoint, hub.token) for _ in tasks]
     try:
         await asyncio.gather(*(session.start() for session in sessions))
@@ -127,9 +128,10 @@ async def via_mcp(hub: Hub, tasks: list[str]) -> float:
             result, _ = await session.rpc("tools/call", {"name": name, "arguments": arguments, "_meta": {"progressToken": n}})
             assert not result["isError"] and result["structuredContent"]["status"] == "succeeded", result
 
-        started = time.perf_counter()
+        before, started = cpu(hub), time.perf_counter()
         await asyncio.gather(*(call(session, n, task) for n, (session, task) in enumerate(zip(sessions, tasks, strict=True))))
-        return time.perf_counter() - started
+        elapsed = time.perf_counter() - started
+        return elapsed, {name: (seconds - before[name]) * 1000 / len(tasks) for name, seconds in cpu(hub).items()}
     finally:
         for session in sessions:
             session.close()
@@ -202,10 +204,8 @@ async def measure(runs: Runs, hub: Hub, args: argparse.Namespace) -> dict[str, A
     waits = sorted((at(r, "started_at") - at(r, "created_at")).total_seconds() for r in together_runs)
     created = max((at(r, "created_at") - first).total_seconds() for r in together_runs)
     durations = sorted((at(r, "finished_at") - at(r, "started_at")).total_seconds() for r in together_runs)
-    mcp_alone = await via_mcp(hub, [f"slow:{args.rounds - 1}"])
-    before = cpu(hub)
-    mcp_together = await via_mcp(hub, [f"slow:{args.rounds - 1} #{i}" for i in range(args.runs)])
-    mcp_spent = {name: (seconds - before[name]) * 1000 / args.runs for name, seconds in cpu(hub).items()}
+    mcp_alone, _ = await via_mcp(hub, [f"slow:{args.rounds - 1}"])
+    mcp_together, mcp_spent = await via_mcp(hub, [f"slow:{args.rounds - 1} #{i}" for i in range(args.runs)])
     long = await runs.run(f"big:{args.long - 1}")
     marks = [n for n in (10, 100, 500) if n <= long["rounds"]]
     tokens = {n: (long["steps"][n - 1]["input_tokens"], naive_tokens(long, n), long["steps"][n - 1]["context_chars"]) for n in marks}
