@@ -109,13 +109,8 @@ def responder(body: dict) -> Any:
 
 
 class Chat:
-    def __init__(self, port: int, token: str, pids: list[int]) -> None:
-        self.port, self.token, self.pids = port, token, pids
-
-    def cpu(self) -> dict[str, float]:
-        """CPU seconds so far of each party on the machine: the hub's web and worker, this process
-        (the clients and the scripted LLM), Postgres (every backend) and Redis."""
-        return {"web": cpu_seconds(self.pids[0]), "worker": cpu_seconds(self.pids[1]), **others_cpu(self.pids[2])}
+    def __init__(self, hub: Hub) -> None:
+        self.port, self.token, self.hub = hub.port, hub.token, hub
 
     async def conversation(self) -> str:
         import httpx2
@@ -174,6 +169,11 @@ def others_cpu(redis_pid: int) -> dict[str, float]:
     return {"clients+llm": time.process_time(), "postgres": postgres, "redis": cpu_seconds(redis_pid)}
 
 
+def cpu_ms_per(before: dict[str, float], after: dict[str, float], count: int) -> dict[str, float]:
+    """CPU milliseconds each party spent per one of `count` (runs, rounds) between two Hub.cpu()."""
+    return {party: (seconds - before[party]) * 1000 / count for party, seconds in after.items()}
+
+
 def p50(values: list[float]) -> float:
     return statistics.median(values)
 
@@ -212,11 +212,11 @@ async def _measure(chat: Chat, direct_adapter: Any, args: argparse.Namespace) ->
     stream = await chat.turn(conversations[0], "stream")
     assert stream["text"] == "".join(f"{i} " for i in range(STREAM_CHUNKS)), "streamed text lost or reordered"
     alone = (await chat.turn(conversations[0], f"slow:{args.rounds}"))["total"] / 1000
-    cpu = chat.cpu()
+    cpu = chat.hub.cpu()
     started = time.perf_counter()
     results = await asyncio.gather(*(chat.turn(c, f"slow:{args.rounds}") for c in conversations[: args.conversations]))
     together = time.perf_counter() - started
-    spent = {name: (seconds - cpu[name]) * 1000 / (args.conversations * args.rounds) for name, seconds in chat.cpu().items()}
+    spent = cpu_ms_per(cpu, chat.hub.cpu(), args.conversations * args.rounds)
     assert all(r["text"] == "hi" for r in results), "a concurrent turn did not finish"
     return {
         "ttft_hub": p50(hub_ttft), "ttft_direct": p50(direct),
@@ -306,10 +306,15 @@ class Hub:
     redis_pid: int
     endpoint: str  # the MCP endpoint's path
 
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds so far of each party on the machine (they share its cores): the hub's web and
+        worker, this process (the clients and the scripted LLM), Postgres (every backend) and Redis."""
+        return {"web": cpu_seconds(self.web_pid), "worker": cpu_seconds(self.worker_pid), **others_cpu(self.redis_pid)}
+
 
 async def bench(args: argparse.Namespace) -> None:
     async with production_hub("chat", BENCH_DB, responder) as hub:
-        report(await measure(Chat(hub.port, hub.token, [hub.web_pid, hub.worker_pid, hub.redis_pid]), hub.llm.url, args), args)
+        report(await measure(Chat(hub), hub.llm.url, args), args)
 
 
 def main() -> None:

@@ -36,8 +36,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.chat import Hub, direct_ttft, others_cpu, production_hub  # noqa: E402
-from benchmarks.gateway import McpSession, cpu_seconds  # noqa: E402
+from benchmarks.chat import Hub, cpu_ms_per, direct_ttft, production_hub  # noqa: E402
+from benchmarks.gateway import McpSession  # noqa: E402
 
 BENCH_DB = "mcphub_bench_runs"
 TARGETS = {"round_ms": 10.0, "concurrency_ratio": 1.5}
@@ -128,10 +128,9 @@ async def via_mcp(hub: Hub, tasks: list[str]) -> tuple[float, dict[str, float]]:
             result, _ = await session.rpc("tools/call", {"name": name, "arguments": arguments, "_meta": {"progressToken": n}})
             assert not result["isError"] and result["structuredContent"]["status"] == "succeeded", result
 
-        before, started = cpu(hub), time.perf_counter()
+        before, started = hub.cpu(), time.perf_counter()
         await asyncio.gather(*(call(session, n, task) for n, (session, task) in enumerate(zip(sessions, tasks, strict=True))))
-        elapsed = time.perf_counter() - started
-        return elapsed, {name: (seconds - before[name]) * 1000 / len(tasks) for name, seconds in cpu(hub).items()}
+        return time.perf_counter() - started, cpu_ms_per(before, hub.cpu(), len(tasks))
     finally:
         for session in sessions:
             session.close()
@@ -165,12 +164,6 @@ def naive_tokens(run: dict[str, Any], upto: int) -> int:
     return max(1, len(json.dumps(messages)) // 4)
 
 
-def cpu(hub: Hub) -> dict[str, float]:
-    """CPU seconds so far of each party on the machine (they share its cores): the hub's web and
-    worker processes, Postgres, Redis, and this process (the clients and the scripted LLM)."""
-    return {"web": cpu_seconds(hub.web_pid), "worker": cpu_seconds(hub.worker_pid), **others_cpu(hub.redis_pid)}
-
-
 async def measure(runs: Runs, hub: Hub, args: argparse.Namespace) -> dict[str, Any]:
     llm_url = hub.llm.url
     for _ in range(2):  # warm: imports, the echo backend, connections
@@ -188,11 +181,11 @@ async def measure(runs: Runs, hub: Hub, args: argparse.Namespace) -> dict[str, A
     per_round = seconds_between(twenty) * 1000 / twenty["rounds"]
     requested = time.time()
     alone = since(requested, [await runs.run(f"slow:{args.rounds - 1}")])
-    before = cpu(hub)
+    before = hub.cpu()
     # Timed by the runs' own timestamps, from the first POST.
     requested = time.time()
     ids = await asyncio.gather(*(runs.follow(f"slow:{args.rounds - 1} #{i}") for i in range(args.runs)))
-    spent = {name: (seconds - before[name]) * 1000 / args.runs for name, seconds in cpu(hub).items()}
+    spent = cpu_ms_per(before, hub.cpu(), args.runs)
     together_runs = [await runs.read(run_id) for run_id in ids]  # after the timed part: timestamps, steps
     together = since(requested, together_runs)
     from datetime import datetime
