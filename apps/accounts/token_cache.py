@@ -73,7 +73,7 @@ def put(raw: str, stamp: int | None, token: object) -> None:
         _entries[_key(raw)] = (time.monotonic() + CACHE_SECONDS, stamp, token)
 
 
-def changed() -> None:
+def _changed(**signal: object) -> None:
     """A token or a user was saved or deleted: forget every token here now, and in every process
     once it commits."""
     with _lock:
@@ -88,10 +88,6 @@ def _bump() -> None:
         # The change is committed; other processes stop using what they remember within
         # CACHE_SECONDS (and remember nothing while they cannot read the epoch either).
         logger.warning("token cache: could not bump the accounts epoch (Redis down?)", exc_info=True)
-
-
-def _changed(sender: object, **kwargs: object) -> None:
-    changed()
 
 
 def connect() -> None:
