@@ -201,10 +201,12 @@ async def _follow(run: Run, progress: Progress | None) -> dict[str, Any]:
     seen = 0
     try:
         run = await read(pk=run.pk)
-        while run.status in Run.ACTIVE:
-            if progress is not None and run.rounds > seen:
+        while True:
+            if progress is not None and run.rounds > seen:  # also the last rounds of a run that has ended
                 seen = run.rounds
                 await progress(float(seen), float(run.max_rounds), f"Round {seen} of at most {run.max_rounds}")
+            if run.status not in Run.ACTIVE:
+                return _final(run)
             try:
                 event = (await asyncio.wait_for(layer.receive(channel), FALLBACK_SECONDS)).get("event") or {}
             except TimeoutError:
@@ -213,7 +215,6 @@ async def _follow(run: Run, progress: Progress | None) -> dict[str, Any]:
                 run = await read(pk=run.pk)
             elif event.get("type") == "step":
                 run.rounds = max(run.rounds, event["seq"])
-        return _final(run)
     except asyncio.CancelledError:
         await asyncio.shield(_db(_cancel_quietly)(run.pk))
         raise

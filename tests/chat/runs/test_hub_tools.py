@@ -53,6 +53,25 @@ async def test_autonomous_with_mcp_reports_progress_and_answers(hub, llm, alice_
     assert "add" in offered and not offered & {"autonomous_with_mcp", "get_run"}
 
 
+async def test_a_run_that_ended_before_its_caller_looked_still_reports_its_rounds(alice):
+    """A quick run can end before the waiting call first reads it (and its events are best effort):
+    the caller is still told the rounds it took before the answer."""
+    from apps.chat.runs.hub_tools import _follow
+
+    run = await db(lambda: Run.objects.create(
+        owner=alice, task="quick", status=Run.Status.SUCCEEDED, rounds=2, max_rounds=20, answer="done quickly",
+    ))()
+    updates: list[tuple[float, float | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append((progress, total))
+
+    result = await _follow(run, on_progress)
+
+    assert updates == [(2.0, 20.0)]
+    assert result["content"][0]["text"] == "done quickly" and result["structuredContent"]["rounds"] == 2
+
+
 async def test_wait_false_returns_the_run_id_and_get_run_follows_it(
     hub, llm, alice_provider, alice_endpoint, hub_tools, alice_hub_token, charlie_hub_token
 ):
