@@ -88,7 +88,8 @@ MCPHUB_ENCRYPTION_KEYS = envlist(
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
 DATA_DIR = Path(envstr("MCPHUB_DATA_DIR", str(BASE_DIR / "data"))).resolve()
-SITE_URL = envstr("SITE_URL", "http://localhost:8000").rstrip("/")
+# Unset: every URL the hub shows is derived from the request (apps/core/public_url.py).
+SITE_URL = envstr("SITE_URL", "").rstrip("/")
 
 INSTALLED_APPS = [
     "daphne",
@@ -124,6 +125,7 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "apps.core.nul.RejectNulMiddleware",
+    "apps.core.public_url.PublicUrlMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",

@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.urls import reverse
 
 from apps.catalog import uservars
 from apps.catalog.models import McpServer
+from apps.core import public_url
 from apps.connections.specs import ServerSpec
 from apps.credentials.errors import CredentialsMissing
 from apps.credentials.models import UserCredential
@@ -111,7 +111,7 @@ def stored_values(server: McpServer, user_id: int) -> dict[str, str]:
 
 
 def credentials_missing(server: McpServer, missing: list[uservars.UserVariable]) -> CredentialsMissing:
-    fill_at = f"{settings.SITE_URL}{reverse('web:server_credentials', args=[server.name])}"
+    fill_at = public_url.absolute(reverse("web:server_credentials", args=[server.name]))
     api = f"/api/servers/{server.name}/my-credentials/"
     wanted = ", ".join(f"{v.name}" + (f" ({v.label})" if v.label != v.name else "") for v in missing)
     message = (

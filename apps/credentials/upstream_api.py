@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -11,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.core import public_url
 from apps.credentials import upstream_selectors, upstream_services
 
 
@@ -24,7 +24,7 @@ class ConnectionSerializer(serializers.Serializer):
     connect_at = serializers.SerializerMethodField(help_text="The page where you connect or reconnect it")
 
     def get_connect_at(self, connection: upstream_selectors.Connection) -> str:
-        return f"{settings.SITE_URL}{upstream_services.CONNECT_PAGE}"
+        return public_url.absolute(upstream_services.CONNECT_PAGE)
 
 
 class MyOAuthView(APIView):

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
@@ -32,6 +31,7 @@ from apps.catalog.permissions import may_write_server
 from apps.connections.auth_probe import probe
 from apps.connections.errors import ServerUnavailable
 from apps.connections.specs import ServerSpec
+from apps.core import public_url
 from apps.credentials import upstream_oauth as oauth
 from apps.credentials.errors import CredentialsMissing
 from apps.credentials.signals import credentials_changed
@@ -58,7 +58,7 @@ class Connected:
 
 def connect_hint(server_name: str, *, broken: bool) -> CredentialsMissing:
     """The error a call gets without a usable grant: what to do, and where (never anyone else's token)."""
-    where = f"{settings.SITE_URL}{CONNECT_PAGE}"
+    where = public_url.absolute(CONNECT_PAGE)
     if broken:
         message = (f"Server {server_name} refused your OAuth sign-in (revoked or expired): reconnect {server_name} "
                    f"at {where} (the Reconnect button), then call again.")

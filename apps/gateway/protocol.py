@@ -20,6 +20,7 @@ from django.urls import reverse
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 
 from apps.catalog.models import BUILTIN_URL, Tool
+from apps.core import public_url
 from apps.credentials.errors import CredentialsMissing
 from apps.gateway import jsonrpc
 from apps.gateway.auth import EndpointRef, Principal
@@ -184,7 +185,7 @@ async def _missing_tool(ctx: Context, name: str) -> RpcError:
     tool = await sync_to_async(_disabled_tool, thread_sensitive=False)(ctx.endpoint.id, name)
     if tool is None:
         return _unknown("tool", name, list(ctx.view.tools))
-    url = f"{settings.SITE_URL}{reverse('web:tool_list', args=[ctx.endpoint.slug])}"
+    url = public_url.absolute(reverse("web:tool_list", args=[ctx.endpoint.slug]))
     message = f"Tool {name} ({tool.key}) is not enabled on this endpoint. Enable it on {url} and call it again."
     return RpcError(INVALID_PARAMS, message, {"tool": tool.key, "enable_at": url})
 

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from apps.core import hotstate, outage
+from apps.core import hotstate, outage, public_url
 from apps.gateway import auth, jsonrpc, protocol, resume, state, subscriptions
 from apps.gateway.auth import EndpointRef, Principal
 from apps.gateway.http import HttpError, Request, Send, end_stream, respond, sse_comment, sse_event, start_sse
@@ -100,6 +100,7 @@ class Gateway:
             raise HttpError(404, {"error": "not_found", "message": "No such MCP endpoint"})
         route = Route(match["slug"], match["token"], match["tail"])
         _check_origin(request)
+        public_url.serving(public_url.scope_origin(request.scope, request.headers))
         principal = await _authenticate(request, route)
         endpoint = await auth.endpoint_for(principal, route.slug)
         if endpoint is None:
@@ -161,10 +162,8 @@ def _unauthorized(request: Request, route: Route, code: str, message: str) -> Ht
     """401 with the challenge MCP clients follow to the endpoint's protected resource metadata."""
     params = ['realm="mcphub"']
     if route.slug is not None:
-        forwarded = request.headers.get("x-forwarded-proto") if settings.MCPHUB_HTTPS else None
-        scheme = forwarded if forwarded in ("http", "https") else request.scope.get("scheme", "http")
         # Host passed _check_origin (one of ALLOWED_HOSTS): safe to echo.
-        origin = resources.origin(scheme=scheme, host=request.headers.get("host", ""))
+        origin = public_url.scope_origin(request.scope, request.headers)
         params += [f'resource_metadata="{resources.metadata_url(origin, route.slug)}"', f'scope="{resources.SCOPE}"']
     if code != "missing_token":
         params += [f'error="{code}"', f'error_description="{message}"']

@@ -14,10 +14,6 @@ METADATA_PREFIX = "/.well-known/oauth-protected-resource"
 SCOPE = "mcp"
 
 
-def origin(*, scheme: str, host: str) -> str:
-    return f"{scheme}://{host}"
-
-
 def resource_url(origin_url: str, slug: str) -> str:
     return f"{origin_url}/mcp/{slug}/"
 

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 
-from django.conf import settings
-
+from apps.core import public_url
 from apps.toolsets.models import Endpoint
 
 TOKEN_PLACEHOLDER = "YOUR_TOKEN"
 
 
 def endpoint_url(endpoint: Endpoint) -> str:
-    return f"{settings.SITE_URL}{endpoint.path}"
+    return public_url.absolute(endpoint.path)
 
 
 def server_name(endpoint: Endpoint) -> str:

@@ -6,12 +6,13 @@ import pytest
 
 
 def test_alice_creates_an_endpoint_with_a_derived_slug(as_alice):
-    response = as_alice.post("/api/endpoints/", {"name": "Work", "token_budget": 5000}, format="json")
+    # No SITE_URL: the URL is the one alice reached the hub at, whatever its port.
+    response = as_alice.post("/api/endpoints/", {"name": "Work", "token_budget": 5000}, format="json", HTTP_HOST="localhost:18431")
 
     assert response.status_code == 201, response.json()
     body = response.json()
     assert body["slug"].startswith("work-")
-    assert body["url"] == f"http://localhost:8000/mcp/{body['slug']}/"
+    assert body["url"] == f"http://localhost:18431/mcp/{body['slug']}/"
     assert body["budget"] == {"used": 0, "limit": 5000, "enforced": True, "over_by": 0, "percent": 0, "state": "ok"}
 
 

@@ -70,7 +70,7 @@ async def test_charlie_sees_none_of_alices_tools_on_his_own_endpoint(hub, alice_
 
     assert tools == [] and prompts == [] and resources == []
     # echo is a global server's tool: charlie may enable it on his own endpoint, nothing of alice's shows.
-    assert f"is not enabled on this endpoint. Enable it on http://localhost:8000/endpoints/{charlie_endpoint.slug}/tools/" in result
+    assert f"is not enabled on this endpoint. Enable it on {hub.base_url}/endpoints/{charlie_endpoint.slug}/tools/" in result
     assert alice_endpoint.slug not in result
 
 

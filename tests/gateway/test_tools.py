@@ -46,7 +46,7 @@ async def test_a_disabled_tool_says_it_is_not_enabled_here_and_where_to_enable_i
 
     assert error.value.code == -32602
     assert "echo (echo.echo) is not enabled on this endpoint" in error.value.message
-    assert f"http://localhost:8000/endpoints/{alice_endpoint.slug}/tools/" in error.value.message
+    assert f"{hub.base_url}/endpoints/{alice_endpoint.slug}/tools/" in error.value.message  # where the client reached the hub
     assert "is not enabled on this endpoint" in prefixed.value.message
     assert "Unknown tool: progres" in typo.value.message and "progress" in typo.value.message
 

@@ -109,7 +109,7 @@ def test_alice_shares_a_preset_and_bob_loads_it(sign_in, screenshot, alice, bob,
     assert preset.latest_version.tool_keys == ["time.convert", "time.now"]
 
 
-def test_alice_creates_a_token_and_copies_the_claude_code_snippet(sign_in, screenshot, alice, catalog):
+def test_alice_creates_a_token_and_copies_the_claude_code_snippet(sign_in, screenshot, alice, catalog, live_server):
     page = sign_in("alice", "alice-password")
     page.goto("/endpoint/")
     page.get_by_label("Token name").fill("laptop")
@@ -122,7 +122,7 @@ def test_alice_creates_a_token_and_copies_the_claude_code_snippet(sign_in, scree
     expect(page.locator("#snippet-claude_code ~ button")).to_have_text("Copied")
 
     copied = page.evaluate("navigator.clipboard.readText()")
-    url = f"http://localhost:8000{alice.endpoints.get().path}"
+    url = f"{live_server.url}{alice.endpoints.get().path}"  # the address the browser used, its port included
     assert copied == f'claude mcp add --transport http mcphub {url} --header "Authorization: Bearer {raw}"'
     screenshot(page, "endpoint")
 

@@ -57,9 +57,9 @@ def test_the_dashboard_shows_endpoint_url_count_and_budget(as_alice, alice, tool
     endpoint = alice.endpoints.get()
     enable_tools(endpoint=endpoint, tools=[tools["now"]])
 
-    page = as_alice.get("/").content.decode()
+    page = as_alice.get("/", HTTP_HOST="127.0.0.1:18431").content.decode()
 
-    assert f"http://localhost:8000/mcp/{endpoint.slug}/" in page
+    assert f"http://127.0.0.1:18431/mcp/{endpoint.slug}/" in page
     assert "1</strong> tool enabled" in page
     assert "100 / 20000 tokens" in page
 
