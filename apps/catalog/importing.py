@@ -246,7 +246,8 @@ def export_servers(
 
     Without `include_secrets`, env and header values become `${NAME}` placeholders.
     """
-    servers = list(McpServer.objects.order_by("name") if servers is None else servers)
+    # Built-in servers are the hub's own: another hub makes its own, and their URL means nothing outside.
+    servers = [s for s in (McpServer.objects.order_by("name") if servers is None else servers) if not s.is_builtin]
     configs = [server_config(server, include_secrets=include_secrets) for server in servers]
     variables = set()
     if not include_secrets:

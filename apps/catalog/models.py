@@ -26,6 +26,9 @@ server_name_validator = RegexValidator(
 # A built-in server (the hub's own tools, apps/chat/runs/hub_tools.py) has this URL: the gateway
 # answers its calls itself, and health checks and discovery leave it alone.
 BUILTIN_URL = "http://builtin.mcphub.invalid/"
+HUB_SERVER = "hub"  # the built-in server of the hub's own tools
+# Names only built-in servers may hold: an imported or added server named so would take their place.
+BUILTIN_NAMES = frozenset({HUB_SERVER})
 
 # The fields that define how to connect: a change to any of them changes config_hash.
 CONNECTION_FIELDS = ("transport", "command", "args", "env", "cwd", "url", "headers", "timeout")
@@ -87,6 +90,7 @@ class McpServer(TimeStampedModel):
 
     class Meta:
         ordering = ["name"]
+        verbose_name = "MCP server"  # "MCP server with this name already exists.", not "mcp server …"
         # A stdio server's command runs on the worker host: only superusers hold this by default.
         permissions = [("manage_stdio_server", "Can define or change stdio servers (runs commands on the hub's host)")]
         constraints = [
@@ -147,11 +151,17 @@ class McpServer(TimeStampedModel):
         return uservars.declared(placed, self.user_variables or [])
 
     @property
+    def is_builtin(self) -> bool:
+        """Served by the hub itself (the gateway answers its calls; nothing connects to it)."""
+        return self.url == BUILTIN_URL
+
     def has_user_variables(self) -> bool:
         return bool(self.user_variable_list())
 
     def clean(self) -> None:
         errors = {}
+        if self.name in BUILTIN_NAMES and not self.is_builtin:
+            errors["name"] = f"The name “{self.name}” is reserved for the hub's own tools; choose another name."
         if self.transport == self.Transport.STDIO and not self.command:
             errors["command"] = "A stdio server needs a command."
         if self.transport != self.Transport.STDIO and not self.url:

@@ -16,14 +16,13 @@ from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from apps.catalog.models import HUB_SERVER  # a run never gets the hub's own tools (no runs starting runs)
 from apps.chat.runs.models import Run, RunStep
 from apps.toolsets.models import Endpoint, EndpointTool
 
 logger = logging.getLogger(__name__)
 MAX_TASK = 100_000
 MAX_ROUNDS_CAP = 100_000
-# The built-in server of the hub's own tools: a run never gets these (no runs starting runs).
-HUB_SERVER = "hub"
 
 
 class RunError(Exception):
