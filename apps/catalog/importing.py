@@ -164,7 +164,7 @@ def _stdio_refusals(configs: Sequence[ServerConfig], changes: Sequence[ServerCha
 def _plan(
     config: ServerConfig, server: McpServer | None, scope: _Scope
 ) -> tuple[McpServer, ServerChange, list[str]]:
-    wanted = _wanted_fields(config)
+    wanted = wanted_fields(config)
     if server is None:
         server = McpServer(
             name=config.name,
@@ -195,7 +195,7 @@ def _plan(
     return server, change, _validation_errors(server, config)
 
 
-def _wanted_fields(config: ServerConfig) -> dict[str, Any]:
+def wanted_fields(config: ServerConfig) -> dict[str, Any]:
     """The server's fields as the file states them; what the file cannot say is left alone."""
     wanted: dict[str, Any] = {
         "transport": config.transport,

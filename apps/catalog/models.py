@@ -272,3 +272,16 @@ class Prompt(CatalogItem):
 
     def __str__(self) -> str:
         return f"{self.server.name}.{self.name}"
+
+
+class ImportedFile(models.Model):
+    """A config file found at start-up and imported (apps/catalog/found_file.py): what it said, and
+    each server as the import left it, so later starts change only what nobody changed since."""
+
+    path = models.CharField(max_length=1024, unique=True)
+    fingerprint = models.CharField(max_length=64, help_text="Of the file's entries as last imported.")
+    servers = models.JSONField(default=dict, help_text="Server name → fingerprint of the server as imported.")
+    imported_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.path

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import IntegrityError
 
 from apps.accounts.models import Team, User
+from apps.catalog.found_file import import_found_file
 from apps.catalog.importing import import_servers
 from apps.catalog.mcp_json import McpJsonError, candidate_paths, find_mcp_json, read_mcp_json
 
@@ -33,6 +34,10 @@ class Command(BaseCommand):
             "--if-found", action="store_true", help="Without PATH: finding no file is not an error (for the launcher)."
         )
         parser.add_argument(
+            "--sync", action="store_true", help="With --if-found: the file wins over changes made in the hub "
+            "(re-creates deleted servers, overwrites changed ones, deletes servers it imported and no longer lists).",
+        )
+        parser.add_argument(
             "--no-discover", action="store_true", help="Do not discover the servers created or changed (the launcher does next)."
         )
 
@@ -41,9 +46,14 @@ class Command(BaseCommand):
             raise CommandError("Give --owner or --team, not both.")
         self.verbosity = options["verbosity"]
         owner, team = self._owner(options["owner"]), self._team(options["team"])
-        path = path or self._discover(if_found=if_found)
-        if path is None:
+        if options["sync"] and not (if_found and path is None):
+            raise CommandError("--sync goes with --if-found (the file found at start-up).")
+        if if_found and path is None:
+            path = self._discover(if_found=True)
+            if path is not None:
+                self._import_found(path, sync=options["sync"], dry_run=dry_run, discover=not no_discover)
             return
+        path = path or self._discover(if_found=False)
         try:
             parsed = read_mcp_json(path)
             changes = import_servers(
@@ -60,6 +70,27 @@ class Command(BaseCommand):
             for change in changes:
                 self.stdout.write(f"{'would be ' if dry_run else ''}{change}")
         self.stdout.write(self._summary(changes, path=path, dry_run=dry_run))
+
+    def _import_found(self, path: Path, *, sync: bool, dry_run: bool, discover: bool) -> None:
+        """The launcher's import: once, then only what changed in the file and nobody changed in the hub."""
+        try:
+            parsed = read_mcp_json(path)
+            outcome = import_found_file(path=path, configs=parsed.servers, sync=sync, dry_run=dry_run, discover=discover)
+        except McpJsonError as exc:
+            raise CommandError(f"{path}: nothing imported.\n" + "\n".join(f"  {e}" for e in exc.errors)) from None
+        except IntegrityError as exc:
+            raise CommandError(f"{path}: nothing imported: a concurrent change got in the way ({exc}); run again.")
+        for warning in parsed.warnings:
+            self.stderr.write(self.style.WARNING(f"warning: {warning}"))
+        if outcome.unchanged_file:
+            self.stdout.write(f"{path}: unchanged since it was imported; nothing to do")
+            return
+        prefix = "would be " if dry_run else ""
+        lines = outcome.report()
+        for line in lines:
+            self.stdout.write(f"{prefix}{line}")
+        suffix = " (dry run: nothing written)" if dry_run else ""
+        self.stdout.write(f"{path}: {len(lines) or 'no'} change(s) to report{suffix}")
 
     def _discover(self, *, if_found: bool) -> Path | None:
         environ = {"MCP_JSON_PATH": os.environ.get("MCP_JSON_PATH") or settings.MCP_JSON_PATH or ""}
