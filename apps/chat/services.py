@@ -38,7 +38,7 @@ class ChatError(Exception):
 
 NO_PROVIDER = (
     "No LLM provider is configured. Add one on the Models page, in the admin, or with "
-    "`python manage.py mcp_llm add NAME --kind openai --base-url URL --model MODEL`."
+    "`./hub manage mcp_llm add NAME --kind openai --base-url URL --model MODEL --shared`."
 )
 
 

@@ -27,6 +27,32 @@ def test_mcp_token_json_prints_a_working_token_and_the_endpoint(db):
     assert payload["endpoint"] == erin.endpoints.get().path
 
 
+def test_a_user_created_for_a_token_is_told_how_to_get_a_password(db):
+    err = StringIO()
+    call_command("mcp_token", "create", "--user", "erin", "--create-user", stdout=StringIO(), stderr=err)
+
+    assert "without a password" in err.getvalue() and "./hub manage changepassword erin" in err.getvalue()
+    assert not User.objects.get(username="erin").has_usable_password()
+
+
+def test_a_user_created_with_a_password_from_the_environment_can_sign_in(db, monkeypatch, client):
+    monkeypatch.setenv("ERIN_PASSWORD", "a-long-enough-secret")
+    err = StringIO()
+    call_command("mcp_token", "create", "--user", "erin", "--create-user", "--password-env", "ERIN_PASSWORD",
+                 stdout=StringIO(), stderr=err)
+
+    assert err.getvalue() == ""
+    assert User.objects.get(username="erin").check_password("a-long-enough-secret")
+
+
+def test_a_password_variable_that_is_not_set_changes_nothing(db, monkeypatch):
+    monkeypatch.delenv("NOPE", raising=False)
+    with pytest.raises(CommandError, match="NOPE: that environment variable is not set"):
+        call_command("mcp_token", "create", "--user", "erin", "--create-user", "--password-env", "NOPE", stdout=StringIO())
+
+    assert not User.objects.filter(username="erin").exists()
+
+
 def test_mcp_token_scoped_to_an_endpoint(alice):
     slug = alice.endpoints.get().slug
 

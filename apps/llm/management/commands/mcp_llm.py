@@ -59,7 +59,7 @@ class Command(BaseCommand):
     def _list(self, **_) -> None:
         rows = Provider.objects.select_related("owner").order_by("owner__username", "name")
         if not rows:
-            self.stdout.write("No LLM providers yet. Add one: manage.py mcp_llm add NAME --kind openai --base-url URL --model M --shared")
+            self.stdout.write("No LLM providers yet. Add one: ./hub manage mcp_llm add NAME --kind openai --base-url URL --model M --shared")
         for p in rows:
             scope = "shared" if p.is_shared else f"owner={p.owner.get_username()}"
             flags = " ".join(f for f, on in (("default", p.is_default), ("key", p.has_api_key)) if on)
@@ -69,7 +69,7 @@ class Command(BaseCommand):
         provider = Provider.objects.filter(name=name, owner=self._user(owner) if owner else None).first()
         if provider is None:
             where = f"of {owner}" if owner else "shared"
-            raise CommandError(f"No {where} provider named {name!r} (see: manage.py mcp_llm list).")
+            raise CommandError(f"No {where} provider named {name!r} (see: ./hub manage mcp_llm list).")
         services.delete_provider(actor=None, provider=provider)
         self.stdout.write(f"Removed provider {name!r}.")
 
@@ -85,7 +85,7 @@ class Command(BaseCommand):
         if not servers and verbosity >= 1:
             tried = ", ".join(f"{label} ({url})" for label, url in detect.candidates())
             self.stdout.write(f"No local LLM server answered ({tried}); add a provider on the Models page "
-                              "or with: manage.py mcp_llm add NAME --kind openai --base-url URL --model M --shared")
+                              "or with: ./hub manage mcp_llm add NAME --kind openai --base-url URL --model M --shared")
 
     def _key_from(self, variable: str | None) -> str | None:
         if not variable:

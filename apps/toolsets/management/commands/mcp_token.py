@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -27,6 +28,10 @@ class Command(BaseCommand):
         )
         create.add_argument("--name", default="", help="A label, e.g. the client that will use it.")
         create.add_argument("--create-user", action="store_true", help="Create the user if it does not exist.")
+        create.add_argument(
+            "--password-env", metavar="VAR",
+            help="With --create-user: the new user's sign-in password, read from this environment variable (never argv).",
+        )
         create.add_argument("--json", action="store_true", help='Print {"token": ..., "endpoint": ...}.')
         listing = actions.add_parser("list", help="List a user's tokens (prefixes only).")
         listing.add_argument("--user", required=True)
@@ -37,9 +42,12 @@ class Command(BaseCommand):
         getattr(self, f"_{action}")(**options)
 
     def _create(
-        self, *, user: str, endpoint: str | None, scope: str | None, name: str, create_user: bool, json: bool, **_
+        self, *, user: str, endpoint: str | None, scope: str | None, name: str, create_user: bool, json: bool,
+        password_env: str | None, **_
     ) -> None:
-        owner = self._user(user, create=create_user)
+        if password_env and not create_user:
+            raise CommandError("--password-env goes with --create-user (change an existing password with changepassword).")
+        owner = self._user(user, create=create_user, password=self._password(password_env))
         target = self._endpoint(owner, endpoint) if endpoint else ensure_default_endpoint(user=owner)
         try:
             token, raw = create_access_token(user=owner, name=name, endpoint=target if endpoint else None, scope=scope)
@@ -64,10 +72,24 @@ class Command(BaseCommand):
         revoke_access_token(token=token)
         self.stdout.write(f"Revoked {prefix}.")
 
-    def _user(self, username: str, *, create: bool = False) -> User:
+    def _password(self, variable: str | None) -> str | None:
+        if variable is None:
+            return None
+        value = os.environ.get(variable)
+        if not value:
+            raise CommandError(f"--password-env {variable}: that environment variable is not set or empty.")
+        return value
+
+    def _user(self, username: str, *, create: bool = False, password: str | None = None) -> User:
         user = User.objects.filter(username=username).first()
         if user is None and create:
-            user = User.objects.create_user(username)
+            user = User.objects.create_user(username, password=password)
+            if password is None:
+                # The token works at once; the pages need a password, which nobody has been told.
+                self.stderr.write(
+                    f"Created user {username!r} without a password: the token works, but signing in to the pages "
+                    f"needs one — set it with ./hub manage changepassword {username} (or create the user with --password-env VAR)."
+                )
         if user is None:
             raise CommandError(f"No user {username!r} (add --create-user to create it).")
         return user
