@@ -286,7 +286,10 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     # No raw access token in any log line (URLs with /mcp/t/<token>/, headers, tracebacks).
-    "filters": {"redact_tokens": {"()": "apps.accounts.log_filters.RedactTokensFilter"}},
+    "filters": {
+        "redact_tokens": {"()": "apps.accounts.log_filters.RedactTokensFilter"},
+        "without_traceback": {"()": "apps.web.errors.WithoutTraceback"},
+    },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_tokens"]}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
     # A line per task run ("Task … succeeded") or per HTTP request of the LLM/MCP clients ("HTTP
@@ -295,6 +298,7 @@ LOGGING = {
     "loggers": {
         "celery.app.trace": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}, "daphne": {"level": "WARNING"},
         "axes": {"level": "WARNING"},  # "AXES: BEGIN …" at every start; lockouts are warnings
+        "django.security.RequestDataTooBig": {"filters": ["without_traceback"]},  # the 413 page says why
     },
 }
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template import loader
 
@@ -29,9 +31,21 @@ PAGES = {
                    "Your account may not open this page. Ask an admin if you need it."),
     404: ErrorPage(404, "not_found", "Page not found",
                    "There is nothing here. The link may be old, or what it pointed to was deleted or is not yours."),
+    413: ErrorPage(413, "request_too_large", "Too large to read",
+                   "The hub reads at most {limit} of a form or request body, and this one was larger. "
+                   "Go back: remove what you do not need, or split it."),
     500: ErrorPage(500, "server_error", "Something went wrong on the hub",
                    "The error is logged for the admins. Try again in a moment; if it keeps happening, tell your admin."),
 }
+
+
+class WithoutTraceback(logging.Filter):
+    """For loggers whose records say everything in one line (a too-large request: Django logs its
+    whole traceback, though nothing broke)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info = record.exc_text = None
+        return True
 
 
 def _wants_json(request: HttpRequest) -> bool:
@@ -52,6 +66,10 @@ def _respond(request: HttpRequest, status: int, detail: str = "") -> HttpRespons
 
 
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if isinstance(exception, RequestDataTooBig):
+        # Raised wherever the body is first read (the CSRF check, before any view): say what it is.
+        limit = f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE / 1e6:.1f} MB"
+        return _respond(request, 413, PAGES[413].explanation.format(limit=limit))
     return _respond(request, 400)
 
 

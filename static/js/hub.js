@@ -102,6 +102,24 @@
     if (question && !window.confirm(question)) event.preventDefault();
   });
 
+  // A field too large to send is refused here, before the browser sends it: the text stays where it
+  // was typed or pasted, with the reason beside it (the server could only answer "too large").
+  document.addEventListener("submit", (event) => {
+    for (const field of event.target.querySelectorAll("[data-max-bytes]")) {
+      const size = new TextEncoder().encode(field.value).length;
+      const limit = Number(field.dataset.maxBytes);
+      const note = document.getElementById(field.id + "-size-error");
+      if (note) note.hidden = size <= limit;
+      if (size > limit) {
+        event.preventDefault();
+        event.stopImmediatePropagation();
+        if (note) note.textContent = `This is ${(size / 1e6).toFixed(1)} MB; at most ${(limit / 1e6).toFixed(1)} MB can be sent. Remove what you do not need, or split it.`;
+        field.focus();
+        return;
+      }
+    }
+  }, true);
+
   // Filter selects apply themselves (a <noscript> button covers the rest).
   document.addEventListener("change", (event) => {
     if (event.target.matches("select[data-autosubmit]")) event.target.form.requestSubmit();

@@ -37,3 +37,18 @@ def test_an_admin_previews_fixes_and_applies_an_import(global_server, sign_in, s
     expect(page.locator("#flash")).to_contain_text("Imported 3 server(s): 2 created, 0 changed, 1 unchanged.")
     expect(page.locator("#server-memory")).to_be_visible()
     assert sorted(McpServer.objects.values_list("name", flat=True)) == ["github", "memory", "time"]
+
+
+def test_a_paste_too_large_to_send_is_refused_in_place_and_kept(sign_in, admin_user):
+    page = sign_in("admin", "admin-password")
+    page.goto("/servers/import/")
+    huge = json.dumps({"mcpServers": {"time": {"command": "mcp-server-time", "args": ["x" * 3_000_000]}}})
+    field = page.get_by_label("Paste a config")
+    field.fill(huge)
+
+    page.get_by_role("button", name="Preview").click()
+
+    expect(page.locator("#id_text-size-error")).to_contain_text("This is 3.0 MB; at most 1.0 MB can be sent.")
+    assert page.url.endswith("/servers/import/")
+    assert len(field.input_value()) == len(huge)  # the paste is still there
+    assert not McpServer.objects.exists()

@@ -247,3 +247,14 @@ def test_the_servers_page_offers_import_only_to_those_who_may(client, admin_user
     assert b"Import / export .mcp.json" in client.get("/servers/").content
     client.force_login(clerk)
     assert b"Import / export .mcp.json" not in client.get("/servers/").content
+
+
+def test_a_post_too_large_to_read_gets_a_clear_error_not_a_bad_request_page(as_admin, caplog):
+    response = _preview(as_admin, text="x" * 3_000_000)
+
+    assert response.status_code == 413
+    page = response.content.decode()
+    assert "Too large to read" in page and "at most 2.6 MB of a form or request body" in page
+    assert not McpServer.objects.exists()
+    logged = [r for r in caplog.records if r.name == "django.security.RequestDataTooBig"]
+    assert logged and all(r.exc_info is None and r.exc_text is None for r in logged)  # one line, no traceback
