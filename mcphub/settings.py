@@ -290,7 +290,10 @@ LOGGING = {
         "redact_tokens": {"()": "apps.accounts.log_filters.RedactTokensFilter"},
         "without_traceback": {"()": "apps.web.errors.WithoutTraceback"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_tokens"]}},
+    # The level is the handler's too: a library that sets its own logger to DEBUG when imported
+    # (bm25s does, after this config is applied) still prints nothing below LOG_LEVEL.
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_tokens"],
+                             "level": envstr("LOG_LEVEL", "INFO")}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
     # A line per task run ("Task … succeeded") or per HTTP request of the LLM/MCP clients ("HTTP
     # Request: POST …") drowns the log at INFO; failures are still logged. Daphne's start-up lines

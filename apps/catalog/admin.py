@@ -62,7 +62,7 @@ class McpServerAdmin(admin.ModelAdmin):
             "fields": ("user_variables", "credentials_filled"),
             "description": "Write a value as ${user:NAME} (an env value of a stdio server; a header value or the URL "
             "of a remote one) and each user fills their own NAME on the server's credentials page or with "
-            "/api/servers/<name>/my-credentials/. Describe the variables here (optional).",
+            "/api/servers/NAME/my-credentials/. Describe the variables here (optional).",
         }),
         ("Access", {"fields": ("enabled", "visibility", "owner", "team")}),
         ("Health", {"fields": health_fields}),

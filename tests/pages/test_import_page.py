@@ -258,3 +258,12 @@ def test_a_post_too_large_to_read_gets_a_clear_error_not_a_bad_request_page(as_a
     assert not McpServer.objects.exists()
     logged = [r for r in caplog.records if r.name == "django.security.RequestDataTooBig"]
     assert logged and all(r.exc_info is None and r.exc_text is None for r in logged)  # one line, no traceback
+
+
+def test_a_preview_with_nothing_to_change_offers_no_apply_button(as_admin):
+    McpServer.objects.create(name="time", command="mcp-server-time")
+
+    page = _preview(as_admin, text=json.dumps({"mcpServers": {"time": {"command": "mcp-server-time"}}})).content.decode()
+
+    assert "Preview: 0 to create, 0 to change, 1 unchanged" in page
+    assert 'name="apply"' not in page and "Nothing to apply" in page

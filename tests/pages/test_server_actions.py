@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from django.utils import timezone
+
 from apps.catalog.models import McpServer
 from tests.live_hub import SERVERS
 
@@ -69,3 +71,19 @@ def test_non_staff_cannot_operate_servers(client, alice, tiny):
     assert client.post("/servers/tiny/discover/").status_code == 403
     assert client.get("/servers/tiny/live/").status_code == 403
     assert not tiny.tools.exists()
+
+
+def test_the_builtin_server_row_says_built_in_and_offers_no_checks(client, admin_user, tiny):
+    from apps.chat.runs.hub_tools import ensure_hub_server
+
+    ensure_hub_server()
+    McpServer.objects.filter(name="tiny").update(last_checked_at=timezone.now())
+    client.force_login(admin_user)
+
+    page = client.get("/servers/").content.decode()
+
+    hub_row = page.split('id="server-hub"')[1].split("</tbody>")[0]
+    assert "built in: served by the hub itself" in hub_row and "never" not in hub_row
+    assert "Test</button>" not in hub_row and "Discover now" not in hub_row
+    tiny_row = page.split('id="server-tiny"')[1].split("</tbody>")[0]
+    assert "just now" in tiny_row and "0 minutes" not in tiny_row
