@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 
 import pytest
-
 from django.utils import timezone
 
 from apps.catalog.models import McpServer
