@@ -74,8 +74,9 @@ def a_busy_hub(admin_user, global_server, make_tool):
         create_access_token(user=admin_user, name=name, endpoint=endpoint)
     provider = create_provider(actor=admin_user, name="LM Studio on the workstation in the lab", kind="openai",
                                base_url="http://127.0.0.1:9/v1", default_model="qwen2.5-coder-32b-instruct-q4_k_m")
-    create_conversation(owner=admin_user, title="Why is the time server down on the staging host?", provider=provider,
-                        endpoint=endpoint)
+    for title in ("Why is the time server down on the staging host?", "Summarise yesterday's failed deploys",
+                  "Compare the enterprise GitHub mirror's open issues with last week's", "Plan the migration"):
+        create_conversation(owner=admin_user, title=title, provider=provider, endpoint=endpoint)
     preset = create_preset(owner=admin_user, name="Code review with the enterprise GitHub", tool_keys=[t.key for t in tools[:1]])
     update_preset(preset=preset, user=admin_user, tool_keys=[t.key for t in tools])
     now = timezone.now()
