@@ -14,6 +14,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
+from apps.catalog.discovery import estimate_tokens
 from apps.discovery import catalog as discovery_catalog
 from apps.discovery import loading
 from apps.discovery.catalog import Catalog
@@ -70,6 +71,8 @@ META_TOOLS: list[dict[str, Any]] = [
     },
 ]
 META_NAMES = frozenset(t["name"] for t in META_TOOLS)
+# What the four meta-tools add to a dynamic endpoint's listing (the endpoint page shows it).
+META_TOKENS = sum(estimate_tokens(t) for t in META_TOOLS)
 
 
 async def _catalog(ctx: protocol.Context) -> Catalog:

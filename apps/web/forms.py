@@ -97,6 +97,7 @@ class EndpointSettingsForm(forms.Form):
     mode = forms.ChoiceField(choices=Endpoint.Mode.choices)
     token_budget = forms.IntegerField(min_value=0, max_value=10_000_000, label="Token budget")
     budget_enforced = forms.BooleanField(required=False, label="Refuse tools beyond the budget")
+    approval = forms.ChoiceField(choices=Endpoint.Approval.choices, label="Ask before a tool runs")
 
     @classmethod
     def for_endpoint(cls, endpoint: Endpoint) -> EndpointSettingsForm:
@@ -107,6 +108,7 @@ class EndpointSettingsForm(forms.Form):
         return cls(initial={
             "name": "", "naming_strategy": Endpoint.Naming.HYBRID, "mode": Endpoint.Mode.STATIC,
             "token_budget": settings.MCPHUB_DEFAULT_TOKEN_BUDGET, "budget_enforced": True,
+            "approval": Endpoint.Approval.DESTRUCTIVE,
         })
 
 

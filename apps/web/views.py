@@ -16,6 +16,7 @@ from apps.accounts.models import AccessToken
 from apps.accounts.services import create_access_token, revoke_access_token
 from apps.core.crypto import decrypt, encrypt
 from apps.catalog.selectors import visible_servers
+from apps.gateway.dynamic import META_TOKENS
 from apps.oauth import selectors as oauth_selectors
 from apps.oauth.models import ConnectedApp
 from apps.oauth.services import revoke_connection
@@ -72,6 +73,8 @@ def endpoint_page(request: HttpRequest, slug: str) -> HttpResponse:
         "connected_apps": oauth_selectors.connected_apps(endpoint),
         "settings_form": EndpointSettingsForm.for_endpoint(endpoint),
     }
+    # What a client's tools/list costs in each mode: the enabled tools, plus the meta-tools when dynamic.
+    context["listing"] = {"static": context["budget"].used, "dynamic": context["budget"].used + META_TOKENS}
     return render(request, "web/endpoint.html", context)
 
 

@@ -8,7 +8,7 @@ from apps.accounts.services import create_access_token
 from apps.toolsets.models import Endpoint
 from apps.toolsets.services import create_endpoint
 
-SETTINGS = {"name": "Research", "naming_strategy": "prefixed", "mode": "dynamic", "token_budget": "4000"}
+SETTINGS = {"name": "Research", "naming_strategy": "prefixed", "mode": "dynamic", "token_budget": "4000", "approval": "all"}
 
 
 @pytest.fixture
@@ -27,8 +27,8 @@ def test_alice_creates_an_endpoint_with_its_settings(as_alice, alice):
 
     endpoint = alice.endpoints.get(name="Research")
     assert response.redirect_chain[-1][0] == f"/endpoints/{endpoint.slug}/"
-    assert (endpoint.naming_strategy, endpoint.mode, endpoint.token_budget, endpoint.budget_enforced) == (
-        "prefixed", "dynamic", 4000, True)
+    assert (endpoint.naming_strategy, endpoint.mode, endpoint.token_budget, endpoint.budget_enforced, endpoint.approval) == (
+        "prefixed", "dynamic", 4000, True, "all")
     assert "Endpoint “Research” created" in response.content.decode()
 
 
@@ -39,6 +39,7 @@ def test_the_new_endpoint_form_starts_from_the_defaults(as_alice, settings):
 
     assert 'value="12345"' in page and '<option value="hybrid" selected>' in page
     assert 'name="budget_enforced" checked' in page
+    assert '<option value="destructive" selected>' in page  # asks before tools that may change data
 
 
 def test_a_bad_new_endpoint_is_refused_with_the_reason_and_nothing_is_created(as_alice, alice):
@@ -54,8 +55,8 @@ def test_alice_renames_and_reconfigures_an_endpoint(as_alice, work):
     as_alice.post(f"/endpoints/{work.slug}/settings/", {**SETTINGS, "name": "Work (new)"})
 
     work.refresh_from_db()
-    assert (work.name, work.naming_strategy, work.mode, work.token_budget, work.budget_enforced) == (
-        "Work (new)", "prefixed", "dynamic", 4000, False)
+    assert (work.name, work.naming_strategy, work.mode, work.token_budget, work.budget_enforced, work.approval) == (
+        "Work (new)", "prefixed", "dynamic", 4000, False, "all")
 
 
 def test_the_settings_form_shows_the_current_settings(as_alice, work):
@@ -65,6 +66,19 @@ def test_the_settings_form_shows_the_current_settings(as_alice, work):
     page = as_alice.get(f"/endpoints/{work.slug}/").content.decode()
 
     assert '<option value="dynamic" selected>' in page and '<option value="prefixed" selected>' in page
+
+
+def test_the_mode_help_says_what_clients_list_and_what_it_costs(as_alice, work, make_tool, global_server):
+    from apps.gateway.dynamic import META_TOKENS
+    from apps.toolsets.services import enable_tools
+
+    enable_tools(endpoint=work, tools=[make_tool(global_server, "now", 120)])
+
+    page = as_alice.get(f"/endpoints/{work.slug}/").content.decode()
+
+    assert "clients list every tool you enabled here (~120 tokens)" in page
+    assert "plus four tools to search the rest" in page and f"(~{120 + META_TOKENS} tokens)" in page
+    assert "lists only search/load tools" not in page
 
 
 def test_bad_settings_change_nothing_and_say_why(as_alice, work):
