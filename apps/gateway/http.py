@@ -7,6 +7,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs
 
+from apps.gateway import jsonrpc
+from apps.gateway.jsonrpc import INVALID_REQUEST, RpcError
+
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 
@@ -48,7 +51,7 @@ class Request:
     async def body(self, limit: int) -> bytes:
         declared = self.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise HttpError(413, {"error": "payload_too_large", "message": f"Request body exceeds {limit} bytes"})
+            raise too_large(limit)
         chunks, size = [], 0
         while True:
             message = await self.receive()
@@ -57,10 +60,18 @@ class Request:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
-                raise HttpError(413, {"error": "payload_too_large", "message": f"Request body exceeds {limit} bytes"})
+                raise too_large(limit)
             chunks.append(chunk)
             if not message.get("more_body"):
                 return b"".join(chunks)
+
+
+def too_large(limit: int) -> HttpError:
+    """413 with a JSON-RPC error as its body: MCP clients show an error body of that shape (the SDK's
+    does), where a bare status reads "Server returned an error response"."""
+    message = f"The request is larger than the hub accepts ({limit} bytes, MCPHUB_MAX_REQUEST_BYTES)"
+    error = RpcError(INVALID_REQUEST, message, {"reason": "payload_too_large", "limit": limit})
+    return HttpError(413, jsonrpc.error(None, error))
 
 
 async def respond(send: Send, status: int, body: bytes | dict[str, Any] = b"", headers: list[tuple[bytes, bytes]] | None = None) -> None:

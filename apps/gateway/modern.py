@@ -7,6 +7,7 @@ from typing import Any
 from django.conf import settings
 from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS, InboundLadderRejection, classify_inbound_request
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
+from mcp_types import SERVER_INFO_META_KEY
 
 from apps.gateway import jsonrpc, protocol
 from apps.gateway.auth import EndpointRef, Principal
@@ -37,6 +38,7 @@ async def handle_modern(
     try:
         result = await protocol.dispatch(ctx, message["method"], message.get("params") or {})
         result.setdefault("resultType", "complete")
+        _stamp_server_info(result)
         if message["method"] in CACHEABLE:
             # Per-user answers that change whenever the owner toggles a tool: never shared, never fresh.
             result.setdefault("cacheScope", "private")
@@ -45,6 +47,14 @@ async def handle_modern(
     except RpcError as exc:
         outcome = jsonrpc.error(message["id"], exc)
     await respond(send, 200, jsonrpc.render(outcome).encode(), [(b"content-type", b"application/json")])
+
+
+def _stamp_server_info(result: dict[str, Any]) -> None:
+    """Who answered, on every 2026-07-28 result (`_meta` serverInfo): the stateless wire has no
+    initialize result, and the SDK client reads the server's name from this stamp."""
+    meta = result.get("_meta")
+    if meta is None or (isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None):
+        result["_meta"] = {**(meta or {}), SERVER_INFO_META_KEY: dict(protocol.SERVER_INFO)}
 
 
 # An endpoint change may touch its tools, prompts or resources: each honored kind is announced.

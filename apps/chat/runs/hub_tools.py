@@ -182,6 +182,17 @@ def _many(arguments: dict[str, Any]) -> list[str]:
     return names
 
 
+# A round limit this high is a safety cap, not a plan: as a progress total (a bar at 3 of 10000)
+# it would say nothing true, so the progress carries no total then.
+PLANNED_ROUNDS = 1000
+
+
+def _bound(run: Run, seen: int) -> tuple[float | None, str]:
+    if run.max_rounds >= PLANNED_ROUNDS:
+        return None, f"Round {seen}"
+    return float(run.max_rounds), f"Round {seen} of at most {run.max_rounds}"
+
+
 async def _follow(run: Run, progress: Progress | None) -> dict[str, Any]:
     """Wait for the run's end, telling the caller each round; a cancelled call cancels the run.
 
@@ -204,7 +215,7 @@ async def _follow(run: Run, progress: Progress | None) -> dict[str, Any]:
         while True:
             if progress is not None and run.rounds > seen:  # also the last rounds of a run that has ended
                 seen = run.rounds
-                await progress(float(seen), float(run.max_rounds), f"Round {seen} of at most {run.max_rounds}")
+                await progress(float(seen), *_bound(run, seen))
             if run.status not in Run.ACTIVE:
                 return _final(run)
             try:
