@@ -28,7 +28,7 @@ from apps.credentials.selectors import specs_for_user
 from apps.discovery import retrieval, text
 from apps.discovery.models import ActivationPattern
 from apps.toolsets import naming
-from apps.toolsets.exposure import Exposed, tool_entry
+from apps.toolsets.exposure import Exposed, candidate, keep_names, tool_entry
 from apps.toolsets.models import Endpoint, EndpointTool, ToolCall
 
 USAGE_DAYS = 30
@@ -129,9 +129,13 @@ def build(endpoint_id: int, version: object) -> Catalog | None:
     servers = {s.pk: s for s in visible_servers(endpoint.owner).filter(enabled=True)}
     tools = list(Tool.objects.filter(server_id__in=servers, available=True).order_by("server__name", "name"))
     enabled = {et.tool_id: et for et in EndpointTool.objects.filter(endpoint=endpoint, tool_id__in=[t.pk for t in tools])}
-    candidates = [naming.Candidate(servers[t.server_id].name, t.name, getattr(enabled.get(t.pk), "name_override", "")) for t in tools]
+    # Enabled tools keep the names clients saw; the rest name themselves around them.
+    candidates = [candidate(servers[tool.server_id].name, tool.name, enabled.get(tool.pk)) for tool in tools]
+    names = naming.assign(candidates, endpoint.naming_strategy)
+    pinned = [(enabled[tool.pk], name) for tool, name in zip(tools, names) if tool.pk in enabled]
+    keep_names([et for et, _ in pinned], [name for _, name in pinned])
     catalog = Catalog(endpoint.pk, endpoint.owner_id, version, endpoint.mode, endpoint.token_budget)
-    for tool, name in zip(tools, naming.assign(candidates, endpoint.naming_strategy)):
+    for tool, name in zip(tools, names):
         server = servers[tool.server_id]
         override = getattr(enabled.get(tool.pk), "description_override", "")
         exposed = Exposed(name, server.name, tool.name, tool.pk, tool_entry(tool, name, override))

@@ -11,6 +11,7 @@ from django.utils.html import format_html
 from apps.catalog.models import Tool
 from apps.toolsets.forms import EndpointToolFormSet, KnownLabelsAutocompleteSelect
 from apps.toolsets.models import Endpoint, EndpointTool, Preset, PresetVersion
+from apps.toolsets.services import forget_exposed_names
 
 
 class EndpointToolInline(admin.TabularInline):
@@ -63,6 +64,11 @@ class EndpointAdmin(admin.ModelAdmin):
         )
 
     @admin.display(description="enabled tools", ordering="enabled_count")
+    def save_model(self, request: HttpRequest, obj: Endpoint, form, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if change and "naming_strategy" in form.changed_data:
+            forget_exposed_names(endpoint=obj)
+
     def enabled_count(self, endpoint: Endpoint) -> int:
         return endpoint.enabled_count
 

@@ -90,10 +90,31 @@ def build(endpoint_id: int, version: object, *, page_size: int) -> EndpointView 
 
 
 def _add_tools(view: EndpointView, enabled: list[EndpointTool], servers: dict[int, McpServer], strategy: str) -> None:
-    candidates = [naming.Candidate(servers[et.tool.server_id].name, et.tool.name, et.name_override) for et in enabled]
-    for et, name in zip(enabled, naming.assign(candidates, strategy)):
+    candidates = [candidate(servers[et.tool.server_id].name, et.tool.name, et) for et in enabled]
+    names = naming.assign(candidates, strategy)
+    keep_names(enabled, names)
+    for et, name in zip(enabled, names):
         tool = et.tool
         view.tools[name] = Exposed(name, servers[tool.server_id].name, tool.name, tool.pk, tool_entry(tool, name, et.description_override))
+
+
+def candidate(server_name: str, tool_name: str, et: EndpointTool | None) -> naming.Candidate:
+    """A tool to name; enabled (`et`), it brings the owner's override and the name clients saw."""
+    if et is None:
+        return naming.Candidate(server_name, tool_name)
+    return naming.Candidate(server_name, tool_name, et.name_override, et.exposed_name)
+
+
+def keep_names(enabled: list[EndpointTool], names: list[str]) -> None:
+    """Store the name each enabled tool is exposed under the first time it is (not an owner's
+    override, which is kept anyway): later additions name themselves around it."""
+    first = []
+    for et, name in zip(enabled, names):
+        if not et.exposed_name and not et.name_override:
+            et.exposed_name = name
+            first.append(et)
+    if first:
+        EndpointTool.objects.bulk_update(first, ["exposed_name"])
 
 
 MIN_FRESH_SECONDS = 5.0

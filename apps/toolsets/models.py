@@ -82,6 +82,9 @@ class EndpointTool(models.Model):
         validators=[RegexValidator(r"^[A-Za-z0-9_-]{1,64}$", "Use 1-64 letters, digits, '_' or '-'.")],
     )
     description_override = models.TextField(blank=True)
+    # The name clients first saw it under (apps/toolsets/naming.py): kept whatever is added later,
+    # until the owner renames it or changes the endpoint's naming strategy.
+    exposed_name = models.CharField(max_length=64, blank=True, editable=False)
     enabled_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -3,6 +3,11 @@
 `prefixed`: always `server__tool`. `hybrid`: the tool's own name unless two enabled items share
 it, then `server__tool` for those. Names too long are cut and suffixed with a hash of the full
 name, so two long names never collide and the same inputs always give the same output.
+
+A name clients already use is kept: an item may carry the name it was first exposed under
+(`Candidate.fixed`, stored per enabled tool), which it keeps whatever is added later — a clash is
+resolved for the newcomer, never by renaming what a client already calls. An owner's override
+comes before both.
 """
 
 from __future__ import annotations
@@ -27,6 +32,11 @@ class Candidate:
     server: str
     name: str
     override: str = ""
+    fixed: str = ""  # the name it was first exposed under (kept unless the owner changes it)
+
+    @property
+    def pinned(self) -> str:
+        return self.override or self.fixed
 
 
 def clean(name: str) -> str:
@@ -51,12 +61,14 @@ def prefixed(server: str, name: str) -> str:
 def assign(candidates: Sequence[Candidate], strategy: str) -> list[str]:
     """Exposed names for `candidates`, in order; unique within the list."""
     natural = [fit(c.name) for c in candidates]
-    clashes = Counter(natural)
+    # Only newcomers compete for a plain name: one a pinned item holds is taken.
+    clashes = Counter(plain for c, plain in zip(candidates, natural) if not c.pinned)
+    taken = {c.pinned for c in candidates if c.pinned}
     names = []
     for candidate, plain in zip(candidates, natural):
-        if candidate.override:
-            names.append(candidate.override)
-        elif strategy == "hybrid" and clashes[plain] == 1:
+        if candidate.pinned:
+            names.append(candidate.pinned)
+        elif strategy == "hybrid" and clashes[plain] == 1 and plain not in taken:
             names.append(plain)
         else:
             names.append(prefixed(candidate.server, candidate.name))
@@ -64,11 +76,11 @@ def assign(candidates: Sequence[Candidate], strategy: str) -> list[str]:
 
 
 def _dedupe(names: list[str], candidates: Sequence[Candidate]) -> list[str]:
-    # An override may equal another item's generated name: the override keeps it, the other
-    # falls back to a hash-suffixed prefixed name.
+    # An override may equal another item's kept or generated name: the override keeps it, then a
+    # kept name, and the other falls back to a prefixed (then hash-suffixed) name.
     seen: set[str] = set()
     result = []
-    for name, candidate in sorted(zip(names, candidates), key=lambda pair: (not pair[1].override, pair[0])):
+    for name, candidate in sorted(zip(names, candidates), key=_claim_order):
         if name in seen:
             name = prefixed(candidate.server, candidate.name)
         if name in seen:
@@ -77,6 +89,11 @@ def _dedupe(names: list[str], candidates: Sequence[Candidate]) -> list[str]:
         result.append((candidate, name))
     order = {id(candidate): name for candidate, name in result}
     return [order[id(candidate)] for candidate in candidates]
+
+
+def _claim_order(pair: tuple[str, Candidate]) -> tuple[bool, bool, str]:
+    name, candidate = pair
+    return (not candidate.override, not candidate.fixed, name)
 
 
 def _short_hash(candidate: Candidate) -> str:

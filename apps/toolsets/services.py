@@ -128,14 +128,22 @@ def save_preset_version(*, preset: Preset, tool_keys: Iterable[str], user, note:
 
 def update_endpoint(*, endpoint: Endpoint, **fields) -> Endpoint:
     """Change an endpoint's settings; a new mode or naming changes what clients see, so announce it."""
+    renaming = "naming_strategy" in fields and fields["naming_strategy"] != endpoint.naming_strategy
     for name, value in fields.items():
         setattr(endpoint, name, value)
     endpoint.full_clean()
     with transaction.atomic():
         endpoint.save()
+        if renaming:
+            forget_exposed_names(endpoint=endpoint)
         if {"mode", "naming_strategy"} & fields.keys():
             announce_tools_changed([endpoint.pk])
     return endpoint
+
+
+def forget_exposed_names(*, endpoint: Endpoint) -> None:
+    """The owner chose another naming strategy: the names kept for clients (naming.py) go with the old one."""
+    EndpointTool.objects.filter(endpoint=endpoint).update(exposed_name="")
 
 
 class DefaultEndpointProtected(ValueError):
