@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
+from django.utils.text import slugify
 
 from apps.accounts import token_cache, tokens
 from apps.accounts.models import AccessToken, Membership, Team, TokenScope, User
@@ -112,3 +114,83 @@ def create_team(*, name: str, slug: str, owner: User) -> Team:
 def add_member(*, team: Team, user: User, role: str = Membership.Role.MEMBER) -> Membership:
     membership, _ = Membership.objects.update_or_create(team=team, user=user, defaults={"role": role})
     return membership
+
+
+# --- Teams managed by their members (the Teams pages) --------------------------------------------
+# Owners and admins manage membership; only owners change roles or touch another owner or admin;
+# a team always keeps an owner.
+
+MANAGERS = (Membership.Role.OWNER, Membership.Role.ADMIN)
+
+
+class TeamError(ValueError):
+    """A team change the hub refuses, with a message the person can act on."""
+
+
+def role_in(team: Team, user: User) -> str | None:
+    return Membership.objects.filter(team=team, user=user).values_list("role", flat=True).first()
+
+
+def create_team_named(*, name: str, owner: User) -> Team:
+    """A new team with a slug made from its name (unique), `owner` its owner."""
+    name = name.strip()
+    if not name:
+        raise TeamError("Give the team a name.")
+    base = slugify(name)[:40] or "team"
+    slug, n = base, 1
+    while Team.objects.filter(slug=slug).exists():
+        n += 1
+        slug = f"{base}-{n}"
+    return create_team(name=name[:100], slug=slug, owner=owner)
+
+
+@transaction.atomic
+def invite_member(*, team: Team, actor: User, who: str) -> Membership:
+    """Add the user named by username or email (exactly one match) as a member."""
+    _require(role_in(team, actor) in MANAGERS, "Only the team's owners and admins add members.")
+    who = who.strip()
+    matches = list(User.objects.filter(Q(username__iexact=who) | Q(email__iexact=who), is_active=True)[:2]) if who else []
+    if len(matches) != 1:
+        raise TeamError(f"No single active user has the username or email {who!r}." if who else "Give a username or email.")
+    if Membership.objects.filter(team=team, user=matches[0]).exists():
+        raise TeamError(f"{matches[0].get_username()} is already in {team.name}.")
+    return Membership.objects.create(team=team, user=matches[0], role=Membership.Role.MEMBER)
+
+
+@transaction.atomic
+def remove_member(*, team: Team, actor: User, user: User) -> None:
+    """`actor` takes `user` out of the team (or leaves it, when they are the same person)."""
+    actor_role, role = role_in(team, actor), role_in(team, user)
+    if role is None:
+        raise TeamError(f"{user.get_username()} is not in {team.name}.")
+    if actor.pk != user.pk:
+        _require(actor_role in MANAGERS, "Only the team's owners and admins remove members.")
+        _require(role == Membership.Role.MEMBER or actor_role == Membership.Role.OWNER,
+                 "Only an owner removes another owner or an admin.")
+    _keep_an_owner(team, leaving=user, role=role)
+    Membership.objects.filter(team=team, user=user).delete()
+
+
+@transaction.atomic
+def set_role(*, team: Team, actor: User, user: User, role: str) -> Membership:
+    _require(role in Membership.Role.values, f"{role!r} is not a role: owner, admin or member.")
+    _require(role_in(team, actor) == Membership.Role.OWNER, "Only the team's owners change roles.")
+    membership = Membership.objects.select_for_update().filter(team=team, user=user).first()
+    if membership is None:
+        raise TeamError(f"{user.get_username()} is not in {team.name}.")
+    if role != Membership.Role.OWNER:
+        _keep_an_owner(team, leaving=user, role=membership.role)
+    membership.role = role
+    membership.save(update_fields=["role", "updated_at"])
+    return membership
+
+
+def _keep_an_owner(team: Team, *, leaving: User, role: str) -> None:
+    others = Membership.objects.select_for_update().filter(team=team, role=Membership.Role.OWNER).exclude(user=leaving)
+    if role == Membership.Role.OWNER and not others.exists():
+        raise TeamError(f"{team.name} needs an owner: make someone else owner first.")
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise TeamError(message)

@@ -1,8 +1,8 @@
 from django.urls import path
 
 from apps.web import (
-    chat_views, credential_views, import_views, pattern_views, preset_views, provider_views, run_views, server_views, suggest_views, tool_views,
-    upstream_views, usage_views, views,
+    chat_views, credential_views, import_views, pattern_views, preset_views, provider_views, run_views, server_views, suggest_views,
+    team_views, tool_views, upstream_views, usage_views, views,
 )
 
 app_name = "web"
@@ -38,6 +38,12 @@ urlpatterns = [
     path("endpoints/<slug:slug>/servers/<str:server>/", tool_views.tool_group, name="tool_group"),
     path("endpoints/<slug:slug>/servers/<str:server>/toggle/", tool_views.toggle_server, name="toggle_server"),
     path("presets/", preset_views.presets_page, name="presets"),
+    path("teams/", team_views.teams_page, name="teams"),
+    path("teams/new/", team_views.create_team, name="create_team"),
+    path("teams/<slug:slug>/", team_views.team_page, name="team"),
+    path("teams/<slug:slug>/members/", team_views.add_member, name="add_member"),
+    path("teams/<slug:slug>/members/<str:user_id>/remove/", team_views.remove_member, name="remove_member"),
+    path("teams/<slug:slug>/members/<str:user_id>/role/", team_views.set_role, name="set_role"),
     path("presets/save/", preset_views.save_preset, name="save_preset"),
     path("presets/<int:preset_id>/", preset_views.preset_detail, name="preset"),
     path("presets/<int:preset_id>/share/", preset_views.share_preset, name="share_preset"),

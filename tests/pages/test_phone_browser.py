@@ -14,7 +14,8 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from apps.accounts.services import create_access_token
+from apps.accounts.models import User
+from apps.accounts.services import add_member, create_access_token, create_team
 from apps.catalog.models import McpServer
 from apps.chat.services import create_conversation
 from apps.llm.services import create_provider
@@ -77,6 +78,8 @@ def a_busy_hub(admin_user, global_server, make_tool):
     for title in ("Why is the time server down on the staging host?", "Summarise yesterday's failed deploys",
                   "Compare the enterprise GitHub mirror's open issues with last week's", "Plan the migration"):
         create_conversation(owner=admin_user, title=title, provider=provider, endpoint=endpoint)
+    crew = create_team(name="Platform and infrastructure reliability engineering", slug="platform", owner=admin_user)
+    add_member(team=crew, user=User.objects.create_user("a-rather-long-username", "someone.with.a.long.address@example.com"))
     preset = create_preset(owner=admin_user, name="Code review with the enterprise GitHub", tool_keys=[t.key for t in tools[:1]])
     update_preset(preset=preset, user=admin_user, tool_keys=[t.key for t in tools])
     now = timezone.now()
@@ -130,6 +133,7 @@ def test_every_page_fits_a_phone(a_busy_hub, sign_in, screenshot, browser, live_
     assert any(p.startswith("/chat/") and p != "/chat/" for p in seen), seen
     assert any(p.startswith("/endpoints/") and p.endswith("/delete/") for p in seen), seen
     assert any(p.startswith("/presets/") and p != "/presets/" for p in seen), seen
+    assert {"/teams/", "/teams/platform/"} <= seen, seen
 
     page.goto("/servers/")
     current = page.locator('header nav [aria-current="page"]').bounding_box()
