@@ -23,6 +23,7 @@ at the latest; a JSON-RPC error or an `isError` result is an answer, not a failu
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -295,6 +296,18 @@ def check_health(*, server: McpServer, user: Any = None) -> HealthVerdict:
         degraded=verdict.status == McpServer.Status.DEGRADED,
     )
     return verdict
+
+
+def test_draft(*, server: McpServer, user: Any = None) -> HealthVerdict:
+    """Ping a server's configuration before it is saved (the Servers page's *Test*): nothing is
+    recorded, and the connection is closed after. It runs under a name of its own, so the saved
+    server's live connection is left alone."""
+    spec = _resolve(server, user)
+    if isinstance(spec, PoolError):
+        return HealthVerdict(server.name, McpServer.Status.UNKNOWN, reason=spec.message, skipped=True)
+    draft = dataclasses.replace(spec, name=f"{spec.name}~draft")
+    outcome, stats = run_on_pool(lambda pool: _probe(pool, draft, keep=False))
+    return dataclasses.replace(_judge(draft, outcome, stats), server=server.name)
 
 
 async def _probe(pool: Any, spec: ServerSpec, *, keep: bool) -> tuple[float | BaseException, ServerPoolStats]:

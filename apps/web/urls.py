@@ -1,7 +1,8 @@
 from django.urls import path
 
 from apps.web import (
-    chat_views, credential_views, import_views, pattern_views, preset_views, provider_views, run_views, server_views, suggest_views,
+    chat_views, credential_views, import_views, pattern_views, preset_views, provider_views, run_views, server_edit_views,
+    server_views, suggest_views,
     team_views, tool_views, upstream_views, usage_views, views,
 )
 
@@ -12,6 +13,9 @@ urlpatterns = [
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", views.LogoutView.as_view(), name="logout"),
     path("servers/import/", import_views.import_page, name="import_servers"),
+    path("servers/new/", server_edit_views.new_server, name="new_server"),
+    path("servers/<str:name>/edit/", server_edit_views.edit_server, name="edit_server"),
+    path("servers/<str:name>/delete/", server_edit_views.delete_server, name="delete_server"),
     path("servers/export/", import_views.export_file, name="export_servers"),
     path("servers/<str:name>/test/", server_views.test_server, name="test_server"),
     path("servers/<str:name>/discover/", server_views.discover_server, name="discover_server"),

@@ -120,6 +120,19 @@
     }
   }, true);
 
+  // A server's form shows the fields of the chosen transport (without script, both groups show).
+  function showTransportFields() {
+    const select = document.querySelector(".server-form select[name=transport]");
+    if (!select) return;
+    for (const group of document.querySelectorAll(".server-form .transport-fields")) {
+      group.hidden = !group.dataset.transport.split(" ").includes(select.value);
+    }
+  }
+  document.addEventListener("DOMContentLoaded", showTransportFields);
+  document.addEventListener("change", (event) => {
+    if (event.target.matches(".server-form select[name=transport]")) showTransportFields();
+  });
+
   // Filter selects apply themselves (a <noscript> button covers the rest).
   document.addEventListener("change", (event) => {
     if (event.target.matches("select[data-autosubmit]")) event.target.form.requestSubmit();
