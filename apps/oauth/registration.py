@@ -16,6 +16,7 @@ from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from oauth2_provider.views import DynamicClientRegistrationView
 
+from apps.core.client_address import request_client_address
 from apps.oauth.redirects import redirect_uri_problem
 
 ALLOWED_GRANT_TYPES = {"authorization_code", "refresh_token"}
@@ -50,7 +51,7 @@ def metadata_problem(data: Any) -> tuple[str, str] | None:
 
 
 def _over_rate(request: HttpRequest) -> bool:
-    key = f"oauth:dcr:{request.META.get('REMOTE_ADDR', '')}"
+    key = f"oauth:dcr:{request_client_address(request)}"
     cache.add(key, 0, RATE_WINDOW_SECONDS)
     try:
         count = cache.incr(key)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from django.core.cache import cache
+from django.test import Client
 from oauth2_provider.models import AccessToken, Application
 
 from tests.oauth.flow import consent_fields
@@ -70,6 +72,24 @@ def test_registrations_are_rate_limited_per_address(client, settings):
 
     assert statuses == [201, 201, 429]
     assert Application.objects.count() == 2
+
+
+def test_a_spoofed_x_forwarded_for_does_not_escape_the_registration_limit(settings):
+    settings.MCPHUB_OAUTH_REGISTRATIONS_PER_HOUR = 2
+
+    statuses = [register(Client(HTTP_X_FORWARDED_FOR=f"198.51.100.{n}"))[0] for n in range(3)]
+
+    assert statuses == [201, 201, 429]
+
+
+def test_behind_a_trusted_proxy_each_client_has_its_own_registration_limit(settings):
+    settings.MCPHUB_OAUTH_REGISTRATIONS_PER_HOUR, settings.MCPHUB_TRUSTED_PROXIES = 2, 1
+    cache.delete_many(["oauth:dcr:198.51.100.1", "oauth:dcr:198.51.100.2"])
+
+    first = [register(Client(HTTP_X_FORWARDED_FOR="198.51.100.1"))[0] for _ in range(3)]
+    second = register(Client(HTTP_X_FORWARDED_FOR="6.6.6.6, 198.51.100.2"))[0]
+
+    assert (first, second) == ([201, 201, 429], 201)
 
 
 def test_an_unregistered_redirect_uri_is_never_redirected_to(alice_client, alice):
