@@ -307,7 +307,8 @@ MCPHUB_SESSION_TTL = envint("MCPHUB_SESSION_TTL", 24 * 3600)  # seconds an idle 
 MCPHUB_RATE_LIMIT_PER_MINUTE = envint("MCPHUB_RATE_LIMIT_PER_MINUTE", 6000)  # per token; 0 = off
 MCPHUB_MAX_REQUEST_BYTES = envint("MCPHUB_MAX_REQUEST_BYTES", 4 * 1024 * 1024)
 # Slow or lying clients (mcphub/server_guards.py): seconds for a whole request to arrive (408
-# beyond; 0 = off), and requests one address may have still arriving at once (429 beyond; 0 = off).
+# beyond; 0 = off), and requests one address may have still arriving after half that (429 beyond;
+# 0 = off); requests being served and open streams never count.
 MCPHUB_REQUEST_READ_TIMEOUT = envint("MCPHUB_REQUEST_READ_TIMEOUT", 10)
 MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT = envint("MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT", 16)
 MCPHUB_LIST_PAGE_SIZE = envint("MCPHUB_LIST_PAGE_SIZE", 1000)
