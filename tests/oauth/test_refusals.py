@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.core.cache import cache
 from django.test import Client
 from oauth2_provider.models import AccessToken, Application
+
+from apps.oauth.selectors import access_grant
 
 from tests.oauth.flow import consent_fields
 from tests.oauth.oauth_client import (
@@ -31,13 +35,31 @@ def alice_client(client, alice):
 @pytest.mark.parametrize(
     "uri",
     ["http://evil.example/callback", "javascript:alert(1)", "ftp://127.0.0.1/cb", "https://app.example/cb#frag", "//no-scheme/cb",
-     "myapp://callback"],
+     "myapp://callback", "https://user:s3cret@app.example/cb", "https://app.example@evil.example/cb",
+     "http://user:s3cret@127.0.0.1:5/cb", "cursor://user:s3cret@anysphere.cursor-retrieval/cb"],
 )
 def test_registration_refuses_redirect_uris_that_are_not_https_or_loopback(client, uri):
     status, body = register(client, redirect_uris=[CALLBACK, uri])
 
     assert (status, body["error"]) == (400, "invalid_redirect_uri")
+    assert "s3cret" not in body["error_description"]
     assert not Application.objects.exists()
+
+
+@pytest.mark.parametrize("uri", ["https://user:s3cret@app.example/cb", "http://evil.example/callback"])
+def test_a_registration_update_passes_the_same_checks(client, uri):
+    status, body = register(client)
+    assert status == 201
+    url, auth = body["registration_client_uri"], f"Bearer {body['registration_access_token']}"
+    update = {"client_name": "Hand Client", "redirect_uris": [CALLBACK, uri], "token_endpoint_auth_method": "none"}
+
+    refused = client.put(url, json.dumps(update), content_type="application/json", HTTP_AUTHORIZATION=auth)
+    renamed = client.put(url, json.dumps({**update, "redirect_uris": [CALLBACK], "client_name": "Renamed"}),
+                         content_type="application/json", HTTP_AUTHORIZATION=auth)
+
+    assert (refused.status_code, refused.json()["error"]) == (400, "invalid_redirect_uri")
+    assert renamed.status_code == 200  # a good update still goes through
+    assert Application.objects.get().redirect_uris == CALLBACK
 
 
 @pytest.mark.parametrize(
@@ -139,6 +161,36 @@ def test_a_replayed_code_is_refused_with_invalid_grant(alice_client, alice):
 
     assert first.status_code == 200 and first.json()["access_token"].startswith("mcphub_oat_")
     assert (replay.status_code, replay.json()["error"]) == (400, "invalid_grant")
+
+
+def test_a_replayed_code_revokes_the_tokens_it_was_exchanged_for_and_their_rotations(alice_client, alice):
+    app = public_client(alice_client)
+    endpoint = endpoint_resource(alice.endpoints.get())
+    code = approve(alice_client, app, endpoint)
+    tokens = exchange(alice_client, app, code).json()
+    refresh = {"grant_type": "refresh_token", "client_id": app.client_id}
+    rotated = alice_client.post("/oauth/token/", {**refresh, "refresh_token": tokens["refresh_token"]}).json()
+    other = exchange(alice_client, app, approve(alice_client, app, endpoint)).json()  # another code: untouched
+
+    replay = exchange(alice_client, app, code)
+
+    assert (replay.status_code, replay.json()["error"]) == (400, "invalid_grant")
+    assert access_grant(tokens["access_token"]) is None and access_grant(rotated["access_token"]) is None
+    again = alice_client.post("/oauth/token/", {**refresh, "refresh_token": rotated["refresh_token"]})
+    assert (again.status_code, again.json()["error"]) == (400, "invalid_grant")
+    assert access_grant(other["access_token"]) is not None
+    assert alice_client.post("/oauth/token/", {**refresh, "refresh_token": other["refresh_token"]}).status_code == 200
+
+
+def test_a_code_replayed_under_another_client_revokes_too(alice_client, alice):
+    app, thief = public_client(alice_client), public_client(alice_client)
+    code = approve(alice_client, app, endpoint_resource(alice.endpoints.get()))
+    tokens = exchange(alice_client, app, code).json()
+
+    replay = exchange(alice_client, thief, code, code_verifier=app.verifier)
+
+    assert (replay.status_code, replay.json()["error"]) == (400, "invalid_grant")
+    assert access_grant(tokens["access_token"]) is None
 
 
 def test_a_code_is_bound_to_its_client(alice_client, alice):
