@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.core.cache import cache
 from django.test import Client
+from django.utils import timezone
 from oauth2_provider.models import AccessToken, Application
 
+from apps.oauth.models import RedeemedCode
 from apps.oauth.selectors import access_grant
+from apps.oauth.services import clear_expired
 
 from tests.oauth.flow import consent_fields
 from tests.oauth.oauth_client import (
@@ -180,6 +184,21 @@ def test_a_replayed_code_revokes_the_tokens_it_was_exchanged_for_and_their_rotat
     assert (again.status_code, again.json()["error"]) == (400, "invalid_grant")
     assert access_grant(other["access_token"]) is not None
     assert alice_client.post("/oauth/token/", {**refresh, "refresh_token": other["refresh_token"]}).status_code == 200
+
+
+def test_a_redeemed_code_is_remembered_as_a_checksum_until_the_hourly_sweep_after_it_expires(alice_client, alice):
+    app = public_client(alice_client)
+    code = approve(alice_client, app, endpoint_resource(alice.endpoints.get()))
+    exchange(alice_client, app, code)
+
+    remembered = RedeemedCode.objects.get()
+    clear_expired()
+    kept = RedeemedCode.objects.exists()
+    RedeemedCode.objects.update(expires=timezone.now() - timedelta(seconds=1))
+    clear_expired()
+
+    assert code not in remembered.code_checksum and len(remembered.code_checksum) == 64 and remembered.token_family
+    assert kept and not RedeemedCode.objects.exists()
 
 
 def test_a_code_replayed_under_another_client_revokes_too(alice_client, alice):
