@@ -67,6 +67,16 @@ def test_one_address_guessing_across_many_accounts_is_locked_at_ten_times_the_li
     assert sign_in(Client(), "bob", "bob-password", address="192.0.2.10").status_code == 302
 
 
+def test_signing_in_oneself_does_not_clear_the_addresss_failures(alice, bob):
+    for n in range(settings.MCPHUB_SIGNIN_ADDRESS_FAILURE_LIMIT - 1):
+        fail(f"user{n}", 1, address="192.0.2.9")
+
+    assert sign_in(Client(), "bob", "bob-password", address="192.0.2.9").status_code == 302  # the guesser's own account
+    fail("one-more", 1, address="192.0.2.9")
+
+    assert sign_in(Client(), "alice", "alice-password", address="192.0.2.9").status_code == 429
+
+
 def test_a_spoofed_x_forwarded_for_changes_nothing_without_a_trusted_proxy(alice):
     for n in range(settings.AXES_FAILURE_LIMIT):
         fail("alice", 1, address="203.0.113.7", HTTP_X_FORWARDED_FOR=f"198.51.100.{n}")

@@ -34,6 +34,22 @@ def strict_hub(django_db_setup, tmp_path_factory) -> Iterator[int]:
         stop([process])
 
 
+@pytest.fixture(scope="module")
+def proxied_strict_hub(django_db_setup, tmp_path_factory) -> Iterator[int]:
+    """The same bounds, behind one trusted proxy that appends to X-Forwarded-For."""
+    port = free_port()
+    env = hub_env(
+        MCPHUB_DATA_DIR=str(tmp_path_factory.mktemp("proxied-strict-data")), MCPHUB_TRUSTED_PROXIES="1",
+        MCPHUB_REQUEST_READ_TIMEOUT=str(READ_TIMEOUT), MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT=str(PER_CLIENT),
+    )
+    process = start_web(port, env, tmp_path_factory.mktemp("proxied-strict-logs"), name="proxied-strict-web")
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", [process])
+        yield port
+    finally:
+        stop([process])
+
+
 def open_request(port: int, data: bytes) -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", port), timeout=READ_TIMEOUT + 5)
     sock.sendall(data)
@@ -109,3 +125,21 @@ def test_many_requests_half_arrived_at_once_from_one_address_are_all_served(stri
     replies = [answer(sock) for sock in socks]
 
     assert [reply.split(b"\r\n", 1)[0] for reply in replies] == [b"HTTP/1.1 401 Unauthorized"] * len(socks)
+
+
+def lying_from(client: str) -> bytes:
+    return LYING.replace(b"Host: 127.0.0.1\r\n", b"Host: 127.0.0.1\r\nX-Forwarded-For: " + client.encode() + b"\r\n")
+
+
+def test_behind_a_trusted_proxy_slow_requests_count_per_client_not_per_proxy(proxied_strict_hub):
+    slow = [open_request(proxied_strict_hub, lying_from("198.51.100.1")) for _ in range(PER_CLIENT)]
+    time.sleep(0.3)
+    same_client = open_request(proxied_strict_hub, lying_from("198.51.100.1"))
+    other_client = open_request(proxied_strict_hub, lying_from("198.51.100.2"))
+
+    refused, timed_out = answer(same_client), answer(other_client)
+    for sock in slow:
+        sock.close()
+
+    assert refused.startswith(b"HTTP/1.1 429")
+    assert timed_out.startswith(b"HTTP/1.1 408")  # slow too, but the only one of its client: cut off at the bound
