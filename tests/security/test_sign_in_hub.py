@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(scope="module")
-def proxied_hub(django_db_setup, tmp_path_factory) -> Iterator[str]:
+def proxied_hub(django_db_setup, tmp_path_factory, healthy_needs) -> Iterator[str]:
     """A web process told that one reverse proxy in front appends to X-Forwarded-For."""
     port = free_port()
     env = hub_env(MCPHUB_DATA_DIR=str(tmp_path_factory.mktemp("proxied-data")), MCPHUB_TRUSTED_PROXIES="1")

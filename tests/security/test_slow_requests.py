@@ -20,7 +20,7 @@ HEALTH = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
 
 
 @pytest.fixture(scope="module")
-def strict_hub(django_db_setup, tmp_path_factory) -> Iterator[int]:
+def strict_hub(django_db_setup, tmp_path_factory, healthy_needs) -> Iterator[int]:
     port = free_port()
     env = hub_env(
         MCPHUB_DATA_DIR=str(tmp_path_factory.mktemp("strict-data")),
@@ -35,7 +35,7 @@ def strict_hub(django_db_setup, tmp_path_factory) -> Iterator[int]:
 
 
 @pytest.fixture(scope="module")
-def proxied_strict_hub(django_db_setup, tmp_path_factory) -> Iterator[int]:
+def proxied_strict_hub(django_db_setup, tmp_path_factory, healthy_needs) -> Iterator[int]:
     """The same bounds, behind one trusted proxy that appends to X-Forwarded-For."""
     port = free_port()
     env = hub_env(
