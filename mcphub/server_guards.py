@@ -5,9 +5,12 @@
   `MCPHUB_REQUEST_READ_TIMEOUT` seconds of its first byte, else 408 and the connection closes:
   Twisted's own idle timeout restarts with every byte, so a client dripping bytes, or declaring a
   Content-Length larger than what it sends, would otherwise hold the connection for hours.
-- One client address may have at most `MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT` requests still
-  arriving at once; more get 429 at once. A request sent in one go never counts: Twisted reads it
-  whole within one `dataReceived`.
+- A request still arriving after half that time is slow. One client address may hold at most
+  `MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT` slow requests: the next one to turn slow is answered 429
+  and closed, and while the address holds that many, its new requests are answered 429 at once.
+  Requests being served, slow tool calls and open streams never count, nor do requests merely
+  in progress: a single-threaded client starting many requests at once writes all their headers
+  before any body, so dozens of ordinary requests from one address are half-arrived together.
 
 Both apply before Daphne hands the request to the application, so they cover every path (pages,
 API, MCP endpoints) in the embedded and the production shape alike.
@@ -15,7 +18,6 @@ API, MCP endpoints) in the embedded and the production shape alike.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 from collections import Counter
@@ -23,10 +25,11 @@ from collections import Counter
 from django.conf import settings
 
 from apps.accounts.tokens import redact
+from apps.core.client_address import client_address
 
 logger = logging.getLogger("mcphub.server")
 
-_reading: Counter[str] = Counter()  # client address -> requests still arriving
+_slow: Counter[str] = Counter()  # client address -> requests still arriving past the bound
 
 
 def _redact_access_log() -> None:
@@ -58,27 +61,58 @@ def _peer(channel) -> str:
     return str(getattr(channel.transport.getPeer(), "host", "?"))
 
 
+def _address(channel) -> str:
+    """The client address (apps/core/client_address.py), from the headers that have arrived so far."""
+    request = channel.requests[-1] if channel.requests else None
+    forwarded = request.requestHeaders.getRawHeaders(b"x-forwarded-for", []) if request is not None else []
+    return client_address(_peer(channel), [value.decode("latin-1") for value in forwarded])
+
+
+def _refuse_slow(channel, address: str) -> None:
+    logger.warning("%s has %d requests still arriving: 429", address, _slow[address])
+    _reply_and_close(channel, 429, "Too Many Requests", "too_many_slow_requests",
+                     "Too many requests from this address are still arriving", b"retry-after: 10\r\n")
+
+
+class _Arrival:
+    """The clock of one request on `channel` from its first byte until it has arrived whole."""
+
+    def __init__(self, channel, seconds: float, per_client: int) -> None:
+        self.channel, self.seconds, self.per_client = channel, seconds, per_client
+        self.slow_address: str | None = None  # set while it counts against its address
+        self.calls = [channel.callLater(seconds / 2, self._turned_slow), channel.callLater(seconds, self._timed_out)]
+
+    def stop(self) -> None:
+        self.channel._mcphub_arrival = None
+        for call in self.calls:
+            if call.active():
+                call.cancel()
+        if self.slow_address is not None:
+            _slow[self.slow_address] -= 1
+            if _slow[self.slow_address] <= 0:
+                del _slow[self.slow_address]
+            self.slow_address = None
+
+    def _turned_slow(self) -> None:
+        address = _address(self.channel)
+        if self.per_client and _slow[address] >= self.per_client:
+            self.stop()
+            _refuse_slow(self.channel, address)
+            return
+        _slow[address] += 1
+        self.slow_address = address
+
+    def _timed_out(self) -> None:
+        self.stop()
+        logger.warning("request from %s not received whole within %s s: 408", _peer(self.channel), self.seconds)
+        _reply_and_close(self.channel, 408, "Request Timeout", "request_timeout",
+                         f"The request did not arrive within {self.seconds:g} s")
+
+
 def _stop_clock(channel) -> None:
-    call = getattr(channel, "_mcphub_read_deadline", None)
-    if call is None:
-        return
-    channel._mcphub_read_deadline = None
-    if call.active():
-        call.cancel()
-    peer = channel._mcphub_peer
-    _reading[peer] -= 1
-    if _reading[peer] <= 0:
-        del _reading[peer]
-
-
-def _timed_out(channel, seconds: float) -> None:
-    channel._mcphub_read_deadline = None
-    peer = channel._mcphub_peer
-    _reading[peer] -= 1
-    if _reading[peer] <= 0:
-        del _reading[peer]
-    logger.warning("request from %s not received whole within %s s: 408", peer, seconds)
-    _reply_and_close(channel, 408, "Request Timeout", "request_timeout", f"The request did not arrive within {seconds:g} s")
+    arrival = getattr(channel, "_mcphub_arrival", None)
+    if arrival is not None:
+        arrival.stop()
 
 
 def _guard_slow_requests() -> None:
@@ -93,16 +127,12 @@ def _guard_slow_requests() -> None:
     )
 
     def dataReceived(self, data: bytes) -> None:
-        if seconds > 0 and data and not self._handlingRequest and getattr(self, "_mcphub_read_deadline", None) is None:
-            peer = _peer(self)
-            if per_client and _reading[peer] >= per_client:
-                logger.warning("%s has %d requests still arriving: 429", peer, _reading[peer])
-                _reply_and_close(self, 429, "Too Many Requests", "too_many_slow_requests",
-                                 "Too many requests from this address are still arriving", b"retry-after: 10\r\n")
+        if seconds > 0 and data and not self._handlingRequest and getattr(self, "_mcphub_arrival", None) is None:
+            peer = _peer(self)  # only the socket is known before the headers
+            if per_client and _slow[peer] >= per_client:
+                _refuse_slow(self, peer)
                 return
-            _reading[peer] += 1
-            self._mcphub_peer = peer
-            self._mcphub_read_deadline = self.callLater(seconds, functools.partial(_timed_out, self, seconds))
+            self._mcphub_arrival = _Arrival(self, seconds, per_client)
         original_data(self, data)
 
     def allContentReceived(self) -> None:

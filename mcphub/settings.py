@@ -316,7 +316,8 @@ MCPHUB_SESSION_TTL = envint("MCPHUB_SESSION_TTL", 24 * 3600)  # seconds an idle 
 MCPHUB_RATE_LIMIT_PER_MINUTE = envint("MCPHUB_RATE_LIMIT_PER_MINUTE", 6000)  # per token; 0 = off
 MCPHUB_MAX_REQUEST_BYTES = envint("MCPHUB_MAX_REQUEST_BYTES", 4 * 1024 * 1024)
 # Slow or lying clients (mcphub/server_guards.py): seconds for a whole request to arrive (408
-# beyond; 0 = off), and requests one address may have still arriving at once (429 beyond; 0 = off).
+# beyond; 0 = off), and requests one address may have still arriving after half that (429 beyond;
+# 0 = off); requests being served and open streams never count.
 MCPHUB_REQUEST_READ_TIMEOUT = envint("MCPHUB_REQUEST_READ_TIMEOUT", 10)
 MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT = envint("MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT", 16)
 MCPHUB_LIST_PAGE_SIZE = envint("MCPHUB_LIST_PAGE_SIZE", 1000)
@@ -396,12 +397,19 @@ if MCPHUB_WATCH_MCP_JSON and MCP_JSON_PATH:
 
 # --- Security: sign-in lockout (django-axes), response headers, HTTPS, audit trail.
 INSTALLED_APPS += ["axes", "auditlog", "apps.audit"]  # auditlog before apps.audit: ours replaces its admin
-# django-axes counts failed sign-ins per account and per address (either one locks); a success
-# resets them; staff unlock early by deleting the access attempt in the admin.
+# Reverse proxies in front of the hub that each append to X-Forwarded-For: the client address every
+# per-client limit counts by (apps/core/client_address.py). 0: the socket's address, the header ignored.
+MCPHUB_TRUSTED_PROXIES = envint("MCPHUB_TRUSTED_PROXIES", 0)
+# django-axes counts failed sign-ins per account from one address, and per address with a limit
+# ten times higher (apps/accounts/lockout.py): nobody locks anyone out from elsewhere. A success
+# resets its own count; staff unlock early by deleting the access attempts in the admin.
 AUTHENTICATION_BACKENDS = ["apps.accounts.backends.SignInLockoutBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_HANDLER = "apps.accounts.lockout.SignInLockoutHandler"
+AXES_CLIENT_IP_CALLABLE = "apps.core.client_address.request_client_address"
 AXES_FAILURE_LIMIT = envint("MCPHUB_SIGNIN_FAILURE_LIMIT", 5)
+MCPHUB_SIGNIN_ADDRESS_FAILURE_LIMIT = envint("MCPHUB_SIGNIN_ADDRESS_FAILURE_LIMIT", 10 * AXES_FAILURE_LIMIT)
 AXES_COOLOFF_TIME = timedelta(minutes=envint("MCPHUB_SIGNIN_LOCKOUT_MINUTES", 15))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "web/locked_out.html"
 # The pages' CSP: scripts and styles from our own files only (inline style attributes allowed for

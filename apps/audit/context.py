@@ -12,6 +12,8 @@ from django.contrib.contenttypes.models import ContentType
 from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
+from apps.core.client_address import request_client_address
+
 
 def source_of(path: str) -> str:
     if path.startswith("/admin/"):
@@ -32,6 +34,11 @@ class AuditMiddleware(AuditlogMiddleware):
         # between tests) would leave those ids dangling; one cheap lookup per write keeps them true.
         ContentType.objects.clear_cache()
         return super().__call__(request)
+
+    @staticmethod
+    def _get_remote_addr(request: HttpRequest) -> str:
+        # django-auditlog believes the first X-Forwarded-For entry, which any client writes.
+        return request_client_address(request)
 
     def get_extra_data(self, request: HttpRequest) -> dict:
         data = super().get_extra_data(request)

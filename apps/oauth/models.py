@@ -25,3 +25,20 @@ class ConnectedApp(models.Model):
 
     def __str__(self) -> str:
         return f"{self.application} on {self.endpoint_id}"
+
+
+class RedeemedCode(models.Model):
+    """An authorization code already exchanged for tokens (the toolkit deletes its grant on use).
+
+    Kept, as a SHA-256 checksum, for at least the code's lifetime with the token family it was
+    exchanged for, so that a replay revokes those tokens and every rotation of them
+    (RFC 6749 §4.1.2): a replayed code means someone else holds it. Not unique: two exchanges
+    racing with one code both leave a row, and both families are revoked.
+    """
+
+    code_checksum = models.CharField(max_length=64, db_index=True)
+    token_family = models.UUIDField(null=True)
+    expires = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"Redeemed code #{self.pk}"

@@ -1,6 +1,8 @@
 """Where an authorization response may be sent: https anywhere, plain http only to this machine
 (OAuth 2.1 §2.3.1, RFC 8252 §7.3), and the private-use schemes of native apps the operator lists
-(MCPHUB_OAUTH_NATIVE_REDIRECT_SCHEMES, RFC 8252 §7.1). Used for registered and CIMD clients alike."""
+(MCPHUB_OAUTH_NATIVE_REDIRECT_SCHEMES, RFC 8252 §7.1); never with credentials in the URL
+(user:password@host: a host that is not what it seems to a reader). Used for registered, updated
+(RFC 7592) and CIMD clients alike."""
 
 from __future__ import annotations
 
@@ -34,6 +36,8 @@ def redirect_uri_problem(uri: Any) -> str | None:
         return f"{uri!r} is not a valid URL."
     if parts.fragment or "#" in uri:
         return f"{uri!r} must not contain a fragment."
+    if "@" in parts.netloc:  # not echoed: it may hold a password
+        return "A redirect URI must not carry a user name or password (user:password@host)."
     if parts.scheme == "https" and parts.hostname:
         return None
     if parts.scheme == "http" and is_loopback(parts.hostname):

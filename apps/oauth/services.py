@@ -1,17 +1,23 @@
-"""Writes: recording a connection when tokens are issued, and revoking one from the endpoint page."""
+"""Writes: recording a connection when tokens are issued, revoking one from the endpoint page, and
+revoking what a replayed authorization code was exchanged for."""
 
 from __future__ import annotations
 
+import hashlib
+from datetime import timedelta
+
 from django.db import transaction
+from django.utils import timezone
 from oauth2_provider.models import clear_expired as clear_expired_tokens
 from oauth2_provider.models import (
     get_access_token_model,
     get_grant_model,
     get_refresh_token_model,
 )
+from oauth2_provider.settings import oauth2_settings
 
 from apps.oauth import resources, revocation
-from apps.oauth.models import ConnectedApp
+from apps.oauth.models import ConnectedApp, RedeemedCode
 from apps.toolsets.models import Endpoint
 
 
@@ -35,6 +41,7 @@ def _live_slugs(application_id: int, user_id: int) -> set[str | None]:
 def clear_expired() -> int:
     """Delete expired codes and tokens (the toolkit's sweep), then the connections left without any; how many."""
     clear_expired_tokens()
+    RedeemedCode.objects.filter(expires__lt=timezone.now()).delete()
     gone = 0
     for connection in ConnectedApp.objects.select_related("endpoint"):
         if connection.endpoint.slug not in _live_slugs(connection.application_id, connection.endpoint.owner_id):
@@ -57,3 +64,28 @@ def revoke_connection(*, connection: ConnectedApp) -> None:
                 row.delete()
     connection.delete()
     revocation.bump_after_commit()
+
+
+def _checksum(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def record_redeemed_code(*, code: str, refresh_token: str | None) -> None:
+    """Remember that `code` was exchanged for the token family of `refresh_token` (raw, just issued)."""
+    family = None
+    if refresh_token:
+        family = get_refresh_token_model().objects.filter(token_checksum=_checksum(refresh_token)).values_list("token_family", flat=True).first()
+    expires = timezone.now() + timedelta(seconds=oauth2_settings.AUTHORIZATION_CODE_EXPIRE_SECONDS)
+    RedeemedCode.objects.create(code_checksum=_checksum(code), token_family=family, expires=expires)
+
+
+def revoke_redeemed_code(*, code: str) -> bool:
+    """A code came back after it was exchanged: revoke every token issued from it, rotations included
+    (effective at once). False when the code was never exchanged."""
+    families = set(RedeemedCode.objects.filter(code_checksum=_checksum(code)).values_list("token_family", flat=True))
+    if not families:
+        return False
+    for family in families - {None}:
+        get_refresh_token_model().revoke_family(family)
+    revocation.bump_after_commit()
+    return True

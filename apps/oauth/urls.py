@@ -13,7 +13,7 @@ oauth_patterns = [
     path("token/", public_cors(views.JsonTokenView.as_view()), name="token"),
     path("revoke/", public_cors(dot.RevokeTokenView.as_view()), name="revoke-token"),
     path("register/", public_cors(registration.RegistrationView.as_view()), name="dcr-register"),
-    path("register/<str:client_id>/", dot.DynamicClientRegistrationManagementView.as_view(), name="dcr-register-management"),
+    path("register/<str:client_id>/", registration.RegistrationManagementView.as_view(), name="dcr-register-management"),
 ]
 
 urlpatterns = [

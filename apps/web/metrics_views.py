@@ -19,6 +19,7 @@ from prometheus_client.registry import Collector
 from apps.accounts.services import authenticate_token
 from apps.catalog import operations
 from apps.core import metrics
+from apps.core.client_address import request_client_address
 from apps.gateway import state
 
 logger = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ def _refusal(request: HttpRequest) -> HttpResponse | None:
         return None if token.user.is_staff else _forbidden()
     if request.user.is_authenticated:
         return None if request.user.is_staff else _forbidden()
-    if _allowed_address(request.META.get("REMOTE_ADDR", "")):
+    if _allowed_address(request_client_address(request)):  # not a proxy's own address
         return None
     return _unauthorized("Send Authorization: Bearer <a staff user's API token>")
 

@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
+
 import pytest
+from django.core.cache import cache
+from django.test import Client
+from django.utils import timezone
 from oauth2_provider.models import AccessToken, Application
+
+from apps.oauth.models import RedeemedCode
+from apps.oauth.selectors import access_grant
+from apps.oauth.services import clear_expired
 
 from tests.oauth.flow import consent_fields
 from tests.oauth.oauth_client import (
@@ -29,13 +39,31 @@ def alice_client(client, alice):
 @pytest.mark.parametrize(
     "uri",
     ["http://evil.example/callback", "javascript:alert(1)", "ftp://127.0.0.1/cb", "https://app.example/cb#frag", "//no-scheme/cb",
-     "myapp://callback"],
+     "myapp://callback", "https://user:s3cret@app.example/cb", "https://app.example@evil.example/cb",
+     "http://user:s3cret@127.0.0.1:5/cb", "cursor://user:s3cret@anysphere.cursor-retrieval/cb"],
 )
 def test_registration_refuses_redirect_uris_that_are_not_https_or_loopback(client, uri):
     status, body = register(client, redirect_uris=[CALLBACK, uri])
 
     assert (status, body["error"]) == (400, "invalid_redirect_uri")
+    assert "s3cret" not in body["error_description"]
     assert not Application.objects.exists()
+
+
+@pytest.mark.parametrize("uri", ["https://user:s3cret@app.example/cb", "http://evil.example/callback"])
+def test_a_registration_update_passes_the_same_checks(client, uri):
+    status, body = register(client)
+    assert status == 201
+    url, auth = body["registration_client_uri"], f"Bearer {body['registration_access_token']}"
+    update = {"client_name": "Hand Client", "redirect_uris": [CALLBACK, uri], "token_endpoint_auth_method": "none"}
+
+    refused = client.put(url, json.dumps(update), content_type="application/json", HTTP_AUTHORIZATION=auth)
+    renamed = client.put(url, json.dumps({**update, "redirect_uris": [CALLBACK], "client_name": "Renamed"}),
+                         content_type="application/json", HTTP_AUTHORIZATION=auth)
+
+    assert (refused.status_code, refused.json()["error"]) == (400, "invalid_redirect_uri")
+    assert renamed.status_code == 200  # a good update still goes through
+    assert Application.objects.get().redirect_uris == CALLBACK
 
 
 @pytest.mark.parametrize(
@@ -70,6 +98,24 @@ def test_registrations_are_rate_limited_per_address(client, settings):
 
     assert statuses == [201, 201, 429]
     assert Application.objects.count() == 2
+
+
+def test_a_spoofed_x_forwarded_for_does_not_escape_the_registration_limit(settings):
+    settings.MCPHUB_OAUTH_REGISTRATIONS_PER_HOUR = 2
+
+    statuses = [register(Client(HTTP_X_FORWARDED_FOR=f"198.51.100.{n}"))[0] for n in range(3)]
+
+    assert statuses == [201, 201, 429]
+
+
+def test_behind_a_trusted_proxy_each_client_has_its_own_registration_limit(settings):
+    settings.MCPHUB_OAUTH_REGISTRATIONS_PER_HOUR, settings.MCPHUB_TRUSTED_PROXIES = 2, 1
+    cache.delete_many(["oauth:dcr:198.51.100.1", "oauth:dcr:198.51.100.2"])
+
+    first = [register(Client(HTTP_X_FORWARDED_FOR="198.51.100.1"))[0] for _ in range(3)]
+    second = register(Client(HTTP_X_FORWARDED_FOR="6.6.6.6, 198.51.100.2"))[0]
+
+    assert (first, second) == ([201, 201, 429], 201)
 
 
 def test_an_unregistered_redirect_uri_is_never_redirected_to(alice_client, alice):
@@ -119,6 +165,51 @@ def test_a_replayed_code_is_refused_with_invalid_grant(alice_client, alice):
 
     assert first.status_code == 200 and first.json()["access_token"].startswith("mcphub_oat_")
     assert (replay.status_code, replay.json()["error"]) == (400, "invalid_grant")
+
+
+def test_a_replayed_code_revokes_the_tokens_it_was_exchanged_for_and_their_rotations(alice_client, alice):
+    app = public_client(alice_client)
+    endpoint = endpoint_resource(alice.endpoints.get())
+    code = approve(alice_client, app, endpoint)
+    tokens = exchange(alice_client, app, code).json()
+    refresh = {"grant_type": "refresh_token", "client_id": app.client_id}
+    rotated = alice_client.post("/oauth/token/", {**refresh, "refresh_token": tokens["refresh_token"]}).json()
+    other = exchange(alice_client, app, approve(alice_client, app, endpoint)).json()  # another code: untouched
+
+    replay = exchange(alice_client, app, code)
+
+    assert (replay.status_code, replay.json()["error"]) == (400, "invalid_grant")
+    assert access_grant(tokens["access_token"]) is None and access_grant(rotated["access_token"]) is None
+    again = alice_client.post("/oauth/token/", {**refresh, "refresh_token": rotated["refresh_token"]})
+    assert (again.status_code, again.json()["error"]) == (400, "invalid_grant")
+    assert access_grant(other["access_token"]) is not None
+    assert alice_client.post("/oauth/token/", {**refresh, "refresh_token": other["refresh_token"]}).status_code == 200
+
+
+def test_a_redeemed_code_is_remembered_as_a_checksum_until_the_hourly_sweep_after_it_expires(alice_client, alice):
+    app = public_client(alice_client)
+    code = approve(alice_client, app, endpoint_resource(alice.endpoints.get()))
+    exchange(alice_client, app, code)
+
+    remembered = RedeemedCode.objects.get()
+    clear_expired()
+    kept = RedeemedCode.objects.exists()
+    RedeemedCode.objects.update(expires=timezone.now() - timedelta(seconds=1))
+    clear_expired()
+
+    assert code not in remembered.code_checksum and len(remembered.code_checksum) == 64 and remembered.token_family
+    assert kept and not RedeemedCode.objects.exists()
+
+
+def test_a_code_replayed_under_another_client_revokes_too(alice_client, alice):
+    app, thief = public_client(alice_client), public_client(alice_client)
+    code = approve(alice_client, app, endpoint_resource(alice.endpoints.get()))
+    tokens = exchange(alice_client, app, code).json()
+
+    replay = exchange(alice_client, thief, code, code_verifier=app.verifier)
+
+    assert (replay.status_code, replay.json()["error"]) == (400, "invalid_grant")
+    assert access_grant(tokens["access_token"]) is None
 
 
 def test_a_code_is_bound_to_its_client(alice_client, alice):

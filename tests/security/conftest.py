@@ -6,6 +6,7 @@ import types
 from dataclasses import dataclass
 
 import pytest
+from django.conf import settings
 
 from apps.accounts.models import Membership, TokenScope
 from apps.accounts.services import add_member, create_access_token, create_team
@@ -20,6 +21,14 @@ from apps.toolsets.services import create_endpoint, create_preset, enable_tools
 
 PRIVATE = "zqx-alice"  # in the name of everything only alice may see
 TEAM = "zqt-team"  # in the name of what alice shares with her team (bob)
+
+
+@pytest.fixture(scope="module")
+def healthy_needs(request) -> None:
+    """What a web process of its own needs to answer /health with 200: with REDIS_URL, a live pool
+    worker (the session hub's)."""
+    if settings.REDIS_URL:
+        request.getfixturevalue("hub")
 
 
 @dataclass

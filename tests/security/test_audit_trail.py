@@ -49,7 +49,7 @@ def test_admin_changes_to_a_server_are_recorded_with_secrets_hidden(client, admi
             "url": "https://mcp.example.com/mcp", "headers": f"Authorization={SECRET_HEADER}"}
     form.pop("enabled", None)  # no discovery of a server that does not exist
 
-    added = client.post(add, form, REMOTE_ADDR="198.51.100.9")
+    added = client.post(add, form, REMOTE_ADDR="198.51.100.9", HTTP_X_FORWARDED_FOR="192.0.2.1")  # a forged hop
     assert added.status_code == 302, added.context["adminform"].form.errors
     server = McpServer.objects.get(name="remote")
     change = f"/admin/catalog/mcpserver/{server.pk}/change/"
