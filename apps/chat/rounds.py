@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apps.chat.tools import Toolbox, error_result
-from apps.llm.types import Message, TextDelta, ToolCall, Usage
+from apps.llm.types import Message, ProviderStatus, TextDelta, ToolCall, Usage
 
 # Asked before a call that needs approval; True lets it run.
 Approve = Callable[[ToolCall], Awaitable[bool]]
@@ -24,9 +24,11 @@ class ModelReply:
 
 
 async def model_round(
-    adapter: Any, *, model: str, history: Sequence[Message], toolbox: Toolbox, on_text: Callable[[str], None] | None = None
+    adapter: Any, *, model: str, history: Sequence[Message], toolbox: Toolbox, on_text: Callable[[str], None] | None = None,
+    on_status: Callable[[str], Awaitable[None]] | None = None,
 ) -> ModelReply:
-    """The model's whole reply to `history`; text chunks go to `on_text` as they arrive."""
+    """The model's whole reply to `history`; text chunks go to `on_text` as they arrive, and what the
+    provider is doing meanwhile ("the model is loading") to `on_status`."""
     chunks: list[str] = []
     calls: list[ToolCall] = []
     usage = Usage(0, 0)
@@ -40,6 +42,8 @@ async def model_round(
             calls.append(event)
         elif isinstance(event, Usage):
             usage = event
+        elif isinstance(event, ProviderStatus) and on_status is not None:
+            await on_status(event.message)
     return ModelReply("".join(chunks), calls, usage, (time.perf_counter() - clock) * 1000)
 
 
