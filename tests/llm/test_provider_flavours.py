@@ -108,9 +108,10 @@ async def test_a_gemini_daily_quota_is_out_of_quota_in_googles_words():
     assert "is the base URL right" not in caught.value.message
 
 
-async def test_a_gemini_rate_limit_with_a_retry_delay_is_retried():
-    events, llm = await _stream("gemini", [Reply(error=429, retry_after=0, error_message="Quota exceeded for "
-                                                 "GenerateRequestsPerMinute"), Reply(text=["fine"])])
+async def test_a_gemini_per_minute_limit_worded_as_quota_is_retried_when_google_says_when():
+    # Google words its free tier's per-minute limit like a spent quota, and adds a RetryInfo.
+    said = "You exceeded your current quota, please check your plan and billing details."
+    events, llm = await _stream("gemini", [Reply(error=429, retry_after=0, error_message=said), Reply(text=["fine"])])
 
     assert events[0] == TextDelta("fine") and len(llm.requests) == 2
 
