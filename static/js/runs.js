@@ -62,10 +62,8 @@
     ws.onmessage = (message) => {
       const event = JSON.parse(message.data);
       if (event.type === "step") addStep(event.payload);
-      else if (event.type === "status") {
-        document.getElementById("run-status").textContent = event.payload.status;
-        document.getElementById("run-note").textContent = event.payload.message || "";
-      }
+      else if (event.type === "status") document.getElementById("run-status").textContent = event.payload.status;
+      else if (event.type === "provider_status") document.getElementById("run-note").textContent = event.payload.message;
       else if (event.type === "end") window.location.reload();
       else if (event.type === "approval_required" && !shown(event.payload)) window.location.reload();
     };

@@ -81,3 +81,28 @@ async def test_ollama_without_v1_is_told_to_add_it_at_save_and_at_list_models(hu
     assert created.status_code == 400 and "http://127.0.0.1:11434/v1" in created.json()["base_url"][0]
     assert listed["ok"] is False and "Ollama's own API" in listed["error"] and f"{ollama.base}/v1" in listed["error"]
     assert not await db(Provider.objects.filter(name="ollama").exists)()
+
+
+async def test_a_runs_page_hears_that_the_model_is_loading(hub, alice, alice_endpoint, alice_hub_token):
+    import asyncio
+    import json
+
+    import websockets
+
+    with ScriptedLLM(flavour="llamacpp") as llamacpp:
+        await db(lambda: Provider.objects.create(name="llama", kind="openai", base_url=llamacpp.url,
+                                                 default_model="scripted-model", owner=alice, is_default=True))()
+        # Four seconds of "Loading model" (Retry-After: 1), time for the page to connect meanwhile.
+        llamacpp.script([Reply(loading=True, retry_after=1)] * 4 + [TOOLS, Reply(text=["done"])])
+        async with Api(hub.base_url, alice_hub_token) as api:
+            run = await start_run(api, task="Use echo and add", servers=["echo"])
+            url = hub.url(f"/ws/runs/{run['id']}/").replace("http://", "ws://")
+            async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {alice_hub_token}"}) as ws:
+                await ws.send(json.dumps({"type": "resume", "payload": {"after": 0}}))
+                events: list[dict] = []
+                while not events or events[-1]["type"] != "end":
+                    events.append(json.loads(await asyncio.wait_for(ws.recv(), 30)))
+
+    notes = [e["payload"]["message"] for e in events if e["type"] == "provider_status"]
+    assert notes and all(note.startswith("The model is loading") for note in notes)
+    assert events[-1]["payload"]["status"] == "succeeded"

@@ -204,7 +204,8 @@ class RunRunner:
     async def _status(self, message: str) -> None:
         """What the provider is doing before it answers (a loading model), for the run's page."""
         done = len(self.steps)
-        await publish(self.run.pk, "status", {"status": Run.Status.RUNNING, "round": done, "message": message}, rounds=done)
+        # Its own type: a `status` of the same seq as the state a resume replayed would be dropped as seen.
+        await publish(self.run.pk, "provider_status", {"message": message, "round": done}, rounds=done)
 
     async def _tool(self, call: ToolCall) -> dict[str, Any]:
         result, duration = await rounds.call_tool(
