@@ -119,8 +119,6 @@ class OpenAIAdapter(Adapter):
     async def _whole(self, request: dict[str, Any]) -> Any:
         """The reply of a server that does not stream, asked for in one piece."""
         body = {key: value for key, value in request.items() if key not in ("stream", "stream_options")}
-        if "max_tokens" in body and request["model"] in self._completion_tokens:
-            body["max_completion_tokens"] = body.pop("max_tokens")
         return await self._client.post("/chat/completions", body=body, cast_to=object,
                                        options={"security": {"bearer_auth": True}})
 
@@ -201,6 +199,8 @@ def _is_event_stream(stream: openai.AsyncStream[Any]) -> bool:
 async def _read_json(stream: openai.AsyncStream[Any]) -> Any:
     try:
         return json.loads(await stream.response.aread())
+    except ValueError:
+        return None  # _reply_events says it is not a chat completion
     finally:
         await stream.close()
 

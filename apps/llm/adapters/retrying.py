@@ -63,8 +63,8 @@ class _Tries:
 
 
 class Attempts:
-    """Runs SDK calls for one adapter: classifies failures, retries a transient one once, waits out
-    a loading or busy server for up to `loading_wait()` seconds."""
+    """Runs SDK calls for one adapter: classifies failures, retries a transient one once; a stream
+    waits out a loading or busy server for up to `loading_wait()` seconds."""
 
     def __init__(self, *, sdk: ModuleType, base_url: str, timeout: float) -> None:
         self.sdk = sdk
@@ -78,7 +78,8 @@ class Attempts:
         return failure
 
     async def call(self, fn: Callable[[], Awaitable[T]], *, model: str | None = None, retry: bool = True) -> T:
-        tries = _Tries(loading_wait())
+        # Model lists answer pages and probes: a loading server gets the one retry, not the long wait.
+        tries = _Tries(0.0)
         while True:
             try:
                 return await fn()
