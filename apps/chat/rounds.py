@@ -28,12 +28,21 @@ async def model_round(
     on_status: Callable[[str], Awaitable[None]] | None = None,
 ) -> ModelReply:
     """The model's whole reply to `history`; text chunks go to `on_text` as they arrive, and what the
-    provider is doing meanwhile ("the model is loading") to `on_status`."""
+    provider is doing before it answers ("the model is loading") to `on_status`, then "" once it does."""
     chunks: list[str] = []
     calls: list[ToolCall] = []
     usage = Usage(0, 0)
     clock = time.perf_counter()
+    waiting = False
     async for event in adapter.stream(model=model, messages=history, tools=toolbox.specs):
+        if isinstance(event, ProviderStatus):
+            waiting = on_status is not None
+            if waiting:
+                await on_status(event.message)
+            continue
+        if waiting:
+            waiting = False
+            await on_status("")
         if isinstance(event, TextDelta):
             chunks.append(event.text)
             if on_text is not None:
@@ -42,8 +51,6 @@ async def model_round(
             calls.append(event)
         elif isinstance(event, Usage):
             usage = event
-        elif isinstance(event, ProviderStatus) and on_status is not None:
-            await on_status(event.message)
     return ModelReply("".join(chunks), calls, usage, (time.perf_counter() - clock) * 1000)
 
 

@@ -60,6 +60,8 @@ async def test_a_two_tool_turn(hub, llm, alice_provider, alice_endpoint, alice_h
     if status:
         said = [s["payload"]["message"] for s in chat.of("status")]
         assert sum(message.startswith(status) for message in said) == len(before)
+        # Then, once the model answers, the status line is cleared.
+        assert said[said.index(next(m for m in said if m.startswith(status))) + len(before)] == ""
 
 
 async def test_a_two_tool_run(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
