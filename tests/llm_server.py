@@ -39,8 +39,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import zip_longest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import zip_longest
 from typing import Any
 
 DEFAULT_MODELS = ("scripted-model", "scripted-large")

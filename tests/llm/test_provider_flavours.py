@@ -42,7 +42,7 @@ async def test_two_calls_come_out_whole_in_every_flavour(flavour):
 
 async def test_gemini_index_less_deltas_continue_the_call_they_belong_to():
     # A metadata-only delta, then per call: id + name + half the arguments, then the other half.
-    events, llm = await _stream("gemini", [Reply(tool_calls=TWO_CALLS)])
+    events, _ = await _stream("gemini", [Reply(tool_calls=TWO_CALLS)])
 
     assert _calls(events) == EXPECTED  # not five calls with broken halves
     assert events[-1] == Finish("tool_calls")  # Gemini said "stop"; the calls are what matter
