@@ -345,6 +345,9 @@ os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(MCPHUB_METRICS_DIR)
 # characters when sent to the model (the whole result is kept and shown).
 MCPHUB_CHAT_MAX_ROUNDS = envint("MCPHUB_CHAT_MAX_ROUNDS", 10)
 MCPHUB_CHAT_TOOL_RESULT_CHARS = envint("MCPHUB_CHAT_TOOL_RESULT_CHARS", 16000)
+# LLM providers: seconds a chat turn or run waits, in all, for a local server's model to load (llama.cpp
+# 503 "Loading model", LM Studio, a busy Ollama) before it reports; 0 retries once like any failure.
+MCPHUB_LLM_LOADING_WAIT = envint("MCPHUB_LLM_LOADING_WAIT", 60)
 # Autonomous runs (apps/chat/runs): default round limit, the context kept under this many
 # characters (the latest MCPHUB_RUN_KEEP_ROUNDS rounds whole), and how a lost worker is noticed.
 MCPHUB_RUN_MAX_ROUNDS = envint("MCPHUB_RUN_MAX_ROUNDS", 10000)

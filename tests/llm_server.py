@@ -17,6 +17,15 @@ Errors come in each provider's JSON error shape. Hub child processes reach it th
 
 Script entries are consumed one per model request, in order; when the script is empty the
 `responder` (a function of the request body) answers, else a 500 says the script ran out.
+
+`ScriptedLLM(flavour=...)` gives the Chat Completions side one OpenAI-compatible server's habits
+(FLAVOURS; "openai" is api.openai.com's): `gemini` (errors as a JSON list, index-less tool-call
+deltas continuing a call, "stop" after tool calls), `tgi` (arguments as a JSON object), `ollama`
+(whole calls without index, 503 "server busy", its own API at /api/tags and plain-text 404s beside
+/v1), `vllm` (interleaved indices, top-level error `message`), `lmstudio` (empty call ids, errors as
+a string), `llamacpp` (1–3 character fragments, events split mid-UTF-8, 503 "Loading model"),
+`nostream` (refuses `stream: true` as o1 did), `json-only` (answers a stream request with one JSON
+completion).
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import zip_longest
 from typing import Any
 
 DEFAULT_MODELS = ("scripted-model", "scripted-large")
@@ -66,6 +76,12 @@ class Reply:
     drop: bool = False
     cut_after: int | None = None
     error_after: int | None = None
+    # The flavours' failures (ScriptedLLM(flavour=...)): `loading` answers the flavour's cold-start
+    # error instead (llama.cpp's 503 "Loading model", LM Studio's "Model is loading", Ollama's 503
+    # "server busy"); `close_after`: the stream is sent with the whole body's Content-Length and the
+    # connection closed cleanly after this many chunks (a proxy cutting a reply short).
+    loading: bool = False
+    close_after: int | None = None
 
     def arguments(self, index: int) -> str:
         raw = self.tool_calls[index][2]
@@ -97,12 +113,16 @@ class ScriptedLLM:
 
     `models`: what GET /v1/models lists; when given, a request for another model gets the
     provider's 404 "model not found" (None: any model is accepted). `api_key`: when set, a request
-    without it (Bearer or x-api-key) gets the provider's 401.
+    without it (Bearer or x-api-key) gets the provider's 401. `flavour`: which OpenAI-compatible
+    server's habits the Chat Completions side has (FLAVOURS).
     """
 
-    def __init__(self, *, models: Sequence[str] | None = None, api_key: str | None = None) -> None:
+    def __init__(self, *, models: Sequence[str] | None = None, api_key: str | None = None, flavour: str = "openai") -> None:
+        if flavour not in FLAVOURS:
+            raise ValueError(f"unknown flavour {flavour!r}; known: {', '.join(FLAVOURS)}")
         self.models = list(models) if models is not None else None
         self.api_key = api_key
+        self.flavour = flavour
         self.responder: Callable[[dict], Reply] | None = None
         self.requests: list[dict] = []
         self.received: list[Received] = []
@@ -232,8 +252,8 @@ def _output_tokens(reply: Reply) -> int:
     return len(reply.text) + sum(len(reply.fragments(i)) + 1 for i in range(len(reply.tool_calls)))
 
 
-def openai_chunks(reply: Reply, body: dict) -> Iterator[dict]:
-    """Chat Completions stream chunks, as api.openai.com sends them."""
+def openai_chunks(reply: Reply, body: dict, flavour: str = "openai") -> Iterator[dict]:
+    """Chat Completions stream chunks, as api.openai.com sends them (tool calls: as `flavour` does)."""
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
     base = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion.chunk",
             "created": int(time.time()), "model": body.get("model", ""), "system_fingerprint": "fp_scripted"}
@@ -245,30 +265,133 @@ def openai_chunks(reply: Reply, body: dict) -> Iterator[dict]:
     yield chunk({"role": "assistant", "content": "" if reply.text else None, "refusal": None})
     for piece in reply.text:
         yield chunk({"content": piece})
-    for index, (call_id, name, _) in enumerate(reply.tool_calls):
-        yield chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
-                                     "function": {"name": name, "arguments": ""}}]})
-        for fragment in reply.fragments(index):
-            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
-    yield chunk({}, reply.finish_reason)
+    for delta in tool_call_deltas(reply, flavour):
+        yield chunk({"tool_calls": delta})
+    # Gemini streams "stop" after tool calls (its non-streaming answer says "tool_calls").
+    yield chunk({}, "stop" if flavour == "gemini" and reply.finish_reason == "tool_calls" else reply.finish_reason)
     if include_usage:
         prompt, completion = reply.usage or (_input_tokens(body), _output_tokens(reply))
         yield {**base, "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                                                 "total_tokens": prompt + completion}}
 
 
-def openai_completion(reply: Reply, body: dict) -> dict:
+def openai_completion(reply: Reply, body: dict, flavour: str = "openai") -> dict:
     prompt, completion = reply.usage or (_input_tokens(body), _output_tokens(reply))
     message: dict[str, Any] = {"role": "assistant", "content": "".join(reply.text) or None, "refusal": None}
     if reply.tool_calls:
         message["tool_calls"] = [
-            {"id": call_id, "type": "function", "function": {"name": name, "arguments": reply.arguments(i)}}
+            {"id": call_id, "type": "function", "function": {
+                "name": name, "arguments": json.loads(reply.arguments(i)) if flavour == "tgi" else reply.arguments(i)}}
             for i, (call_id, name, _) in enumerate(reply.tool_calls)
         ]
     return {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model", ""), "system_fingerprint": "fp_scripted",
             "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}],
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}}
+
+
+# --- flavours: OpenAI-compatible servers' own habits, as their docs and their users' reports show --
+
+FLAVOURS = ("openai", "gemini", "tgi", "ollama", "vllm", "lmstudio", "llamacpp", "nostream", "json-only")
+
+
+def tool_call_deltas(reply: Reply, flavour: str) -> Iterator[list[dict]]:
+    """The `delta.tool_calls` lists a flavour streams a reply's calls in."""
+    calls = list(enumerate(reply.tool_calls))
+    if flavour == "gemini":
+        # Gemini's OpenAI compatibility: no `index` anywhere; a metadata-only delta (the thought
+        # signature), then each call's id and name with the first part of its arguments, then the rest.
+        if calls:
+            yield [{"extra_content": {"google": {"thought_signature": "c2lnbmF0dXJl"}}}]
+        for index, (call_id, name, _) in calls:
+            raw = reply.arguments(index)
+            half = len(raw) // 2
+            yield [{"id": call_id, "type": "function", "function": {"name": name, "arguments": raw[:half]}}]
+            yield [{"function": {"arguments": raw[half:]}}]
+    elif flavour == "ollama":
+        # Ollama: every call whole, in one delta, without `index`.
+        if calls:
+            yield [{"id": call_id, "type": "function", "function": {"name": name, "arguments": reply.arguments(index)}}
+                   for index, (call_id, name, _) in calls]
+    elif flavour == "tgi":
+        # Hugging Face TGI (and a llama-server release): the arguments as a JSON object, not a string.
+        for index, (call_id, name, _) in calls:
+            yield [{"index": index, "id": call_id, "type": "function",
+                    "function": {"name": name, "arguments": json.loads(reply.arguments(index))}}]
+    elif flavour == "vllm":
+        # vLLM with parallel calls: every call opened, then their fragments interleaved by index.
+        for index, (call_id, name, _) in calls:
+            yield [{"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}]
+        pieces = [[(index, f) for f in reply.fragments(index)] for index, _ in calls]
+        for row in zip_longest(*pieces):
+            for index, fragment in filter(None, row):
+                yield [{"index": index, "function": {"arguments": fragment}}]
+    else:
+        for index, (call_id, name, _) in calls:
+            # LM Studio sends an empty id; llama.cpp's fragments are 1–3 characters.
+            head_id = "" if flavour == "lmstudio" else call_id
+            yield [{"index": index, "id": head_id, "type": "function", "function": {"name": name, "arguments": ""}}]
+            for fragment in (_small_pieces(reply.arguments(index)) if flavour == "llamacpp" else reply.fragments(index)):
+                yield [{"index": index, "function": {"arguments": fragment}}]
+
+
+def _small_pieces(raw: str) -> list[str]:
+    pieces, at, size = [], 0, 1
+    while at < len(raw):
+        pieces.append(raw[at : at + size])
+        at, size = at + size, size % 3 + 1
+    return pieces
+
+
+# Google's canonical status names of the HTTP codes its APIs answer with.
+_GOOGLE_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+                  429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
+# What each flavour says while its model loads or its queue is full.
+_LOADING = {
+    "llamacpp": (503, "Loading model"),
+    "lmstudio": (503, "Model is loading. Please try again in a moment."),
+    "ollama": (503, "server busy, please try again.  maximum pending requests exceeded"),
+}
+
+
+def flavour_error(flavour: str, status: int, *, message: str | None = None, code: str | None = None,
+                  retry_after: float | None = None) -> Any:
+    """An error body in the flavour's shape (OpenAI's for the others)."""
+    said = message or openai_error(status, code=code)["error"]["message"]
+    if flavour == "gemini":
+        error: dict[str, Any] = {"code": status, "message": said, "status": _GOOGLE_STATUS.get(status, "UNKNOWN")}
+        if status == 429 and code == "daily_quota":
+            error["message"] = message or ("You exceeded your current quota, please check your plan and billing "
+                                           "details. For more information on this error, head to: "
+                                           "https://ai.google.dev/gemini-api/docs/rate-limits.")
+            error["details"] = [{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+                {"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                 "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]}]
+        elif status == 429:
+            error["message"] = message or "Resource has been exhausted (e.g. check quota)."
+            if retry_after is not None:
+                error["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{retry_after:g}s"}]
+        return [{"error": error}]
+    if flavour == "vllm":
+        return {"object": "error", "message": said, "type": "BadRequestError" if status < 500 else "InternalServerError",
+                "param": None, "code": status}
+    if flavour == "ollama":
+        return {"error": {"message": said, "type": "invalid_request_error" if status == 400 else "api_error",
+                          "param": None, "code": None}}
+    if flavour == "lmstudio":
+        return {"error": said}
+    if flavour == "tgi":
+        return {"error": said, "error_type": "overloaded" if status == 429 else "generation"}
+    if flavour == "llamacpp":
+        kind = {503: "unavailable_error", 401: "authentication_error", 404: "not_found_error"}.get(status, "server_error")
+        return {"error": {"code": status, "message": said, "type": kind if status != 400 else "invalid_request_error"}}
+    return openai_error(status, message=message, code=code)
+
+
+# OpenAI's o1 at launch, asked to stream: the refusal a server that cannot stream gives.
+NO_STREAMING = {"error": {
+    "message": "Unsupported value: 'stream' does not support true with this model. Only the default (false) value is supported.",
+    "type": "invalid_request_error", "param": "stream", "code": "unsupported_value"}}
 
 
 def anthropic_events(reply: Reply, body: dict) -> Iterator[tuple[str, dict]]:
@@ -348,8 +471,8 @@ class _Format:
     request_id_header: str = "x-request-id"
 
 
-def _openai_sse(reply: Reply, body: dict) -> Iterator[bytes]:
-    for number, chunk in enumerate(openai_chunks(reply, body)):
+def _openai_sse(reply: Reply, body: dict, flavour: str = "openai") -> Iterator[bytes]:
+    for number, chunk in enumerate(openai_chunks(reply, body, flavour)):
         if number == reply.error_after:
             error = openai_error(reply.error or 500, message=reply.error_message, code=reply.error_code)
             yield f"data: {json.dumps(error)}\n\n".encode()
@@ -400,8 +523,12 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.llm.record(Received("GET", self.path, dict(self.headers)))
         fmt = self._format()
-        if self.path.split("?")[0].rstrip("/") != "/v1/models":
-            return self._json(404, fmt.bad_url("GET", self.path))
+        path = self.path.split("?")[0].rstrip("/")
+        if self.llm.flavour == "ollama" and path == "/api/tags":  # Ollama's own API, beside /v1
+            return self._json(200, {"models": [{"name": m, "model": m, "size": 1, "digest": "0" * 64}
+                                               for m in self.llm.models or DEFAULT_MODELS]})
+        if path != "/v1/models":
+            return self._not_found(fmt, "GET")
         if self._authorized(fmt):
             self._json(200, fmt.models(list(self.llm.models or DEFAULT_MODELS)))
 
@@ -415,17 +542,27 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0].rstrip("/")
         fmt = ANTHROPIC if path == "/v1/messages" else OPENAI
         if path not in ("/v1/chat/completions", "/v1/messages"):
-            return self._json(404, fmt.bad_url("POST", self.path))
+            return self._not_found(fmt, "POST")
         if not isinstance(body, dict):
-            return self._json(400, fmt.error(400, message="The request body is not a JSON object."))
+            return self._json(400, self._error(fmt, 400, message="The request body is not a JSON object."))
         if not self._authorized(fmt):
             return
         model = body.get("model")
         if self.llm.models is not None and model not in self.llm.models:
             message = (f"The model `{model}` does not exist or you do not have access to it." if fmt is OPENAI
                        else f"model: {model}")
-            return self._json(404, fmt.error(404, message=message))
+            return self._json(404, self._error(fmt, 404, message=message))
+        if fmt is OPENAI and self.llm.flavour == "nostream" and body.get("stream"):
+            return self._json(400, NO_STREAMING)  # refused before the model sees it: no script entry used
         self._answer(fmt, self.llm.next_reply(body), body)
+
+    def _error(self, fmt: _Format, status: int, **said: Any) -> Any:
+        return flavour_error(self.llm.flavour, status, **said) if fmt is OPENAI else fmt.error(status, **said)
+
+    def _not_found(self, fmt: _Format, method: str) -> None:
+        if self.llm.flavour == "ollama":  # Go's net/http, for any path Ollama does not serve
+            return self._text(404, "404 page not found")
+        self._json(404, fmt.bad_url(method, self.path))
 
     def _authorized(self, fmt: _Format) -> bool:
         expected = self.llm.api_key
@@ -434,7 +571,7 @@ class _Handler(BaseHTTPRequestHandler):
         given = self.headers.get("x-api-key") or self.headers.get("Authorization", "").removeprefix("Bearer ")
         if given == expected:
             return True
-        self._json(401, fmt.error(401))
+        self._json(401, self._error(fmt, 401))
         return False
 
     def _answer(self, fmt: _Format, reply: Reply, body: dict) -> None:
@@ -443,34 +580,64 @@ class _Handler(BaseHTTPRequestHandler):
             self._pause(reply.delay)
             if reply.drop:
                 return self._reset()
+            flavour = self.llm.flavour if fmt is OPENAI else "openai"
+            headers = {} if reply.retry_after is None else {"retry-after": f"{reply.retry_after:g}"}
+            if reply.loading:
+                status, message = _LOADING.get(flavour, (503, "Loading model"))
+                return self._json(status, self._error(fmt, status, message=message), headers)
             if reply.error and reply.error_after is None:
-                headers = {} if reply.retry_after is None else {"retry-after": f"{reply.retry_after:g}"}
-                return self._json(reply.error, fmt.error(reply.error, message=reply.error_message,
-                                                         code=reply.error_code), headers)
-            if body.get("stream"):
-                return self._stream(fmt.stream(reply, body), reply)
-            self._json(200, fmt.whole(reply, body))
+                if flavour == "gemini":  # Google says when to retry in the body, not in a header
+                    headers = {}
+                return self._json(reply.error, self._error(fmt, reply.error, message=reply.error_message,
+                                                           code=reply.error_code, retry_after=reply.retry_after)
+                                  if fmt is OPENAI else fmt.error(reply.error, message=reply.error_message,
+                                                                  code=reply.error_code), headers)
+            if body.get("stream") and flavour != "json-only":
+                chunks = _openai_sse(reply, body, flavour) if fmt is OPENAI else fmt.stream(reply, body)
+                return self._stream(chunks, reply, split=flavour == "llamacpp")
+            self._json(200, openai_completion(reply, body, flavour) if fmt is OPENAI else fmt.whole(reply, body))
         except ClientGone:
             self.close_connection = True
             self.llm.client_gone()
         finally:
             self.llm.answering(-1)
 
-    def _stream(self, chunks: Iterator[bytes], reply: Reply) -> None:
+    def _stream(self, chunks: Iterator[bytes], reply: Reply, *, split: bool = False) -> None:
+        """`split`: each event in two HTTP chunks, cut mid-way, inside a UTF-8 character when there
+        is one there (llama.cpp's server flushes whatever bytes it has)."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
+        if reply.close_after is not None:
+            chunks = list(chunks)
+            self.send_header("Content-Length", str(sum(len(data) for data in chunks)))
+        else:
+            self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         for number, data in enumerate(chunks):
             if reply.cut_after is not None and number >= reply.cut_after:
                 return self._reset()
+            if reply.close_after is not None:
+                if number >= reply.close_after:
+                    self.close_connection = True
+                    return
+                self._write(data)
+                continue
             if number:
                 self._pause(reply.chunk_delay)
-            self._write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
+            for piece in (data[: len(data) // 2], data[len(data) // 2 :]) if split else (data,):
+                self._write(f"{len(piece):X}\r\n".encode() + piece + b"\r\n")
         self._write(b"0\r\n\r\n")
 
-    def _json(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
+    def _text(self, status: int, text: str) -> None:
+        data = text.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self._write(data)
+
+    def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -506,4 +673,4 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.close()
 
 
-__all__ = ["ANTHROPIC", "DEFAULT_MODELS", "OPENAI", "Received", "Reply", "ScriptedLLM"]
+__all__ = ["ANTHROPIC", "DEFAULT_MODELS", "FLAVOURS", "OPENAI", "Received", "Reply", "ScriptedLLM"]

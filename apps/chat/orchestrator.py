@@ -134,7 +134,10 @@ class TurnRunner:
     async def _model_round(self, adapter: Any, history: list[Message]) -> tuple[str, list[ToolCall]]:
         self.partial = []
         clock = time.perf_counter()
-        reply = await rounds.model_round(adapter, model=self.setup.model, history=history, toolbox=self.tools, on_text=self._text)
+        reply = await rounds.model_round(
+            adapter, model=self.setup.model, history=history, toolbox=self.tools, on_text=self._text,
+            on_status=self._status,
+        )
         calls, usage = reply.calls, reply.usage
         text, self.partial = "".join(self.partial), []
         self.usage[0] += usage.input_tokens
@@ -170,6 +173,9 @@ class TurnRunner:
             self.tools, call, needs_approval=self.setup.needs_approval, approve=self._approve,
             on_running=lambda: self.sink.emit("status", {"state": "tool", "tool": call.name, "message": f"Running {call.name}…"}),
         )
+
+    async def _status(self, message: str) -> None:
+        self.sink.emit("status", {"state": "processing", "message": message})
 
     def _text(self, chunk: str) -> None:
         self.partial.append(chunk)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apps.chat.tools import Toolbox, error_result
-from apps.llm.types import Message, TextDelta, ToolCall, Usage
+from apps.llm.types import Message, ProviderStatus, TextDelta, ToolCall, Usage
 
 # Asked before a call that needs approval; True lets it run.
 Approve = Callable[[ToolCall], Awaitable[bool]]
@@ -24,14 +24,25 @@ class ModelReply:
 
 
 async def model_round(
-    adapter: Any, *, model: str, history: Sequence[Message], toolbox: Toolbox, on_text: Callable[[str], None] | None = None
+    adapter: Any, *, model: str, history: Sequence[Message], toolbox: Toolbox, on_text: Callable[[str], None] | None = None,
+    on_status: Callable[[str], Awaitable[None]] | None = None,
 ) -> ModelReply:
-    """The model's whole reply to `history`; text chunks go to `on_text` as they arrive."""
+    """The model's whole reply to `history`; text chunks go to `on_text` as they arrive, and what the
+    provider is doing before it answers ("the model is loading") to `on_status`, then "" once it does."""
     chunks: list[str] = []
     calls: list[ToolCall] = []
     usage = Usage(0, 0)
     clock = time.perf_counter()
+    waiting = False
     async for event in adapter.stream(model=model, messages=history, tools=toolbox.specs):
+        if isinstance(event, ProviderStatus):
+            waiting = on_status is not None
+            if waiting:
+                await on_status(event.message)
+            continue
+        if waiting:
+            waiting = False
+            await on_status("")
         if isinstance(event, TextDelta):
             chunks.append(event.text)
             if on_text is not None:

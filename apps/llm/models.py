@@ -13,6 +13,9 @@ from apps.core.fields import EncryptedJSONField
 from apps.core.models import TimeStampedModel
 
 
+OLLAMA_PORT = 11434
+
+
 def validate_base_url(value: str) -> None:
     # Not URLValidator: it refuses single-label hosts such as a compose service `http://ollama:11434/v1`.
     parts = urlsplit(value)
@@ -61,6 +64,19 @@ class Provider(TimeStampedModel):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        super().clean()
+        parts = urlsplit(self.base_url or "")
+        try:
+            port = parts.port
+        except ValueError:  # validate_base_url reports it
+            return
+        # Ollama's own API is at the root; its OpenAI-compatible one, which this kind speaks, under /v1.
+        if self.kind == self.Kind.OPENAI and port == OLLAMA_PORT and parts.path.strip("/") == "":
+            raise ValidationError({"base_url": (
+                f"Ollama serves its OpenAI-compatible API under /v1: enter {self.base_url.rstrip('/')}/v1."
+            )})
 
     @property
     def is_shared(self) -> bool:

@@ -64,11 +64,26 @@ class LLMError(Exception):
     provider's HTTP status when there was one.
     """
 
-    def __init__(self, message: str, *, kind: str = "other", status: int | None = None) -> None:
+    def __init__(self, message: str, *, kind: str = "other", status: int | None = None, received_chars: int = 0) -> None:
         super().__init__(message)
         self.message = message
         self.kind = kind if kind in ERROR_KINDS else "other"
         self.status = status
+        # A reply that broke off mid-stream: how many characters of its text had arrived (and been
+        # shown) before it did.
+        self.received_chars = received_chars
 
     def __str__(self) -> str:
         return self.message
+
+
+@dataclass(frozen=True)
+class ProviderStatus:
+    """Not part of the reply: why it has not started yet (a local server loading its model, or
+    busy), said while the adapter waits to ask again; as many as there are waits, before any other event."""
+
+    message: str
+
+
+# Kept apart from the reply's own events above: a status says nothing about the reply.
+Event = Event | ProviderStatus

@@ -29,6 +29,7 @@
     list.append(item);
     document.getElementById("run-rounds").textContent = step.round;
     document.getElementById("run-progress").value = step.round;
+    document.getElementById("run-note").textContent = "";
   }
 
   // As the server renders a stored step's calls (run.html).
@@ -62,6 +63,7 @@
       const event = JSON.parse(message.data);
       if (event.type === "step") addStep(event.payload);
       else if (event.type === "status") document.getElementById("run-status").textContent = event.payload.status;
+      else if (event.type === "provider_status") document.getElementById("run-note").textContent = event.payload.message;
       else if (event.type === "end") window.location.reload();
       else if (event.type === "approval_required" && !shown(event.payload)) window.location.reload();
     };

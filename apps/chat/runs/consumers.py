@@ -7,6 +7,8 @@ Server → client, each `{"type", "seq", "payload"}`:
   error, rounds}: `seq` = the number of rounds completed when it was sent. So every event with
   seq N comes after step N and before step N+1: order by seq, a step first within a seq. Dedupe
   a step by its seq, an `approval_required` by (seq, id), a `status` or `end` by (seq, type).
+- `provider_status` {message, round}: what the provider is doing before it answers ("The model is
+  loading…"), then "" once it answers; live only (never replayed).
 - `error` {message, code} with `seq: null`: about this connection's own message (unknown type,
   bad payload); it changes nothing and is not part of the run.
 

@@ -185,7 +185,7 @@ class RunRunner:
     async def _round(self, adapter: Any, model: str, ctx: context.Context) -> str | None:
         number = len(self.steps) + 1
         clock = time.perf_counter()
-        reply = await rounds.model_round(adapter, model=model, history=ctx.messages, toolbox=self.toolbox)
+        reply = await rounds.model_round(adapter, model=model, history=ctx.messages, toolbox=self.toolbox, on_status=self._status)
         results = await asyncio.gather(*(self._tool(call) for call in reply.calls))
         step = {"round": number, "text": reply.text, "tool_calls": list(results)}
         await save_step(
@@ -200,6 +200,12 @@ class RunRunner:
             "context_chars": ctx.chars, "max_rounds": self.run.max_rounds,
         })
         return reply.text if not reply.calls else None
+
+    async def _status(self, message: str) -> None:
+        """What the provider is doing before it answers (a loading model), for the run's page."""
+        done = len(self.steps)
+        # Its own type: a `status` of the same seq as the state a resume replayed would be dropped as seen.
+        await publish(self.run.pk, "provider_status", {"message": message, "round": done}, rounds=done)
 
     async def _tool(self, call: ToolCall) -> dict[str, Any]:
         result, duration = await rounds.call_tool(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from apps.llm.types import ToolCall
 
@@ -14,6 +15,21 @@ class PartialCall:
     name: str = ""
     fragments: list[str] = field(default_factory=list)
     given: dict | None = None  # a whole input some servers send at once instead of fragments
+
+    @property
+    def empty(self) -> bool:
+        """Nothing but metadata arrived for it (no name, no arguments)."""
+        return not (self.name or self.fragments or self.given)
+
+    def add(self, arguments: Any) -> None:
+        """One piece of arguments as the server sent it: a JSON text fragment, as OpenAI documents,
+        or the whole object (Hugging Face TGI; a llama-server release), streamed or not."""
+        if isinstance(arguments, str):
+            self.fragments.append(arguments)
+        elif isinstance(arguments, dict):
+            self.given = {**(self.given or {}), **arguments}
+        elif arguments is not None:  # a list or number: parse_arguments says it is not an object
+            self.fragments.append(json.dumps(arguments))
 
     def finish(self, fallback_id: str) -> ToolCall:
         arguments, error = parse_arguments("".join(self.fragments), given=self.given)

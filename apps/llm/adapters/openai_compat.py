@@ -13,8 +13,16 @@ from openai.types.chat import ChatCompletion
 from apps.llm.adapters import register
 from apps.llm.adapters.assembly import PartialCall
 from apps.llm.adapters.base import NO_KEY, Adapter, sdk_http_client
+from apps.llm.adapters.errors import provider_message
 from apps.llm.adapters.retrying import Attempts
-from apps.llm.types import Event, Finish, Message, TextDelta, ToolSpec, Usage
+from apps.llm.types import Event, Finish, LLMError, Message, TextDelta, ToolSpec, Usage
+
+# A 400 refusing `stream: true`: OpenAI's o1 at launch ("Unsupported value: 'stream' does not support
+# true with this model", param "stream"), and servers or gateways that cannot stream ("Streaming is
+# not supported"). Such a (base URL, model) is asked without streaming from then on, for the process.
+_NO_STREAMING = re.compile(r"\bstream(ing)?\b.{0,60}(not supported|unsupported|does not support|not available|"
+                           r"only the default)|(not support|unsupported|cannot).{0,40}\bstream", re.I | re.S)
+_WHOLE_REPLIES: set[tuple[str, str]] = set()
 
 # OpenAI's reasoning models (o1, o3, o4-mini, the gpt-5 family) refuse `max_tokens` and take
 # `max_completion_tokens`; other OpenAI-compatible servers (LM Studio, Ollama, vLLM) know `max_tokens`.
@@ -57,16 +65,23 @@ class OpenAIAdapter(Adapter):
         return "max_completion_tokens" if _REASONING_MODEL.match(name) or model in self._completion_tokens else "max_tokens"
 
     async def _events(self, request: dict[str, Any]) -> AsyncIterator[Event]:
+        whole = (self.base_url, request["model"])
         try:
-            stream = await self._post(request)
-        except openai.BadRequestError as exc:
-            if "max_tokens" not in request or "max_completion_tokens" not in str(exc):
+            stream = None if whole in _WHOLE_REPLIES else await self._open(request)
+        except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+            if not _refuses_streaming(exc):
                 raise
-            # A reasoning model the name did not give away: say it the way its server asks, once.
-            self._completion_tokens.add(request["model"])
-            request = {**request, "max_completion_tokens": request["max_tokens"]}
-            del request["max_tokens"]
-            stream = await self._post(request)
+            _WHOLE_REPLIES.add(whole)
+            stream = None
+        except openai.NotFoundError:
+            await self._explain_not_found()
+            raise
+        if stream is None or not _is_event_stream(stream):
+            # Refused streaming, or answered a stream request with one JSON completion anyway.
+            reply = await self._whole(request) if stream is None else await _read_json(stream)
+            for event in _reply_events(reply):
+                yield event
+            return
         calls: dict[int, PartialCall] = {}
         usage: Usage | None = None
         reason: str | None = None
@@ -83,12 +98,43 @@ class OpenAIAdapter(Adapter):
                     reason = choice.get("finish_reason") or reason
         finally:
             await stream.close()
-        for position, index in enumerate(sorted(calls)):
+        for position, index in enumerate(index for index in sorted(calls) if not calls[index].empty):
             yield calls[index].finish(fallback_id=f"call_{position}")
         if usage is not None:
             yield usage
         # Some servers (older Ollama) say "stop" after calling tools; the calls are what matter.
         yield Finish("tool_calls" if calls and reason in (None, "stop") else reason or "stop")
+
+    async def _open(self, request: dict[str, Any]) -> openai.AsyncStream[dict[str, Any]]:
+        try:
+            return await self._post(request)
+        except openai.BadRequestError as exc:
+            if "max_tokens" not in request or "max_completion_tokens" not in str(exc):
+                raise
+            # A reasoning model the name did not give away: say it the way its server asks, once.
+            self._completion_tokens.add(request["model"])
+            request.update(max_completion_tokens=request.pop("max_tokens"))
+            return await self._post(request)
+
+    async def _whole(self, request: dict[str, Any]) -> Any:
+        """The reply of a server that does not stream, asked for in one piece."""
+        body = {key: value for key, value in request.items() if key not in ("stream", "stream_options")}
+        return await self._client.post("/chat/completions", body=body, cast_to=object,
+                                       options={"security": {"bearer_auth": True}})
+
+    async def _explain_not_found(self) -> None:
+        """Ollama's own API answers a base URL without /v1 with 404s: say what to change. Raises
+        LLMError when it is Ollama's; returns otherwise (the 404 then speaks for itself)."""
+        root = self.base_url.rstrip("/")
+        if root.endswith("/v1"):
+            return
+        try:
+            tags = await self._client.get("/api/tags", cast_to=object, options={"timeout": min(self.timeout, 5.0)})
+        except Exception:  # noqa: BLE001 - not Ollama, or not answering: the 404 stands
+            return
+        if isinstance(tags, dict) and isinstance(tags.get("models"), list):
+            raise LLMError(f"{root} answers with Ollama's own API; its OpenAI-compatible API is at {root}/v1: "
+                           "add /v1 to the provider's base URL.", kind="bad_request", status=404)
 
     async def _post(self, request: dict[str, Any]) -> openai.AsyncStream[dict[str, Any]]:
         # The SDK's own request path and stream, without `chat.completions.create()`: it walks every
@@ -103,7 +149,11 @@ class OpenAIAdapter(Adapter):
 
     async def list_models(self, *, retry: bool = True) -> list[str]:
         async def fetch() -> list[str]:
-            return sorted([model.id async for model in self._client.models.list()])
+            try:
+                return sorted([model.id async for model in self._client.models.list()])
+            except openai.NotFoundError:
+                await self._explain_not_found()
+                raise
 
         return await self._attempts.call(fetch, retry=retry)
 
@@ -113,13 +163,67 @@ class OpenAIAdapter(Adapter):
 
 def _add_fragment(calls: dict[int, PartialCall], delta: dict[str, Any]) -> None:
     index = delta.get("index")
-    call = calls.setdefault(index if isinstance(index, int) else len(calls), PartialCall())
+    function = delta.get("function") or {}
+    if isinstance(index, int):
+        call = calls.setdefault(index, PartialCall())
+    else:
+        call = _indexless(calls, delta.get("id") or "", function.get("name") or "")
     call.id = call.id or (delta.get("id") or "")
-    function = delta.get("function")
-    if function:
-        call.name = call.name or (function.get("name") or "")
-        if function.get("arguments"):
-            call.fragments.append(function["arguments"])
+    call.name = call.name or (function.get("name") or "")
+    call.add(function.get("arguments"))
+
+
+def _indexless(calls: dict[int, PartialCall], call_id: str, name: str) -> PartialCall:
+    """The call a delta without `index` belongs to. One that names a call (id or name) starts it —
+    Ollama sends each call whole that way — unless the current call has neither yet (a
+    metadata-only delta opened it); one that names none continues the current call, as Gemini
+    streams a call's arguments over several deltas."""
+    current = calls[max(calls)] if calls else None
+    if current is not None:
+        same = bool(call_id) and current.id == call_id
+        names_another = bool(call_id or name) and bool(current.id or current.name) and not same
+        if not names_another:
+            return current
+    return calls.setdefault(max(calls, default=-1) + 1, PartialCall())
+
+
+def _refuses_streaming(exc: openai.APIStatusError) -> bool:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    return body.get("param") == "stream" or bool(_NO_STREAMING.search(provider_message(exc.body)))
+
+
+def _is_event_stream(stream: openai.AsyncStream[Any]) -> bool:
+    return "json" not in stream.response.headers.get("content-type", "")
+
+
+async def _read_json(stream: openai.AsyncStream[Any]) -> Any:
+    try:
+        return json.loads(await stream.response.aread())
+    except ValueError:
+        return None  # _reply_events says it is not a chat completion
+    finally:
+        await stream.close()
+
+
+def _reply_events(reply: Any) -> list[Event]:
+    """The events of one whole chat completion, as its stream would have given them."""
+    if not isinstance(reply, dict):
+        raise LLMError("The provider answered with something other than a chat completion.", kind="bad_request")
+    choice = (reply.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
+    events: list[Event] = [TextDelta(message["content"])] if message.get("content") else []
+    calls = []
+    for raw in message.get("tool_calls") or ():
+        function = raw.get("function") or {}
+        call = PartialCall(id=raw.get("id") or "", name=function.get("name") or "")
+        call.add(function.get("arguments"))
+        calls.append(call)
+    events += [call.finish(fallback_id=f"call_{position}") for position, call in enumerate(calls)]
+    if reply.get("usage"):
+        events.append(Usage(reply["usage"].get("prompt_tokens") or 0, reply["usage"].get("completion_tokens") or 0))
+    reason = choice.get("finish_reason")
+    events.append(Finish("tool_calls" if calls and reason in (None, "stop") else reason or "stop"))
+    return events
 
 
 def _message(message: Message) -> dict[str, Any]:

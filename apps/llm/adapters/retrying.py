@@ -1,4 +1,5 @@
-"""The one retry every adapter gets: before the first event only, so nothing is ever said twice."""
+"""Retries before the first event only, so nothing is ever said twice: one retry of a transient
+failure, and a local server's cold start (model loading, queue full) waited out with backoff."""
 
 from __future__ import annotations
 
@@ -10,14 +11,60 @@ from types import ModuleType
 from typing import TypeVar
 
 from apps.llm.adapters.errors import Failure, classify
-from apps.llm.types import Event, LLMError
+from apps.llm.types import Event, LLMError, ProviderStatus, TextDelta
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+# Longest a loading model is waited for, in all (MCPHUB_LLM_LOADING_WAIT); the waits between
+# asking again double from the first to the longest, unless the server says (Retry-After).
+LOADING_WAIT = 60.0
+FIRST_BACKOFF = 0.5
+LONGEST_BACKOFF = 8.0
+
+
+def loading_wait() -> float:
+    # Read per call, not at import: the adapters load lazily, and tests change the setting.
+    from django.conf import settings
+
+    return float(getattr(settings, "MCPHUB_LLM_LOADING_WAIT", LOADING_WAIT))
+
+
+class _Tries:
+    """What one call has spent: its one retry, and the time waited on a loading or busy server."""
+
+    def __init__(self, budget: float) -> None:
+        self.budget = budget
+        self.retried = False
+        self.waited = 0.0
+        self.backoff = FIRST_BACKOFF
+
+    def next_wait(self, failure: Failure) -> float | None:
+        """Seconds to wait before asking again, or None: raise."""
+        if failure.waiting and self.budget > 0:
+            left = self.budget - self.waited
+            if left <= 0:
+                return None
+            wait = min(failure.asked_wait if failure.asked_wait is not None else self.backoff, left)
+            self.backoff = min(self.backoff * 2, LONGEST_BACKOFF)
+            self.waited += wait
+            return wait
+        if failure.retry_after is None or self.retried:
+            return None
+        self.retried = True
+        return failure.retry_after
+
+    def error(self, failure: Failure) -> LLMError:
+        return failure.error(retried=self.retried, waited=self.waited if failure.waiting else 0.0)
+
+    def status(self, failure: Failure) -> ProviderStatus:
+        what = "The model is loading" if failure.waiting == "loading" else "The provider is busy"
+        return ProviderStatus(f"{what}; waiting for it ({self.waited:.0f} s of at most {self.budget:.0f} s)…")
+
 
 class Attempts:
-    """Runs SDK calls for one adapter: classifies failures, retries a transient one once."""
+    """Runs SDK calls for one adapter: classifies failures, retries a transient one once; a stream
+    waits out a loading or busy server for up to `loading_wait()` seconds."""
 
     def __init__(self, *, sdk: ModuleType, base_url: str, timeout: float) -> None:
         self.sdk = sdk
@@ -31,26 +78,32 @@ class Attempts:
         return failure
 
     async def call(self, fn: Callable[[], Awaitable[T]], *, model: str | None = None, retry: bool = True) -> T:
-        for attempt in (1, 2):
+        # Model lists answer pages and probes: a loading server gets the one retry, not the long wait.
+        tries = _Tries(0.0)
+        while True:
             try:
                 return await fn()
             except LLMError:
                 raise
             except Exception as exc:  # noqa: BLE001 - classified; unknown ones are re-raised
                 failure = self._failure(exc, model)
-                if not retry:
-                    raise failure.error() from exc
-                await self._wait_or_raise(failure, attempt, exc)
-        raise AssertionError("unreachable")
+                wait = tries.next_wait(failure) if retry else None
+                if wait is None:
+                    raise tries.error(failure) from exc
+                await self._pause(failure, wait)
 
     async def stream(self, open_events: Callable[[], AsyncIterator[Event]], *, model: str) -> AsyncIterator[Event]:
-        for attempt in (1, 2):
+        tries = _Tries(loading_wait())
+        while True:
             started = False
+            received = 0  # characters of reply text the consumer has had
             try:
                 # aclosing: a consumer that stops early (or is cancelled) closes the HTTP response now.
                 async with aclosing(open_events()) as events:
                     async for event in events:
                         started = True
+                        if isinstance(event, TextDelta):
+                            received += len(event.text)
                         yield event
                 return
             except LLMError:
@@ -58,16 +111,22 @@ class Attempts:
             except Exception as exc:  # noqa: BLE001 - classified; unknown ones are re-raised
                 failure = self._failure(exc, model)
                 if started:
-                    raise _cut_off(failure.error()) from exc
-                await self._wait_or_raise(failure, attempt, exc)
+                    raise _cut_off(failure, received) from exc
+                wait = tries.next_wait(failure)
+                if wait is None:
+                    raise tries.error(failure) from exc
+                if failure.waiting:
+                    yield tries.status(failure)
+                await self._pause(failure, wait)
 
-    async def _wait_or_raise(self, failure: Failure, attempt: int, exc: BaseException) -> None:
-        if failure.retry_after is None or attempt == 2:
-            raise failure.error(retried=attempt == 2) from exc
-        log.info("LLM call to %s failed (%s); retrying once in %.2f s", self.base_url, failure.error(), failure.retry_after)
-        await asyncio.sleep(failure.retry_after)
+    async def _pause(self, failure: Failure, wait: float) -> None:
+        log.info("LLM call to %s failed (%s); asking again in %.2f s", self.base_url, failure.error(), wait)
+        await asyncio.sleep(wait)
 
 
-def _cut_off(error: LLMError) -> LLMError:
+def _cut_off(failure: Failure, received: int) -> LLMError:
     # A retry now would repeat text the user already saw: report the broken reply instead.
-    return LLMError(f"The reply was cut off: {error.message}", kind=error.kind, status=error.status)
+    reason = (failure.broke or failure.error().message).rstrip(".")
+    after = f" after {received} characters" if received else ""
+    return LLMError(f"The reply was cut off{after}: {reason}.", kind=failure.kind, status=failure.status,
+                    received_chars=received)
