@@ -403,6 +403,9 @@ INSTALLED_APPS += ["axes", "auditlog", "apps.audit"]  # auditlog before apps.aud
 # Reverse proxies in front of the hub that each append to X-Forwarded-For: the client address every
 # per-client limit counts by (apps/core/client_address.py). 0: the socket's address, the header ignored.
 MCPHUB_TRUSTED_PROXIES = envint("MCPHUB_TRUSTED_PROXIES", 0)
+# Behind them, the host clients asked for is the forwarded one (still checked against ALLOWED_HOSTS):
+# the URLs the hub shows use it (apps/core/public_url.py).
+USE_X_FORWARDED_HOST = MCPHUB_TRUSTED_PROXIES > 0
 # django-axes counts failed sign-ins per account from one address, and per address with a limit
 # ten times higher (apps/accounts/lockout.py): nobody locks anyone out from elsewhere. A success
 # resets its own count; staff unlock early by deleting the access attempts in the admin.

@@ -4,9 +4,9 @@ hints) takes its base from.
 
 `SITE_URL` wins when set (a deployment that names itself). Otherwise the origin is the request's
 own: the Host it was sent to and its scheme — so `PORT=18431 ./hub run` shows 18431 everywhere,
-and a hub reached as `hub.lan:8000` says so. Behind a proxy, Django's `USE_X_FORWARDED_HOST` and
-`SECURE_PROXY_SSL_HEADER` (set when `MCPHUB_HTTPS` is on) make the request report the forwarded
-host and scheme. The Host was already checked against `ALLOWED_HOSTS` (Django's `get_host()`, the
+and a hub reached as `hub.lan:8000` says so. Behind trusted proxies (`MCPHUB_TRUSTED_PROXIES`),
+Django's `USE_X_FORWARDED_HOST` and, with `MCPHUB_HTTPS`, `SECURE_PROXY_SSL_HEADER` make the
+request report the forwarded host and scheme. The Host was already checked against `ALLOWED_HOSTS` (Django's `get_host()`, the
 gateway's `_check_origin`), so echoing it is safe.
 
 The origin of the request being served is kept in a ContextVar set by `PublicUrlMiddleware` (pages,
@@ -23,6 +23,7 @@ from contextvars import ContextVar
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.http.request import split_domain_port, validate_host
 
 _current: ContextVar[str] = ContextVar("mcphub_public_origin", default="")
 
@@ -49,8 +50,9 @@ def scope_origin(scope: dict, headers: dict[str, str]) -> str:
         forwarded = headers.get("x-forwarded-proto")
         scheme = forwarded if forwarded in ("http", "https") else scheme
     host = headers.get("host", "")
-    if getattr(settings, "USE_X_FORWARDED_HOST", False) and headers.get("x-forwarded-host"):
-        host = headers["x-forwarded-host"].split(",")[0].strip()
+    forwarded = headers.get("x-forwarded-host", "").split(",")[0].strip()
+    if settings.USE_X_FORWARDED_HOST and forwarded and validate_host(split_domain_port(forwarded)[0], settings.ALLOWED_HOSTS):
+        host = forwarded
     return f"{scheme}://{host}"
 
 
