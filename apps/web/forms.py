@@ -97,7 +97,13 @@ class EndpointSettingsForm(forms.Form):
     mode = forms.ChoiceField(choices=Endpoint.Mode.choices)
     token_budget = forms.IntegerField(min_value=0, max_value=10_000_000, label="Token budget")
     budget_enforced = forms.BooleanField(required=False, label="Refuse tools beyond the budget")
-    approval = forms.ChoiceField(choices=Endpoint.Approval.choices, label="Ask before a tool runs")
+    approval = forms.ChoiceField(choices=Endpoint.Approval.choices, label="Ask before a tool runs", required=False)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if not data.get("approval"):
+            data.pop("approval", None)  # a form without the field (an older page): the setting stays
+        return data
 
     @classmethod
     def for_endpoint(cls, endpoint: Endpoint) -> EndpointSettingsForm:

@@ -19,9 +19,9 @@ from apps.accounts import services
 from apps.accounts.models import Membership, Team, User
 
 
-def _my_team(request: HttpRequest, slug: str) -> Team:
+def _my_team(request: HttpRequest, team: str) -> Team:
     # Someone else's team looks exactly like a missing one.
-    return get_object_or_404(Team.objects.filter(memberships__user=request.user).distinct(), slug=slug)
+    return get_object_or_404(Team.objects.filter(memberships__user=request.user).distinct(), slug=team)
 
 
 @login_required
@@ -40,13 +40,13 @@ def create_team(request: HttpRequest) -> HttpResponse:
         messages.error(request, str(exc))
         return redirect("web:teams")
     messages.success(request, f"Team “{team.name}” created: add people below; share presets with it on the Presets page.")
-    return redirect("web:team", slug=team.slug)
+    return redirect("web:team", team=team.slug)
 
 
 @login_required
 @require_GET
-def team_page(request: HttpRequest, slug: str) -> HttpResponse:
-    team = _my_team(request, slug)
+def team_page(request: HttpRequest, team: str) -> HttpResponse:
+    team = _my_team(request, team)
     members = team.memberships.select_related("user").order_by("user__username")
     role = services.role_in(team, request.user)
     context = {"nav": "presets", "team": team, "members": members, "my_role": role,
@@ -55,15 +55,15 @@ def team_page(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "web/team.html", context)
 
 
-def _act(request: HttpRequest, slug: str, action: Callable[[Team], str]) -> HttpResponse:
-    team = _my_team(request, slug)
+def _act(request: HttpRequest, team_slug: str, action: Callable[[Team], str]) -> HttpResponse:
+    team = _my_team(request, team_slug)
     try:
         messages.success(request, action(team))
     except services.TeamError as exc:
         messages.error(request, str(exc))
     if services.role_in(team, request.user) is None:
         return redirect("web:teams")
-    return redirect("web:team", slug=team.slug)
+    return redirect("web:team", team=team.slug)
 
 
 def _member(team: Team, user_id: str) -> User:
@@ -75,31 +75,31 @@ def _member(team: Team, user_id: str) -> User:
 
 @login_required
 @require_POST
-def add_member(request: HttpRequest, slug: str) -> HttpResponse:
+def add_member(request: HttpRequest, team: str) -> HttpResponse:
     def add(team: Team) -> str:
         membership = services.invite_member(team=team, actor=request.user, who=request.POST.get("who", ""))
         return f"{membership.user.get_username()} is now a member of {team.name}."
 
-    return _act(request, slug, add)
+    return _act(request, team, add)
 
 
 @login_required
 @require_POST
-def remove_member(request: HttpRequest, slug: str, user_id: str) -> HttpResponse:
+def remove_member(request: HttpRequest, team: str, user_id: str) -> HttpResponse:
     def remove(team: Team) -> str:
         user = _member(team, user_id)
         services.remove_member(team=team, actor=request.user, user=user)
         return f"You left {team.name}." if user.pk == request.user.pk else f"{user.get_username()} left {team.name}."
 
-    return _act(request, slug, remove)
+    return _act(request, team, remove)
 
 
 @login_required
 @require_POST
-def set_role(request: HttpRequest, slug: str, user_id: str) -> HttpResponse:
+def set_role(request: HttpRequest, team: str, user_id: str) -> HttpResponse:
     def change(team: Team) -> str:
         membership = services.set_role(team=team, actor=request.user, user=_member(team, user_id),
                                        role=request.POST.get("role", ""))
         return f"{membership.user.get_username()} is now {membership.role} of {team.name}."
 
-    return _act(request, slug, change)
+    return _act(request, team, change)

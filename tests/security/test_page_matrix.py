@@ -9,6 +9,7 @@ from django.db import transaction
 from django.test import Client
 from django.urls import URLPattern, get_resolver, reverse
 
+from apps.accounts.models import User
 from tests.security.conftest import PRIVATE, TEAM, World
 
 REFUSED = {403, 404, 405}
@@ -18,7 +19,8 @@ def page_urls(world: World) -> list[str]:
     """Every named page of the web app, its arguments pointing at alice's things."""
     values = {"slug": world.endpoint, "name": world.server, "server": world.server, "tool_id": world.tool_id,
               "token_id": world.token, "preset_id": world.preset, "conversation_id": world.conversation,
-              "provider_id": world.provider, "pattern_id": world.pattern, "run_id": world.run, "connection_id": world.connection}
+              "provider_id": world.provider, "pattern_id": world.pattern, "run_id": world.run, "connection_id": world.connection,
+              "team": world.team, "user_id": User.objects.get(username="alice").pk}
     urls = []
     for pattern in get_resolver("apps.web.urls").url_patterns:
         assert isinstance(pattern, URLPattern)
@@ -50,7 +52,8 @@ def test_nobody_else_reaches_alices_pages(world, client, charlie, dave):
                 if PRIVATE in text or TEAM in text:
                     wrong.append(f"{persona} {method} {url}: leaks alice's things")
                 if f"/{world.endpoint}/" in url or f"/{world.preset}/" in url or world.conversation in url \
-                        or f"/{world.provider}/" in url or f"/{world.server}/" in url or f"/{world.tool_id}/" in url or world.run in url:
+                        or f"/{world.provider}/" in url or f"/{world.server}/" in url or f"/{world.tool_id}/" in url or world.run in url \
+                        or f"/{world.team}/" in url:
                     if response.status_code not in REFUSED:
                         wrong.append(f"{persona} {method} {url}: {response.status_code}, expected refusal")
     assert wrong == [], "\n".join(wrong)
