@@ -71,7 +71,7 @@ def test_alice_chats_approves_stops_and_reloads(llm, alice_provider, alice_endpo
     expect(page.locator(".chat-settings summary strong")).to_have_text("Please echo hi")  # the heading too
     expect(page.locator("#id_title")).to_have_value("Please echo hi")  # saving settings keeps the title
     approval = page.locator(".approval")
-    expect(approval).to_contain_text("Run echo?")
+    expect(approval).to_contain_text("Run echo? (marked destructive by its server)")
     page.get_by_role("button", name="Allow").click()
     expect(page.locator(".toolcard summary").first).to_contain_text("echo · done")
     expect(page.locator(".msg-assistant code").last).to_have_text("hi")
