@@ -59,7 +59,7 @@ async def test_a_prompt_injected_drop_all_waits_for_alice_in_chat(hub, llm, alic
             await chat.until("end")
 
     assert asked["payload"] == {"id": "c1", "name": "drop_all", "arguments": {}, "reason": NOT_READ_ONLY}
-    told = [m for m in llm.requests[1]["messages"] if m["role"] == "tool"][0]["content"]
+    told = next(m for m in llm.requests[1]["messages"] if m["role"] == "tool")["content"]
     assert result["payload"]["isError"] is (not allow)
     assert told == ("no tables" if allow else "Error: The user denied the call to drop_all.")
 
