@@ -113,6 +113,18 @@ class AccessToken(models.Model):
     def allows_api(self, *, write: bool) -> bool:
         return ("api_write" if write else "api_read") in self.rights
 
+    def api_refusal(self, *, write: bool) -> str | None:
+        """Why this token may not read (or, `write`, change) through the REST API or the chat and
+        run sockets, or None when it may: one rule and one text for every such entry point."""
+        if self.allows_api(write=write):
+            return None
+        if not self.allows_api(write=False):
+            return (
+                "This token is for MCP endpoints only. Create a token with an API scope (api_read or api_write) for "
+                "the REST API and the chat and run sockets."
+            )
+        return "This token is read-only (api_read): it cannot change anything."
+
     @property
     def allows_mcp(self) -> bool:
         return "mcp" in self.rights

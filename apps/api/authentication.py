@@ -38,14 +38,9 @@ class HubTokenAuthentication(authentication.BaseAuthentication):
 
 
 def _check_scope(token: AccessToken, request: Request) -> None:
-    write = request.method not in permissions.SAFE_METHODS
-    if token.allows_api(write=write):
-        return
-    if not token.allows_api(write=False):
-        raise exceptions.PermissionDenied(
-            "This token is for MCP endpoints only. Create a token with an API scope (api_read or api_write) for the REST API."
-        )
-    raise exceptions.PermissionDenied("This token is read-only (api_read): it cannot change anything.")
+    refusal = token.api_refusal(write=request.method not in permissions.SAFE_METHODS)
+    if refusal is not None:
+        raise exceptions.PermissionDenied(refusal)
 
 
 class HubTokenScheme(OpenApiAuthenticationExtension):

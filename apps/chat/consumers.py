@@ -1,6 +1,8 @@
 """`/ws/chat/<conversation-id>/`: moves messages between a client and the conversation's turns.
 
-Client → server: `message` {text}, `stop`, `approve` {call_id, allow}, `resume` {after}.
+Client → server: `message` {text}, `stop`, `approve` {call_id, allow}, `resume` {after}. The first
+three change the conversation: a token that may only read (`api_read`) gets an `error` with code
+`forbidden` for them (apps.chat.auth).
 Server → client: the conversation's events (`user_message` opens each turn; then `status`, `text`,
 `tool_call`, `approval_required`, `tool_result`, `error`, and `end` with the turn's token usage),
 each `{"type", "seq", "payload"}`, in `seq` order without gaps or repeats; an `error` about this

@@ -32,7 +32,7 @@ class TurnSetup:
     user_text: str
     first_seq: int
     adapter: Callable[[], Any]
-    needs_approval: Callable[[dict | None], bool]
+    approval_reason: Callable[[object], str | None]
 
 
 def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
@@ -66,7 +66,7 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
         first_seq=next_seq(conversation.pk),
         user_text=next((r.text for r in reversed(rows) if r.turn_id == turn.pk and r.role == MessageRow.Role.USER), ""),
         adapter=lambda: adapter(provider),
-        needs_approval=endpoint.needs_approval if endpoint else (lambda annotations: False),
+        approval_reason=endpoint.approval_reason if endpoint else (lambda annotations: None),
     )
 
 

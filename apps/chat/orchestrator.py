@@ -170,7 +170,7 @@ class TurnRunner:
     async def _result(self, call: ToolCall) -> tuple[dict[str, Any], float]:
         """The call's result and how long the tool took (not counting the wait for approval)."""
         return await rounds.call_tool(
-            self.tools, call, needs_approval=self.setup.needs_approval, approve=self._approve,
+            self.tools, call, approval_reason=self.setup.approval_reason, approve=self._approve,
             on_running=lambda: self.sink.emit("status", {"state": "tool", "tool": call.name, "message": f"Running {call.name}…"}),
         )
 
@@ -181,8 +181,8 @@ class TurnRunner:
         self.partial.append(chunk)
         self.sink.emit("text", {"text": chunk})
 
-    async def _approve(self, call: ToolCall) -> bool:
-        self.sink.emit("approval_required", {"id": call.id, "name": call.name, "arguments": call.arguments})
+    async def _approve(self, call: ToolCall, reason: str) -> bool:
+        self.sink.emit("approval_required", {"id": call.id, "name": call.name, "arguments": call.arguments, "reason": reason})
         self.sink.emit("status", {"state": "tool", "tool": call.name, "message": f"{call.name} waits for your approval"})
         return await self.control.approval(call.id)
 

@@ -19,7 +19,7 @@ from asgiref.sync import sync_to_async
 from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from apps.chat.auth import socket_user
+from apps.chat.auth import NOBODY, SocketAccess, socket_access
 
 # Live events wait this long after the socket opens for the client to say where it is: a
 # reconnecting client's `resume` (the pages send one on every open) must be answered before any
@@ -53,12 +53,17 @@ class Refused(Exception):
 class ResumableConsumer(AsyncJsonWebsocketConsumer):
     """Subclasses set `client_types` (each `kind` handled by `_on_<kind>(payload)`, `resume` given),
     `refusals` (their services' errors with `.message`/`.code`), implement `_replay(after)` and
-    `_deliver(message)`, and connect with `open()`."""
+    `_deliver(message)`, and connect with `open()`.
+
+    Every client type but those in `read_types` changes something: a socket whose token may only
+    read (apps.chat.auth) gets an `error` (code `forbidden`) for it, and its handler never runs."""
 
     client_types: tuple[str, ...] = ("resume",)
+    read_types: frozenset[str] = frozenset({"resume"})
     refusals: tuple[type[Exception], ...] = ()
     group: str | None = None
     grace: asyncio.TimerHandle | None = None
+    access: SocketAccess = NOBODY
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """As Channels' own, without its `close_old_connections()` before every message: that hop to
@@ -77,9 +82,10 @@ class ResumableConsumer(AsyncJsonWebsocketConsumer):
         Joins `group(id)` first, then in ONE database hop finds who is on the socket and what they
         opened: `find(user, id)` returns (it, the last seq stored) or None. Joined before the read,
         so whatever is stored after it also arrives through the group; live events wait behind a
-        `resume` from then on. None (not theirs, no such thing, a malformed id): the group is left
-        and the socket closed with 4403 before its handshake completes, sent nothing. One hop where
-        there were three (user, lookup, count): ~1.5 ms of the web process's CPU per socket."""
+        `resume` from then on. None (not theirs, no such thing, a malformed id, a token that may
+        not follow it): the group is left and the socket closed with 4403 before its handshake
+        completes, sent nothing. One hop where there were three (user, lookup, count): ~1.5 ms of
+        the web process's CPU per socket; what the token may do is known from then on."""
         try:
             key_id = uuid.UUID(key)
         except ValueError:
@@ -87,7 +93,7 @@ class ResumableConsumer(AsyncJsonWebsocketConsumer):
             return None
         self.group = group(key_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
-        found = await database_sync_to_async(lambda: find(socket_user(self.scope), key_id))()
+        self.access, found = await database_sync_to_async(lambda: self._find(find, key_id))()
         if found is None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
             self.group = None
@@ -97,6 +103,10 @@ class ResumableConsumer(AsyncJsonWebsocketConsumer):
         self.hold_live_events()
         await self.accept()
         return opened
+
+    def _find(self, find: Callable[[Any, uuid.UUID], tuple[T, int] | None], key_id: uuid.UUID) -> tuple[SocketAccess, tuple[T, int] | None]:
+        access = socket_access(self.scope)
+        return access, find(access.user, key_id)
 
     def hold_live_events(self) -> None:
         self.held: list[dict[str, Any]] | None = []
@@ -126,6 +136,10 @@ class ResumableConsumer(AsyncJsonWebsocketConsumer):
         kind = content.get("type") if isinstance(content, dict) else None
         if kind not in self.client_types:
             await self._error(f"Unknown message type {kind!r}: send one of {', '.join(self.client_types)}.")
+            return
+        refusal = None if kind in self.read_types else self.access.refusal(write=True)
+        if refusal is not None:
+            await self._error(refusal, code="forbidden")
             return
         payload = content.get("payload", {})
         if not isinstance(payload, dict):

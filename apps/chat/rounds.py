@@ -11,8 +11,8 @@ from typing import Any
 from apps.chat.tools import Toolbox, error_result
 from apps.llm.types import Message, ProviderStatus, TextDelta, ToolCall, Usage
 
-# Asked before a call that needs approval; True lets it run.
-Approve = Callable[[ToolCall], Awaitable[bool]]
+# Asked, with the reason (Endpoint.approval_reason), before a call that needs approval; True lets it run.
+Approve = Callable[[ToolCall, str], Awaitable[bool]]
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ async def model_round(
 
 
 async def call_tool(
-    toolbox: Toolbox, call: ToolCall, *, needs_approval: Callable[[dict | None], bool], approve: Approve,
+    toolbox: Toolbox, call: ToolCall, *, approval_reason: Callable[[object], str | None], approve: Approve,
     on_running: Callable[[], None] | None = None,
 ) -> tuple[dict[str, Any], float]:
     """The call's result (`isError` on any failure) and how long the tool took, not counting the
@@ -65,7 +65,8 @@ async def call_tool(
     exposed = toolbox.find(call.name)
     if exposed is None:
         return toolbox.unknown(call.name), 0.0
-    if needs_approval(exposed.entry.get("annotations")) and not await approve(call):
+    reason = approval_reason(exposed.entry.get("annotations"))
+    if reason is not None and not await approve(call, reason):
         return error_result(f"The user denied the call to {call.name}."), 0.0
     if on_running is not None:
         on_running()

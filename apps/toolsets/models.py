@@ -17,6 +17,25 @@ def default_token_budget() -> int:
     return settings.MCPHUB_DEFAULT_TOKEN_BUDGET
 
 
+# Why an LLM's tool call waits for the user: shown with the approval prompt in chat and on run pages.
+MARKED_DESTRUCTIVE = "marked destructive by its server"
+NOT_READ_ONLY = "may change data: the server does not mark it read-only"
+EVERY_CALL = "this endpoint asks before every tool call"
+
+
+def destructive_reason(annotations: object) -> str | None:
+    """Why MCP's annotation defaults count a tool as destructive, or None when they do not.
+
+    ToolAnnotations: `readOnlyHint` defaults to false and `destructiveHint` (meaningful only when
+    the tool is not read-only) to true, so a tool may destroy data unless its server marks it
+    `readOnlyHint: true` or `destructiveHint: false`; most servers mark nothing. Only a JSON true
+    or false is a mark: the annotations are whatever a server sent."""
+    hints = annotations if isinstance(annotations, dict) else {}
+    if hints.get("readOnlyHint") is True or hints.get("destructiveHint") is False:
+        return None
+    return MARKED_DESTRUCTIVE if hints.get("destructiveHint") is True else NOT_READ_ONLY
+
+
 class Endpoint(TimeStampedModel):
     """One MCP URL (`/mcp/<slug>/`) serving exactly the tools its owner enabled."""
 
@@ -30,14 +49,16 @@ class Endpoint(TimeStampedModel):
 
     class Approval(models.TextChoices):
         OFF = "off", "Off (tools run without asking)"
-        DESTRUCTIVE = "destructive", "Destructive tools only (destructiveHint: true)"
+        DESTRUCTIVE = "destructive", "Tools that may change data (all but those marked read-only or non-destructive)"
         ALL = "all", "Every call"
 
-    def needs_approval(self, annotations: dict | None) -> bool:
-        """Whether an LLM's call to a tool with these annotations waits for the user's approval."""
-        if self.approval == self.Approval.ALL:
-            return True
-        return self.approval == self.Approval.DESTRUCTIVE and bool((annotations or {}).get("destructiveHint"))
+    def approval_reason(self, annotations: object) -> str | None:
+        """Why an LLM's call to a tool with these annotations waits for the user's approval, or
+        None when it runs at once."""
+        if self.approval == self.Approval.OFF:
+            return None
+        reason = destructive_reason(annotations)
+        return reason or (EVERY_CALL if self.approval == self.Approval.ALL else None)
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="endpoints")
     slug = models.CharField(max_length=64, unique=True, validators=[endpoint_slug_validator])
@@ -52,7 +73,10 @@ class Endpoint(TimeStampedModel):
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.STATIC)
     approval = models.CharField(
         max_length=12, choices=Approval.choices, default=Approval.DESTRUCTIVE,
-        help_text="Which tool calls by an LLM (chat, autonomous runs) wait for the user's approval.",
+        help_text=(
+            "Which tool calls by an LLM (chat, autonomous runs) wait for the user's approval. As MCP's defaults "
+            "say, a tool may change data unless its server marks it readOnlyHint: true or destructiveHint: false."
+        ),
     )
 
     class Meta:

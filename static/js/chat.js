@@ -80,7 +80,8 @@
       c.summary.textContent = p.name + " · waiting for your approval";
       c.details.open = true;
       const box = el("div", "approval");
-      box.append(el("span", "", "Run " + p.name + "? It is marked destructive."));
+      // The reason is the hub's (why this call asks); older stored events have none.
+      box.append(el("span", "", "Run " + p.name + "?" + (p.reason ? " (" + p.reason + ")" : "")));
       for (const [label, allow] of [["Allow", true], ["Deny", false]]) {
         const b = el("button", allow ? "btn btn-primary btn-small" : "btn btn-danger btn-small", label);
         b.type = "button";

@@ -34,7 +34,9 @@ async def test_a_destructive_call_waits_for_approval(hub, llm, alice_provider, d
             result = await chat.until("tool_result")
             await chat.until("end")
 
-    assert asked["payload"] == {"id": "c1", "name": "echo", "arguments": {"text": "delete everything"}}
+    assert asked["payload"] == {
+        "id": "c1", "name": "echo", "arguments": {"text": "delete everything"}, "reason": "marked destructive by its server",
+    }
     assert result["payload"]["isError"] is (not allow)
     told = [m for m in llm.requests[1]["messages"] if m["role"] == "tool"][0]["content"]
     if allow:

@@ -17,28 +17,31 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 
 server = MCPServer("echo", version="1.0", instructions="Echoes things back.", log_level="WARNING")
+# None of these tools changes anything, and the server says so: by MCP's defaults an unmarked tool
+# may destroy data, so the hub would hold every LLM call to it for the user's approval.
+READ_ONLY = types.ToolAnnotations(read_only_hint=True)
 cancelled = {"count": 0}
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def echo(text: str) -> str:
     """Return the text unchanged."""
     return text
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def pid() -> int:
     """This server's process id."""
     return os.getpid()
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 async def slow(seconds: float) -> str:
     """Sleep without blocking; counts the times it was cancelled."""
     try:
@@ -49,32 +52,32 @@ async def slow(seconds: float) -> str:
     return "done"
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def rpc_error(code: int, message: str) -> str:
     """Answer with a JSON-RPC error (not a tool result with isError)."""
     raise MCPError(code=code, message=message, data={"why": "asked to"})
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def header(name: str, ctx: Context) -> str:
     """The value of one HTTP header of this request ("" when absent or not over HTTP)."""
     return (ctx.headers or {}).get(name, "")
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def cancellations() -> int:
     """How many slow calls were cancelled by the client."""
     return cancelled["count"]
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 async def block(seconds: float) -> str:
     """Block the whole server's event loop (a hung backend); sync tools would run in a thread."""
     time.sleep(seconds)
     return "unblocked"
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def crash() -> str:
     """Die at once, as a buggy server would."""
     sys.stderr.write("echo: fatal error, exiting\n")
@@ -82,7 +85,7 @@ def crash() -> str:
     os._exit(1)
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 async def progress(steps: int, ctx: Context) -> str:
     """Report progress `steps` times."""
     for i in range(steps):
@@ -90,14 +93,14 @@ async def progress(steps: int, ctx: Context) -> str:
     return "progressed"
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 async def log(message: str, ctx: Context) -> str:
     """Send a log notification."""
     await ctx.info(message)
     return "logged"
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 async def chatty(count: int, ctx: Context) -> str:
     """Send `count` log notifications during the call, then answer."""
     for i in range(count):
@@ -105,14 +108,14 @@ async def chatty(count: int, ctx: Context) -> str:
     return f"said {count}"
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def client_capabilities(ctx: Context) -> dict:
     """The capabilities the client declared at initialize."""
     params = ctx.session.client_params
     return params.capabilities.model_dump(by_alias=True, exclude_none=True) if params else {}
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 async def ask(question: str, ctx: Context) -> str:
     """Ask the client's model (sampling) and return its answer."""
     result = await ctx.session.create_message(
@@ -122,7 +125,7 @@ async def ask(question: str, ctx: Context) -> str:
     return result.content.text
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 async def touch_tools(ctx: Context) -> str:
     """Announce that the tool list changed."""
     await ctx.session.send_tool_list_changed()

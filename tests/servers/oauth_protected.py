@@ -31,6 +31,7 @@ from mcp.server.auth.provider import (
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp_types import ToolAnnotations
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
@@ -166,7 +167,7 @@ def build(port: int, token_ttl: int) -> tuple[MCPServer, Provider]:
     )
     server = MCPServer("oauth-protected", version="1.0", auth=auth, auth_server_provider=provider, log_level="WARNING")
 
-    @server.tool()
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))  # unmarked, an LLM's call would wait for approval
     def whoami() -> dict[str, object]:
         """Who the presented token belongs to at this backend: subject, grant and token generation."""
         token = get_access_token()
@@ -175,7 +176,7 @@ def build(port: int, token_ttl: int) -> tuple[MCPServer, Provider]:
             return {"subject": None}
         return {"subject": grant.subject, "grant": grant.id, "generation": grant.generation, "client_id": grant.client_id}
 
-    @server.tool()
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))  # unmarked, an LLM's call would wait for approval
     def echo(text: str) -> str:
         """Return the text unchanged."""
         return text

@@ -9,12 +9,14 @@ import json
 import os
 import sys
 
+import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("whoami", version="1.0", log_level="WARNING")
 
 
-@server.tool()
+# Read-only, and marked so: by MCP's defaults the hub would hold an LLM's call to an unmarked tool.
+@server.tool(annotations=types.ToolAnnotations(read_only_hint=True))
 def whoami(ctx: Context) -> str:
     """What credentials this call arrived with."""
     request = ctx.request_context.request

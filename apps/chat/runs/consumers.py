@@ -3,7 +3,7 @@
 Server → client, each `{"type", "seq", "payload"}`:
 - `step` {round, text, tool_calls, input_tokens, output_tokens, context_chars, max_rounds}: a
   completed round, `seq` = its round (1, 2, …). The step is stored before its event is sent.
-- `status` {status, round}, `approval_required` {id, name, arguments}, `end` {status, answer,
+- `status` {status, round}, `approval_required` {id, name, arguments, reason}, `end` {status, answer,
   error, rounds}: `seq` = the number of rounds completed when it was sent. So every event with
   seq N comes after step N and before step N+1: order by seq, a step first within a seq. Dedupe
   a step by its seq, an `approval_required` by (seq, id), a `status` or `end` by (seq, type).

@@ -209,20 +209,20 @@ class RunRunner:
 
     async def _tool(self, call: ToolCall) -> dict[str, Any]:
         result, duration = await rounds.call_tool(
-            self.toolbox, call, needs_approval=self._needs_approval, approve=self._approve
+            self.toolbox, call, approval_reason=self._approval_reason, approve=self._approve
         )
         return {
             "id": call.id, "name": call.name, "arguments": call.arguments, "result": result,
             "isError": bool(result.get("isError")), "duration_ms": round(duration, 1),
         }
 
-    def _needs_approval(self, annotations: dict | None) -> bool:
+    def _approval_reason(self, annotations: object) -> str | None:
         endpoint = self.run.endpoint
-        return endpoint.needs_approval(annotations) if endpoint is not None else False
+        return endpoint.approval_reason(annotations) if endpoint is not None else None
 
-    async def _approve(self, call: ToolCall) -> bool:
+    async def _approve(self, call: ToolCall, reason: str) -> bool:
         """The run waits (`waiting_approval`) for its owner's allow/deny (API or Runs page)."""
-        pending = {"id": call.id, "name": call.name, "arguments": call.arguments}
+        pending = {"id": call.id, "name": call.name, "arguments": call.arguments, "reason": reason}
         await _db(services.wait_for_approval)(self.run.pk, pending)
         await publish(self.run.pk, "approval_required", pending, rounds=len(self.steps))
         try:
