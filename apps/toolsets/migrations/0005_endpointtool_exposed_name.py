@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('toolsets', '0003_endpoint_approval'),
+        ('toolsets', '0004_approval_follows_mcp_defaults'),
     ]
 
     operations = [
