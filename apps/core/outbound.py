@@ -33,7 +33,7 @@ Address = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
 
 REFUSED = (
     "Cannot connect: the host is unreachable from the hub or not at a public address "
-    "(addresses on private networks need staff to allow them)."
+    "(addresses on private networks need staff to allow them)"
 )
 
 _V4_BLOCKED = tuple(ipaddress.IPv4Network(n) for n in (
