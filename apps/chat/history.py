@@ -17,7 +17,6 @@ CANCELLED = "The call did not complete (the turn was stopped or interrupted)."
 # third of the columns select_related would read, and a third of that query's CPU.
 SETUP_FIELDS = (
     "status", "conversation__owner_id", "conversation__model", "conversation__provider", "conversation__endpoint__approval",
-    "conversation__provider__owner__is_staff",  # whether the outbound address policy applies (Provider.public_only)
 )
 HISTORY_FIELDS = ("role", "text", "tool_calls", "tool_call_id", "is_error", "turn_id")
 
@@ -42,6 +41,7 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
     from apps.chat.services import next_seq
 
     turn = (
+        # The provider's owner too: whether the outbound address policy applies (Provider.public_only).
         Turn.objects.select_related("conversation__provider__owner", "conversation__endpoint")
         .only(*SETUP_FIELDS).filter(pk=turn_id).first()
     )
