@@ -77,3 +77,27 @@ async def test_charlies_http_servers_on_loopback_are_neither_discovered_nor_call
     assert [result.is_error for result in results] == [True, True]
     assert all(REFUSED in result.content[0].text for result in results), [r.content[0].text for r in results]
     assert canary.heard == []
+
+
+def test_saving_a_server_at_a_literal_internal_address_is_refused_with_a_reason(settings, charlie, admin_user):
+    from rest_framework.test import APIClient
+
+    settings.MCPHUB_USERS_MAY_ADD_SERVERS = True
+    settings.MCPHUB_OUTBOUND_ALLOW = []
+    as_charlie, as_admin = APIClient(), APIClient()
+    as_charlie.force_authenticate(charlie)
+    as_admin.force_authenticate(admin_user)
+
+    def add(api: APIClient, name: str, url: str):
+        return api.post("/api/servers/", {"name": name, "transport": "streamable_http", "url": url}, format="json")
+
+    refused = [add(as_charlie, f"mine{i}", url) for i, url in enumerate(
+        ["http://127.0.0.1:8080/mcp", "http://[::1]:8080/mcp", "http://localhost:6379/mcp", "http://169.254.169.254/mcp"]
+    )]
+    public = add(as_charlie, "public", "https://mcp.example.com/mcp")
+    staff = add(as_admin, "local", "http://localhost:8080/mcp")
+
+    assert [r.status_code for r in refused] == [400, 400, 400, 400]
+    assert all("is not a public address" in r.json()["url"][0] for r in refused)
+    assert public.status_code == 201 and staff.status_code == 201
+    assert set(McpServer.objects.values_list("name", flat=True)) == {"public", "local"}
