@@ -24,7 +24,7 @@ import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Union
+from typing import ClassVar, Union
 
 import httpx2
 from django.conf import settings
@@ -152,6 +152,7 @@ class Policy:
     origins — (host, port) pairs staff chose, so a backend naming its own origin names no new target."""
 
     trusted: frozenset[tuple[str, int]] = frozenset()
+    refused: ClassVar[str] = REFUSED
 
     def permits(self, host: str, port: int, address: str) -> bool:
         allowed = allowances()

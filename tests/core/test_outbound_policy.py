@@ -7,7 +7,9 @@ import socket
 
 import httpx2
 import pytest
+from asgiref.sync import async_to_sync
 
+from apps.connections.transports.http1 import Http1Client, HttpError
 from apps.core import outbound
 from apps.core.outbound import PUBLIC_ONLY, REFUSED, Allowances, Policy, is_public, literal_problem
 from tests.core.outbound_canary import Canary, closed_port, redirect_to
@@ -145,3 +147,28 @@ def test_a_trusted_origin_is_reachable_and_nothing_else_on_its_host(settings):
                 http.get(f"http://[::1]:{neighbour.port}/")
 
     assert len(backend.heard) == 1 and neighbour.heard == []
+
+
+@pytest.mark.parametrize("allowed", [[], ["localhost"]])
+def test_the_lean_http_client_connects_only_where_the_policy_permits(settings, allowed):
+    # The plain-POST path of MCP calls (connections/transports/http1.py), used after the SDK's handshake.
+    settings.MCPHUB_OUTBOUND_ALLOW = allowed
+
+    async def post(url: str) -> int:
+        client = Http1Client(url, {}, guard=PUBLIC_ONLY)
+        try:
+            response = await client.post(b"{}", {"content-type": "application/json"})
+            await response.aread()
+            await response.aclose()
+            return response.status_code
+        finally:
+            client.close()
+
+    with Canary() as canary:
+        if allowed:
+            assert async_to_sync(post)(f"http://localhost:{canary.port}/mcp") == 200
+            assert [h.host for h in canary.heard] == [f"localhost:{canary.port}"]
+        else:
+            with pytest.raises(HttpError) as caught:
+                async_to_sync(post)(f"http://localhost:{canary.port}/mcp")
+            assert str(caught.value) == REFUSED and canary.heard == []

@@ -16,6 +16,8 @@ _CLOSED = "Cannot connect: no outbound address policy is installed in this proce
 
 
 class Guard(Protocol):
+    refused: str  # the one text of any failure under the policy
+
     def async_transport(self, inner: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport: ...
 
     def sync_transport(self, inner: httpx2.BaseTransport) -> httpx2.BaseTransport: ...
@@ -57,6 +59,8 @@ def sync_client_kwargs(public_only: bool) -> dict[str, object]:
 
 
 class _RefuseAll:
+    refused = _CLOSED
+
     def async_transport(self, inner: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
         return _Refusing()
 

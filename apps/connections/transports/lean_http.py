@@ -141,7 +141,7 @@ class LeanHttp:
         self._background: set[asyncio.Task[None]] = set()
         # The session's headers never change after the handshake: the client sends them as one block.
         headers = {"user-agent": "mcp-hub", **link.headers, **self.headers()}
-        self._h1 = Http1Client(link.url, headers, link.tls, addresses=link.guard.aaddresses if link.guard else None)
+        self._h1 = Http1Client(link.url, headers, link.tls, guard=link.guard)
 
     def headers(self) -> dict[str, str]:
         headers = {
