@@ -111,7 +111,10 @@ class Allowances:
             try:
                 networks.append(ipaddress.ip_network(entry.strip("[]"), strict=False))
             except ValueError:
-                (suffixes.append(entry) if entry.startswith(".") else hosts.add(entry))
+                if entry.startswith("."):
+                    suffixes.append(entry)
+                else:
+                    hosts.add(entry)
         return cls(frozenset(hosts), tuple(suffixes), tuple(networks))
 
     def host(self, host: str) -> bool:
@@ -207,13 +210,14 @@ def trusting(url: str) -> Policy:
 
 
 def _origin(url: httpx2.URL) -> tuple[str, int]:
-    return url.host, url.port or (443 if url.scheme == "https" else 80)
+    # The ASCII form (punycode for an internationalised name): what DNS and TLS are given.
+    return url.raw_host.decode("ascii"), url.port or (443 if url.scheme == "https" else 80)
 
 
 def _at(request: httpx2.Request, address: str) -> httpx2.Request:
     """`request` sent to `address`: the Host header stays (it was set from the name), TLS checks the name."""
     url = request.url.copy_with(host=address)
-    extensions = {**request.extensions, "sni_hostname": request.url.host}
+    extensions = {**request.extensions, "sni_hostname": _origin(request.url)[0]}
     try:
         body = request.content
     except httpx2.RequestNotRead:  # a streaming body: hand the stream on

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,10 +59,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class Canary:
-    def __init__(self, answer: Answer = _openai_like) -> None:
+    def __init__(self, answer: Answer = _openai_like, *, tls: ssl.SSLContext | None = None) -> None:
         self.answer = answer
         self.heard: list[Heard] = []
         self._httpd = _DualStack(("::", 0), _Handler)
+        if tls is not None:  # HTTPS, with the certificate `tls` holds
+            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
         self._httpd.canary = self  # type: ignore[attr-defined]
 
     @property

@@ -4,6 +4,7 @@ allow, and that a guarded client connects to the address it checked — once res
 from __future__ import annotations
 
 import socket
+import ssl
 
 import httpx2
 import pytest
@@ -13,6 +14,7 @@ from apps.connections.transports.http1 import Http1Client, HttpError
 from apps.core import outbound
 from apps.core.outbound import PUBLIC_ONLY, REFUSED, Allowances, Policy, is_public, literal_problem
 from tests.core.outbound_canary import Canary, closed_port, redirect_to
+from tests.live_hub import make_tls_files
 
 NOT_PUBLIC = [
     # IPv4: each range at its edges
@@ -172,3 +174,19 @@ def test_the_lean_http_client_connects_only_where_the_policy_permits(settings, a
             with pytest.raises(HttpError) as caught:
                 async_to_sync(post)(f"http://localhost:{canary.port}/mcp")
             assert str(caught.value) == REFUSED and canary.heard == []
+
+
+def test_https_checks_the_certificate_against_the_name_while_connecting_to_the_checked_address(settings, tmp_path):
+    # A public HTTPS provider's certificate names its host, never the address: TLS must be given the name.
+    settings.MCPHUB_OUTBOUND_ALLOW = ["localhost"]
+    files = make_tls_files(tmp_path, "provider", san="DNS:localhost")
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    served.load_cert_chain(files.cert, files.key)
+    trusted = ssl.create_default_context(cafile=str(files.ca))
+
+    with Canary(tls=served) as canary:
+        with outbound.guarded_client(PUBLIC_ONLY, verify=trusted) as http:
+            answered = http.get(f"https://localhost:{canary.port}/v1/models")
+
+    assert answered.status_code == 200 and answered.json()["data"][0]["id"] == "internal-service-id"
+    assert [h.host for h in canary.heard] == [f"localhost:{canary.port}"]
