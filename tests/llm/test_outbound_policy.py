@@ -4,15 +4,19 @@ behind the address never hears a byte. Staff's providers on loopback keep workin
 
 from __future__ import annotations
 
+import ssl
+
 import pytest
 from asgiref.sync import async_to_sync
 from rest_framework.test import APIClient
 
 from apps.core.outbound import REFUSED
 from apps.llm import services
+from apps.llm.adapters import base
 from apps.llm.models import Provider
 from apps.llm.types import LLMError
 from tests.core.outbound_canary import Canary, closed_port, redirect_to
+from tests.live_hub import make_tls_files
 from tests.llm.conftest import HELLO
 
 LOOPBACK_FORMS = ["127.0.0.1", "[::1]", "0.0.0.0", "[::ffff:127.0.0.1]", "localhost", "127.0.0.2"]
@@ -112,3 +116,18 @@ def test_saving_a_literal_internal_address_is_refused_with_a_reason(no_allowance
     assert all("is not a public address" in r.json()["base_url"][0] for r in refused)
     assert public.status_code == 201 and staff.status_code == 201
     assert set(Provider.objects.values_list("name", flat=True)) == {"openai", "ollama"}
+
+
+def test_a_users_https_provider_is_verified_by_its_name(settings, charlie, tmp_path, monkeypatch):
+    # Connected to the address the policy checked, the certificate is still checked against the host name.
+    settings.MCPHUB_OUTBOUND_ALLOW = ["localhost"]  # stands in for a public host
+    files = make_tls_files(tmp_path, "provider", san="DNS:localhost")
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    served.load_cert_chain(files.cert, files.key)
+    monkeypatch.setattr(base, "shared_ssl_context", lambda: ssl.create_default_context(cafile=str(files.ca)))
+
+    with Canary(tls=served) as canary:
+        check = services.list_models(_provider(charlie, f"https://localhost:{canary.port}/v1"))
+
+    assert check.models == ["internal-service-id"], check.error
+    assert [h.host for h in canary.heard] == [f"localhost:{canary.port}"]
