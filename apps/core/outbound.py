@@ -277,7 +277,7 @@ class GuardedTransport(httpx2.BaseTransport):
 def guarded_client(policy: Policy, **kwargs) -> httpx2.Client:
     """A sync httpx2 client under `policy`; environment proxies are not used (a proxy would make
     the connection the policy refused)."""
-    transport = policy.sync_transport(httpx2.HTTPTransport(verify=kwargs.pop("verify", True), trust_env=False))
+    transport = policy.sync_transport(httpx2.HTTPTransport(verify=kwargs.pop("verify", True)))  # SSL_CERT_FILE still read
     return httpx2.Client(transport=transport, trust_env=False, **kwargs)
 
 

@@ -7,18 +7,23 @@ services), so the targets here are the loopback addresses nobody allowed: ::1 an
 
 from __future__ import annotations
 
+import json
+import ssl
+
 import pytest
 from asgiref.sync import sync_to_async
+from oauth2_provider.cimd import CIMDError
 
 from apps.catalog import operations
 from apps.catalog.models import McpServer
 from apps.core.outbound import REFUSED
 from apps.llm.models import Provider
+from apps.oauth.cimd import HubMetadataFetcher
 from apps.toolsets.services import enable_tools
 from tests.catalog.conftest import _close_thread_connections  # noqa: F401 - autouse: async tests' ORM thread
 from tests.chat.conftest import Api, chat_socket
 from tests.core.outbound_canary import Canary
-from tests.live_hub import mcp_client
+from tests.live_hub import make_tls_files, mcp_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
 
@@ -101,3 +106,29 @@ def test_saving_a_server_at_a_literal_internal_address_is_refused_with_a_reason(
     assert all("is not a public address" in r.json()["url"][0] for r in refused)
     assert public.status_code == 201 and staff.status_code == 201
     assert set(McpServer.objects.values_list("name", flat=True)) == {"public", "local"}
+
+
+def _client_document(method: str, path: str) -> tuple[int, dict[str, str], bytes]:
+    document = {"client_name": "Tool", "redirect_uris": ["https://tool.example/callback"], "token_endpoint_auth_method": "none"}
+    return 200, {"Content-Type": "application/json"}, json.dumps(document).encode()
+
+
+@pytest.mark.parametrize("allowed", [[], ["localhost"]])
+def test_client_metadata_documents_are_fetched_under_the_same_policy(settings, monkeypatch, tmp_path, allowed):
+    # The CIMD fetch (a client names its own document URL) follows the one policy, staff allowances included.
+    settings.MCPHUB_OUTBOUND_ALLOW = allowed
+    settings.MCPHUB_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP = False
+    files = make_tls_files(tmp_path, "client", san="DNS:localhost")
+    monkeypatch.setenv("SSL_CERT_FILE", str(files.ca))  # as an operator with a private CA sets it
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    served.load_cert_chain(files.cert, files.key)
+
+    with Canary(_client_document, tls=served) as canary:
+        client_id = f"https://localhost:{canary.port}/client.json"
+        if allowed:
+            metadata, _ = HubMetadataFetcher().fetch(client_id)
+            assert metadata["client_name"] == "Tool" and len(canary.heard) == 1
+        else:
+            with pytest.raises(CIMDError):
+                HubMetadataFetcher().fetch(client_id)
+            assert canary.heard == []

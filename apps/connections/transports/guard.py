@@ -55,7 +55,7 @@ def sync_client_kwargs(public_only: bool) -> dict[str, object]:
     chosen = guard(public_only)
     if chosen is None:
         return {}
-    return {"transport": chosen.sync_transport(httpx2.HTTPTransport(trust_env=False)), "trust_env": False}
+    return {"transport": chosen.sync_transport(httpx2.HTTPTransport()), "trust_env": False}
 
 
 class _RefuseAll:
