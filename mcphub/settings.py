@@ -310,6 +310,9 @@ MCPHUB_DEFAULT_TOKEN_BUDGET = envint("MCPHUB_DEFAULT_TOKEN_BUDGET", 20000)
 MCPHUB_DEFAULT_SERVER_TIMEOUT = envint("MCPHUB_DEFAULT_SERVER_TIMEOUT", 30)
 MCP_JSON_PATH = envstr("MCP_JSON_PATH")
 MCPHUB_USERS_MAY_ADD_SERVERS = envbool("MCPHUB_USERS_MAY_ADD_SERVERS", False)  # remote servers private to their owner
+# Hosts (`.domain` for a domain and its subdomains) and networks that servers and LLM providers
+# users add, and URLs backends name, may reach besides public addresses (apps/core/outbound.py).
+MCPHUB_OUTBOUND_ALLOW = envlist("MCPHUB_OUTBOUND_ALLOW")
 
 # --- MCP gateway.
 MCPHUB_SESSION_TTL = envint("MCPHUB_SESSION_TTL", 24 * 3600)  # seconds an idle MCP session lives

@@ -10,6 +10,10 @@ class CatalogConfig(AppConfig):
         from apps.catalog import watch
 
         watch.connect()  # closes disabled servers' connections; list_changed listener in workers
+        from apps.connections.transports import guard
+        from apps.core.outbound import PUBLIC_ONLY
+
+        guard.install(PUBLIC_ONLY)  # the pool reaches servers users added only through the outbound policy
         from apps.audit.registry import register
         from apps.catalog.models import McpServer
 

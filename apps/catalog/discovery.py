@@ -170,7 +170,9 @@ def record_failure(*, server: McpServer, error: str) -> str:
     # The SDK reports an HTTP error status (a 401 among them) as "Server returned an error response";
     # only then is the probe worth its round trip (not for timeouts or refused connections).
     maybe_refused = "error response" in error or "401" in error
-    if server.transport != McpServer.Transport.STDIO and maybe_refused and probe(server.url, dict(server.headers), timeout=5.0):
+    if server.transport != McpServer.Transport.STDIO and maybe_refused and probe(
+        server.url, dict(server.headers), timeout=5.0, public_only=server.public_only
+    ):
         if not server.oauth:
             McpServer.objects.filter(pk=server.pk).update(oauth=True)
             server.oauth = True

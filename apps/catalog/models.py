@@ -14,6 +14,7 @@ from apps.catalog import uservars
 from apps.connections.specs import ServerSpec
 from apps.core.fields import EncryptedJSONField
 from apps.core.models import TimeStampedModel
+from apps.core.outbound import literal_problem
 
 # Server names prefix tool names (`server__tool`, at most 64 characters in all), so keep them short
 # and within the MCP tool-name alphabet; no dots, so `server.tool` keys split unambiguously.
@@ -143,7 +144,14 @@ class McpServer(TimeStampedModel):
             url=self.url,
             headers=self.headers,
             timeout=float(self.timeout),
+            public_only=self.public_only,
         )
+
+    @property
+    def public_only(self) -> bool:
+        """A user who is not staff chose the URL: the hub reaches it only through the outbound address
+        policy (apps/core/outbound.py). Reads the owner (one query unless it was loaded with the row)."""
+        return self.transport != self.Transport.STDIO and self.owner_id is not None and not self.owner.is_staff
 
     def user_variable_list(self) -> list[uservars.UserVariable]:
         """The `${user:NAME}` variables this server's config uses, with their labels and help."""
@@ -166,6 +174,8 @@ class McpServer(TimeStampedModel):
             errors["command"] = "A stdio server needs a command."
         if self.transport != self.Transport.STDIO and not self.url:
             errors["url"] = "A remote server needs a URL."
+        elif self.public_only and (problem := literal_problem(self.url)):
+            errors["url"] = problem  # what shows without DNS; the connect-time check catches the rest
         if self.visibility == self.Visibility.TEAM and self.team_id is None:
             errors["team"] = "Choose the team that may see this server."
         if self.visibility == self.Visibility.PRIVATE and self.owner_id is None:

@@ -41,7 +41,8 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
     from apps.chat.services import next_seq
 
     turn = (
-        Turn.objects.select_related("conversation__provider", "conversation__endpoint")
+        # The provider's owner too: whether the outbound address policy applies (Provider.public_only).
+        Turn.objects.select_related("conversation__provider__owner", "conversation__endpoint")
         .only(*SETUP_FIELDS).filter(pk=turn_id).first()
     )
     if turn is None or turn.status != Turn.Status.RUNNING:

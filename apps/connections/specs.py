@@ -42,6 +42,9 @@ class ServerSpec:
     # Per-user connections of one shared server ("u42"): part of the pool key and of config_hash,
     # never of the routing, so every partition of a server lives on the same pool worker.
     partition: str = ""
+    # The URL was chosen by a user who is not staff: connect only through the outbound address
+    # policy the app layer installed (transports/guard.py).
+    public_only: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "args", tuple(str(a) for a in self.args))
@@ -80,6 +83,7 @@ class ServerSpec:
             "mode": self.mode,
             # Only when set, so the hash of every unpartitioned spec stays what it was.
             **({"partition": self.partition} if self.partition else {}),
+            **({"public_only": True} if self.public_only else {}),
         }
 
     @cached_property

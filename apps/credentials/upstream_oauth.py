@@ -40,6 +40,7 @@ from mcp.shared.auth import (
 from pydantic import ValidationError
 
 from apps.connections.auth_probe import Challenge, probe
+from apps.core.outbound import PUBLIC_ONLY, guarded_client, trusting
 
 TIMEOUT = httpx2.Timeout(15.0)
 
@@ -83,15 +84,20 @@ class AuthorizationRequest:
     code_verifier: str
 
 
-def _client(headers: dict[str, str] | None = None) -> httpx2.Client:
-    # Redirects are not followed: a metadata or token endpoint that redirects is misconfigured,
-    # and following one could send client credentials somewhere else.
-    return httpx2.Client(timeout=TIMEOUT, headers=headers or {}, follow_redirects=False)
+def _client(url: str, *, public_only: bool) -> httpx2.Client:
+    """A client for the URLs the backend at `url` names (metadata, registration, token, revocation):
+    the backend chose them, so they go through the outbound address policy. The backend's own
+    origin stays reachable when staff chose it (`public_only` False): an authorization server on the
+    backend itself is no new target. Redirects are not followed: a metadata or token endpoint that
+    redirects is misconfigured, and following one could send client credentials somewhere else."""
+    policy = PUBLIC_ONLY if public_only else trusting(url)
+    return guarded_client(policy, timeout=TIMEOUT, follow_redirects=False)
 
 
-def discover(url: str, challenge: Challenge) -> ServerAuth:
-    """RFC 9728 protected resource metadata, then the RFC 8414 metadata of its first AS."""
-    with _client() as http:
+def discover(url: str, challenge: Challenge, *, public_only: bool = True) -> ServerAuth:
+    """RFC 9728 protected resource metadata, then the RFC 8414 metadata of its first AS.
+    `public_only`: the server's URL was chosen by a user who is not staff (see `_client`)."""
+    with _client(url, public_only=public_only) as http:
         resource = _first_valid(http, build_protected_resource_metadata_discovery_urls(challenge.resource_metadata_url, url),
                                 ProtectedResourceMetadata)
         if resource is None:
@@ -120,7 +126,7 @@ def _first_valid(http: httpx2.Client, urls: list[str], model: type[Any]) -> Any:
     return None
 
 
-def register(auth: ServerAuth, *, redirect_uri: str, client_name: str) -> OAuthClientInformationFull:
+def register(url: str, auth: ServerAuth, *, redirect_uri: str, client_name: str, public_only: bool = True) -> OAuthClientInformationFull:
     """Dynamic client registration (RFC 7591): the hub registers once per backend."""
     if auth.authorization_server.registration_endpoint is None:
         raise UpstreamOAuthError(
@@ -132,7 +138,7 @@ def register(auth: ServerAuth, *, redirect_uri: str, client_name: str) -> OAuthC
         token_endpoint_auth_method=_auth_method(auth.authorization_server),
     )
     request = create_client_registration_request(auth.authorization_server, metadata, str(auth.authorization_server.issuer))
-    with _client() as http:
+    with _client(url, public_only=public_only) as http:
         try:
             response = http.send(request)
         except httpx2.HTTPError as exc:
@@ -187,29 +193,34 @@ def check_issuer(auth: ServerAuth, iss: str | None) -> None:
         raise UpstreamOAuthError(str(exc)) from exc
 
 
-def exchange_code(url: str, auth: ServerAuth, client: OAuthClientInformationFull, *, code: str, code_verifier: str, redirect_uri: str) -> OAuthToken:
+def exchange_code(
+    url: str, auth: ServerAuth, client: OAuthClientInformationFull, *, code: str, code_verifier: str, redirect_uri: str,
+    public_only: bool = True,
+) -> OAuthToken:
     data = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri,
             "client_id": client.client_id, "code_verifier": code_verifier}
-    return _token_request(url, auth, client, data)
+    return _token_request(url, auth, client, data, public_only=public_only)
 
 
 class GrantRejected(UpstreamOAuthError):
     """The authorization server refused the refresh token (revoked, expired, rotated away)."""
 
 
-def refresh(url: str, auth: ServerAuth, client: OAuthClientInformationFull, *, refresh_token: str) -> OAuthToken:
+def refresh(url: str, auth: ServerAuth, client: OAuthClientInformationFull, *, refresh_token: str, public_only: bool = True) -> OAuthToken:
     data = {"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": client.client_id}
-    return _token_request(url, auth, client, data)
+    return _token_request(url, auth, client, data, public_only=public_only)
 
 
-def _token_request(url: str, auth: ServerAuth, client: OAuthClientInformationFull, data: dict[str, str]) -> OAuthToken:
+def _token_request(
+    url: str, auth: ServerAuth, client: OAuthClientInformationFull, data: dict[str, str], *, public_only: bool
+) -> OAuthToken:
     context = _context(url, auth, client)
     data["resource"] = context.get_resource_url()
     try:
         data, headers = context.prepare_token_auth(data, {"Content-Type": "application/x-www-form-urlencoded"})
     except OAuthTokenError as exc:
         raise UpstreamOAuthError(str(exc)) from exc
-    with _client() as http:
+    with _client(url, public_only=public_only) as http:
         try:
             response = http.post(str(auth.authorization_server.token_endpoint), data=data, headers=headers)
         except httpx2.HTTPError as exc:
@@ -224,7 +235,7 @@ def _token_request(url: str, auth: ServerAuth, client: OAuthClientInformationFul
         raise UpstreamOAuthError("the token endpoint sent an invalid token response") from exc
 
 
-def revoke(url: str, auth: ServerAuth, client: OAuthClientInformationFull, *, token: str, hint: str) -> bool:
+def revoke(url: str, auth: ServerAuth, client: OAuthClientInformationFull, *, token: str, hint: str, public_only: bool = True) -> bool:
     """RFC 7009 revocation, authenticated as at the token endpoint; False if it did not happen."""
     endpoint = auth.authorization_server.revocation_endpoint
     if endpoint is None:
@@ -233,7 +244,7 @@ def revoke(url: str, auth: ServerAuth, client: OAuthClientInformationFull, *, to
         {"token": token, "token_type_hint": hint, "client_id": client.client_id},
         {"Content-Type": "application/x-www-form-urlencoded"},
     )
-    with _client() as http:
+    with _client(url, public_only=public_only) as http:
         try:
             return http.post(str(endpoint), data=data, headers=headers).status_code == 200
         except httpx2.HTTPError:

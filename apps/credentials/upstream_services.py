@@ -74,11 +74,11 @@ def connect_hint(server_name: str, *, broken: bool) -> CredentialsMissing:
 def server_auth(*, server: McpServer) -> oauth.ServerAuth:
     """The backend's authorization set-up, discovered from its 401 challenge (not cached: it is cheap
     and runs only when someone presses Connect)."""
-    challenge = oauth.probe(server.url, dict(server.headers))
+    challenge = oauth.probe(server.url, dict(server.headers), public_only=server.public_only)
     if challenge is None:
         raise ConnectFailed(f"{server.name} did not ask for OAuth (no 401 with a Bearer challenge at {server.url}).")
     try:
-        return oauth.discover(server.url, challenge)
+        return oauth.discover(server.url, challenge, public_only=server.public_only)
     except oauth.UpstreamOAuthError as exc:
         raise ConnectFailed(str(exc)) from exc
 
@@ -109,7 +109,9 @@ def _registered_client(server: McpServer, auth: oauth.ServerAuth, redirect_uri: 
     if client is not None and client.metadata.get("issuer") == issuer:
         return client
     try:
-        info = oauth.register(auth, redirect_uri=redirect_uri, client_name=f"MCP Hub ({server.name})")
+        info = oauth.register(
+            server.url, auth, redirect_uri=redirect_uri, client_name=f"MCP Hub ({server.name})", public_only=server.public_only
+        )
     except oauth.UpstreamOAuthError as exc:
         raise ConnectFailed(str(exc)) from exc
     client, _ = UpstreamOAuthClient.objects.update_or_create(
@@ -153,7 +155,8 @@ def _exchange(server: McpServer, auth: oauth.ServerAuth, client: UpstreamOAuthCl
     try:
         oauth.check_issuer(auth, params.get("iss"))
         info = OAuthClientInformationFull.model_validate(client.client_info)
-        return oauth.exchange_code(server.url, auth, info, code=params["code"], code_verifier=verifier, redirect_uri=client.redirect_uri)
+        return oauth.exchange_code(server.url, auth, info, code=params["code"], code_verifier=verifier, redirect_uri=client.redirect_uri,
+                                   public_only=server.public_only)
     except oauth.UpstreamOAuthError as exc:
         raise ConnectFailed(f"Could not finish connecting {server.name}: {exc}") from exc
 
@@ -201,7 +204,7 @@ def _revoke_at_server(grant: UpstreamOAuthGrant) -> None:
         return
     auth = oauth.ServerAuth.from_json(grant.client.metadata)
     info = OAuthClientInformationFull.model_validate(grant.client.client_info)
-    if not oauth.revoke(grant.server.url, auth, info, token=token, hint=hint):
+    if not oauth.revoke(grant.server.url, auth, info, token=token, hint=hint, public_only=grant.server.public_only):
         logger.info("upstream OAuth: revoking user %s's grant at %s failed; forgotten here anyway", grant.user_id, grant.server.name)
 
 
@@ -252,7 +255,7 @@ def _refresh_now(grant: UpstreamOAuthGrant) -> UpstreamOAuthGrant:
     auth = oauth.ServerAuth.from_json(grant.client.metadata)
     info = OAuthClientInformationFull.model_validate(grant.client.client_info)
     try:
-        token = oauth.refresh(grant.server.url, auth, info, refresh_token=refresh_token)
+        token = oauth.refresh(grant.server.url, auth, info, refresh_token=refresh_token, public_only=grant.server.public_only)
     except oauth.GrantRejected as exc:
         current = UpstreamOAuthGrant.objects.select_related("server", "client").get(pk=grant.pk)
         if current.tokens.get("refresh_token") not in (None, refresh_token):
@@ -312,7 +315,7 @@ def renewed_spec(spec: ServerSpec, user_id: int) -> ServerSpec | None:
     if grant.broken:
         raise connect_hint(grant.server.name, broken=True)
     if grant.tokens.get("access_token") == presented:
-        if probe(spec.url, spec.headers) is None:
+        if probe(spec.url, spec.headers, public_only=spec.public_only) is None:
             return None  # the backend takes the token: the failure was something else
         grant = refresh(grant_id=grant.pk, rejected_token=presented)
     return dataclasses.replace(spec, headers={**spec.headers, "Authorization": f"Bearer {grant.tokens['access_token']}"})

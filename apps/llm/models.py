@@ -11,6 +11,7 @@ from django.db.models import Q
 
 from apps.core.fields import EncryptedJSONField
 from apps.core.models import TimeStampedModel
+from apps.core.outbound import literal_problem
 
 
 OLLAMA_PORT = 11434
@@ -81,6 +82,18 @@ class Provider(TimeStampedModel):
     @property
     def is_shared(self) -> bool:
         return self.owner_id is None
+
+    @property
+    def public_only(self) -> bool:
+        """A non-staff user chose base_url: requests to it go through the outbound address policy
+        (apps/core/outbound.py). Reads the owner (one query unless it was loaded with the row)."""
+        return self.owner_id is not None and not self.owner.is_staff
+
+    def clean(self) -> None:
+        # What shows without DNS is refused at once; the connect-time check catches the rest.
+        problem = self.public_only and literal_problem(self.base_url)
+        if problem:
+            raise ValidationError({"base_url": problem})
 
     @property
     def has_api_key(self) -> bool:

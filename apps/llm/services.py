@@ -23,8 +23,11 @@ EDITABLE_FIELDS = ("name", "kind", "base_url", "default_model", "is_default")
 
 
 def adapter_for(provider: Provider, *, timeout: float = 120.0) -> Adapter:
-    """A ready adapter for `provider` (the key is decrypted on load). Close it with `aclose()`."""
-    return adapter_class(provider.kind)(base_url=provider.base_url, api_key=provider.api_key or None, timeout=timeout)
+    """A ready adapter for `provider` (the key is decrypted on load). Close it with `aclose()`.
+    In async code, load the provider with its owner (`select_related("owner")`): see public_only."""
+    return adapter_class(provider.kind)(
+        base_url=provider.base_url, api_key=provider.api_key or None, timeout=timeout, public_only=provider.public_only,
+    )
 
 
 def can_edit(user, provider: Provider) -> bool:
@@ -131,18 +134,21 @@ class ConnectionCheck:
 
 
 async def alist_models(provider: Provider, *, timeout: float = 15.0) -> ConnectionCheck:
-    adapter = adapter_for(provider, timeout=timeout)
+    return await _check(adapter_for(provider, timeout=timeout))
+
+
+def list_models(provider: Provider, *, timeout: float = 15.0) -> ConnectionCheck:
+    """Test the connection by listing the provider's models (sync views, admin, commands)."""
+    return async_to_sync(_check)(adapter_for(provider, timeout=timeout))  # built here: it reads the owner
+
+
+async def _check(adapter: Adapter) -> ConnectionCheck:
     try:
         return ConnectionCheck(ok=True, models=await adapter.list_models())
     except LLMError as exc:
         return ConnectionCheck(ok=False, models=[], error=str(exc), kind=exc.kind)
     finally:
         await adapter.aclose()
-
-
-def list_models(provider: Provider, *, timeout: float = 15.0) -> ConnectionCheck:
-    """Test the connection by listing the provider's models (sync views, admin, commands)."""
-    return async_to_sync(alist_models)(provider, timeout=timeout)
 
 
 def add_local_server(*, actor, server: LocalServer) -> Provider:

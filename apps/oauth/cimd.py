@@ -1,17 +1,21 @@
-"""Client ID Metadata Documents: django-oauth-toolkit fetches them (https, public addresses, no
-redirects, size and time limits); the hub adds only plain http on loopback, and only when
-MCPHUB_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP is on (development and tests)."""
+"""Client ID Metadata Documents: django-oauth-toolkit resolves and validates them; the hub fetches
+them through the one outbound address policy (apps/core/outbound.py) — https, public addresses (or
+what staff allow), the checked address connected to, no redirects, size and time limits — and adds
+plain http on loopback only when MCPHUB_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP is on (development clients
+and tests)."""
 
 from __future__ import annotations
 
 import logging
+import time
 from urllib.parse import urlsplit
 
-import urllib3
+import httpx2
 from django.conf import settings
 from oauth2_provider import cimd as dot_cimd
 from oauth2_provider.settings import oauth2_settings
 
+from apps.core.outbound import PUBLIC_ONLY, guarded_client, trusting
 from apps.oauth.redirects import is_loopback, redirect_uri_problem
 
 logger = logging.getLogger(__name__)
@@ -33,22 +37,44 @@ def resolve_loopback(client_id: str):
         return None
 
 
+class _Fetched:
+    """What the toolkit's document checks read of a response: status, headers, the body's first bytes."""
+
+    def __init__(self, response: httpx2.Response, body: bytes) -> None:
+        self.status = response.status_code
+        self.headers = response.headers
+        self._body = body
+
+    def read(self, amount: int) -> bytes:
+        return self._body[:amount]
+
+
 class HubMetadataFetcher(dot_cimd.SafeMetadataFetcher):
-    """The toolkit's SSRF-hardened fetcher; loopback http documents when allowed."""
+    """The toolkit's fetcher, its network part replaced by the hub's outbound policy."""
 
     def fetch(self, client_id: str):
-        if not loopback_http_allowed(client_id):
-            return super().fetch(client_id)
+        if loopback_http_allowed(client_id):
+            policy = trusting(client_id)  # the loopback host the setting allows, and nothing else
+        else:
+            dot_cimd._validate_client_id_url(client_id)
+            policy = PUBLIC_ONLY
         timeout = oauth2_settings.CIMD_FETCH_TIMEOUT_SECONDS
-        http = urllib3.PoolManager(timeout=urllib3.Timeout(total=timeout), retries=False)
+        deadline = time.monotonic() + timeout  # the whole fetch, a slowly dripping body included
+        limit = oauth2_settings.CIMD_MAX_DOCUMENT_SIZE + 1
+        headers = {"Accept": "application/json, application/*+json"}
         try:
-            response = http.request("GET", client_id, redirect=False, preload_content=False, headers={"Accept": "application/json"})
-        except urllib3.exceptions.HTTPError as exc:
+            with guarded_client(policy, timeout=timeout, follow_redirects=False) as http:
+                with http.stream("GET", client_id, headers=headers) as response:
+                    body = b""
+                    for chunk in response.iter_bytes():
+                        body += chunk
+                        if len(body) >= limit or time.monotonic() > deadline:
+                            break
+        except httpx2.HTTPError as exc:
             raise dot_cimd.CIMDError(f"could not fetch client_id document: {exc}") from exc
-        try:
-            return self._read_document(response)
-        finally:
-            response.release_conn()
+        if time.monotonic() > deadline:
+            raise dot_cimd.CIMDError("client_id document took too long to arrive")
+        return self._read_document(_Fetched(response, body))
 
     def _read_document(self, response):
         metadata, max_age = super()._read_document(response)

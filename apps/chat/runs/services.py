@@ -224,7 +224,7 @@ def claim(run_id: uuid.UUID, worker: str) -> Run | None:
     )
     if not claimed:
         return None
-    return Run.objects.select_related("provider", "endpoint").get(pk=run_id)
+    return Run.objects.select_related("provider__owner", "endpoint").get(pk=run_id)  # owner: Provider.public_only
 
 
 def count_step(step: RunStep, *, elapsed_s: float) -> None:

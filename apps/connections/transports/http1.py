@@ -22,6 +22,8 @@ import ssl
 from collections.abc import AsyncIterator, Mapping
 from urllib.parse import urlsplit
 
+from apps.connections.transports.guard import Guard
+
 _LIMIT = 1 << 20  # StreamReader buffer: one line (a chunk-size line, a header) must fit
 _IDLE_KEEP = 32  # idle connections kept per backend session (as httpx2's max_keepalive_connections)
 _CONNECT_TIMEOUT = 30.0  # TCP connect + TLS handshake, as httpx2's connect timeout (transports/http.py)
@@ -110,7 +112,8 @@ class Http1Client:
     """Keep-alive connections to one origin; `post()` sends on an idle one or a new one."""
 
     def __init__(
-        self, url: str, headers: Mapping[str, str], ssl_context: ssl.SSLContext | None = None, *, connect_timeout: float = _CONNECT_TIMEOUT
+        self, url: str, headers: Mapping[str, str], ssl_context: ssl.SSLContext | None = None, *,
+        connect_timeout: float = _CONNECT_TIMEOUT, guard: Guard | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -119,6 +122,8 @@ class Http1Client:
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.ssl = (ssl_context or ssl.create_default_context()) if parts.scheme == "https" else None
         self.connect_timeout = connect_timeout
+        # The outbound address policy, when one applies: connect only to what it permits.
+        self.guard = guard
         self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         default_port = self.port == (443 if parts.scheme == "https" else 80)
         host = f"[{self.host}]" if ":" in self.host else self.host
@@ -148,6 +153,8 @@ class Http1Client:
     async def _connect(self) -> _Conn:
         # A server that takes the TCP connection but never finishes the TLS handshake (or a port
         # that drops SYNs) fails here, as on httpx2, instead of holding the call to its timeout.
+        if self.guard is not None:
+            return await self._connect_permitted(self.guard)
         try:
             async with asyncio.timeout(self.connect_timeout):
                 reader, writer = await asyncio.open_connection(
@@ -158,6 +165,23 @@ class Http1Client:
         except (OSError, ssl.SSLError) as exc:
             raise HttpError(f"cannot connect to {self.host}:{self.port}: {exc}") from None
         return _Conn(self, reader, writer)
+
+    async def _connect_permitted(self, guard: Guard) -> _Conn:
+        """Connect to an address the policy permits (resolved once, there); its one text for any failure."""
+        try:
+            permitted = await guard.aaddresses(self.host, self.port)
+        except OSError:
+            permitted = []
+        for address in permitted:
+            try:
+                async with asyncio.timeout(self.connect_timeout):
+                    reader, writer = await asyncio.open_connection(
+                        address, self.port, ssl=self.ssl, limit=_LIMIT, server_hostname=self.host if self.ssl else None
+                    )
+                return _Conn(self, reader, writer)
+            except (TimeoutError, OSError, ssl.SSLError):
+                continue
+        raise HttpError(guard.refused)
 
     async def _exchange(self, conn: _Conn, head: bytes, body: bytes, *, fresh: bool = False) -> Response:
         try:

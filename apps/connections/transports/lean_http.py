@@ -52,6 +52,7 @@ from mcp.client.streamable_http import MCP_SESSION_ID
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_NAME_HEADER, MCP_PROTOCOL_VERSION_HEADER, encode_header_value
 
+from apps.connections.transports.guard import Guard
 from apps.connections.transports.http1 import Http1Client, HttpError
 
 logger = logging.getLogger(__name__)
@@ -72,9 +73,11 @@ class HttpLink:
     """What the SDK's Streamable HTTP transport and the lean path share of one session."""
 
     def __init__(
-        self, url: str, headers: Mapping[str, str], http: httpx2.AsyncClient, on_expired: Callable[[], None], tls: ssl.SSLContext
+        self, url: str, headers: Mapping[str, str], http: httpx2.AsyncClient, on_expired: Callable[[], None], tls: ssl.SSLContext,
+        *, guard: Guard | None = None,
     ) -> None:
         self.url = url
+        self.guard = guard  # the outbound address policy `http` goes through, which the lean client applies too
         self.tls = tls  # the TLS context `http` verifies servers with: the lean client uses the same
         self.headers = dict(headers)  # the server's configured headers (auth): the lean client sends them too
         self.http = http
@@ -138,7 +141,7 @@ class LeanHttp:
         self._background: set[asyncio.Task[None]] = set()
         # The session's headers never change after the handshake: the client sends them as one block.
         headers = {"user-agent": "mcp-hub", **link.headers, **self.headers()}
-        self._h1 = Http1Client(link.url, headers, link.tls)
+        self._h1 = Http1Client(link.url, headers, link.tls, guard=link.guard)
 
     def headers(self) -> dict[str, str]:
         headers = {

@@ -23,15 +23,15 @@ _REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls
 class AnthropicAdapter(Adapter):
     kind = "anthropic"
 
-    def __init__(self, *, base_url: str, api_key: str | None, timeout: float = 120.0) -> None:
-        super().__init__(base_url=base_url, api_key=api_key, timeout=timeout)
+    def __init__(self, *, base_url: str, api_key: str | None, timeout: float = 120.0, public_only: bool = False) -> None:
+        super().__init__(base_url=base_url, api_key=api_key, timeout=timeout, public_only=public_only)
         # The SDK adds /v1/... itself; people paste "https://api.anthropic.com/v1" as often as not.
         root = base_url.rstrip("/").removesuffix("/v1")
         # max_retries=0: the one retry is ours (retrying.py).
         timeouts = anthropic.Timeout(timeout, connect=min(timeout, 10.0))
         self._client = anthropic.AsyncAnthropic(
             base_url=root, api_key=self.api_key or NO_KEY, max_retries=0, timeout=timeouts,
-            http_client=sdk_http_client(anthropic, timeouts),
+            http_client=sdk_http_client(anthropic, timeouts, public_only=public_only),
         )
         self._attempts = Attempts(sdk=anthropic, base_url=base_url, timeout=timeout)
 

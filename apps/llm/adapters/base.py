@@ -30,15 +30,33 @@ def shared_ssl_context() -> ssl.SSLContext:
     return httpx2.create_ssl_context()
 
 
-def sdk_http_client(sdk: ModuleType, timeouts: httpx2.Timeout) -> httpx2.AsyncClient:
+def sdk_http_client(sdk: ModuleType, timeouts: httpx2.Timeout, *, public_only: bool = False) -> httpx2.AsyncClient:
     """The HTTP client an official SDK (`openai`, `anthropic`) sends through: its documented aiohttp
     transport (`DefaultAioHttpClient`, the SDKs' `aiohttp` extra) instead of the default httpx2 one.
     The SDK's request path, retries, errors and SSE decoding stay the same; underneath is a
     C-accelerated HTTP client. Measured on this 2-core machine, the OpenAI adapter streaming a
     9-chunk reply from the scripted LLM (10 tools, 11 messages): httpx2 1.66 ms CPU per request
     alone and 2.05 ms at 100 concurrent; aiohttp 1.04 and 1.21 ms — 0.8 ms less per model round on
-    the worker's chat loop, which carries a hundred turns and runs at once."""
-    return sdk.DefaultAioHttpClient(verify=shared_ssl_context(), timeout=timeouts)
+    the worker's chat loop, which carries a hundred turns and runs at once.
+
+    `public_only` (a base URL a non-staff user chose): every request, redirects included, goes
+    through the outbound address policy (apps/core/outbound.py), and no environment proxy."""
+    if not public_only:
+        return sdk.DefaultAioHttpClient(verify=shared_ssl_context(), timeout=timeouts)
+    return _guarded_client_class(sdk)(verify=shared_ssl_context(), timeout=timeouts, trust_env=False)
+
+
+@cache
+def _guarded_client_class(sdk: ModuleType) -> type[httpx2.AsyncClient]:
+    from apps.core.outbound import PUBLIC_ONLY
+
+    class GuardedAioHttpClient(sdk.DefaultAioHttpClient):  # type: ignore[name-defined, misc]
+        # httpx's per-client transport factory, which the SDK's aiohttp client itself overrides to
+        # build its transport: ours wraps that one, so the SDK's error mapping stays as it is.
+        def _init_transport(self, *args: object, **kwargs: object) -> httpx2.AsyncBaseTransport:
+            return PUBLIC_ONLY.async_transport(super()._init_transport(*args, **kwargs))
+
+    return GuardedAioHttpClient
 
 
 class Adapter(ABC):
@@ -52,10 +70,11 @@ class Adapter(ABC):
 
     kind: ClassVar[str]
 
-    def __init__(self, *, base_url: str, api_key: str | None, timeout: float = 120.0) -> None:
+    def __init__(self, *, base_url: str, api_key: str | None, timeout: float = 120.0, public_only: bool = False) -> None:
         self.base_url = base_url
         self.api_key = api_key or None
         self.timeout = timeout
+        self.public_only = public_only  # a non-staff user chose base_url: the outbound address policy applies
 
     @abstractmethod
     def stream(

@@ -33,13 +33,13 @@ _REASONING_MODEL = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
 class OpenAIAdapter(Adapter):
     kind = "openai"
 
-    def __init__(self, *, base_url: str, api_key: str | None, timeout: float = 120.0) -> None:
-        super().__init__(base_url=base_url, api_key=api_key, timeout=timeout)
+    def __init__(self, *, base_url: str, api_key: str | None, timeout: float = 120.0, public_only: bool = False) -> None:
+        super().__init__(base_url=base_url, api_key=api_key, timeout=timeout, public_only=public_only)
         # max_retries=0: the one retry is ours (retrying.py), so its behaviour is tested, not the SDK's.
         timeouts = openai.Timeout(timeout, connect=min(timeout, 10.0))
         self._client = openai.AsyncOpenAI(
             base_url=base_url, api_key=self.api_key or NO_KEY, max_retries=0, timeout=timeouts,
-            http_client=sdk_http_client(openai, timeouts),
+            http_client=sdk_http_client(openai, timeouts, public_only=public_only),
         )
         self._attempts = Attempts(sdk=openai, base_url=base_url, timeout=timeout)
         # Models whose server refused `max_tokens` once: asked with `max_completion_tokens` from then on.
