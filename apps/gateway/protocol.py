@@ -164,6 +164,18 @@ def _string(params: dict[str, Any], key: str) -> str:
     return value
 
 
+# MCP names are printable, and Postgres refuses NUL in text: a name holding a control character
+# is invalid params before any lookup (the disabled-tool hint queries the database by name).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _name(params: dict[str, Any], key: str = "name") -> str:
+    name = _string(params, key)
+    if _CONTROL.search(name):
+        raise RpcError(INVALID_PARAMS, f"Invalid params: '{key}' holds a control character, which no tool or prompt name can")
+    return name
+
+
 def _mapping(params: dict[str, Any], key: str) -> dict[str, Any]:
     value = params.get(key)
     if value is None:
@@ -203,7 +215,7 @@ def _dump(model: Any) -> dict[str, Any]:
 
 
 async def tools_call(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    name = _string(params, "name")
+    name = _name(params)
     arguments = _mapping(params, "arguments")
     if ctx.view.mode == Endpoint.Mode.DYNAMIC:
         from apps.gateway import dynamic
@@ -353,7 +365,7 @@ def _roots(forward):
 async def prompts_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     from mcp import MCPError
 
-    name = _string(params, "name")
+    name = _name(params)
     exposed = ctx.view.prompts.get(name)
     if exposed is None:
         raise _unknown("prompt", name, list(ctx.view.prompts))
