@@ -100,7 +100,7 @@ async def tools_call(ctx: protocol.Context, name: str, arguments: dict[str, Any]
     if name in (LOAD, UNLOAD):
         return await _change(ctx, catalog, name, _names(arguments))
     if name == CALL:
-        target = protocol._string(arguments, "name")
+        target = protocol._name(arguments)
         if target not in catalog.entries:
             return _result({"error": str(_not_listed(catalog, target, known=False).message)}, error=True)
         return await _call(ctx, catalog, target, protocol._mapping(arguments, "arguments"), params, anywhere=True)
@@ -157,7 +157,8 @@ async def _change(ctx: protocol.Context, catalog: Catalog, action: str, names: l
 
 async def _activate(ctx: protocol.Context, catalog: Catalog, text: str) -> dict[str, list[str]] | None:
     """Pre-load what the endpoint's activation patterns name for `text` (within the budget)."""
-    names = catalog.activated(text) if catalog.patterns and ctx.session is not None else []
+    # Up to milliseconds per pattern (RE2 releases the GIL): never on the event loop.
+    names = await sync_to_async(catalog.activated, thread_sensitive=False)(text) if catalog.patterns and ctx.session is not None else []
     fresh = [n for n in names if n not in ctx.session.loaded and not catalog.entries[n].pinned] if names else []
     if not fresh:
         return None
