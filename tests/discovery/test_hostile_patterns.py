@@ -14,7 +14,6 @@ import time
 
 import httpx2
 import pytest
-from asgiref.sync import sync_to_async
 
 from apps.accounts.services import create_access_token
 from apps.toolsets.services import enable_tools, update_endpoint

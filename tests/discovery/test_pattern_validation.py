@@ -9,27 +9,16 @@ import time
 
 import pytest
 from django.test import Client
-from rest_framework.test import APIClient
 
-from apps.accounts.services import create_access_token
 from apps.discovery import catalog, regex
 from apps.discovery.models import MAX_PATTERNS, ActivationPattern
 from apps.discovery.services import create_pattern
+from tests.discovery.test_activation_patterns import _client, _url
 
 pytestmark = pytest.mark.django_db
 
 HOSTILE = [r"(a|a)+$", r"((a+))+$", r"(?:a|a)*$", r"(a|aa)+$", r"(\w|\d)+$", r"a*a*a*a*a*a*a*b", r"(x+x+)+y", r"(.*a){12}$"]
 EVERYDAY = [r"\b(issue|pull request)s?\b", r"deploy|release", r"\d{4}-\d{2}-\d{2}", r"https?://\S+", r"(?i)CAFÉ", r"\p{Greek}+", r"(?P<kind>bug|feature)"]
-
-
-def _client(user) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {create_access_token(user=user, name='t', scope='api_write')[1]}")
-    return client
-
-
-def _url(endpoint, suffix: str = "") -> str:
-    return f"/api/endpoints/{endpoint.slug}/patterns/{suffix}"
 
 
 @pytest.mark.parametrize(("pattern", "words"), [

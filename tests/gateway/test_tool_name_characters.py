@@ -24,7 +24,7 @@ async def _calls(url: str, token: str, method: str, params: list[str]) -> list[d
         headers = await raw_session(http, url, token)
         replies = []
         for i, name in enumerate(params):
-            body = '{"jsonrpc": "2.0", "id": %d, "method": "%s", "params": %s}' % (i + 1, method, name)
+            body = f'{{"jsonrpc": "2.0", "id": {i + 1}, "method": "{method}", "params": {name}}}'
             replies.append((await http.post(url, content=body, headers=headers)).json())
         fine = await http.post(url, content=json.dumps({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 2, "b": 3}}}), headers=headers)
     return [*replies, fine.json()]
