@@ -11,7 +11,9 @@ the worst patterns found under these bounds — counted wildcards after a star s
 random nestings of wildcards, alternations and counted repetitions — take ≤ 3 ms against the
 worst 2,000 bytes tried (random mixes of ASCII and 4-byte characters); realistic patterns
 (`\\b(issue|pull request)s?\\b`, keyword lists) take ≤ 0.2 ms. Compiling one takes ≤ 20 ms.
-RE2 releases the GIL while matching, so callers on an event loop run matching in a thread.
+An endpoint holds at most 50 patterns, so one query or call costs ≤ 150 ms of CPU at worst, and
+RE2 releases the GIL while matching: callers on an event loop run matching in a thread. Memory:
+MAX_MEM per compiled pattern (re2's own cache keeps the last 128 compiled).
 """
 
 from __future__ import annotations
