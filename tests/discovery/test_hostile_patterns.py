@@ -111,3 +111,19 @@ async def test_a_matching_hostile_pattern_still_preloads(hub, bob_dynamic):
 
     assert "activated" not in _answer(miss)["result"]["structuredContent"]
     assert _answer(hit)["result"]["structuredContent"]["activated"] == {"loaded": ["add"], "unloaded": []}
+
+
+async def test_a_query_longer_than_the_hub_accepts_is_refused_at_once(hub, bob_dynamic):
+    """search_tools runs BM25 on the event loop: a query of megabytes (the body may hold 4 MB)
+    would hold it for seconds, so past MAX_QUERY characters it is invalid params."""
+    endpoint, bob_token = bob_dynamic
+    async with httpx2.AsyncClient(timeout=30) as http:
+        headers = await raw_session(http, hub.url(endpoint.path), bob_token)
+        longest = await http.post(hub.url(endpoint.path), content=_rpc(1, "tools/call", {"name": "search_tools", "arguments": {"query": "b" * MAX_QUERY}}), headers=headers)
+        seconds, huge = await _timed(http.post(hub.url(endpoint.path), content=_rpc(2, "tools/call", {"name": "search_tools", "arguments": {"query": "echo " * 600_000}}), headers=headers))
+        over = await http.post(hub.url(endpoint.path), content=_rpc(3, "tools/call", {"name": "search_tools", "arguments": {"query": "b" * (MAX_QUERY + 1)}}), headers=headers)
+
+    assert "tools" in _answer(longest)["result"]["structuredContent"]
+    assert [_answer(r)["error"]["code"] for r in (huge, over)] == [-32602, -32602]
+    assert f"at most {MAX_QUERY} characters" in _answer(over)["error"]["message"]
+    assert seconds < BOUND
