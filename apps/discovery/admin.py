@@ -5,7 +5,7 @@ from apps.discovery.models import ActivationPattern
 
 @admin.register(ActivationPattern)
 class ActivationPatternAdmin(admin.ModelAdmin):
-    list_display = ("endpoint", "pattern", "priority", "created_at")
+    list_display = ("endpoint", "pattern", "priority", "created_at", "problem")
     search_fields = ("pattern", "endpoint__slug")
     list_select_related = ("endpoint",)
 
@@ -13,7 +13,7 @@ class ActivationPatternAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change) -> None:
         from apps.discovery.services import update_pattern
 
-        update_pattern(pattern=obj)
+        update_pattern(row=obj)
 
     def delete_model(self, request, obj) -> None:
         from apps.discovery.services import delete_pattern

@@ -58,9 +58,11 @@ class SuggestView(APIView):
 
 
 class PatternSerializer(serializers.ModelSerializer):
+    problem = serializers.CharField(read_only=True, help_text="Why a pattern saved before patterns ran on RE2 never matches; '' when it is valid")
+
     class Meta:
         model = ActivationPattern
-        fields = ["id", "pattern", "targets", "priority", "created_at"]
+        fields = ["id", "pattern", "targets", "priority", "created_at", "problem"]
         read_only_fields = ["id", "created_at"]
 
 
@@ -88,7 +90,7 @@ class PatternView(APIView):
         row = self._row(request, slug, pk)
         data = PatternSerializer(row, data=request.data, partial=True)
         data.is_valid(raise_exception=True)
-        return Response(PatternSerializer(_guarded(services.update_pattern, pattern=row, **data.validated_data)).data)
+        return Response(PatternSerializer(_guarded(services.update_pattern, row=row, **data.validated_data)).data)
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, slug: str, pk: int) -> Response:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import math
 import time
 from dataclasses import dataclass, field
@@ -25,11 +26,13 @@ from apps.core.singleflight import single_flight
 from apps.connections.specs import ServerSpec
 from apps.credentials.errors import CredentialsMissing
 from apps.credentials.selectors import specs_for_user
-from apps.discovery import retrieval, text
-from apps.discovery.models import ActivationPattern
+from apps.discovery import regex, retrieval, text
+from apps.discovery.models import MAX_PATTERNS, ActivationPattern
 from apps.toolsets import naming
 from apps.toolsets.exposure import Exposed, candidate, keep_names, tool_entry
 from apps.toolsets.models import Endpoint, EndpointTool, ToolCall
+
+logger = logging.getLogger(__name__)
 
 USAGE_DAYS = 30
 USAGE_WEIGHT = 0.05  # 1 call: +3.5 %, 100 calls: +23 % — enough to break near-ties, not to override relevance
@@ -78,7 +81,7 @@ class Catalog:
     fingerprint: str = ""
     retriever: retrieval.Retriever | None = None
     lexical: retrieval.Retriever | None = None  # BM25 alone, for pages that show every match
-    patterns: list[ActivationPattern] = field(default_factory=list)
+    patterns: list[tuple[regex.Regex, list[str]]] = field(default_factory=list)  # activation: (RE2, targets)
     calls: dict[int, int] = field(default_factory=dict)  # tool id → calls on this endpoint lately
     co_used: dict[int, dict[int, int]] = field(default_factory=dict)  # tool id → tool id → times called together
 
@@ -91,11 +94,14 @@ class Catalog:
         return sum(e.tokens for e in self.entries.values() if e.pinned)
 
     def activated(self, text: str) -> list[str]:
-        """Exposed names the activation patterns matching `text` name, highest priority first."""
+        """Exposed names the activation patterns matching `text` name, highest priority first.
+
+        Up to MAX_PATTERNS × ~3 ms at worst (apps/discovery/regex.py): call it off the event loop."""
+        data = regex.searchable(text)
         names: list[str] = []
-        for pattern in self.patterns:
-            if pattern.matches(text):
-                names += [e.name for target in pattern.targets for e in self._targeted(target)]
+        for compiled, targets in self.patterns:
+            if regex.search(compiled, data):
+                names += [e.name for target in targets for e in self._targeted(target)]
         return list(dict.fromkeys(names))
 
     def _targeted(self, target: str) -> list[Entry]:
@@ -141,10 +147,22 @@ def build(endpoint_id: int, version: object) -> Catalog | None:
         exposed = Exposed(name, server.name, tool.name, tool.pk, tool_entry(tool, name, override))
         catalog.entries[name] = Entry(exposed, tool.token_estimate, tool.pk in enabled, f"{server.name}.{tool.name}", server.description)
     catalog.specs, catalog.missing = specs_for_user(servers.values(), endpoint.owner_id)
-    catalog.patterns = list(ActivationPattern.objects.filter(endpoint=endpoint))
+    catalog.patterns = activation_patterns(endpoint)
     catalog.calls = usage(endpoint.pk)
     catalog.co_used = co_use(endpoint.pk)
     return catalog
+
+
+def activation_patterns(endpoint: Endpoint) -> list[tuple[regex.Regex, list[str]]]:
+    """The endpoint's activation patterns compiled, highest priority first. One saved before
+    patterns ran on RE2 that RE2 refuses is skipped (its owner sees it marked invalid)."""
+    compiled = []
+    for row in ActivationPattern.objects.filter(endpoint=endpoint)[:MAX_PATTERNS]:
+        try:
+            compiled.append((regex.compile_regex(row.pattern), row.targets))
+        except regex.RegexRefused as exc:
+            logger.warning("activation pattern %s of endpoint %s skipped: %s", row.pk, endpoint.pk, exc)
+    return compiled
 
 
 def co_use(endpoint_id: int) -> dict[int, dict[int, int]]:

@@ -9,25 +9,22 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from apps.catalog.models import SERVER_NAME_RE
+from apps.discovery import regex
 
 MAX_TARGETS = 50
 # `server.tool` (a tool) or `server.*` (every tool of the server).
 TARGET_RE = re.compile(SERVER_NAME_RE.rstrip("$") + r"\.(\*|[^\s.][^\s]*)$")
 
 
-# A repeated group that itself repeats (`(a+)+`): Python's regex engine can take exponential time
-# on it, and patterns run on the web process for every query and call.
-NESTED_REPETITION = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)[+*{]")
-MAX_TEXT = 2000  # characters of a query or call a pattern is matched against
+MAX_PATTERNS = 50  # per endpoint: every one is tried on every query and call of a dynamic session
 
 
 def validate_pattern(value: str) -> None:
+    """Refuse what RE2 cannot run, or may not (see apps/discovery/regex.py), saying why."""
     try:
-        re.compile(value)
-    except re.error as exc:
-        raise ValidationError(f"Not a valid regular expression: {exc}.") from None
-    if NESTED_REPETITION.search(value):
-        raise ValidationError("Nested repetition such as (a+)+ can take exponential time: simplify the expression.")
+        regex.compile_regex(value)
+    except regex.RegexRefused as exc:
+        raise ValidationError(f"Not a valid regular expression for RE2 (the syntax accepted): {exc}.") from None
 
 
 def validate_targets(value: object) -> None:
@@ -51,5 +48,12 @@ class ActivationPattern(models.Model):
     def __str__(self) -> str:
         return f"/{self.pattern}/ → {', '.join(self.targets)}"
 
-    def matches(self, text: str) -> bool:
-        return re.search(self.pattern, text[:MAX_TEXT], re.IGNORECASE) is not None
+    @property
+    def problem(self) -> str:
+        """Why a stored pattern never matches (saved before RE2 refused it), else ''."""
+        try:
+            validate_pattern(self.pattern)
+        except ValidationError as exc:
+            return " ".join(exc.messages)
+        return ""
+

@@ -24,6 +24,9 @@ from apps.gateway.jsonrpc import INVALID_PARAMS, RpcError
 SEARCH, LOAD, UNLOAD, CALL = "search_tools", "load_tools", "unload_tools", "call_tool"
 MAX_LIMIT = 50
 MAX_NAMES = 50
+# Characters of a search_tools query: the search runs on the event loop, and a 1 MB query cost
+# BM25 0.6 s there (the request body may be 4 MB).
+MAX_QUERY = 2000
 
 _NAMES = {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": MAX_NAMES}
 META_TOOLS: list[dict[str, Any]] = [
@@ -34,7 +37,7 @@ META_TOOLS: list[dict[str, Any]] = [
         "inputSchema": {
             "type": "object",
             "properties": {
-                "query": {"type": "string", "description": "What you want to do, in a few words"},
+                "query": {"type": "string", "maxLength": MAX_QUERY, "description": "What you want to do, in a few words"},
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 10, "description": "How many tools to return"},
             },
             "required": ["query"],
@@ -103,7 +106,7 @@ async def tools_call(ctx: protocol.Context, name: str, arguments: dict[str, Any]
     if name in (LOAD, UNLOAD):
         return await _change(ctx, catalog, name, _names(arguments))
     if name == CALL:
-        target = protocol._string(arguments, "name")
+        target = protocol._name(arguments)
         if target not in catalog.entries:
             return _result({"error": str(_not_listed(catalog, target, known=False).message)}, error=True)
         return await _call(ctx, catalog, target, protocol._mapping(arguments, "arguments"), params, anywhere=True)
@@ -119,6 +122,8 @@ def _result(payload: dict[str, Any], *, error: bool = False) -> dict[str, Any]:
 
 def _search(catalog: Catalog, arguments: dict[str, Any], loaded: dict[str, float]) -> dict[str, list[dict[str, Any]]]:
     query = protocol._string(arguments, "query")
+    if len(query) > MAX_QUERY:
+        raise RpcError(INVALID_PARAMS, f"Invalid params: 'query' must be at most {MAX_QUERY} characters")
     limit = arguments.get("limit", 10)
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
         raise RpcError(INVALID_PARAMS, f"Invalid params: 'limit' must be an integer from 1 to {MAX_LIMIT}")
@@ -160,7 +165,8 @@ async def _change(ctx: protocol.Context, catalog: Catalog, action: str, names: l
 
 async def _activate(ctx: protocol.Context, catalog: Catalog, text: str) -> dict[str, list[str]] | None:
     """Pre-load what the endpoint's activation patterns name for `text` (within the budget)."""
-    names = catalog.activated(text) if catalog.patterns and ctx.session is not None else []
+    # Up to milliseconds per pattern (RE2 releases the GIL): never on the event loop.
+    names = await sync_to_async(catalog.activated, thread_sensitive=False)(text) if catalog.patterns and ctx.session is not None else []
     fresh = [n for n in names if n not in ctx.session.loaded and not catalog.entries[n].pinned] if names else []
     if not fresh:
         return None

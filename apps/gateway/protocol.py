@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import re2
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.urls import reverse
@@ -22,6 +23,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from apps.catalog.models import BUILTIN_URL, Tool
 from apps.core import public_url
 from apps.credentials.errors import CredentialsMissing
+from apps.discovery.regex import Regex
 from apps.gateway import jsonrpc
 from apps.gateway.auth import EndpointRef, Principal
 from apps.gateway.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, RpcError
@@ -165,6 +167,18 @@ def _string(params: dict[str, Any], key: str) -> str:
     return value
 
 
+# MCP names are printable, and Postgres refuses NUL in text: a name holding a control character
+# is invalid params before any lookup (the disabled-tool hint queries the database by name).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _name(params: dict[str, Any], key: str = "name") -> str:
+    name = _string(params, key)
+    if _CONTROL.search(name):
+        raise RpcError(INVALID_PARAMS, f"Invalid params: '{key}' holds a control character, which no tool or prompt name can")
+    return name
+
+
 def _mapping(params: dict[str, Any], key: str) -> dict[str, Any]:
     value = params.get(key)
     if value is None:
@@ -204,7 +218,7 @@ def _dump(model: Any) -> dict[str, Any]:
 
 
 async def tools_call(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    name = _string(params, "name")
+    name = _name(params)
     arguments = _mapping(params, "arguments")
     if ctx.view.mode == Endpoint.Mode.DYNAMIC:
         from apps.gateway import dynamic
@@ -354,7 +368,7 @@ def _roots(forward):
 async def prompts_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     from mcp import MCPError
 
-    name = _string(params, "name")
+    name = _name(params)
     exposed = ctx.view.prompts.get(name)
     if exposed is None:
         raise _unknown("prompt", name, list(ctx.view.prompts))
@@ -368,12 +382,20 @@ async def prompts_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     return _dump(result)
 
 
-def _template_regex(template: str) -> re.Pattern[str]:
+def _template_regex(template: str) -> Regex:
+    """A backend's URI template as a regex, on RE2: with Python's backtracking `re`, a template of
+    consecutive `{+x}` (`.+.+.+…`) against a long URI a client sends takes time exponential in
+    their number (six and 120 characters: 23 s)."""
     parts = re.split(r"(\{[^}]*\})", template)
     pattern = "".join(
-        (".+" if part.startswith("{+") else "[^/]+") if part.startswith("{") else re.escape(part) for part in parts
+        (".+" if part.startswith("{+") else "[^/]+") if part.startswith("{") else re2.escape(part) for part in parts
     )
-    return re.compile(f"^{pattern}$")
+    return re2.compile(f"^{pattern}$", _TEMPLATE_OPTIONS)
+
+
+_TEMPLATE_OPTIONS = re2.Options()
+_TEMPLATE_OPTIONS.log_errors = False
+_TEMPLATE_OPTIONS.never_capture = True
 
 
 def _resource_server(view: EndpointView, uri: str) -> str:
@@ -381,8 +403,11 @@ def _resource_server(view: EndpointView, uri: str) -> str:
     if server is not None:
         return server
     for owner, entry in view.templates:
-        if _template_regex(entry["uriTemplate"]).match(uri):
-            return owner
+        try:
+            if _template_regex(entry["uriTemplate"]).match(uri):
+                return owner
+        except re2.error:  # a template too large for RE2 matches nothing
+            continue
     raise RpcError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
 
 

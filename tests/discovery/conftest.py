@@ -2,6 +2,7 @@
 
 from tests.gateway.conftest import (  # noqa: F401 - fixtures
     _close_thread_connections,
+    alice_endpoint,
     alice_hub_token,
     anyio_backend,
     echo_discovery,
