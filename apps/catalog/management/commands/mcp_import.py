@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -13,7 +15,9 @@ from django.db import IntegrityError
 from apps.accounts.models import Team, User
 from apps.catalog.found_file import import_found_file
 from apps.catalog.importing import import_servers
-from apps.catalog.mcp_json import McpJsonError, candidate_paths, find_mcp_json, read_mcp_json
+from apps.catalog.mcp_json import McpJsonError, ServerConfig, candidate_paths, find_mcp_json, read_mcp_json
+
+T = TypeVar("T")
 
 
 class Command(BaseCommand):
@@ -54,18 +58,8 @@ class Command(BaseCommand):
                 self._import_found(path, sync=options["sync"], dry_run=dry_run, discover=not no_discover)
             return
         path = path or self._discover(if_found=False)
-        try:
-            parsed = read_mcp_json(path)
-            changes = import_servers(
-                configs=parsed.servers, owner=owner, team=team, dry_run=dry_run, discover=not no_discover
-            )
-        except McpJsonError as exc:
-            raise CommandError(f"{path}: nothing imported.\n" + "\n".join(f"  {e}" for e in exc.errors)) from None
-        except IntegrityError as exc:
-            # Someone else wrote a server of the same name meanwhile; the transaction rolled back.
-            raise CommandError(f"{path}: nothing imported: a concurrent change got in the way ({exc}); run again.")
-        for warning in parsed.warnings:
-            self.stderr.write(self.style.WARNING(f"warning: {warning}"))
+        changes = self._apply(path, lambda configs: import_servers(
+            configs=configs, owner=owner, team=team, dry_run=dry_run, discover=not no_discover))
         if self.verbosity > 0:
             for change in changes:
                 self.stdout.write(f"{'would be ' if dry_run else ''}{change}")
@@ -73,15 +67,8 @@ class Command(BaseCommand):
 
     def _import_found(self, path: Path, *, sync: bool, dry_run: bool, discover: bool) -> None:
         """The launcher's import: once, then only what changed in the file and nobody changed in the hub."""
-        try:
-            parsed = read_mcp_json(path)
-            outcome = import_found_file(path=path, configs=parsed.servers, sync=sync, dry_run=dry_run, discover=discover)
-        except McpJsonError as exc:
-            raise CommandError(f"{path}: nothing imported.\n" + "\n".join(f"  {e}" for e in exc.errors)) from None
-        except IntegrityError as exc:
-            raise CommandError(f"{path}: nothing imported: a concurrent change got in the way ({exc}); run again.")
-        for warning in parsed.warnings:
-            self.stderr.write(self.style.WARNING(f"warning: {warning}"))
+        outcome = self._apply(path, lambda configs: import_found_file(
+            path=path, configs=configs, sync=sync, dry_run=dry_run, discover=discover))
         if outcome.unchanged_file:
             self.stdout.write(f"{path}: unchanged since it was imported; nothing to do")
             return
@@ -91,6 +78,20 @@ class Command(BaseCommand):
             self.stdout.write(f"{prefix}{line}")
         suffix = " (dry run: nothing written)" if dry_run else ""
         self.stdout.write(f"{path}: {len(lines) or 'no'} change(s) to report{suffix}")
+
+    def _apply(self, path: Path, importing: Callable[[Sequence[ServerConfig]], T]) -> T:
+        """Read the file and run `importing` on its servers; any problem is one CommandError, nothing written."""
+        try:
+            parsed = read_mcp_json(path)
+            result = importing(parsed.servers)
+        except McpJsonError as exc:
+            raise CommandError(f"{path}: nothing imported.\n" + "\n".join(f"  {e}" for e in exc.errors)) from None
+        except IntegrityError as exc:
+            # Someone else wrote a server of the same name meanwhile; the transaction rolled back.
+            raise CommandError(f"{path}: nothing imported: a concurrent change got in the way ({exc}); run again.")
+        for warning in parsed.warnings:
+            self.stderr.write(self.style.WARNING(f"warning: {warning}"))
+        return result
 
     def _discover(self, *, if_found: bool) -> Path | None:
         environ = {"MCP_JSON_PATH": os.environ.get("MCP_JSON_PATH") or settings.MCP_JSON_PATH or ""}
