@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from apps.core.views import health
+from apps.core.views import favicon, health
 from apps.web.metrics_views import metrics_view
 
 admin.site.site_header = "MCP Hub administration"
@@ -10,6 +10,8 @@ admin.site.site_title = "MCP Hub"
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("health", health, name="health"),
+    # Browsers ask for /favicon.ico on any page without a <link rel=icon> (the API, the admin).
+    path("favicon.ico", favicon),
     path("metrics", metrics_view, name="metrics"),
     path("api/", include("apps.api.urls")),
     path("", include("apps.oauth.urls")),

@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.templatetags.static import static
 from django.views.decorators.http import require_GET
 
 
@@ -72,3 +73,8 @@ def health(request: HttpRequest) -> JsonResponse:
     healthy = all(value == "ok" for value in results.values())
     body = {"status": "ok" if healthy else "error", "checks": results, **facts}
     return JsonResponse(body, status=200 if healthy else 503)
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    """The hub's icon where browsers look for it by default (pages link it; the API and admin do not)."""
+    return HttpResponsePermanentRedirect(static("favicon.svg"))

@@ -196,3 +196,14 @@ def test_the_servers_page_is_for_staff(client, alice, admin_user, global_server)
 
     client.force_login(admin_user)
     assert b"time" in client.get("/servers/").content
+
+
+def test_every_page_has_an_icon_and_favicon_ico_finds_it(client, db):
+    page = client.get("/login/").content.decode()
+    assert 'rel="icon" href="/static/favicon.svg"' in page
+
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301 and response["Location"] == "/static/favicon.svg"
+    from django.contrib.staticfiles import finders
+
+    assert finders.find("favicon.svg")  # collected with the other static files
