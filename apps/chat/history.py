@@ -9,8 +9,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from apps.chat.models import Message as MessageRow
+from apps.chat.rounds import stored_message
 from apps.chat.models import Turn
-from apps.llm.types import Message, ToolCall
+from apps.llm.types import Message
 
 CANCELLED = "The call did not complete (the turn was stopped or interrupted)."
 # What a turn needs of its conversation and endpoint (the provider whole, for its adapter): a
@@ -18,7 +19,7 @@ CANCELLED = "The call did not complete (the turn was stopped or interrupted)."
 SETUP_FIELDS = (
     "status", "conversation__owner_id", "conversation__model", "conversation__provider", "conversation__endpoint__approval",
 )
-HISTORY_FIELDS = ("role", "text", "tool_calls", "tool_call_id", "is_error", "turn_id")
+HISTORY_FIELDS = ("role", "text", "tool_calls", "tool_call_id", "is_error", "turn_id", "reasoning", "replay")
 
 
 @dataclass(frozen=True)
@@ -82,9 +83,9 @@ def to_messages(rows) -> list[Message]:
         if row.role == MessageRow.Role.USER:
             messages.append(Message(role="user", text=row.text))
         elif row.role == MessageRow.Role.ASSISTANT:
-            calls = tuple(ToolCall(id=c["id"], name=c["name"], arguments=c.get("arguments") or {}) for c in row.tool_calls)
-            messages.append(Message(role="assistant", text=row.text, tool_calls=calls))
-            unanswered = [c.id for c in calls]
+            message = stored_message(text=row.text, calls=row.tool_calls, reasoning=row.reasoning, replay=row.replay)
+            messages.append(message)
+            unanswered = [c.id for c in message.tool_calls]
         elif row.tool_call_id in unanswered:
             unanswered.remove(row.tool_call_id)
             messages.append(Message(role="tool", text=row.text, tool_call_id=row.tool_call_id, is_error=row.is_error))

@@ -6,6 +6,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
@@ -20,6 +21,10 @@ def validate_base_url(value: str) -> None:
         raise ValidationError("Enter an http(s) URL such as http://127.0.0.1:1234/v1 or https://api.openai.com/v1.")
     if parts.query or parts.fragment or parts.username or parts.password:
         raise ValidationError("The base URL takes no query, fragment or credentials; put the key in API key.")
+
+
+# `reasoning_effort` values OpenAI-compatible servers know ("none": GPT-5.1 without reasoning).
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
 
 
 class Provider(TimeStampedModel):
@@ -44,6 +49,19 @@ class Provider(TimeStampedModel):
         help_text="Empty: shared with every user.",
     )
     is_default = models.BooleanField(default=False)
+    # Model settings (apps.llm.adapters.base.Tuning): empty means the provider's and model's defaults.
+    reasoning_effort = models.CharField(
+        max_length=10, blank=True, choices=[(e, e) for e in REASONING_EFFORTS],
+        help_text="OpenAI-compatible reasoning models: how hard they think (sent as reasoning_effort). Empty: the model's default.",
+    )
+    thinking_budget = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1024), MaxValueValidator(1_000_000)],
+        help_text="Anthropic: turns on extended thinking with this many tokens of budget (at least 1024). Empty: off.",
+    )
+    max_output_tokens = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(10_000_000)],
+        help_text="The longest reply, in tokens. Empty: the model's own limit.",
+    )
 
     class Meta:
         ordering = ["name", "pk"]
@@ -61,6 +79,17 @@ class Provider(TimeStampedModel):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        errors = {}
+        if self.reasoning_effort and self.kind != self.Kind.OPENAI:
+            errors["reasoning_effort"] = "Only OpenAI-compatible providers take a reasoning effort; for Anthropic set a thinking budget."
+        if self.thinking_budget and self.kind != self.Kind.ANTHROPIC:
+            errors["thinking_budget"] = "Only Anthropic providers take a thinking budget; OpenAI-compatible ones a reasoning effort."
+        elif self.thinking_budget and self.max_output_tokens and self.thinking_budget >= self.max_output_tokens:
+            errors["thinking_budget"] = "The thinking budget must be smaller than the output limit (Anthropic counts thinking in it)."
+        if errors:
+            raise ValidationError(errors)
 
     @property
     def is_shared(self) -> bool:

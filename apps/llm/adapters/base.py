@@ -5,6 +5,7 @@ from __future__ import annotations
 import ssl
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
 from typing import TYPE_CHECKING, ClassVar
@@ -41,6 +42,15 @@ def sdk_http_client(sdk: ModuleType, timeouts: httpx2.Timeout) -> httpx2.AsyncCl
     return sdk.DefaultAioHttpClient(verify=shared_ssl_context(), timeout=timeouts)
 
 
+@dataclass(frozen=True)
+class Tuning:
+    """A provider's model settings (apps.llm.models.Provider): none of them set means the provider's defaults."""
+
+    reasoning_effort: str = ""  # OpenAI-style `reasoning_effort` (minimal, low, medium, high…)
+    thinking_budget: int | None = None  # Anthropic extended thinking: `budget_tokens`
+    max_output_tokens: int | None = None  # the output limit of a reply; None: the model's own
+
+
 class Adapter(ABC):
     """Talks to one provider account.
 
@@ -52,10 +62,11 @@ class Adapter(ABC):
 
     kind: ClassVar[str]
 
-    def __init__(self, *, base_url: str, api_key: str | None, timeout: float = 120.0) -> None:
+    def __init__(self, *, base_url: str, api_key: str | None, timeout: float = 120.0, tuning: Tuning | None = None) -> None:
         self.base_url = base_url
         self.api_key = api_key or None
         self.timeout = timeout
+        self.tuning = tuning or Tuning()
 
     @abstractmethod
     def stream(
