@@ -65,8 +65,8 @@ class Reply:
     use finish="content_filter". tokens: the reply's length in tokens — a request whose max_tokens
     (max_completion_tokens) is smaller gets it cut there with finish "length".
     require: checks the product makes of the request, answered with its 400 when they fail:
-    "reasoning_content" (DeepSeek: every assistant tool-call message of the current turn carries
-    it), "thought_signature" (Gemini 3: the first call of each assistant step of the current turn
+    "reasoning_content" (DeepSeek: every assistant tool-call message carries it, in every later
+    request), "thought_signature" (Gemini 3: the first call of each assistant step of the current turn
     carries a signature it issued), "reasoning_details" (OpenRouter relaying Anthropic: the details
     come back with their signature), "thinking" (Anthropic with thinking enabled: the last
     assistant message starts with its thinking blocks, signatures intact).
@@ -411,8 +411,10 @@ def _current_turn(messages: list) -> list[tuple[int, dict]]:
 
 
 def _deepseek_check(body: dict) -> tuple[int, Any] | None:
-    for index, message in _current_turn(body.get("messages") or []):
-        if message.get("tool_calls") and not isinstance(message.get("reasoning_content"), str):
+    # "For turns that do perform tool calls, the reasoning_content must be fully passed back to the
+    # API in all subsequent requests" (DeepSeek's thinking-mode guide): earlier turns too.
+    for index, message in enumerate(body.get("messages") or []):
+        if message.get("role") == "assistant" and message.get("tool_calls") and not isinstance(message.get("reasoning_content"), str):
             return 400, {"error": {
                 "message": f"Missing `reasoning_content` field in the assistant message at message index {index}. For more "
                            "information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls",

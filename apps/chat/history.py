@@ -27,6 +27,7 @@ class TurnSetup:
     turn_id: uuid.UUID
     conversation_id: uuid.UUID
     user_id: int
+    provider_id: int
     endpoint_id: int | None
     model: str
     history: tuple[Message, ...]
@@ -61,9 +62,10 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
         turn_id=turn.pk,
         conversation_id=conversation.pk,
         user_id=conversation.owner_id,
+        provider_id=provider.pk,
         endpoint_id=endpoint.pk if endpoint else None,
         model=conversation.model or provider.default_model,
-        history=tuple(to_messages(rows)),
+        history=tuple(to_messages(rows, provider_id=provider.pk)),
         first_seq=next_seq(conversation.pk),
         user_text=next((r.text for r in reversed(rows) if r.turn_id == turn.pk and r.role == MessageRow.Role.USER), ""),
         adapter=lambda: adapter(provider),
@@ -71,9 +73,11 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
     )
 
 
-def to_messages(rows) -> list[Message]:
+def to_messages(rows, *, provider_id: int | None = None) -> list[Message]:
     """The stored history as the model sees it; a tool call left without a result (a stopped or
-    lost turn) gets one, since providers refuse a history with an unanswered call."""
+    lost turn) gets one, since providers refuse a history with an unanswered call. A reply's
+    provider fields go back only to the provider that sent them (`provider_id`): another one may
+    refuse fields it does not know, and could not read them anyway."""
     messages: list[Message] = []
     unanswered: list[str] = []
     for row in rows:
@@ -83,7 +87,8 @@ def to_messages(rows) -> list[Message]:
         if row.role == MessageRow.Role.USER:
             messages.append(Message(role="user", text=row.text))
         elif row.role == MessageRow.Role.ASSISTANT:
-            message = stored_message(text=row.text, calls=row.tool_calls, reasoning=row.reasoning, replay=row.replay)
+            replay = row.replay if row.replay and row.replay.get("provider") == provider_id else None
+            message = stored_message(text=row.text, calls=row.tool_calls, reasoning=row.reasoning, replay=replay)
             messages.append(message)
             unanswered = [c.id for c in message.tool_calls]
         elif row.tool_call_id in unanswered:

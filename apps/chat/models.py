@@ -73,7 +73,8 @@ class Message(models.Model):
     `result` keeps a tool's whole result; the model is sent `text`, cut to
     MCPHUB_CHAT_TOOL_RESULT_CHARS. An assistant message keeps the model's `reasoning` (shown,
     collapsed) and `replay`: the provider's opaque fields of the message and of each call
-    ({"message": {...}, "calls": {id: {...}}}), sent back to it unchanged and never shown.
+    ({"provider": pk, "message": {...}, "calls": {id: {...}}}), sent back to that provider unchanged
+    and never shown.
     `finish_reason` says how a reply ended when that is news: "length" (cut at the model's output
     limit), "refusal" (`text` is the model's refusal), "error" (the stream broke; `text` is what came).
     """

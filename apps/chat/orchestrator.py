@@ -154,7 +154,7 @@ class TurnRunner:
         self._store(
             role=MessageRow.Role.ASSISTANT, text=reply.shown_text,
             tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
-            reasoning=reply.reasoning, replay=reply.replay(), finish_reason=reply.finish_reason,
+            reasoning=reply.reasoning, replay=self._replay(reply), finish_reason=reply.finish_reason,
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
             duration_ms=(time.perf_counter() - clock) * 1000,
         )
@@ -185,6 +185,10 @@ class TurnRunner:
             self.tools, call, needs_approval=self.setup.needs_approval, approve=self._approve,
             on_running=lambda: self.sink.emit("status", {"state": "tool", "tool": call.name, "message": f"Running {call.name}…"}),
         )
+
+    def _replay(self, reply: rounds.ModelReply) -> dict[str, Any] | None:
+        replay = reply.replay()
+        return replay and {**replay, "provider": self.setup.provider_id}  # see history.to_messages
 
     def _text(self, chunk: str) -> None:
         self.partial.append(chunk)

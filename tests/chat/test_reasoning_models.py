@@ -80,6 +80,30 @@ async def test_deepseek_refuses_a_history_without_the_reasoning_of_its_tool_call
     await db(settle_turns_and_runs)()
 
 
+async def test_deepseek_gets_back_the_reasoning_of_an_earlier_turns_tool_calls(
+    hub, llm, alice, alice_endpoint, alice_hub_token
+):
+    await db(lambda: Provider.objects.create(
+        name="deepseek", kind="openai", base_url=llm.url, default_model="deepseek-reasoner", owner=alice, is_default=True,
+    ))()
+    llm.script([
+        Reply(reasoning=["I add."], tool_calls=[("c1", "add", {"a": 2, "b": 3})], require=["reasoning_content"]),
+        Reply(reasoning=["Done."], text=["5"], require=["reasoning_content"]),
+        Reply(reasoning=["Easy."], text=["10"], require=["reasoning_content"]),
+    ])
+    async with Api(hub.base_url, alice_hub_token) as api:
+        conversation = await api.new_conversation()
+        async with chat_socket(hub, conversation, alice_hub_token) as chat:
+            await chat.send("message", {"text": "add"})
+            await chat.until("end")
+            await chat.send("message", {"text": "double it"})
+            end = await chat.until("end")
+
+    assert end["payload"]["status"] == "complete" and not chat.of("error")
+    assert [m.get("reasoning_content") for m in llm.requests[2]["messages"] if m["role"] == "assistant"] == ["I add.", "Done."]
+    await db(settle_turns_and_runs)()
+
+
 async def test_a_cut_turn_continues_and_a_broken_stream_keeps_what_was_shown(
     hub, llm, alice_provider, alice_endpoint, alice_hub_token
 ):

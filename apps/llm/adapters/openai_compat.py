@@ -22,7 +22,8 @@ from apps.llm.types import Event, Finish, Message, ReasoningDelta, TextDelta, To
 _REASONING_MODEL = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
 # The reasoning text of a reply, under the name its server used: DeepSeek, Kimi, vLLM and llama.cpp
 # say `reasoning_content`; OpenRouter, Ollama and newer vLLM `reasoning`. DeepSeek and Kimi refuse
-# an assistant tool-call message of the current turn without its `reasoning_content`.
+# a history whose assistant tool-call messages lack their `reasoning_content` — in every later
+# request, not only the turn's own (DeepSeek's thinking-mode guide); elsewhere they ignore it.
 _REASONING_TEXT = ("reasoning_content", "reasoning")
 
 
@@ -47,7 +48,7 @@ class OpenAIAdapter(Adapter):
     ) -> AsyncIterator[Event]:
         request: dict[str, Any] = {
             "model": model,
-            "messages": _messages(messages),
+            "messages": [_message(m) for m in messages],
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -85,7 +86,7 @@ class OpenAIAdapter(Adapter):
                     usage = Usage(chunk["usage"].get("prompt_tokens") or 0, chunk["usage"].get("completion_tokens") or 0)
                 for choice in (chunk.get("choices") or ())[:1]:
                     delta = choice.get("delta") or {}
-                    if thought := kept.reasoning(delta):
+                    if thought := kept.keep(delta):
                         yield ReasoningDelta(thought)
                     if delta.get("content"):
                         yield TextDelta(delta["content"])
@@ -147,8 +148,8 @@ class Kept:
         self.refusals: list[str] = []
         self._call_id = ""
 
-    def reasoning(self, delta: dict[str, Any]) -> str:
-        """Keeps the delta's reasoning fields; returns the reasoning text to show ("" if none)."""
+    def keep(self, delta: dict[str, Any]) -> str:
+        """Keeps the delta's reasoning fields and refusal; returns the reasoning text to show ("" if none)."""
         shown = ""
         for name in _REASONING_TEXT:
             if isinstance(delta.get(name), str) and delta[name]:
@@ -192,20 +193,13 @@ class Kept:
         return fields or None
 
 
-def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    # Reasoning text goes back on the current turn's assistant messages only (after the last user
-    # message): DeepSeek asks for it there and drops it from earlier turns, which it need not be sent.
-    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
-    return [_message(m, current=i > last_user) for i, m in enumerate(messages)]
-
-
-def _message(message: Message, *, current: bool = True) -> dict[str, Any]:
+def _message(message: Message) -> dict[str, Any]:
     if message.role == "tool":
         text = f"Error: {message.text}" if message.is_error else message.text
         return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": text}
     if message.role != "assistant":
         return {"role": message.role, "content": message.text}
-    replay = {k: v for k, v in (message.replay or {}).items() if current or k not in _REASONING_TEXT}
+    replay = message.replay or {}  # as the provider sent it (see Kept)
     if not message.tool_calls:
         return {"role": "assistant", "content": message.text, **replay}
     return {
