@@ -9,8 +9,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from apps.chat.models import Message as MessageRow
-from apps.chat.rounds import stored_message
 from apps.chat.models import Turn
+from apps.chat.rounds import stored_message
 from apps.llm.types import Message
 
 CANCELLED = "The call did not complete (the turn was stopped or interrupted)."

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from apps.chat.tools import Toolbox, error_result
@@ -22,7 +22,7 @@ class ModelReply:
     usage: Usage
     duration_ms: float
     reasoning: str = ""
-    finish: Finish = Finish("stop")
+    finish: Finish = field(default_factory=lambda: Finish("stop"))
 
     @property
     def finish_reason(self) -> str:

@@ -94,9 +94,9 @@
       thinking.body.textContent += p.text;  // shown as text, never as markup
     },
     refusal(p) {
-      if (!bubble && p.text) { bubble = el("div", "msg msg-assistant"); root.append(bubble); }
-      if (p.text) bubbleText += p.text;
-      if (bubble) bubble.classList.add("msg-refusal");
+      if (!bubble) { bubble = el("div", "msg msg-assistant"); root.append(bubble); }
+      bubbleText += p.text || (bubbleText ? "" : "(no reason given)");
+      bubble.classList.add("msg-refusal");
       endBubble();
     },
     text(p) {

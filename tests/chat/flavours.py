@@ -3,7 +3,8 @@ each driving a two-tool round and then its answer: shared by the chat-turn and r
 
 `replies()`: the scripted model's two replies (two tool calls, then the answer); each carries the
 checks the product makes of the request, so a hub that drops what must come back gets the
-product's 400 on the second request. `sent()`: asserts what the second request carried back.
+product's 400 on the second request. `sent()`: asserts what the second request carried back. The `flavour` fixture (tests/chat/conftest.py)
+runs a test once per flavour, `flavour_provider` makes it alice's default provider.
 """
 
 from __future__ import annotations
@@ -128,3 +129,4 @@ FLAVOURS = [
         run_error="The model refused: I won't continue",
     ),
 ]
+

@@ -3,31 +3,14 @@ limit and refusals, as each product sends them, through the real hub: a two-tool
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from apps.chat.models import Message
 from apps.llm.models import Provider
 from tests.chat.conftest import Api, chat_socket, db, settle_turns_and_runs
-from tests.chat.flavours import FLAVOURS, Flavour
 from tests.llm_server import Reply
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
-
-
-@pytest.fixture(params=FLAVOURS, ids=[f.name for f in FLAVOURS])
-def flavour(request) -> Flavour:
-    return request.param
-
-
-@pytest.fixture
-def flavour_provider(flavour, alice, llm) -> Iterator[Provider]:
-    yield Provider.objects.create(
-        name=flavour.name, kind=flavour.kind, base_url=llm.url, default_model=flavour.model, owner=alice,
-        is_default=True, **flavour.settings,
-    )
-    settle_turns_and_runs()
 
 
 async def test_a_two_tool_turn(hub, llm, flavour, flavour_provider, alice_endpoint, alice_hub_token):

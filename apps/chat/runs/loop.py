@@ -148,8 +148,8 @@ class RunRunner:
         if isinstance(exc, Limit):
             return Run.Status.FAILED, "", str(exc)
         if isinstance(exc, Incomplete):
-            return (Run.Status.INCOMPLETE, exc.answer, f"The answer was cut at the model's output limit "
-                    f"{settings.MCPHUB_RUN_CONTINUATIONS + 1} times; resume the run to let it go on.")
+            times = settings.MCPHUB_RUN_CONTINUATIONS + 1
+            return Run.Status.INCOMPLETE, exc.answer, f"The answer was cut at the model's output limit {times} times; resume the run to let it go on."
         if isinstance(exc, Refused):
             return Run.Status.FAILED, "", f"The model refused: {exc}"
         if isinstance(exc, Drained):
