@@ -153,6 +153,8 @@ class ScriptedLLM:
         self.disconnects = 0
         self.unscripted = 0
         self.active = 0  # replies being answered right now
+        # Anthropic's GET /v1/models/{id} says each model's output limit (`max_tokens`); unlisted: 404.
+        self.output_limits: dict[str, int] = {}
         self._script: list[Reply] = []
         self._lock = threading.Condition()
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
@@ -570,6 +572,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.llm.record(Received("GET", self.path, dict(self.headers)))
         fmt = self._format()
+        model = self.path.split("?")[0].rstrip("/").removeprefix("/v1/models/")
+        if fmt is ANTHROPIC and model in self.llm.output_limits and self._authorized(fmt):
+            return self._json(200, {"type": "model", "id": model, "display_name": model, "created_at": "2025-01-01T00:00:00Z",
+                                    "max_input_tokens": 200000, "max_tokens": self.llm.output_limits[model]})
         if self.path.split("?")[0].rstrip("/") != "/v1/models":
             return self._json(404, fmt.bad_url("GET", self.path))
         if self._authorized(fmt):
