@@ -197,11 +197,11 @@ def _message(message: Message) -> dict[str, Any]:
     if message.role == "tool":
         text = f"Error: {message.text}" if message.is_error else message.text
         return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": text}
-    if message.role != "assistant":
+    if message.role != "assistant" or not message.tool_calls:
+        # A plain answer's reasoning is not asked back by anyone (DeepSeek ignores it), and some
+        # servers (older vLLM) refuse fields they do not know: it stays home.
         return {"role": message.role, "content": message.text}
     replay = message.replay or {}  # as the provider sent it (see Kept)
-    if not message.tool_calls:
-        return {"role": "assistant", "content": message.text, **replay}
     return {
         "role": "assistant",
         "content": message.text or None,
