@@ -356,6 +356,9 @@ MCPHUB_LLM_LOADING_WAIT = envint("MCPHUB_LLM_LOADING_WAIT", 60)
 MCPHUB_RUN_MAX_ROUNDS = envint("MCPHUB_RUN_MAX_ROUNDS", 10000)
 MCPHUB_RUN_CONTEXT_CHARS = envint("MCPHUB_RUN_CONTEXT_CHARS", 60000)
 MCPHUB_RUN_KEEP_ROUNDS = envint("MCPHUB_RUN_KEEP_ROUNDS", 4)
+# Rounds a run may spend asking the model to go on with an answer cut at its output limit; past
+# them the run ends `incomplete` with what it has.
+MCPHUB_RUN_CONTINUATIONS = envint("MCPHUB_RUN_CONTINUATIONS", 3)
 MCPHUB_RUN_HEARTBEAT_SECONDS = envint("MCPHUB_RUN_HEARTBEAT_SECONDS", 10)
 MCPHUB_RUN_STALE_SECONDS = envint("MCPHUB_RUN_STALE_SECONDS", 40)
 

@@ -30,6 +30,10 @@ completion).
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import hashlib
+import hmac
 import json
 import select
 import socket
@@ -60,6 +64,22 @@ class Reply:
     error_after: after this many chunks, an error inside the 200 stream, as the services send one
     (Anthropic: `event: error` with e.g. overloaded_error; OpenAI: `data: {"error": ...}`); its
     status picks the type (`error`, default 529 Anthropic / 500 OpenAI).
+
+    Reasoning models and cut replies (each as its product documents it):
+    reasoning: thinking streamed before the text — OpenAI wire as `reasoning_format` says
+    ("reasoning_content": DeepSeek/Kimi; "openrouter": `reasoning` + `reasoning_details` with a
+    signature), Anthropic wire as a signed `thinking` block (only when the request enables thinking).
+    redacted_thinking: Anthropic, a `redacted_thinking` block after it. thought_signatures: Gemini 3
+    (OpenAI-compatible endpoint), the first call carries `extra_content.google.thought_signature`.
+    refusal: OpenAI's `delta.refusal` pieces (content null, finish "stop"); for Anthropic's refusal
+    use finish="content_filter". tokens: the reply's length in tokens — a request whose max_tokens
+    (max_completion_tokens) is smaller gets it cut there with finish "length".
+    require: checks the product makes of the request, answered with its 400 when they fail:
+    "reasoning_content" (DeepSeek: every assistant tool-call message carries it, in every later
+    request), "thought_signature" (Gemini 3: the first call of each assistant step of the current turn
+    carries a signature it issued), "reasoning_details" (OpenRouter relaying Anthropic: the details
+    come back with their signature), "thinking" (Anthropic with thinking enabled: the last
+    assistant message starts with its thinking blocks, signatures intact).
     """
 
     text: Sequence[str] = ()
@@ -82,6 +102,13 @@ class Reply:
     # connection closed cleanly after this many chunks (a proxy cutting a reply short).
     loading: bool = False
     close_after: int | None = None
+    reasoning: Sequence[str] = ()
+    reasoning_format: str = "reasoning_content"
+    redacted_thinking: bool = False
+    thought_signatures: bool = False
+    refusal: Sequence[str] = ()
+    tokens: int | None = None
+    require: Sequence[str] = ()
 
     def arguments(self, index: int) -> str:
         raw = self.tool_calls[index][2]
@@ -94,6 +121,23 @@ class Reply:
     @property
     def finish_reason(self) -> str:
         return self.finish or ("tool_calls" if self.tool_calls else "stop")
+
+    def limited(self, body: dict) -> Reply:
+        """The reply as a request's output limit leaves it: cut there (finish "length") when `tokens` exceed it."""
+        limit = body.get("max_tokens") or body.get("max_completion_tokens")
+        if self.tokens is None or not limit or limit >= self.tokens:
+            return self
+        text = "".join(self.text)
+        kept = text[: max(1, len(text) * limit // self.tokens)]
+        return dataclasses.replace(self, text=[kept], tool_calls=(), finish="length", usage=(1, limit))
+
+
+# Signatures the scripted models issue: opaque to the hub, checkable here (an HMAC of what they sign).
+_SIGNING_KEY = b"scripted-llm-signing-key"
+
+
+def signature(text: str) -> str:
+    return base64.b64encode(hmac.new(_SIGNING_KEY, text.encode(), hashlib.sha256).digest()).decode()
 
 
 @dataclass
@@ -129,6 +173,8 @@ class ScriptedLLM:
         self.disconnects = 0
         self.unscripted = 0
         self.active = 0  # replies being answered right now
+        # Anthropic's GET /v1/models/{id} says each model's output limit (`max_tokens`); unlisted: 404.
+        self.output_limits: dict[str, int] = {}
         self._script: list[Reply] = []
         self._lock = threading.Condition()
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
@@ -263,6 +309,9 @@ def openai_chunks(reply: Reply, body: dict, flavour: str = "openai") -> Iterator
         return {**out, "usage": None} if include_usage else out
 
     yield chunk({"role": "assistant", "content": "" if reply.text else None, "refusal": None})
+    yield from (chunk(delta) for delta in _openai_reasoning(reply))
+    for piece in reply.refusal:
+        yield chunk({"content": None, "refusal": piece})
     for piece in reply.text:
         yield chunk({"content": piece})
     for delta in tool_call_deltas(reply, flavour):
@@ -273,6 +322,19 @@ def openai_chunks(reply: Reply, body: dict, flavour: str = "openai") -> Iterator
         prompt, completion = reply.usage or (_input_tokens(body), _output_tokens(reply))
         yield {**base, "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                                                 "total_tokens": prompt + completion}}
+
+
+def _openai_reasoning(reply: Reply) -> Iterator[dict]:
+    if reply.reasoning_format == "openrouter":
+        for piece in reply.reasoning:
+            yield {"content": "", "reasoning": piece,
+                   "reasoning_details": [{"type": "reasoning.text", "text": piece, "format": "anthropic-claude-v1", "index": 0}]}
+        if reply.reasoning:
+            yield {"content": "", "reasoning_details": [{"type": "reasoning.text", "signature": signature("".join(reply.reasoning)),
+                                                         "format": "anthropic-claude-v1", "index": 0}]}
+        return
+    for piece in reply.reasoning:
+        yield {"content": None, "reasoning_content": piece}
 
 
 def openai_completion(reply: Reply, body: dict, flavour: str = "openai") -> dict:
@@ -329,8 +391,11 @@ def tool_call_deltas(reply: Reply, flavour: str) -> Iterator[list[dict]]:
     else:
         for index, (call_id, name, _) in calls:
             # LM Studio sends an empty id; llama.cpp's fragments are 1–3 characters.
-            head_id = "" if flavour == "lmstudio" else call_id
-            yield [{"index": index, "id": head_id, "type": "function", "function": {"name": name, "arguments": ""}}]
+            head = {"index": index, "id": "" if flavour == "lmstudio" else call_id, "type": "function",
+                    "function": {"name": name, "arguments": ""}}
+            if reply.thought_signatures and index == 0:  # Gemini 3 signs the first call of a step only
+                head["extra_content"] = {"google": {"thought_signature": signature(f"{call_id}:{name}")}}
+            yield [head]
             for fragment in (_small_pieces(reply.arguments(index)) if flavour == "llamacpp" else reply.fragments(index)):
                 yield [{"index": index, "function": {"arguments": fragment}}]
 
@@ -403,14 +468,27 @@ def anthropic_events(reply: Reply, body: dict) -> Iterator[tuple[str, dict]]:
         "usage": {"input_tokens": prompt, "output_tokens": 1}}}
     yield "ping", {"type": "ping"}
     index = 0
+    for block in _anthropic_thinking(reply, body):
+        if block["type"] == "redacted_thinking":
+            yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": block}
+        else:
+            yield "content_block_start", {"type": "content_block_start", "index": index,
+                                          "content_block": {"type": "thinking", "thinking": "", "signature": ""}}
+            for piece in reply.reasoning:
+                yield "content_block_delta", {"type": "content_block_delta", "index": index,
+                                              "delta": {"type": "thinking_delta", "thinking": piece}}
+            yield "content_block_delta", {"type": "content_block_delta", "index": index,
+                                          "delta": {"type": "signature_delta", "signature": block["signature"]}}
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+        index += 1
     if reply.text:
-        yield "content_block_start", {"type": "content_block_start", "index": 0,
+        yield "content_block_start", {"type": "content_block_start", "index": index,
                                       "content_block": {"type": "text", "text": ""}}
         for piece in reply.text:
-            yield "content_block_delta", {"type": "content_block_delta", "index": 0,
+            yield "content_block_delta", {"type": "content_block_delta", "index": index,
                                           "delta": {"type": "text_delta", "text": piece}}
-        yield "content_block_stop", {"type": "content_block_stop", "index": 0}
-        index = 1
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+        index += 1
     for number, (call_id, name, _) in enumerate(reply.tool_calls):
         yield "content_block_start", {"type": "content_block_start", "index": index,
                                       "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}}}
@@ -425,15 +503,110 @@ def anthropic_events(reply: Reply, body: dict) -> Iterator[tuple[str, dict]]:
     yield "message_stop", {"type": "message_stop"}
 
 
+def _anthropic_thinking(reply: Reply, body: dict) -> list[dict]:
+    """The thinking blocks of a reply: only when the request turned thinking on, as the API does."""
+    if not reply.reasoning or (body.get("thinking") or {}).get("type") != "enabled":
+        return []
+    thought = "".join(reply.reasoning)
+    blocks = [{"type": "thinking", "thinking": thought, "signature": signature(thought)}]
+    if reply.redacted_thinking:
+        data = base64.b64encode(b"encrypted:" + thought.encode()).decode()
+        blocks.append({"type": "redacted_thinking", "data": data})
+    return blocks
+
+
 def anthropic_message(reply: Reply, body: dict) -> dict:
     prompt, completion = reply.usage or (_input_tokens(body), _output_tokens(reply))
-    content: list[dict] = [{"type": "text", "text": "".join(reply.text)}] if reply.text else []
+    content: list[dict] = _anthropic_thinking(reply, body)
+    content += [{"type": "text", "text": "".join(reply.text)}] if reply.text else []
     content += [{"type": "tool_use", "id": call_id, "name": name, "input": json.loads(reply.arguments(i) or "{}")}
                 for i, (call_id, name, _) in enumerate(reply.tool_calls)]
     return {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
             "model": body.get("model", ""), "content": content,
             "stop_reason": _ANTHROPIC_REASONS.get(reply.finish_reason, reply.finish_reason), "stop_sequence": None,
             "usage": {"input_tokens": prompt, "output_tokens": completion}}
+
+
+# --- what products check of a request -----------------------------------------------------------
+
+
+def _current_turn(messages: list) -> list[tuple[int, dict]]:
+    """(index, message) of the assistant messages after the last user message."""
+    last_user = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"), default=-1)
+    return [(i, m) for i, m in enumerate(messages) if i > last_user and isinstance(m, dict) and m.get("role") == "assistant"]
+
+
+def _deepseek_check(body: dict) -> tuple[int, Any] | None:
+    # "For turns that do perform tool calls, the reasoning_content must be fully passed back to the
+    # API in all subsequent requests" (DeepSeek's thinking-mode guide): earlier turns too.
+    for index, message in enumerate(body.get("messages") or []):
+        if message.get("role") == "assistant" and message.get("tool_calls") and not isinstance(message.get("reasoning_content"), str):
+            return 400, {"error": {
+                "message": f"Missing `reasoning_content` field in the assistant message at message index {index}. For more "
+                           "information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls",
+                "type": "invalid_request_error", "param": None, "code": "invalid_request_error"}}
+    return None
+
+
+def _gemini_check(body: dict) -> tuple[int, Any] | None:
+    for index, message in _current_turn(body.get("messages") or []):
+        calls = message.get("tool_calls") or []
+        if not calls:
+            continue
+        first = calls[0]
+        name = (first.get("function") or {}).get("name")
+        sent = ((first.get("extra_content") or {}).get("google") or {}).get("thought_signature")
+        if sent != signature(f"{first.get('id')}:{name}"):
+            # Gemini answers errors as a JSON list of error objects.
+            return 400, [{"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": (
+                "Function call is missing a thought_signature in functionCall parts. This is required for tools to work "
+                "correctly, and missing thought_signature may lead to degraded model performance. Additional data, "
+                f"function call `default_api:{name}` , position {index + 1}. Please refer to "
+                "https://ai.google.dev/gemini-api/docs/thought-signatures for more details.")}}]
+    return None
+
+
+def _openrouter_check(body: dict) -> tuple[int, Any] | None:
+    for index, message in _current_turn(body.get("messages") or []):
+        details = message.get("reasoning_details") or []
+        text = "".join(d.get("text") or "" for d in details if isinstance(d, dict))
+        signed = [d.get("signature") for d in details if isinstance(d, dict) and d.get("signature")]
+        if message.get("tool_calls") and signed != [signature(text)]:
+            raw = (f"messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`. "
+                   "When `thinking` is enabled, a final `assistant` message must start with a thinking block.")
+            return 400, {"error": {"message": "Provider returned error", "code": 400,
+                                   "metadata": {"raw": raw, "provider_name": "Anthropic"}}}
+    return None
+
+
+def _anthropic_check(body: dict) -> tuple[int, Any] | None:
+    thinking = body.get("thinking") or {}
+    if thinking.get("type") != "enabled":
+        return None
+    budget = thinking.get("budget_tokens")
+    if not isinstance(budget, int) or budget < 1024 or budget >= (body.get("max_tokens") or 0):
+        return 400, anthropic_error(400, message="thinking.budget_tokens: must be at least 1024 and less than max_tokens")
+    messages = body.get("messages") or []
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
+    if last is None or not isinstance(messages[last].get("content"), list):
+        return None
+    blocks = messages[last]["content"]
+    if any(b.get("type") == "tool_use" for b in blocks) and blocks[0].get("type") not in ("thinking", "redacted_thinking"):
+        return 400, anthropic_error(400, message=(
+            f"messages.{last}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{blocks[0].get('type')}`. "
+            "When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the "
+            "lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous "
+            "turns. To avoid this requirement, disable `thinking`."))
+    for number, block in enumerate(blocks):
+        if block.get("type") == "thinking" and block.get("signature") != signature(block.get("thinking") or ""):
+            return 400, anthropic_error(400, message=f"messages.{last}.content.{number}: Invalid `signature` in `thinking` block")
+    return None
+
+
+CHECKS: dict[str, Callable[[dict], tuple[int, Any] | None]] = {
+    "reasoning_content": _deepseek_check, "thought_signature": _gemini_check,
+    "reasoning_details": _openrouter_check, "thinking": _anthropic_check,
+}
 
 
 # --- HTTP ---------------------------------------------------------------------------------------
@@ -527,6 +700,10 @@ class _Handler(BaseHTTPRequestHandler):
         if self.llm.flavour == "ollama" and path == "/api/tags":  # Ollama's own API, beside /v1
             return self._json(200, {"models": [{"name": m, "model": m, "size": 1, "digest": "0" * 64}
                                                for m in self.llm.models or DEFAULT_MODELS]})
+        model = path.removeprefix("/v1/models/")
+        if fmt is ANTHROPIC and model in self.llm.output_limits and self._authorized(fmt):
+            return self._json(200, {"type": "model", "id": model, "display_name": model, "created_at": "2025-01-01T00:00:00Z",
+                                    "max_input_tokens": 200000, "max_tokens": self.llm.output_limits[model]})
         if path != "/v1/models":
             return self._not_found(fmt, "GET")
         if self._authorized(fmt):
@@ -554,7 +731,12 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(404, self._error(fmt, 404, message=message))
         if fmt is OPENAI and self.llm.flavour == "nostream" and body.get("stream"):
             return self._json(400, NO_STREAMING)  # refused before the model sees it: no script entry used
-        self._answer(fmt, self.llm.next_reply(body), body)
+        reply = self.llm.next_reply(body)
+        for check in reply.require:
+            refused = CHECKS[check](body)
+            if refused is not None:
+                return self._json(*refused)
+        self._answer(fmt, reply.limited(body), body)
 
     def _error(self, fmt: _Format, status: int, **said: Any) -> Any:
         return flavour_error(self.llm.flavour, status, **said) if fmt is OPENAI else fmt.error(status, **said)

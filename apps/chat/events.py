@@ -29,11 +29,11 @@ def control_group(conversation_id: uuid.UUID | str) -> str:
 
 
 def _merge(batch: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
-    """Adjacent text chunks queued while the previous batch was being written become one event."""
+    """Adjacent text (or reasoning) chunks queued while the previous batch was being written become one event."""
     merged: list[tuple[str, dict[str, Any]]] = []
     for kind, payload in batch:
-        if kind == "text" and merged and merged[-1][0] == "text":
-            merged[-1] = ("text", {"text": merged[-1][1]["text"] + payload["text"]})
+        if kind in ("text", "reasoning") and merged and merged[-1][0] == kind:
+            merged[-1] = (kind, {"text": merged[-1][1]["text"] + payload["text"]})
         else:
             merged.append((kind, payload))
     return merged

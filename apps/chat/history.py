@@ -10,7 +10,8 @@ from typing import Any
 
 from apps.chat.models import Message as MessageRow
 from apps.chat.models import Turn
-from apps.llm.types import Message, ToolCall
+from apps.chat.rounds import stored_message
+from apps.llm.types import Message
 
 CANCELLED = "The call did not complete (the turn was stopped or interrupted)."
 # What a turn needs of its conversation and endpoint (the provider whole, for its adapter): a
@@ -18,7 +19,7 @@ CANCELLED = "The call did not complete (the turn was stopped or interrupted)."
 SETUP_FIELDS = (
     "status", "conversation__owner_id", "conversation__model", "conversation__provider", "conversation__endpoint__approval",
 )
-HISTORY_FIELDS = ("role", "text", "tool_calls", "tool_call_id", "is_error", "turn_id")
+HISTORY_FIELDS = ("role", "text", "tool_calls", "tool_call_id", "is_error", "turn_id", "reasoning", "replay")
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class TurnSetup:
     turn_id: uuid.UUID
     conversation_id: uuid.UUID
     user_id: int
+    provider_id: int
     endpoint_id: int | None
     model: str
     history: tuple[Message, ...]
@@ -61,9 +63,10 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
         turn_id=turn.pk,
         conversation_id=conversation.pk,
         user_id=conversation.owner_id,
+        provider_id=provider.pk,
         endpoint_id=endpoint.pk if endpoint else None,
         model=conversation.model or provider.default_model,
-        history=tuple(to_messages(rows)),
+        history=tuple(to_messages(rows, provider_id=provider.pk)),
         first_seq=next_seq(conversation.pk),
         user_text=next((r.text for r in reversed(rows) if r.turn_id == turn.pk and r.role == MessageRow.Role.USER), ""),
         adapter=lambda: adapter(provider),
@@ -71,9 +74,11 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
     )
 
 
-def to_messages(rows) -> list[Message]:
+def to_messages(rows, *, provider_id: int | None = None) -> list[Message]:
     """The stored history as the model sees it; a tool call left without a result (a stopped or
-    lost turn) gets one, since providers refuse a history with an unanswered call."""
+    lost turn) gets one, since providers refuse a history with an unanswered call. A reply's
+    provider fields go back only to the provider that sent them (`provider_id`): another one may
+    refuse fields it does not know, and could not read them anyway."""
     messages: list[Message] = []
     unanswered: list[str] = []
     for row in rows:
@@ -83,9 +88,10 @@ def to_messages(rows) -> list[Message]:
         if row.role == MessageRow.Role.USER:
             messages.append(Message(role="user", text=row.text))
         elif row.role == MessageRow.Role.ASSISTANT:
-            calls = tuple(ToolCall(id=c["id"], name=c["name"], arguments=c.get("arguments") or {}) for c in row.tool_calls)
-            messages.append(Message(role="assistant", text=row.text, tool_calls=calls))
-            unanswered = [c.id for c in calls]
+            replay = row.replay if row.replay and row.replay.get("provider") == provider_id else None
+            message = stored_message(text=row.text, calls=row.tool_calls, reasoning=row.reasoning, replay=replay)
+            messages.append(message)
+            unanswered = [c.id for c in message.tool_calls]
         elif row.tool_call_id in unanswered:
             unanswered.remove(row.tool_call_id)
             messages.append(Message(role="tool", text=row.text, tool_call_id=row.tool_call_id, is_error=row.is_error))

@@ -41,6 +41,8 @@ class Turn(models.Model):
         COMPLETE = "complete"
         STOPPED = "stopped"
         FAILED = "failed"
+        # The model's reply was cut at its output limit: the user may ask it to continue.
+        INCOMPLETE = "incomplete"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
@@ -69,7 +71,12 @@ class Message(models.Model):
     """One message of the history: the user's, the model's (maybe calling tools), or a tool result.
 
     `result` keeps a tool's whole result; the model is sent `text`, cut to
-    MCPHUB_CHAT_TOOL_RESULT_CHARS.
+    MCPHUB_CHAT_TOOL_RESULT_CHARS. An assistant message keeps the model's `reasoning` (shown,
+    collapsed) and `replay`: the provider's opaque fields of the message and of each call
+    ({"provider": pk, "message": {...}, "calls": {id: {...}}}), sent back to that provider unchanged
+    and never shown.
+    `finish_reason` says how a reply ended when that is news: "length" (cut at the model's output
+    limit), "refusal" (`text` is the model's refusal), "error" (the stream broke; `text` is what came).
     """
 
     class Role(models.TextChoices):
@@ -82,6 +89,9 @@ class Message(models.Model):
     role = models.CharField(max_length=10, choices=Role.choices)
     text = models.TextField(blank=True)
     tool_calls = models.JSONField(default=list, blank=True)  # [{"id", "name", "arguments"}]
+    reasoning = models.TextField(blank=True)
+    replay = models.JSONField(null=True, blank=True)
+    finish_reason = models.CharField(max_length=20, blank=True)
     tool_call_id = models.CharField(max_length=200, blank=True)
     tool_name = models.CharField(max_length=64, blank=True)
     is_error = models.BooleanField(default=False)

@@ -57,8 +57,10 @@ class TurnRunner:
     loading: asyncio.Task[Toolbox]
     tools: Toolbox | None = None
     partial: list[str] = field(default_factory=list)
+    thoughts: list[str] = field(default_factory=list)
     usage: list[int] = field(default_factory=lambda: [0, 0])
     rounds: int = 0
+    cut: bool = False  # the last reply ended at the model's output limit
 
     async def run(self) -> None:
         # The user's message opens the turn's events, so a client rebuilds a conversation from events alone.
@@ -82,6 +84,8 @@ class TurnRunner:
         exc = work.exception()
         if exc is None:
             error = work.result()
+            if self.cut and not error:
+                return Turn.Status.INCOMPLETE, "", "Cut at the model's output limit."
             return Turn.Status.COMPLETE, error, "Done."
         if isinstance(exc, LLMError):
             return Turn.Status.FAILED, f"The model provider failed: {exc.message}", "Failed."
@@ -89,8 +93,10 @@ class TurnRunner:
         return Turn.Status.FAILED, f"The turn failed unexpectedly ({type(exc).__name__}).", "Failed."
 
     async def _end(self, status: str, error: str, message: str) -> None:
-        if status == Turn.Status.STOPPED and self.partial:
-            self._store(role=MessageRow.Role.ASSISTANT, text="".join(self.partial))
+        if status in (Turn.Status.STOPPED, Turn.Status.FAILED) and (self.partial or self.thoughts):
+            # What the user saw of a reply that never completed stays with the turn.
+            self._store(role=MessageRow.Role.ASSISTANT, text="".join(self.partial), reasoning="".join(self.thoughts),
+                        finish_reason="error" if status == Turn.Status.FAILED else "")
         # Every message first: once the turn is finished a new one may start, from this history.
         await self.sink.flush()
         await _db(services.finish_turn)(
@@ -124,34 +130,41 @@ class TurnRunner:
             # with the user's message, and the first text chunk does not queue behind a second write.
             if self.tools is None:
                 self.tools = await self.loading
-            text, calls = await self._model_round(adapter, history)
-            history.append(Message(role="assistant", text=text, tool_calls=tuple(calls)))
+            reply = await self._model_round(adapter, history)
+            history.append(reply.message())
+            calls = reply.calls
             if not calls:
+                self.cut = reply.finish_reason == "length"
                 return ""
             history.extend(await asyncio.gather(*(self._tool(call) for call in calls)))
         return f"Stopped after {settings.MCPHUB_CHAT_MAX_ROUNDS} rounds (the per-turn limit): ask again to continue."
 
-    async def _model_round(self, adapter: Any, history: list[Message]) -> tuple[str, list[ToolCall]]:
-        self.partial = []
+    async def _model_round(self, adapter: Any, history: list[Message]) -> rounds.ModelReply:
+        self.partial, self.thoughts = [], []
         clock = time.perf_counter()
         reply = await rounds.model_round(
             adapter, model=self.setup.model, history=history, toolbox=self.tools, on_text=self._text,
             on_status=self._status,
+            on_reasoning=self._reasoning,
         )
         calls, usage = reply.calls, reply.usage
-        text, self.partial = "".join(self.partial), []
+        self.partial, self.thoughts = [], []
         self.usage[0] += usage.input_tokens
         self.usage[1] += usage.output_tokens
         self.rounds += 1
         self._store(
-            role=MessageRow.Role.ASSISTANT, text=text,
+            role=MessageRow.Role.ASSISTANT, text=reply.shown_text,
             tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
+            reasoning=reply.reasoning, replay=self._replay(reply), finish_reason=reply.finish_reason,
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
             duration_ms=(time.perf_counter() - clock) * 1000,
         )
+        if reply.finish_reason == "refusal":
+            # Anthropic's refusal may follow streamed text; OpenAI's message came apart from the text.
+            self.sink.emit("refusal", {"text": "" if reply.text else reply.finish.refusal})
         for call in calls:
             self.sink.emit("tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments})
-        return text, calls
+        return reply
 
     async def _tool(self, call: ToolCall) -> Message:
         result, duration = await self._result(call)
@@ -177,9 +190,19 @@ class TurnRunner:
     async def _status(self, message: str) -> None:
         self.sink.emit("status", {"state": "processing", "message": message})
 
+    def _replay(self, reply: rounds.ModelReply) -> dict[str, Any] | None:
+        replay = reply.replay()
+        return replay and {**replay, "provider": self.setup.provider_id}  # see history.to_messages
+
     def _text(self, chunk: str) -> None:
         self.partial.append(chunk)
         self.sink.emit("text", {"text": chunk})
+
+    def _reasoning(self, chunk: str) -> None:
+        if not self.thoughts:
+            self.sink.emit("status", {"state": "processing", "message": "The model is thinking…"})
+        self.thoughts.append(chunk)
+        self.sink.emit("reasoning", {"text": chunk})
 
     async def _approve(self, call: ToolCall, reason: str) -> bool:
         self.sink.emit("approval_required", {"id": call.id, "name": call.name, "arguments": call.arguments, "reason": reason})

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from apps.chat.tools import Toolbox, error_result
-from apps.llm.types import Message, ProviderStatus, TextDelta, ToolCall, Usage
+from apps.llm.types import Finish, Message, ProviderStatus, ReasoningDelta, TextDelta, ToolCall, Usage
 
 # Asked, with the reason (Endpoint.approval_reason), before a call that needs approval; True lets it run.
 Approve = Callable[[ToolCall, str], Awaitable[bool]]
@@ -21,17 +21,59 @@ class ModelReply:
     calls: list[ToolCall]
     usage: Usage
     duration_ms: float
+    reasoning: str = ""
+    finish: Finish = field(default_factory=lambda: Finish("stop"))
+
+    @property
+    def finish_reason(self) -> str:
+        """How the reply ended, when the user must know: "length", "refusal" or "" (it just ended)."""
+        if self.finish.reason == "length":
+            return "length"
+        return "refusal" if self.finish.reason in ("refusal", "content_filter") and not self.calls else ""
+
+    @property
+    def shown_text(self) -> str:
+        """The answer as shown and kept: a refusal's message when the model refused instead of answering."""
+        return self.text or self.finish.refusal
+
+    def message(self) -> Message:
+        """The reply as the next round's history holds it."""
+        return Message(role="assistant", text=self.shown_text, tool_calls=tuple(self.calls), reasoning=self.reasoning,
+                       replay=self.finish.replay)
+
+    def replay(self) -> dict[str, Any] | None:
+        """What of the reply must go back to the provider, as stored with it (never shown)."""
+        calls = {c.id: c.replay for c in self.calls if c.replay}
+        if not calls and not self.finish.replay:
+            return None
+        return {"message": self.finish.replay or {}, "calls": calls}
+
+
+def stored_message(*, text: str, calls: Sequence[dict[str, Any]], reasoning: str, replay: dict[str, Any] | None) -> Message:
+    """A stored reply (chat message or run step) as the model is sent it: `calls` as stored, and
+    `replay` as ModelReply.replay() made it."""
+    replay = replay or {}
+    extras = replay.get("calls") or {}
+    tool_calls = tuple(
+        ToolCall(id=c["id"], name=c["name"], arguments=c.get("arguments") or {}, replay=extras.get(c["id"]))
+        for c in calls
+    )
+    return Message(role="assistant", text=text, tool_calls=tool_calls, reasoning=reasoning, replay=replay.get("message") or None)
 
 
 async def model_round(
-    adapter: Any, *, model: str, history: Sequence[Message], toolbox: Toolbox, on_text: Callable[[str], None] | None = None,
+    adapter: Any, *, model: str, history: Sequence[Message], toolbox: Toolbox,
+    on_text: Callable[[str], None] | None = None, on_reasoning: Callable[[str], None] | None = None,
     on_status: Callable[[str], Awaitable[None]] | None = None,
 ) -> ModelReply:
-    """The model's whole reply to `history`; text chunks go to `on_text` as they arrive, and what the
-    provider is doing before it answers ("the model is loading") to `on_status`, then "" once it does."""
+    """The model's whole reply to `history`; text and reasoning chunks go to `on_text` and
+    `on_reasoning` as they arrive, and what the provider is doing before it answers ("the model is
+    loading") to `on_status`, then "" once it does."""
     chunks: list[str] = []
+    thoughts: list[str] = []
     calls: list[ToolCall] = []
     usage = Usage(0, 0)
+    finish = Finish("stop")
     clock = time.perf_counter()
     waiting = False
     async for event in adapter.stream(model=model, messages=history, tools=toolbox.specs):
@@ -47,11 +89,17 @@ async def model_round(
             chunks.append(event.text)
             if on_text is not None:
                 on_text(event.text)
+        elif isinstance(event, ReasoningDelta):
+            thoughts.append(event.text)
+            if on_reasoning is not None:
+                on_reasoning(event.text)
         elif isinstance(event, ToolCall):
             calls.append(event)
         elif isinstance(event, Usage):
             usage = event
-    return ModelReply("".join(chunks), calls, usage, (time.perf_counter() - clock) * 1000)
+        elif isinstance(event, Finish):
+            finish = event
+    return ModelReply("".join(chunks), calls, usage, (time.perf_counter() - clock) * 1000, "".join(thoughts), finish)
 
 
 async def call_tool(

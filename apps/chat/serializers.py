@@ -33,8 +33,8 @@ class MessageSerializer(serializers.ModelSerializer):
     class Meta:
         model = Message
         fields = [
-            "id", "turn", "role", "text", "tool_calls", "tool_call_id", "tool_name", "is_error", "result",
-            "input_tokens", "output_tokens", "duration_ms", "created_at",
+            "id", "turn", "role", "text", "reasoning", "finish_reason", "tool_calls", "tool_call_id", "tool_name",
+            "is_error", "result", "input_tokens", "output_tokens", "duration_ms", "created_at",
         ]
         read_only_fields = fields
 

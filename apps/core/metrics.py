@@ -34,7 +34,7 @@ TOOL_LATENCY = Histogram(
     ["server", "tool"], buckets=LATENCY_BUCKETS,
 )
 CHAT_TURNS = Counter("mcphub_chat_turns", "Chat turns ended, by final status (complete, failed, stopped)", ["status"])
-RUNS = Counter("mcphub_runs", "Autonomous runs ended, by final status (succeeded, failed, cancelled, interrupted)", ["status"])
+RUNS = Counter("mcphub_runs", "Autonomous runs ended, by final status (succeeded, incomplete, failed, cancelled, interrupted)", ["status"])
 
 # The labelled children, by (server, tool): `labels()` costs a lock and a tuple build per call.
 _children: dict[tuple[str, str], tuple[Any, Any, Any]] = {}

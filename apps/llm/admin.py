@@ -31,6 +31,7 @@ class ProviderAdmin(admin.ModelAdmin):
     actions = ("test_connection",)
     fieldsets = (
         (None, {"fields": ("name", "kind", "base_url", "default_model")}),
+        ("Model settings", {"fields": ("reasoning_effort", "thinking_budget", "max_output_tokens")}),
         ("Secret", {"fields": ("api_key", "clear_api_key"), "description": "Encrypted at rest; never shown."}),
         ("Access", {"fields": ("owner", "is_default"), "description": "No owner: shared with every user."}),
     )
@@ -42,7 +43,7 @@ class ProviderAdmin(admin.ModelAdmin):
 
     def get_fieldsets(self, request: HttpRequest, obj: Provider | None = None):
         if obj is None:  # nothing stored yet to remove
-            return ((None, self.fieldsets[0][1]), ("Secret", {"fields": ("api_key",)}), self.fieldsets[2])
+            return ((None, self.fieldsets[0][1]), self.fieldsets[1], ("Secret", {"fields": ("api_key",)}), self.fieldsets[3])
         return self.fieldsets
 
     def get_form(self, request: HttpRequest, obj: Provider | None = None, change: bool = False, **kwargs: Any):

@@ -23,9 +23,11 @@ class ProviderForm(forms.ModelForm):
     class Meta:
         model = Provider
         # api_key is not a model field here: construct_instance must never blank the stored key.
-        fields = ["name", "kind", "base_url", "default_model", "is_default"]
+        fields = ["name", "kind", "base_url", "default_model", "reasoning_effort", "thinking_budget", "max_output_tokens",
+                  "is_default"]
         widgets = {"base_url": forms.URLInput(attrs={"placeholder": "http://127.0.0.1:1234/v1", "class": "vURLField"})}
-        labels = {"base_url": "Base URL", "is_default": "Default provider (new chats use it)"}
+        labels = {"base_url": "Base URL", "is_default": "Default provider (new chats use it)",
+                  "max_output_tokens": "Output limit (tokens)"}
         help_texts = {
             "base_url": "OpenAI-compatible: the URL ending in /v1 (LM Studio http://127.0.0.1:1234/v1, "
                         "Ollama http://127.0.0.1:11434/v1, OpenAI https://api.openai.com/v1). "

@@ -6,6 +6,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
@@ -24,6 +25,10 @@ def validate_base_url(value: str) -> None:
         raise ValidationError("Enter an http(s) URL such as http://127.0.0.1:1234/v1 or https://api.openai.com/v1.")
     if parts.query or parts.fragment or parts.username or parts.password:
         raise ValidationError("The base URL takes no query, fragment or credentials; put the key in API key.")
+
+
+# `reasoning_effort` values OpenAI-compatible servers know ("none": GPT-5.1 without reasoning).
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
 
 
 class Provider(TimeStampedModel):
@@ -48,6 +53,19 @@ class Provider(TimeStampedModel):
         help_text="Empty: shared with every user.",
     )
     is_default = models.BooleanField(default=False)
+    # Model settings (apps.llm.adapters.base.Tuning): empty means the provider's and model's defaults.
+    reasoning_effort = models.CharField(
+        max_length=10, blank=True, choices=[(e, e) for e in REASONING_EFFORTS],
+        help_text="OpenAI-compatible reasoning models: how hard they think (sent as reasoning_effort). Empty: the model's default.",
+    )
+    thinking_budget = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1024), MaxValueValidator(1_000_000)],
+        help_text="Anthropic: turns on extended thinking with this many tokens of budget (at least 1024). Empty: off.",
+    )
+    max_output_tokens = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(10_000_000)],
+        help_text="The longest reply, in tokens. Empty: the model's own limit.",
+    )
 
     class Meta:
         ordering = ["name", "pk"]
@@ -68,16 +86,32 @@ class Provider(TimeStampedModel):
 
     def clean(self) -> None:
         super().clean()
+        errors = {}
+        # What shows without DNS is refused at once; the connect-time check catches the rest.
+        problem = self.public_only and literal_problem(self.base_url)
+        if problem:
+            errors["base_url"] = problem
+        elif ollama_root := self._ollama_without_v1():
+            errors["base_url"] = f"Ollama serves its OpenAI-compatible API under /v1: enter {ollama_root}/v1."
+        if self.reasoning_effort and self.kind != self.Kind.OPENAI:
+            errors["reasoning_effort"] = "Only OpenAI-compatible providers take a reasoning effort; for Anthropic set a thinking budget."
+        if self.thinking_budget and self.kind != self.Kind.ANTHROPIC:
+            errors["thinking_budget"] = "Only Anthropic providers take a thinking budget; OpenAI-compatible ones a reasoning effort."
+        elif self.thinking_budget and self.max_output_tokens and self.thinking_budget >= self.max_output_tokens:
+            errors["thinking_budget"] = "The thinking budget must be smaller than the output limit (Anthropic counts thinking in it)."
+        if errors:
+            raise ValidationError(errors)
+
+    def _ollama_without_v1(self) -> str:
+        """The base URL when it is Ollama's root (its own API), where this kind needs its /v1."""
         parts = urlsplit(self.base_url or "")
         try:
             port = parts.port
         except ValueError:  # validate_base_url reports it
-            return
-        # Ollama's own API is at the root; its OpenAI-compatible one, which this kind speaks, under /v1.
+            return ""
         if self.kind == self.Kind.OPENAI and port == OLLAMA_PORT and parts.path.strip("/") == "":
-            raise ValidationError({"base_url": (
-                f"Ollama serves its OpenAI-compatible API under /v1: enter {self.base_url.rstrip('/')}/v1."
-            )})
+            return self.base_url.rstrip("/")
+        return ""
 
     @property
     def is_shared(self) -> bool:
@@ -88,12 +122,6 @@ class Provider(TimeStampedModel):
         """A non-staff user chose base_url: requests to it go through the outbound address policy
         (apps/core/outbound.py). Reads the owner (one query unless it was loaded with the row)."""
         return self.owner_id is not None and not self.owner.is_staff
-
-    def clean(self) -> None:
-        # What shows without DNS is refused at once; the connect-time check catches the rest.
-        problem = self.public_only and literal_problem(self.base_url)
-        if problem:
-            raise ValidationError({"base_url": problem})
 
     @property
     def has_api_key(self) -> bool:

@@ -25,8 +25,8 @@ class ProviderSerializer(serializers.ModelSerializer):
     class Meta:
         model = Provider
         fields = [
-            "id", "name", "kind", "base_url", "default_model", "api_key", "has_api_key", "shared", "owner",
-            "is_default", "editable", "created_at", "updated_at",
+            "id", "name", "kind", "base_url", "default_model", "reasoning_effort", "thinking_budget", "max_output_tokens",
+            "api_key", "has_api_key", "shared", "owner", "is_default", "editable", "created_at", "updated_at",
         ]
         read_only_fields = ["created_at", "updated_at"]
 

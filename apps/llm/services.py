@@ -13,20 +13,25 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
 from apps.llm.adapters import Adapter, adapter_class
+from apps.llm.adapters.base import Tuning
 from apps.llm.detect import LocalServer
 from apps.llm.models import Provider
 from apps.llm.selectors import manages_shared_providers
 from apps.llm.types import LLMError
 
+# The provider's model settings (Tuning), editable wherever its other fields are.
+MODEL_SETTINGS = ("reasoning_effort", "thinking_budget", "max_output_tokens")
 # Fields a caller may change with update_provider(); api_key has its own rule (None keeps it).
-EDITABLE_FIELDS = ("name", "kind", "base_url", "default_model", "is_default")
+EDITABLE_FIELDS = ("name", "kind", "base_url", "default_model", "is_default", *MODEL_SETTINGS)
 
 
 def adapter_for(provider: Provider, *, timeout: float = 120.0) -> Adapter:
     """A ready adapter for `provider` (the key is decrypted on load). Close it with `aclose()`.
     In async code, load the provider with its owner (`select_related("owner")`): see public_only."""
+    tuning = Tuning(**{name: getattr(provider, name) for name in MODEL_SETTINGS})
     return adapter_class(provider.kind)(
-        base_url=provider.base_url, api_key=provider.api_key or None, timeout=timeout, public_only=provider.public_only,
+        base_url=provider.base_url, api_key=provider.api_key or None, timeout=timeout, tuning=tuning,
+        public_only=provider.public_only,
     )
 
 
@@ -56,14 +61,18 @@ def create_provider(
     shared: bool = False,
     owner=None,
     is_default: bool = False,
+    **settings,
 ) -> Provider:
     """A new provider: private to `owner` (default: the actor), or shared (staff or the operator only)."""
+    unknown = set(settings) - set(MODEL_SETTINGS)
+    if unknown:
+        raise TypeError(f"Not a provider setting: {', '.join(sorted(unknown))}")
     owner = None if shared else (owner or actor)
     if not shared and owner is None:
         raise PermissionDenied("A private provider needs an owner.")
     provider = Provider(
         name=name, kind=kind, base_url=base_url, default_model=default_model, api_key=api_key or "",
-        owner=owner, is_default=is_default,
+        owner=owner, is_default=is_default, **settings,
     )
     _check_can_edit(actor, provider)
     return _save(provider)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,9 @@ class ToolCall:
     name: str
     arguments: dict  # parsed JSON object; {} when the model sent none
     arguments_error: str | None = None  # set (and arguments={}) when the model's JSON was invalid
+    # Opaque fields the provider attached to the call (Gemini 3's `extra_content` with its
+    # thought_signature), sent back on this call unchanged and never shown.
+    replay: dict[str, Any] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -34,10 +37,22 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()  # assistant messages that called tools
     tool_call_id: str | None = None  # tool messages: which call this answers
     is_error: bool = False  # tool messages: the result is an error
+    reasoning: str = ""  # assistant messages: the model's reasoning as shown to the user
+    # Assistant messages: opaque provider fields sent back unchanged where the provider requires
+    # them (DeepSeek's `reasoning_content`, OpenRouter's `reasoning_details`, Anthropic's signed
+    # thinking blocks); never shown.
+    replay: dict[str, Any] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
 class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning (thinking), streamed before or between its answer."""
+
     text: str
 
 
@@ -49,10 +64,14 @@ class Usage:
 
 @dataclass(frozen=True)
 class Finish:
-    reason: str  # "stop" | "tool_calls" | "length" | "content_filter" | other provider reason
+    """The last event: why the reply ended, and what of it must go back to the provider."""
+
+    reason: str  # "stop" | "tool_calls" | "length" | "refusal" | "content_filter" | other provider reason
+    refusal: str = ""  # the model's refusal message (OpenAI `refusal`), shown marked as one
+    replay: dict[str, Any] | None = field(default=None, compare=False)  # becomes the message's `replay`
 
 
-Event = TextDelta | ToolCall | Usage | Finish
+Event = TextDelta | ReasoningDelta | ToolCall | Usage | Finish
 
 ERROR_KINDS = ("auth", "quota", "rate_limit", "model", "unavailable", "bad_request", "other")
 

@@ -11,6 +11,7 @@
   const statusLine = document.getElementById("chat-status");
   let ws = null, lastSeq = 0, retry = 500;
   let bubble = null, bubbleText = "", renderQueued = false;
+  let thinking = null;  // the <details> the model's current reasoning streams into (collapsed)
   const cards = new Map();
 
   const { el, markdown } = hubRender;
@@ -26,6 +27,23 @@
   function endBubble() {
     if (bubble) markdown(bubbleText, bubble);  // a replay ends bubbles faster than frames render them
     bubble = null; bubbleText = "";
+    endThinking();
+  }
+
+  function endThinking() {
+    if (thinking) thinking.summary.textContent = "Reasoning";
+    thinking = null;
+  }
+
+  // A turn cut at the model's output limit: say so, and offer to let the model go on.
+  function cutNotice() {
+    const box = el("div", "msg msg-notice cut-notice");
+    box.append(el("span", "", "Cut at the model's output limit. "));
+    const more = el("button", "btn btn-small", "Continue");
+    more.type = "button";
+    more.addEventListener("click", () => { if (send({ type: "message", payload: { text: "Continue" } })) box.remove(); });
+    box.append(more);
+    root.append(box);
   }
 
   function renderBubble() {
@@ -64,7 +82,25 @@
         if (field && !field.value) field.value = title;
       }
     },
+    reasoning(p) {
+      if (!thinking) {
+        const details = el("details", "reasoning");
+        const summary = el("summary", "", "Thinking…");
+        const body = el("div", "reasoning-text");
+        details.append(summary, body);
+        root.append(details);
+        thinking = { details, summary, body };
+      }
+      thinking.body.textContent += p.text;  // shown as text, never as markup
+    },
+    refusal(p) {
+      if (!bubble) { bubble = el("div", "msg msg-assistant"); root.append(bubble); }
+      bubbleText += p.text || (bubbleText ? "" : "(no reason given)");
+      bubble.classList.add("msg-refusal");
+      endBubble();
+    },
     text(p) {
+      endThinking();
       if (!bubble) { bubble = el("div", "msg msg-assistant"); root.append(bubble); }
       bubbleText += p.text;
       if (!renderQueued) { renderQueued = true; requestAnimationFrame(renderBubble); }
@@ -111,6 +147,8 @@
       }
       const u = p.usage || {};
       root.append(el("div", "usage", (p.status === "complete" ? "" : p.status + " · ") + "tokens in " + (u.input_tokens || 0) + " · out " + (u.output_tokens || 0)));
+      for (const old of root.querySelectorAll(".cut-notice")) old.remove();  // only the latest turn may go on
+      if (p.status === "incomplete") cutNotice();
       statusLine.textContent = "";
       setRunning(false);
     },

@@ -20,11 +20,17 @@
     const head = el("p");
     head.append(el("strong", "", `Round ${step.round}`), el("span", "muted", ` · ${step.input_tokens} in / ${step.output_tokens} out`));
     item.append(head);
+    if (step.reasoning) {  // as run.html renders a stored step's reasoning: collapsed, as text
+      const details = el("details", "reasoning");
+      details.append(el("summary", "", "Reasoning"), el("div", "reasoning-text", step.reasoning));
+      item.append(details);
+    }
     if (step.text) {
-      const text = el("div", "step-text md");
+      const text = el("div", step.finish_reason === "refusal" ? "step-text md step-refusal" : "step-text md");
       hubRender.markdown(step.text, text);
       item.append(text);
     }
+    if (step.finish_reason === "length") item.append(el("p", "muted cut-note", "Cut at the model's output limit."));
     for (const call of step.tool_calls || []) item.append(toolCard(call));
     list.append(item);
     document.getElementById("run-rounds").textContent = step.round;

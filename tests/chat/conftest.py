@@ -17,6 +17,7 @@ import websockets
 from asgiref.sync import sync_to_async
 
 from apps.llm.models import Provider
+from tests.chat.flavours import FLAVOURS, Flavour
 from tests.gateway.conftest import (  # noqa: F401 - fixtures shared with the gateway tests
     _close_thread_connections,
     alice_endpoint,
@@ -38,6 +39,22 @@ def llm() -> Iterator[ScriptedLLM]:
 def alice_provider(alice, llm) -> Iterator[Provider]:
     yield Provider.objects.create(
         name="scripted", kind="openai", base_url=llm.url, default_model="scripted-model", owner=alice, is_default=True
+    )
+    settle_turns_and_runs()
+
+
+@pytest.fixture(params=FLAVOURS, ids=[f.name for f in FLAVOURS])
+def flavour(request) -> Flavour:
+    """Each product flavour of tests/chat/flavours.py in turn."""
+    return request.param
+
+
+@pytest.fixture
+def flavour_provider(flavour, alice, llm) -> Iterator[Provider]:
+    """Alice's default provider, speaking as the flavour's product does."""
+    yield Provider.objects.create(
+        name=flavour.name, kind=flavour.kind, base_url=llm.url, default_model=flavour.model, owner=alice,
+        is_default=True, **flavour.settings,
     )
     settle_turns_and_runs()
 

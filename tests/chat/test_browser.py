@@ -107,3 +107,40 @@ def test_alice_chats_approves_stops_and_reloads(llm, alice_provider, alice_endpo
     page.locator(".chat-settings summary").click()  # the model picker lists what the provider serves
     expect(page.locator("#model-note")).to_have_text("2 models available")
     assert page.locator("#model-options option").count() == 2
+
+
+def test_reasoning_shows_collapsed_and_a_cut_turn_continues(llm, alice_provider, alice_endpoint, echo_server, page):
+    llm.script([
+        Reply(reasoning=[f"step {i} of my thinking. " for i in range(40)], tool_calls=[("c1", "add", {"a": 2, "b": 3})],
+              chunk_delay=0.05),
+        Reply(text=["The sum is 5 and the story goes on and "], finish="length"),
+        Reply(text=["on until it ends."]),
+    ])
+    page.goto("/")
+    page.get_by_role("link", name="Chat").click()
+    page.get_by_role("button", name="New conversation").click()
+    expect(page.locator("#chat[data-connected=true]")).to_have_count(1)
+    page.get_by_label("Message").fill("Add 2 and 3, then tell a story")
+    page.get_by_label("Message").press("Enter")
+
+    # The thinking streams into a collapsed box while it goes on, never into the answer.
+    thinking = page.locator("details.reasoning")
+    expect(thinking.locator("summary")).to_have_text("Thinking…", timeout=30_000)
+    expect(thinking.locator(".reasoning-text")).to_contain_text("step 3 of my thinking.")
+    assert thinking.get_attribute("open") is None
+    expect(thinking.locator(".reasoning-text")).to_be_hidden()
+    expect(page.locator(".cut-notice")).to_contain_text("Cut at the model's output limit.", timeout=30_000)
+    expect(thinking.locator("summary")).to_have_text("Reasoning")
+    assert "thinking" not in page.locator(".msg-assistant").last.inner_text()
+    thinking.locator("summary").click()
+    expect(thinking.locator(".reasoning-text")).to_contain_text("step 39 of my thinking.")
+
+    page.reload()  # as it was, from the stored events
+    expect(page.locator(".cut-notice")).to_have_count(1)
+    expect(page.locator("details.reasoning summary")).to_have_text("Reasoning")
+    assert page.locator("details.reasoning").get_attribute("open") is None
+    page.get_by_role("button", name="Continue").click()
+    expect(page.locator(".msg-assistant").last).to_have_text("on until it ends.")
+    expect(page.locator(".usage").last).to_have_text(re.compile(r"^tokens in"))
+    expect(page.locator(".cut-notice")).to_have_count(0)
+    assert llm.requests[2]["messages"][-2]["content"] == "The sum is 5 and the story goes on and "

@@ -74,6 +74,24 @@ def test_a_stopped_call_is_answered_in_the_history(conversation):
     ]
 
 
+def test_a_replys_provider_fields_go_back_only_to_the_provider_that_sent_them(conversation):
+    deepseek = conversation.provider
+    Message.objects.create(conversation=conversation, role="user", text="go")
+    Message.objects.create(
+        conversation=conversation, role="assistant", reasoning="I think", tool_calls=[{"id": "a", "name": "echo", "arguments": {}}],
+        replay={"provider": deepseek.pk, "message": {"reasoning_content": "I think"},
+                "calls": {"a": {"extra_content": {"google": {"thought_signature": "sig"}}}}},
+    )
+    Message.objects.create(conversation=conversation, role="tool", tool_call_id="a", text="done")
+
+    same = to_messages(conversation.messages.order_by("id"), provider_id=deepseek.pk)[1]
+    assert same.replay == {"reasoning_content": "I think"}
+    assert same.tool_calls[0].replay == {"extra_content": {"google": {"thought_signature": "sig"}}}
+    # Switched to another provider mid-conversation: it is sent the reasoning's text nowhere, the fields not at all.
+    other = to_messages(conversation.messages.order_by("id"), provider_id=deepseek.pk + 1)[1]
+    assert (other.replay, other.tool_calls[0].replay, other.reasoning) == (None, None, "I think")
+
+
 def test_a_long_result_is_cut_for_the_model():
     text = result_text({"content": [{"type": "text", "text": "x" * 50}]}, 10)
     assert text.startswith("x" * 10 + "\n") and "40 more characters" in text

@@ -89,3 +89,15 @@ def test_detect_says_where_it_looked_when_nothing_answers(db, settings):
 
     assert "No local LLM server answered (LM Studio (http://127.0.0.1:9/v1))" in said
     assert not Provider.objects.exists()
+
+
+def test_add_an_anthropic_provider_that_thinks(db):
+    run("add", "claude", "--kind", "anthropic", "--base-url", "https://api.anthropic.com", "--model", "claude-sonnet-4-5",
+        "--shared", "--thinking-budget", "4096", "--max-output-tokens", "32000")
+
+    provider = Provider.objects.get(name="claude")
+    assert (provider.thinking_budget, provider.max_output_tokens, provider.reasoning_effort) == (4096, 32000, "")
+    with pytest.raises(CommandError, match="reasoning effort"):
+        run("add", "claude", "--kind", "anthropic", "--base-url", "https://api.anthropic.com", "--model", "claude-sonnet-4-5",
+            "--shared", "--reasoning-effort", "high")
+    assert Provider.objects.get(name="claude").reasoning_effort == ""

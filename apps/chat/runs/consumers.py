@@ -14,7 +14,7 @@ Server → client, each `{"type", "seq", "payload"}`:
 
 Client → server: `{"type": "resume", "payload": {"after": N}}` (the last round the client shows):
 every stored step with round > N, then the run's state now, numbered as above: `end` once it
-finished (succeeded, failed, cancelled, interrupted), an `approval_required` per call it waits
+finished (succeeded, incomplete, failed, cancelled, interrupted), an `approval_required` per call it waits
 on, else its `status`. Only steps are stored (RunStep, no event table), so a replay sends the
 current state rather than the states that came before it.
 

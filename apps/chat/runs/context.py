@@ -9,14 +9,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from apps.chat.rounds import stored_message
 from apps.chat.tools import result_text
-from apps.llm.types import Message, ToolCall
+from apps.llm.types import Message
 
 SYSTEM = (
     "You work autonomously on the user's task with the tools you are given, round after round. "
     "Call tools as needed; when the task is done, reply with the final answer and call no tool."
 )
 OLD_RESULT_CHARS = 200
+# What the model is told after an answer cut at its output limit (a continuation round).
+CONTINUE = "Your reply was cut off at the output limit. Continue exactly where it stopped, without repeating anything."
 
 
 @dataclass(frozen=True)
@@ -28,14 +31,15 @@ class Context:
 
 def _round_messages(step: dict[str, Any], result_chars: int) -> list[Message]:
     calls = step.get("tool_calls") or []
-    assistant = Message(
-        role="assistant", text=step.get("text", ""),
-        tool_calls=tuple(ToolCall(id=c["id"], name=c["name"], arguments=c.get("arguments") or {}) for c in calls),
+    assistant = stored_message(
+        text=step.get("text", ""), calls=calls, reasoning=step.get("reasoning") or "", replay=step.get("replay")
     )
     results = [
         Message(role="tool", text=result_text(c.get("result") or {}, result_chars), tool_call_id=c["id"], is_error=bool(c.get("isError")))
         for c in calls
     ]
+    if not calls and step.get("finish_reason") == "length":
+        results.append(Message(role="user", text=CONTINUE))
     return [assistant, *results]
 
 

@@ -246,6 +246,9 @@ def _summary(run: Run) -> dict[str, Any]:
 def _final(run: Run) -> dict[str, Any]:
     if run.status == Run.Status.SUCCEEDED:
         return text_result(run.answer, _summary(run))
+    if run.status == Run.Status.INCOMPLETE:  # what the model did answer, said to be partial
+        return text_result(f"{run.answer}\n\n[The run ended incomplete after {run.rounds} rounds: {run.error}]",
+                           _summary(run), error=True)
     return text_result(f"The run ended {run.status} after {run.rounds} rounds: {run.error}", _summary(run), error=True)
 
 

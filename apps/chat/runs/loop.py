@@ -43,6 +43,18 @@ class Limit(Exception):
     """The run hit one of its limits; the message says which."""
 
 
+class Incomplete(Exception):
+    """The model's answer stayed cut at its output limit after the allowed continuations."""
+
+    def __init__(self, answer: str) -> None:
+        super().__init__(answer)
+        self.answer = answer
+
+
+class Refused(Exception):
+    """The model refused the task; the message is its refusal."""
+
+
 def _db(fn):
     return sync_to_async(fn, thread_sensitive=False)
 
@@ -71,7 +83,8 @@ async def execute(run_id: uuid.UUID) -> None:
     _active.add(run.pk)
     try:
         # A resumed run goes on from its stored steps; a new one has none to read.
-        steps = await _db(lambda: list(run.steps.order_by("round").values("round", "text", "tool_calls")))() if run.rounds else []
+        fields = ("round", "text", "tool_calls", "reasoning", "replay", "finish_reason")
+        steps = await _db(lambda: list(run.steps.order_by("round").values(*fields)))() if run.rounds else []
         async with Control(run.pk) as control:
             await RunRunner(run, steps, control).execute()
     finally:
@@ -134,6 +147,11 @@ class RunRunner:
             return Run.Status.SUCCEEDED, work.result(), ""
         if isinstance(exc, Limit):
             return Run.Status.FAILED, "", str(exc)
+        if isinstance(exc, Incomplete):
+            times = settings.MCPHUB_RUN_CONTINUATIONS + 1
+            return Run.Status.INCOMPLETE, exc.answer, f"The answer was cut at the model's output limit {times} times; resume the run to let it go on."
+        if isinstance(exc, Refused):
+            return Run.Status.FAILED, "", f"The model refused: {exc}"
         if isinstance(exc, Drained):
             return Run.Status.INTERRUPTED, "", "The worker shut down after a completed round: resume the run to continue."
         if isinstance(exc, LLMError):
@@ -187,19 +205,36 @@ class RunRunner:
         clock = time.perf_counter()
         reply = await rounds.model_round(adapter, model=model, history=ctx.messages, toolbox=self.toolbox, on_status=self._status)
         results = await asyncio.gather(*(self._tool(call) for call in reply.calls))
-        step = {"round": number, "text": reply.text, "tool_calls": list(results)}
+        shown = {"round": number, "text": reply.shown_text, "tool_calls": list(results), "reasoning": reply.reasoning,
+                 "finish_reason": reply.finish_reason}
         await save_step(
-            self.run.pk, elapsed_s=self.elapsed, round=number, text=reply.text, tool_calls=step["tool_calls"],
+            self.run.pk, elapsed_s=self.elapsed, **shown, replay=reply.replay(),
             input_tokens=reply.usage.input_tokens, output_tokens=reply.usage.output_tokens, context_chars=ctx.chars,
             model_ms=reply.duration_ms, duration_ms=(time.perf_counter() - clock) * 1000,
         )
-        self.steps.append(step)
+        self.steps.append({**shown, "replay": reply.replay()})
         self.tokens += reply.usage.input_tokens + reply.usage.output_tokens
         await publish(self.run.pk, "step", {
-            **step, "input_tokens": reply.usage.input_tokens, "output_tokens": reply.usage.output_tokens,
+            **shown, "input_tokens": reply.usage.input_tokens, "output_tokens": reply.usage.output_tokens,
             "context_chars": ctx.chars, "max_rounds": self.run.max_rounds,
         })
-        return reply.text if not reply.calls else None
+        return None if reply.calls else self._answer(reply)
+
+    def _answer(self, reply: rounds.ModelReply) -> str | None:
+        """The final answer (with the parts cut at the output limit before it); None: a continuation round is next."""
+        if reply.finish_reason == "refusal":
+            raise Refused(reply.shown_text or "no reason given")
+        cut = []  # the answer's earlier parts: the latest steps cut at the output limit, oldest first
+        for step in reversed(self.steps[:-1]):
+            if step.get("tool_calls") or step.get("finish_reason") != "length":
+                break
+            cut.insert(0, step["text"])
+        answer = "".join([*cut, reply.text])
+        if reply.finish_reason != "length":
+            return answer
+        if len(cut) >= settings.MCPHUB_RUN_CONTINUATIONS:
+            raise Incomplete(answer)
+        return None
 
     async def _status(self, message: str) -> None:
         """What the provider is doing before it answers (a loading model), for the run's page."""

@@ -19,9 +19,11 @@ class Run(models.Model):
         FAILED = "failed"
         CANCELLED = "cancelled"
         INTERRUPTED = "interrupted"
+        # The model's answer stayed cut at its output limit after the allowed continuations.
+        INCOMPLETE = "incomplete"
 
     ACTIVE = (Status.QUEUED, Status.RUNNING, Status.WAITING_APPROVAL)
-    RESUMABLE = (Status.INTERRUPTED, Status.FAILED)
+    RESUMABLE = (Status.INTERRUPTED, Status.FAILED, Status.INCOMPLETE)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs")
@@ -66,13 +68,19 @@ class Run(models.Model):
 
 
 class RunStep(models.Model):
-    """One completed round: the model's message and each tool call it made, with results."""
+    """One completed round: the model's message and each tool call it made, with results.
+
+    `reasoning`, `replay` and `finish_reason` as on a chat message (apps.chat.models.Message).
+    """
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
     round = models.PositiveIntegerField()
     text = models.TextField(blank=True)
     # [{"id", "name", "arguments", "result", "isError", "duration_ms"}]
     tool_calls = models.JSONField(default=list, blank=True)
+    reasoning = models.TextField(blank=True)
+    replay = models.JSONField(null=True, blank=True)
+    finish_reason = models.CharField(max_length=20, blank=True)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     # Characters of the context sent to the model this round (bounded by MCPHUB_RUN_CONTEXT_CHARS).

@@ -37,7 +37,7 @@ def steps_of(run: Run) -> QuerySet[RunStep]:
 
 # What the replay reads of the run row (not its task, which may be 100,000 characters).
 STATE_FIELDS = ("status", "rounds", "answer", "error", "pending_approvals", "max_rounds")
-STEP_FIELDS = ("round", "text", "tool_calls", "input_tokens", "output_tokens", "context_chars")
+STEP_FIELDS = ("round", "text", "reasoning", "finish_reason", "tool_calls", "input_tokens", "output_tokens", "context_chars")
 
 
 def _event(kind: str, seq: int, payload: dict[str, Any]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ class RunStepSerializer(serializers.ModelSerializer):
     class Meta:
         model = RunStep
         fields = [
-            "round", "text", "tool_calls", "input_tokens", "output_tokens", "context_chars", "model_ms",
+            "round", "text", "reasoning", "finish_reason", "tool_calls", "input_tokens", "output_tokens", "context_chars", "model_ms",
             "duration_ms", "created_at",
         ]
         read_only_fields = fields

@@ -142,7 +142,7 @@ def request_cancel(*, run: Run) -> Run:
 def resume_run(*, run: Run) -> Run:
     """An interrupted (or failed) run continues from its last completed step."""
     if run.status not in Run.RESUMABLE:
-        raise RunError(f"The run is {run.status}: only an interrupted or failed run can be resumed.", code="not_resumable")
+        raise RunError(f"The run is {run.status}: only an interrupted, failed or incomplete run can be resumed.", code="not_resumable")
     with transaction.atomic():
         updated = Run.objects.filter(pk=run.pk, status=run.status).update(
             status=Run.Status.QUEUED, error="", finished_at=None, cancel_requested=False, heartbeat_at=timezone.now()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ssl
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
 from typing import TYPE_CHECKING, ClassVar
@@ -59,6 +60,15 @@ def _guarded_client_class(sdk: ModuleType) -> type[httpx2.AsyncClient]:
     return GuardedAioHttpClient
 
 
+@dataclass(frozen=True)
+class Tuning:
+    """A provider's model settings (apps.llm.models.Provider): none of them set means the provider's defaults."""
+
+    reasoning_effort: str = ""  # OpenAI-style `reasoning_effort` (minimal, low, medium, high…)
+    thinking_budget: int | None = None  # Anthropic extended thinking: `budget_tokens`
+    max_output_tokens: int | None = None  # the output limit of a reply; None: the model's own
+
+
 class Adapter(ABC):
     """Talks to one provider account.
 
@@ -70,10 +80,14 @@ class Adapter(ABC):
 
     kind: ClassVar[str]
 
-    def __init__(self, *, base_url: str, api_key: str | None, timeout: float = 120.0, public_only: bool = False) -> None:
+    def __init__(
+        self, *, base_url: str, api_key: str | None, timeout: float = 120.0, tuning: Tuning | None = None,
+        public_only: bool = False,
+    ) -> None:
         self.base_url = base_url
         self.api_key = api_key or None
         self.timeout = timeout
+        self.tuning = tuning or Tuning()
         self.public_only = public_only  # a non-staff user chose base_url: the outbound address policy applies
 
     @abstractmethod

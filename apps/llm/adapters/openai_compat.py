@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import AsyncIterator, Sequence
@@ -12,10 +13,10 @@ from openai.types.chat import ChatCompletion
 
 from apps.llm.adapters import register
 from apps.llm.adapters.assembly import PartialCall
-from apps.llm.adapters.base import NO_KEY, Adapter, sdk_http_client
+from apps.llm.adapters.base import NO_KEY, Adapter, Tuning, sdk_http_client
 from apps.llm.adapters.errors import provider_message
 from apps.llm.adapters.retrying import Attempts
-from apps.llm.types import Event, Finish, LLMError, Message, TextDelta, ToolSpec, Usage
+from apps.llm.types import Event, Finish, LLMError, Message, ReasoningDelta, TextDelta, ToolCall, ToolSpec, Usage
 
 # A 400 refusing `stream: true`: OpenAI's o1 at launch ("Unsupported value: 'stream' does not support
 # true with this model", param "stream"), and servers or gateways that cannot stream ("Streaming is
@@ -27,14 +28,22 @@ _WHOLE_REPLIES: set[tuple[str, str]] = set()
 # OpenAI's reasoning models (o1, o3, o4-mini, the gpt-5 family) refuse `max_tokens` and take
 # `max_completion_tokens`; other OpenAI-compatible servers (LM Studio, Ollama, vLLM) know `max_tokens`.
 _REASONING_MODEL = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
+# The reasoning text of a reply, under the name its server used: DeepSeek, Kimi, vLLM and llama.cpp
+# say `reasoning_content`; OpenRouter, Ollama and newer vLLM `reasoning`. DeepSeek and Kimi refuse
+# a history whose assistant tool-call messages lack their `reasoning_content` — in every later
+# request, not only the turn's own (DeepSeek's thinking-mode guide); elsewhere they ignore it.
+_REASONING_TEXT = ("reasoning_content", "reasoning")
 
 
 @register
 class OpenAIAdapter(Adapter):
     kind = "openai"
 
-    def __init__(self, *, base_url: str, api_key: str | None, timeout: float = 120.0, public_only: bool = False) -> None:
-        super().__init__(base_url=base_url, api_key=api_key, timeout=timeout, public_only=public_only)
+    def __init__(
+        self, *, base_url: str, api_key: str | None, timeout: float = 120.0, tuning: Tuning | None = None,
+        public_only: bool = False,
+    ) -> None:
+        super().__init__(base_url=base_url, api_key=api_key, timeout=timeout, tuning=tuning, public_only=public_only)
         # max_retries=0: the one retry is ours (retrying.py), so its behaviour is tested, not the SDK's.
         timeouts = openai.Timeout(timeout, connect=min(timeout, 10.0))
         self._client = openai.AsyncOpenAI(
@@ -56,8 +65,11 @@ class OpenAIAdapter(Adapter):
         }
         if tools:
             request["tools"] = [_tool(t) for t in tools]
+        max_tokens = max_tokens or self.tuning.max_output_tokens
         if max_tokens:
             request[self._token_limit_key(model)] = max_tokens
+        if self.tuning.reasoning_effort:
+            request["reasoning_effort"] = self.tuning.reasoning_effort
         return self._attempts.stream(lambda: self._events(request), model=model)
 
     def _token_limit_key(self, model: str) -> str:
@@ -83,6 +95,7 @@ class OpenAIAdapter(Adapter):
                 yield event
             return
         calls: dict[int, PartialCall] = {}
+        kept = Kept()
         usage: Usage | None = None
         reason: str | None = None
         try:
@@ -91,19 +104,21 @@ class OpenAIAdapter(Adapter):
                     usage = Usage(chunk["usage"].get("prompt_tokens") or 0, chunk["usage"].get("completion_tokens") or 0)
                 for choice in (chunk.get("choices") or ())[:1]:
                     delta = choice.get("delta") or {}
+                    if thought := kept.keep(delta):
+                        yield ReasoningDelta(thought)
                     if delta.get("content"):
                         yield TextDelta(delta["content"])
                     for fragment in delta.get("tool_calls") or ():
+                        kept.call_fields(fragment)
                         _add_fragment(calls, fragment)
                     reason = choice.get("finish_reason") or reason
         finally:
             await stream.close()
         for position, index in enumerate(index for index in sorted(calls) if not calls[index].empty):
-            yield calls[index].finish(fallback_id=f"call_{position}")
+            yield kept.with_call_fields(calls[index].finish(fallback_id=f"call_{position}"))
         if usage is not None:
             yield usage
-        # Some servers (older Ollama) say "stop" after calling tools; the calls are what matter.
-        yield Finish("tool_calls" if calls and reason in (None, "stop") else reason or "stop")
+        yield _finish(reason, called=bool(calls), kept=kept)
 
     async def _open(self, request: dict[str, Any]) -> openai.AsyncStream[dict[str, Any]]:
         try:
@@ -211,35 +226,107 @@ def _reply_events(reply: Any) -> list[Event]:
         raise LLMError("The provider answered with something other than a chat completion.", kind="bad_request")
     choice = (reply.get("choices") or [{}])[0]
     message = choice.get("message") or {}
-    events: list[Event] = [TextDelta(message["content"])] if message.get("content") else []
+    kept = Kept()
+    thought = kept.keep(message)  # a whole message carries its reasoning and refusal as a delta would
+    events: list[Event] = [ReasoningDelta(thought)] if thought else []
+    if message.get("content"):
+        events.append(TextDelta(message["content"]))
     calls = []
     for raw in message.get("tool_calls") or ():
+        kept.call_fields(raw)
         function = raw.get("function") or {}
         call = PartialCall(id=raw.get("id") or "", name=function.get("name") or "")
         call.add(function.get("arguments"))
         calls.append(call)
-    events += [call.finish(fallback_id=f"call_{position}") for position, call in enumerate(calls)]
+    events += [kept.with_call_fields(call.finish(fallback_id=f"call_{position}")) for position, call in enumerate(calls)]
     if reply.get("usage"):
         events.append(Usage(reply["usage"].get("prompt_tokens") or 0, reply["usage"].get("completion_tokens") or 0))
-    reason = choice.get("finish_reason")
-    events.append(Finish("tool_calls" if calls and reason in (None, "stop") else reason or "stop"))
+    events.append(_finish(choice.get("finish_reason"), called=bool(calls), kept=kept))
     return events
+
+
+def _finish(reason: str | None, *, called: bool, kept: Kept) -> Finish:
+    # Some servers (older Ollama) say "stop" after calling tools; the calls are what matter.
+    reason = "tool_calls" if called and reason in (None, "stop") else reason or "stop"
+    return Finish("refusal" if kept.refusal and reason == "stop" else reason, refusal=kept.refusal, replay=kept.replay())
+
+
+class Kept:
+    """What of a streamed reply must go back to the provider as it came: reasoning text under its
+    own name, OpenRouter's `reasoning_details` (merged by index), each call's extra fields (Gemini 3's
+    `extra_content.google.thought_signature`); and the refusal, when the model refused."""
+
+    def __init__(self) -> None:
+        self.texts: dict[str, list[str]] = {}
+        self.details: dict[int, dict[str, Any]] = {}
+        self.calls: dict[str, dict[str, Any]] = {}
+        self.refusals: list[str] = []
+        self._call_id = ""
+
+    def keep(self, delta: dict[str, Any]) -> str:
+        """Keeps the delta's reasoning fields and refusal; returns the reasoning text to show ("" if none)."""
+        shown = ""
+        for name in _REASONING_TEXT:
+            if isinstance(delta.get(name), str) and delta[name]:
+                self.texts.setdefault(name, []).append(delta[name])
+                shown = shown or delta[name]  # a server sending both says the same thing twice
+        for position, detail in enumerate(delta.get("reasoning_details") or ()):
+            if isinstance(detail, dict):
+                text = self._detail(detail, position)
+                shown = shown or text
+        if isinstance(delta.get("refusal"), str):
+            self.refusals.append(delta["refusal"])
+        return shown
+
+    def _detail(self, detail: dict[str, Any], position: int) -> str:
+        index = detail["index"] if isinstance(detail.get("index"), int) else position
+        kept = self.details.setdefault(index, {})
+        for key, value in detail.items():
+            # Streamed pieces of one detail continue its strings (text, summary, data); the rest is whole.
+            both_text = isinstance(value, str) and isinstance(kept.get(key), str) and key in ("text", "summary", "data")
+            kept[key] = kept[key] + value if both_text else value
+        return str(detail.get("text") or detail.get("summary") or "") if detail.get("type") != "reasoning.encrypted" else ""
+
+    def call_fields(self, fragment: dict[str, Any]) -> None:
+        self._call_id = fragment.get("id") or self._call_id
+        extra = {k: v for k, v in fragment.items() if k not in ("index", "id", "type", "function")}
+        if extra:
+            self.calls.setdefault(self._call_id, {}).update(extra)
+
+    def with_call_fields(self, call: ToolCall) -> ToolCall:
+        extra = self.calls.get(call.id)
+        return dataclasses.replace(call, replay=extra) if extra else call
+
+    @property
+    def refusal(self) -> str:
+        return "".join(self.refusals)
+
+    def replay(self) -> dict[str, Any] | None:
+        fields: dict[str, Any] = {name: "".join(parts) for name, parts in self.texts.items()}
+        if self.details:
+            fields["reasoning_details"] = [self.details[i] for i in sorted(self.details)]
+        return fields or None
 
 
 def _message(message: Message) -> dict[str, Any]:
     if message.role == "tool":
         text = f"Error: {message.text}" if message.is_error else message.text
         return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": text}
-    if message.role == "assistant" and message.tool_calls:
-        return {
-            "role": "assistant",
-            "content": message.text or None,
-            "tool_calls": [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
-                for c in message.tool_calls
-            ],
-        }
-    return {"role": message.role, "content": message.text}
+    if message.role != "assistant" or not message.tool_calls:
+        # A plain answer's reasoning is not asked back by anyone (DeepSeek ignores it), and some
+        # servers (older vLLM) refuse fields they do not know: it stays home.
+        return {"role": message.role, "content": message.text}
+    replay = message.replay or {}  # as the provider sent it (see Kept)
+    return {
+        "role": "assistant",
+        "content": message.text or None,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+             **(c.replay or {})}
+            for c in message.tool_calls
+        ],
+        **replay,
+    }
 
 
 def _tool(tool: ToolSpec) -> dict[str, Any]:

@@ -66,11 +66,9 @@ def _run(owner, **fields: Any) -> Run:
 async def complete_round(run: Run, number: int, *, lost: bool = False) -> dict[str, Any]:
     """What the loop's `_round` does once the model and tools answered: store the step, then
     publish it (best effort: `lost` plays a publish that failed)."""
-    step = {"round": number, "text": f"round {number}", "tool_calls": [{"id": f"c{number}", "name": "add", "result": {}}]}
-    await loop.save_step(
-        run.pk, elapsed_s=0.1, round=number, text=step["text"], tool_calls=step["tool_calls"],
-        input_tokens=10, output_tokens=2, context_chars=100,
-    )
+    step = {"round": number, "text": f"round {number}", "tool_calls": [{"id": f"c{number}", "name": "add", "result": {}}],
+            "reasoning": "", "finish_reason": ""}
+    await loop.save_step(run.pk, elapsed_s=0.1, **step, input_tokens=10, output_tokens=2, context_chars=100)
     payload = {**step, "input_tokens": 10, "output_tokens": 2, "context_chars": 100, "max_rounds": run.max_rounds}
     if not lost:
         await loop.publish(run.pk, "step", payload)

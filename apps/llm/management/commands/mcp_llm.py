@@ -28,6 +28,9 @@ class Command(BaseCommand):
         scope.add_argument("--shared", action="store_true", help="Shared with every user.")
         scope.add_argument("--owner", metavar="USERNAME", help="Private to this user.")
         add.add_argument("--default", action="store_true", help="Make it the default (of its owner, or the site's).")
+        add.add_argument("--reasoning-effort", default="", help="OpenAI-compatible reasoning models: minimal, low, medium, high.")
+        add.add_argument("--thinking-budget", type=int, help="Anthropic: turn extended thinking on with this budget (>= 1024).")
+        add.add_argument("--max-output-tokens", type=int, help="The longest reply in tokens (default: the model's own).")
         actions.add_parser("list", help="List every provider (keys are never shown).")
         remove = actions.add_parser("remove", help="Remove a provider by name.")
         remove.add_argument("name")
@@ -39,7 +42,10 @@ class Command(BaseCommand):
         getattr(self, f"_{action}")(**options)
 
     def _add(self, *, name: str, kind: str, base_url: str, model: str, api_key_env: str | None, shared: bool,
-             owner: str | None, default: bool, **_) -> None:
+             owner: str | None, default: bool, reasoning_effort: str, thinking_budget: int | None,
+             max_output_tokens: int | None, **_) -> None:
+        settings = {"reasoning_effort": reasoning_effort, "thinking_budget": thinking_budget,
+                    "max_output_tokens": max_output_tokens}
         api_key = self._key_from(api_key_env)
         user = self._user(owner) if owner else None
         existing = Provider.objects.filter(name=name, owner=user).first()
@@ -47,10 +53,11 @@ class Command(BaseCommand):
             if existing:
                 services.update_provider(actor=None, provider=existing, kind=kind, base_url=base_url,
                                          default_model=model, is_default=default or existing.is_default,
-                                         api_key=api_key)
+                                         api_key=api_key, **settings)
             else:
                 services.create_provider(actor=None, name=name, kind=kind, base_url=base_url, default_model=model,
-                                         api_key=api_key or "", shared=shared, owner=user, is_default=default)
+                                         api_key=api_key or "", shared=shared, owner=user, is_default=default,
+                                         **settings)
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
         scope = "shared" if shared else f"private to {owner}"
