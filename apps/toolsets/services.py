@@ -24,8 +24,8 @@ class BudgetExceeded(ValueError):
         self.total = total
         self.over_by = total - endpoint.token_budget
         super().__init__(
-            f"Enabling these tools needs ~{total} tokens, {self.over_by} over the endpoint "
-            f"'{endpoint.slug}' budget of {endpoint.token_budget}."
+            f"Enabling these tools needs ~{total} tokens, {self.over_by} over the budget of "
+            f"{endpoint.token_budget} of the endpoint “{endpoint.name}” ({endpoint.slug})."
         )
 
 

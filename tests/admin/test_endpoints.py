@@ -77,7 +77,7 @@ def test_enabling_past_an_enforced_budget_is_refused(logged_in, alices_endpoint,
     })
 
     assert response.status_code == 200
-    assert "over the endpoint" in response.content.decode()
+    assert "over the budget of 5 of the endpoint" in response.content.decode()
     alices_endpoint.refresh_from_db()
     assert alices_endpoint.token_budget == 20000
     assert not alices_endpoint.tools.exists()

@@ -109,7 +109,7 @@ def test_mcp_enable_never_reaches_tools_the_user_cannot_see(charlie, alice_priva
 def test_mcp_enable_over_budget_changes_nothing(alice, global_server, make_tool):
     make_tool(global_server, "huge", tokens=10**6)
 
-    with pytest.raises(CommandError, match="over the endpoint"):
+    with pytest.raises(CommandError, match="over the budget of 20000 of the endpoint “Default”"):
         run("mcp_enable", "--user", "alice", "--all")
     assert not alice.endpoints.get().tools.exists()
 
