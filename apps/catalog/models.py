@@ -163,6 +163,7 @@ class McpServer(TimeStampedModel):
         """Served by the hub itself (the gateway answers its calls; nothing connects to it)."""
         return self.url == BUILTIN_URL
 
+    @property
     def has_user_variables(self) -> bool:
         return bool(self.user_variable_list())
 
