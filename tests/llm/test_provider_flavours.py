@@ -85,7 +85,7 @@ async def test_a_server_refusing_to_stream_is_asked_without_streaming_and_rememb
 
     assert first == [TextDelta("first"), Usage(5, 1), Finish("stop")]
     assert second[0] == TextDelta("second")
-    # Refused once, then asked whole twice: the refusal is remembered for this server and model.
+    # Refused once, then asked whole twice: the provider's adapter remembers the refusal for this model.
     assert [r.get("stream", False) for r in llm.requests] == [True, False, False]
     assert "stream_options" not in llm.requests[1]
 

@@ -20,10 +20,10 @@ from apps.llm.types import Event, Finish, LLMError, Message, ReasoningDelta, Tex
 
 # A 400 refusing `stream: true`: OpenAI's o1 at launch ("Unsupported value: 'stream' does not support
 # true with this model", param "stream"), and servers or gateways that cannot stream ("Streaming is
-# not supported"). Such a (base URL, model) is asked without streaming from then on, for the process.
+# not supported"). Such a model is asked without streaming from then on, by this provider's adapter
+# (one per provider and event loop, apps/chat/providers.py: a provider saved since asks again).
 _NO_STREAMING = re.compile(r"\bstream(ing)?\b.{0,60}(not supported|unsupported|does not support|not available|"
                            r"only the default)|(not support|unsupported|cannot).{0,40}\bstream", re.I | re.S)
-_WHOLE_REPLIES: set[tuple[str, str]] = set()
 
 # OpenAI's reasoning models (o1, o3, o4-mini, the gpt-5 family) refuse `max_tokens` and take
 # `max_completion_tokens`; other OpenAI-compatible servers (LM Studio, Ollama, vLLM) know `max_tokens`.
@@ -53,6 +53,8 @@ class OpenAIAdapter(Adapter):
         self._attempts = Attempts(sdk=openai, base_url=base_url, timeout=timeout)
         # Models whose server refused `max_tokens` once: asked with `max_completion_tokens` from then on.
         self._completion_tokens: set[str] = set()
+        # Models whose server refused `stream: true` once: asked for whole replies from then on.
+        self._whole_replies: set[str] = set()
 
     def stream(
         self, *, model: str, messages: Sequence[Message], tools: Sequence[ToolSpec], max_tokens: int | None = None
@@ -77,13 +79,12 @@ class OpenAIAdapter(Adapter):
         return "max_completion_tokens" if _REASONING_MODEL.match(name) or model in self._completion_tokens else "max_tokens"
 
     async def _events(self, request: dict[str, Any]) -> AsyncIterator[Event]:
-        whole = (self.base_url, request["model"])
         try:
-            stream = None if whole in _WHOLE_REPLIES else await self._open(request)
+            stream = None if request["model"] in self._whole_replies else await self._open(request)
         except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
             if not _refuses_streaming(exc):
                 raise
-            _WHOLE_REPLIES.add(whole)
+            self._whole_replies.add(request["model"])
             stream = None
         except openai.NotFoundError:
             await self._explain_not_found()
