@@ -16,11 +16,8 @@ from oauth2_provider.models import get_application_model
 from oauth2_provider.views import AuthorizationView, OAuthProtectedResourceMetadataView, TokenView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
+from apps.core.public_url import request_origin
 from apps.oauth import redirects, resources, selectors
-
-
-def request_origin(request: HttpRequest) -> str:
-    return request.build_absolute_uri("/").rstrip("/")
 
 
 class ConsentView(AuthorizationView):
