@@ -38,12 +38,23 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.gateway import PG, VENV_BIN, Processes, base_env, cpu_seconds, free_port, psql, wait_port  # noqa: E402
+from benchmarks.gateway import (  # noqa: E402
+    PG,
+    VENV_BIN,
+    Processes,
+    base_env,
+    cpu_seconds,
+    free_port,
+    psql,
+    wait_port,
+)
 
 BENCH_DB = "mcphub_bench_chat"
 ECHO = ROOT / "tests" / "servers" / "echo.py"
 STREAM_CHUNKS = 5000
-ROUNDS_TURN = 10  # tool rounds in the turn that times one round (long, so noise per round stays small)
+ROUNDS_TURN = (
+    10  # tool rounds in the turn that times one round (long, so noise per round stays small)
+)
 TARGETS = {"ttft_ms": 20.0, "round_ms": 10.0, "chunks_per_s": 2000.0, "concurrency_ratio": 1.5}
 
 
@@ -67,7 +78,9 @@ def seed(llm_url: str, hub_tools: bool = False) -> dict[str, Any]:
     from apps.toolsets.services import enable_tools
 
     user = User.objects.create_user("bench", "bench@example.com", "bench-password-unused")
-    server = McpServer.objects.create(name="echo", command=sys.executable, args=[str(ECHO), "stdio"])
+    server = McpServer.objects.create(
+        name="echo", command=sys.executable, args=[str(ECHO), "stdio"]
+    )
 
     async def discover() -> Any:
         async with Pool() as pool:
@@ -81,8 +94,17 @@ def seed(llm_url: str, hub_tools: bool = False) -> dict[str, Any]:
     if hub_tools:  # the hub's own MCP tool that hands a task to a run (benchmarks/runs.py)
         from apps.chat.runs.hub_tools import ensure_hub_server
 
-        enable_tools(endpoint=endpoint, tools=ensure_hub_server().tools.filter(name="autonomous_with_mcp"))
-    Provider.objects.create(name="scripted", kind="openai", base_url=llm_url, default_model="m", owner=user, is_default=True)
+        enable_tools(
+            endpoint=endpoint, tools=ensure_hub_server().tools.filter(name="autonomous_with_mcp")
+        )
+    Provider.objects.create(
+        name="scripted",
+        kind="openai",
+        base_url=llm_url,
+        default_model="m",
+        owner=user,
+        is_default=True,
+    )
     _, token = create_access_token(user=user, name="benchmark", rate_limit_per_minute=2_000_000_000)
     return {"token": token, "endpoint": f"/mcp/{endpoint.slug}/"}
 
@@ -124,8 +146,9 @@ class Chat:
         import websockets
 
         url = f"ws://127.0.0.1:{self.port}/ws/chat/{conversation}/"
-        async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {self.token}"},
-                                      max_size=None) as ws:
+        async with websockets.connect(
+            url, additional_headers={"Authorization": f"Bearer {self.token}"}, max_size=None
+        ) as ws:
             started = time.perf_counter()
             await ws.send(json.dumps({"type": "message", "payload": {"text": text}}))
             first = None
@@ -143,9 +166,18 @@ class Chat:
                 elif event["type"] == "end":
                     ended = time.perf_counter()
                     break
-        assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), "events out of order or repeated"
-        return {"ttft": (first - started) * 1000 if first else None, "total": (ended - started) * 1000,
-                "first_to_end": (ended - (first or ended)), "text": "".join(texts), "events": events, "tool_ms": tool_ms, "tools": tools}
+        assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), (
+            "events out of order or repeated"
+        )
+        return {
+            "ttft": (first - started) * 1000 if first else None,
+            "total": (ended - started) * 1000,
+            "first_to_end": (ended - (first or ended)),
+            "text": "".join(texts),
+            "events": events,
+            "tool_ms": tool_ms,
+            "tools": tools,
+        }
 
 
 async def direct_ttft(adapter: Any) -> tuple[float, float]:
@@ -153,7 +185,9 @@ async def direct_ttft(adapter: Any) -> tuple[float, float]:
     from apps.llm.types import Message, TextDelta
 
     started, first = time.perf_counter(), None
-    async for event in adapter.stream(model="m", messages=[Message(role="user", text="ttft")], tools=[]):
+    async for event in adapter.stream(
+        model="m", messages=[Message(role="user", text="ttft")], tools=[]
+    ):
         if isinstance(event, TextDelta) and first is None:
             first = time.perf_counter()
     return (first - started) * 1000, (time.perf_counter() - started) * 1000
@@ -166,7 +200,11 @@ def others_cpu(redis_pid: int) -> dict[str, float]:
             with contextlib.suppress(OSError):
                 if (pid / "comm").read_text().strip() == "postgres":
                     postgres += cpu_seconds(int(pid.name))
-    return {"clients+llm": time.process_time(), "postgres": postgres, "redis": cpu_seconds(redis_pid)}
+    return {
+        "clients+llm": time.process_time(),
+        "postgres": postgres,
+        "redis": cpu_seconds(redis_pid),
+    }
 
 
 def cpu_ms_per(before: dict[str, float], after: dict[str, float], count: int) -> dict[str, float]:
@@ -198,7 +236,7 @@ async def _measure(chat: Chat, direct_adapter: Any, args: argparse.Namespace) ->
         await chat.turn(conversations[0], "tool:2")
         await direct_ttft(direct_adapter)
     hub_ttft, direct, direct_total, plain, tooled, tool_ms = [], [], [], [], [], []
-    for i in range(args.runs):
+    for _ in range(args.runs):
         hub_ttft.append((await chat.turn(conversations[1], "ttft"))["ttft"])
         first, total = await direct_ttft(direct_adapter)
         direct.append(first)
@@ -210,20 +248,28 @@ async def _measure(chat: Chat, direct_adapter: Any, args: argparse.Namespace) ->
         tooled.append(rounds["total"])
         tool_ms.append(rounds["tool_ms"] / ROUNDS_TURN)
     stream = await chat.turn(conversations[0], "stream")
-    assert stream["text"] == "".join(f"{i} " for i in range(STREAM_CHUNKS)), "streamed text lost or reordered"
+    assert stream["text"] == "".join(f"{i} " for i in range(STREAM_CHUNKS)), (
+        "streamed text lost or reordered"
+    )
     alone = (await chat.turn(conversations[0], f"slow:{args.rounds}"))["total"] / 1000
     cpu = chat.hub.cpu()
     started = time.perf_counter()
-    results = await asyncio.gather(*(chat.turn(c, f"slow:{args.rounds}") for c in conversations[: args.conversations]))
+    results = await asyncio.gather(
+        *(chat.turn(c, f"slow:{args.rounds}") for c in conversations[: args.conversations])
+    )
     together = time.perf_counter() - started
     spent = cpu_ms_per(cpu, chat.hub.cpu(), args.conversations * args.rounds)
     assert all(r["text"] == "hi" for r in results), "a concurrent turn did not finish"
     return {
-        "ttft_hub": p50(hub_ttft), "ttft_direct": p50(direct),
-        "round": (p50(tooled) - p50(plain)) / ROUNDS_TURN - p50(tool_ms) - p50(direct_total), "tool_ms": p50(tool_ms),
+        "ttft_hub": p50(hub_ttft),
+        "ttft_direct": p50(direct),
+        "round": (p50(tooled) - p50(plain)) / ROUNDS_TURN - p50(tool_ms) - p50(direct_total),
+        "tool_ms": p50(tool_ms),
         "llm_ms": p50(direct_total),
-        "chunks_per_s": STREAM_CHUNKS / stream["first_to_end"], "stream_events": stream["events"],
-        "alone": alone, "together": together,
+        "chunks_per_s": STREAM_CHUNKS / stream["first_to_end"],
+        "stream_events": stream["events"],
+        "alone": alone,
+        "together": together,
         "cpu_per_round": spent,
     }
 
@@ -235,25 +281,44 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
     overhead = figures["ttft_hub"] - figures["ttft_direct"]
     ratio = figures["together"] / figures["alone"]
     print()
-    print(f"chat benchmark (production shape, one worker process; load {os.getloadavg()[0]:.2f}, {args.runs} runs each)")
-    print(f"time to first token   hub {figures['ttft_hub']:.1f} ms p50, direct {figures['ttft_direct']:.1f} ms p50: "
-          f"overhead {overhead:.1f} ms (target ≤ {TARGETS['ttft_ms']:.0f}: {verdict(overhead <= TARGETS['ttft_ms'])})")
-    print(f"per tool round        overhead {figures['round']:.1f} ms p50 beyond the tool's {figures['tool_ms']:.1f} ms and one "
-          f"{figures['llm_ms']:.1f} ms LLM request ({ROUNDS_TURN}-round turn vs none; target ≤ {TARGETS['round_ms']:.0f}: "
-          f"{verdict(figures['round'] <= TARGETS['round_ms'])})")
-    print(f"streaming             {figures['chunks_per_s']:.0f} chunks/s delivered in order ({STREAM_CHUNKS} chunks in "
-          f"{figures['stream_events']} events; target ≥ {TARGETS['chunks_per_s']:.0f}: "
-          f"{verdict(figures['chunks_per_s'] >= TARGETS['chunks_per_s'])})")
-    print(f"concurrency           {args.conversations} conversations × {args.rounds} rounds at 1 s per reply: "
-          f"{figures['together']:.2f} s vs {figures['alone']:.2f} s alone = {ratio:.2f}× "
-          f"(target ≤ {TARGETS['concurrency_ratio']}: {verdict(ratio <= TARGETS['concurrency_ratio'])})")
+    print(
+        f"chat benchmark (production shape, one worker process; load {os.getloadavg()[0]:.2f}, {args.runs} runs each)"
+    )
+    print(
+        f"time to first token   hub {figures['ttft_hub']:.1f} ms p50, direct {figures['ttft_direct']:.1f} ms p50: "
+        f"overhead {overhead:.1f} ms (target ≤ {TARGETS['ttft_ms']:.0f}: {verdict(overhead <= TARGETS['ttft_ms'])})"
+    )
+    print(
+        f"per tool round        overhead {figures['round']:.1f} ms p50 beyond the tool's {figures['tool_ms']:.1f} ms and one "
+        f"{figures['llm_ms']:.1f} ms LLM request ({ROUNDS_TURN}-round turn vs none; target ≤ {TARGETS['round_ms']:.0f}: "
+        f"{verdict(figures['round'] <= TARGETS['round_ms'])})"
+    )
+    print(
+        f"streaming             {figures['chunks_per_s']:.0f} chunks/s delivered in order ({STREAM_CHUNKS} chunks in "
+        f"{figures['stream_events']} events; target ≥ {TARGETS['chunks_per_s']:.0f}: "
+        f"{verdict(figures['chunks_per_s'] >= TARGETS['chunks_per_s'])})"
+    )
+    print(
+        f"concurrency           {args.conversations} conversations × {args.rounds} rounds at 1 s per reply: "
+        f"{figures['together']:.2f} s vs {figures['alone']:.2f} s alone = {ratio:.2f}× "
+        f"(target ≤ {TARGETS['concurrency_ratio']}: {verdict(ratio <= TARGETS['concurrency_ratio'])})"
+    )
     cpu = figures["cpu_per_round"]
-    print("                      CPU per round during it: " + ", ".join(f"{name} {ms:.1f} ms" for name, ms in cpu.items()))
+    print(
+        "                      CPU per round during it: "
+        + ", ".join(f"{name} {ms:.1f} ms" for name, ms in cpu.items())
+    )
 
 
 @contextlib.asynccontextmanager
-async def production_hub(name: str, database: str, respond: Callable[[dict], Any], *, hub_tools: bool = False,
-                         **extra_env: str) -> AsyncIterator[Hub]:
+async def production_hub(
+    name: str,
+    database: str,
+    respond: Callable[[dict], Any],
+    *,
+    hub_tools: bool = False,
+    **extra_env: str,
+) -> AsyncIterator[Hub]:
     """The production shape on its own Redis and a fresh Postgres database, seeded for alice (with
     the hub's `autonomous_with_mcp` tool if `hub_tools`), with the scripted LLM answering by
     `respond`; logs are kept when something failed."""
@@ -268,24 +333,76 @@ async def production_hub(name: str, database: str, respond: Callable[[dict], Any
     llm.responder = respond
     try:
         redis_port = free_port()
-        procs.spawn("redis", ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        procs.spawn(
+            "redis",
+            [
+                "redis-server",
+                "--port",
+                str(redis_port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+        )
         psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
         psql(f"CREATE DATABASE {database}")
         created_db = True
-        env = base_env(DATABASE_URL=f"{PG}/{database}", REDIS_URL=f"redis://127.0.0.1:{redis_port}/0",
-                       MCPHUB_DATA_DIR=str(tmp / "data"), MCPHUB_EMBEDDED_BEAT="false", **extra_env)
+        env = base_env(
+            DATABASE_URL=f"{PG}/{database}",
+            REDIS_URL=f"redis://127.0.0.1:{redis_port}/0",
+            MCPHUB_DATA_DIR=str(tmp / "data"),
+            MCPHUB_EMBEDDED_BEAT="false",
+            **extra_env,
+        )
         wait_port(redis_port, procs)
-        out = subprocess.run([sys.executable, __file__, "--seed", llm.url, *(["--hub-tools"] if hub_tools else [])],
-                             cwd=ROOT, env=env, capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--seed", llm.url, *(["--hub-tools"] if hub_tools else [])],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         if out.returncode != 0:
             raise RuntimeError(f"seeding failed:\n{out.stderr[-3000:]}")
         seeded = json.loads(out.stdout.strip().splitlines()[-1])
         port = free_port()
-        web = procs.spawn("web", [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "mcphub.asgi:application"], env)
-        worker = procs.spawn("worker", [str(VENV_BIN / "celery"), "-A", "mcphub", "worker", "-Q", "mcp,celery", "--without-gossip",
-                                        "--without-mingle", "-n", f"{name}bench@%h", "--loglevel", "WARNING"], env)
+        web = procs.spawn(
+            "web",
+            [
+                str(VENV_BIN / "daphne"),
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "mcphub.asgi:application",
+            ],
+            env,
+        )
+        worker = procs.spawn(
+            "worker",
+            [
+                str(VENV_BIN / "celery"),
+                "-A",
+                "mcphub",
+                "worker",
+                "-Q",
+                "mcp,celery",
+                "--without-gossip",
+                "--without-mingle",
+                "-n",
+                f"{name}bench@%h",
+                "--loglevel",
+                "WARNING",
+            ],
+            env,
+        )
         wait_healthy(f"http://127.0.0.1:{port}", procs.procs, timeout=90.0)
-        yield Hub(port, seeded["token"], web.pid, worker.pid, llm, procs.procs[0].pid, seeded["endpoint"])
+        yield Hub(
+            port, seeded["token"], web.pid, worker.pid, llm, procs.procs[0].pid, seeded["endpoint"]
+        )
         ok = True
     finally:
         llm.stop()
@@ -309,7 +426,11 @@ class Hub:
     def cpu(self) -> dict[str, float]:
         """CPU seconds so far of each party on the machine (they share its cores): the hub's web and
         worker, this process (the clients and the scripted LLM), Postgres (every backend) and Redis."""
-        return {"web": cpu_seconds(self.web_pid), "worker": cpu_seconds(self.worker_pid), **others_cpu(self.redis_pid)}
+        return {
+            "web": cpu_seconds(self.web_pid),
+            "worker": cpu_seconds(self.worker_pid),
+            **others_cpu(self.redis_pid),
+        }
 
 
 async def bench(args: argparse.Namespace) -> None:
@@ -318,11 +439,15 @@ async def bench(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--conversations", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="10 runs, 100 conversations × 3 rounds")
+    parser.add_argument(
+        "--quick", action="store_true", help="10 runs, 100 conversations × 3 rounds"
+    )
     parser.add_argument("--seed", help=argparse.SUPPRESS)
     parser.add_argument("--hub-tools", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -91,14 +91,23 @@ def seed(spec: dict[str, str]) -> dict[str, Any]:
         return McpServer.objects.create(name=name, command=sys.executable, args=args)
 
     servers = {
-        "f-http": McpServer.objects.create(name="echo-http", transport=McpServer.Transport.STREAMABLE_HTTP, url=spec["echo_url"]),
+        "f-http": McpServer.objects.create(
+            name="echo-http", transport=McpServer.Transport.STREAMABLE_HTTP, url=spec["echo_url"]
+        ),
         "f-hang": tiny("hang", "--silent", "--while", spec["hang_flag"]),
         "f-tiny": tiny("tiny"),
-        "f-slow": McpServer.objects.create(name="echo-stdio", command=sys.executable, args=[str(ECHO), "stdio", "0", tag]),
+        "f-slow": McpServer.objects.create(
+            name="echo-stdio", command=sys.executable, args=[str(ECHO), "stdio", "0", tag]
+        ),
     }
     tools = {"f-http": ["echo"], "f-hang": ["echo"], "f-tiny": ["echo"], "f-slow": ["echo", "slow"]}
     for slug, server in servers.items():
-        made = [Tool.objects.create(server=server, name=n, description=n, input_schema={"type": "object"}) for n in tools[slug]]
+        made = [
+            Tool.objects.create(
+                server=server, name=n, description=n, input_schema={"type": "object"}
+            )
+            for n in tools[slug]
+        ]
         endpoint = create_endpoint(owner=user, name=slug, slug=slug)
         set_enabled_tools(endpoint=endpoint, tools=made, enforce_budget=False)
     _, token = create_access_token(user=user, name="faults", rate_limit_per_minute=2_000_000_000)
@@ -130,8 +139,11 @@ class Caller:
 
     @property
     def headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                   "Authorization": f"Bearer {self.token}"}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "Authorization": f"Bearer {self.token}",
+        }
         if self.session:
             headers.update({"Mcp-Session-Id": self.session, "MCP-Protocol-Version": PROTOCOL})
         return headers
@@ -140,16 +152,24 @@ class Caller:
         if self.conn is None:
             self.conn = HttpConnection(self.port)
         try:
-            return await self.conn.request("POST", self.path, self.headers, json.dumps(message).encode())
+            return await self.conn.request(
+                "POST", self.path, self.headers, json.dumps(message).encode()
+            )
         except (OSError, asyncio.IncompleteReadError):
             self.conn.close()
             self.conn = None
             return 0, {}, b""
 
     async def _initialize(self) -> int:
-        params = {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "faults", "version": "1"}}
+        params = {
+            "protocolVersion": PROTOCOL,
+            "capabilities": {},
+            "clientInfo": {"name": "faults", "version": "1"},
+        }
         self.session = None
-        status, headers, _ = await self._post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params})
+        status, headers, _ = await self._post(
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
+        )
         if status == 200:
             self.session = headers["mcp-session-id"]
             await self._post({"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -160,15 +180,28 @@ class Caller:
         status = 200 if self.session else await self._initialize()
         ok, error = False, f"HTTP {status}"
         if status == 200:
-            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": self.tool, "arguments": self.arguments}}
+            body = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": self.tool, "arguments": self.arguments},
+            }
             status, headers, data = await self._post(body)
             error = f"HTTP {status}"
             if status == 404:
-                self.session = None  # the hub forgot the session (Redis restarted): initialize again
+                self.session = (
+                    None  # the hub forgot the session (Redis restarted): initialize again
+                )
             elif status == 200:
                 message = rpc_message(headers, data)
                 ok = "result" in message and not message["result"].get("isError")
-                error = "" if ok else json.dumps(message.get("error") or message["result"]["content"][0].get("text"))
+                error = (
+                    ""
+                    if ok
+                    else json.dumps(
+                        message.get("error") or message["result"]["content"][0].get("text")
+                    )
+                )
         call = Call(started, time.monotonic() - started, ok, status, error)
         self.calls.append(call)
         return call
@@ -196,7 +229,14 @@ class Row:
     note: str = ""
 
 
-def summarize(fault: str, shape: str, calls: list[Call], back_at: float | None, note: str = "", left: int | None = None) -> Row:
+def summarize(
+    fault: str,
+    shape: str,
+    calls: list[Call],
+    back_at: float | None,
+    note: str = "",
+    left: int | None = None,
+) -> Row:
     errors = [c for c in calls if not c.ok]
     if errors:
         common = Counter(c.error for c in errors).most_common(1)[0][0]
@@ -205,8 +245,17 @@ def summarize(fault: str, shape: str, calls: list[Call], back_at: float | None, 
     if back_at is not None:
         late = [c.started + c.took for c in errors if c.started + c.took > back_at]
         recovery = max(late) - back_at if late else 0.0
-    return Row(fault, shape, len(calls), len(errors), sum(1 for c in calls if c.status >= 500 and c.status != 503),
-               recovery, sum(1 for c in calls if c.took > 5.0), left, note)
+    return Row(
+        fault,
+        shape,
+        len(calls),
+        len(errors),
+        sum(1 for c in calls if c.status >= 500 and c.status != 503),
+        recovery,
+        sum(1 for c in calls if c.took > 5.0),
+        left,
+        note,
+    )
 
 
 # -- processes ------------------------------------------------------------------------------
@@ -238,7 +287,11 @@ class EchoBackend:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> float:
-        self.proc = self.procs.spawn(f"echo-http-{time.monotonic():.0f}", [sys.executable, str(ECHO), "http", str(self.port)], base_env())
+        self.proc = self.procs.spawn(
+            f"echo-http-{time.monotonic():.0f}",
+            [sys.executable, str(ECHO), "http", str(self.port)],
+            base_env(),
+        )
         wait_port(self.port, self.procs)
         return time.monotonic()
 
@@ -262,35 +315,73 @@ class Hub:
 
 
 def start_redis(procs: Processes, port: int) -> subprocess.Popen[bytes]:
-    proc = procs.spawn(f"redis-{time.monotonic():.0f}", ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+    proc = procs.spawn(
+        f"redis-{time.monotonic():.0f}",
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+    )
     wait_port(port, procs)
     return proc
 
 
 def start_hub(shape: str, procs: Processes, tmp: Path, echo_url: str, hang_flag: Path) -> Hub:
     redis = redis_port = None
-    env = base_env(MCPHUB_DATA_DIR=str(tmp / f"{shape}-data"), MCPHUB_CONNECT_TIMEOUT="4", MCPHUB_EMBEDDED_BEAT="false")
+    env = base_env(
+        MCPHUB_DATA_DIR=str(tmp / f"{shape}-data"),
+        MCPHUB_CONNECT_TIMEOUT="4",
+        MCPHUB_EMBEDDED_BEAT="false",
+    )
     if shape == "prod":
         redis_port = free_port()
         redis = start_redis(procs, redis_port)
         psql(f"DROP DATABASE IF EXISTS {FAULTS_DB} WITH (FORCE)")
         psql(f"CREATE DATABASE {FAULTS_DB}")
         env.update(DATABASE_URL=f"{PG}/{FAULTS_DB}", REDIS_URL=f"redis://127.0.0.1:{redis_port}/0")
-    command = [sys.executable, __file__, "--seed", json.dumps({"echo_url": echo_url, "hang_flag": str(hang_flag), "tag": TAG})]
+    command = [
+        sys.executable,
+        __file__,
+        "--seed",
+        json.dumps({"echo_url": echo_url, "hang_flag": str(hang_flag), "tag": TAG}),
+    ]
     out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"seeding failed:\n{out.stderr[-3000:]}")
     token = json.loads(out.stdout.strip().splitlines()[-1])["token"]
     port = free_port()
-    web = procs.spawn(f"{shape}-web", [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "mcphub.asgi:application"], env)
+    web = procs.spawn(
+        f"{shape}-web",
+        [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "mcphub.asgi:application"],
+        env,
+    )
     workers = [start_worker(procs, env, i) for i in range(3)] if shape == "prod" else []
     wait_port(port, procs, timeout=90)
     return Hub(shape, port, web, workers, env, token, redis, redis_port)
 
 
 def start_worker(procs: Processes, env: dict[str, str], n: int) -> subprocess.Popen[bytes]:
-    args = [str(VENV_BIN / "celery"), "-A", "mcphub", "worker", "-Q", "mcp,celery", "--without-gossip",
-            "--without-mingle", "-n", f"faults{n}@%h", "--loglevel", "WARNING"]
+    args = [
+        str(VENV_BIN / "celery"),
+        "-A",
+        "mcphub",
+        "worker",
+        "-Q",
+        "mcp,celery",
+        "--without-gossip",
+        "--without-mingle",
+        "-n",
+        f"faults{n}@%h",
+        "--loglevel",
+        "WARNING",
+    ]
     return procs.spawn(f"prod-worker{n}", args, env)
 
 
@@ -302,7 +393,12 @@ def holder_of(hub: Hub, server: str) -> subprocess.Popen[bytes]:
     from apps.connections.worker import DEFAULT_PREFIX, WORKER_TTL_SECONDS, workers_key
 
     client = redis.Redis(port=hub.redis_port)
-    live = [w.decode() for w in client.zrangebyscore(workers_key(DEFAULT_PREFIX), time.time() - WORKER_TTL_SECONDS, "+inf")]
+    live = [
+        w.decode()
+        for w in client.zrangebyscore(
+            workers_key(DEFAULT_PREFIX), time.time() - WORKER_TTL_SECONDS, "+inf"
+        )
+    ]
     client.close()
     chosen = max(live, key=lambda w: _affinity(w, server))
     pid = int(chosen.split(":")[1])
@@ -324,10 +420,20 @@ def listed_workers(hub: Hub) -> int:
 # -- the faults -----------------------------------------------------------------------------
 
 
-async def load(hub: Hub, slug: str, seconds: float, callers: int, tool: str = "echo", arguments: dict[str, Any] | None = None,
-               during: Any = None) -> tuple[list[Call], Any]:
+async def load(
+    hub: Hub,
+    slug: str,
+    seconds: float,
+    callers: int,
+    tool: str = "echo",
+    arguments: dict[str, Any] | None = None,
+    during: Any = None,
+) -> tuple[list[Call], Any]:
     """`callers` calling for `seconds`, while `during()` (a coroutine function) runs the fault."""
-    group = [Caller(hub.port, f"/mcp/{slug}/", hub.token, tool, arguments or {"text": "hi"}) for _ in range(callers)]
+    group = [
+        Caller(hub.port, f"/mcp/{slug}/", hub.token, tool, arguments or {"text": "hi"})
+        for _ in range(callers)
+    ]
     until = time.monotonic() + seconds
     runs = asyncio.gather(*(c.run(until) for c in group))
     result = await during() if during is not None else None
@@ -372,7 +478,13 @@ async def fault_hanging_start(hub: Hub, hang_flag: Path, callers: int) -> Row:
 
     calls, fixed_at = await load(hub, "f-hang", 20.0, callers, during=fault)
     fast = sum(1 for c in calls if not c.ok and c.took < 1.0)
-    return summarize("2 start hangs (fixed at 8 s)", hub.shape, calls, fixed_at, f"{fast} errors answered in < 1 s")
+    return summarize(
+        "2 start hangs (fixed at 8 s)",
+        hub.shape,
+        calls,
+        fixed_at,
+        f"{fast} errors answered in < 1 s",
+    )
 
 
 async def fault_worker(hub: Hub, procs: Processes, callers: int, how: signal.Signals) -> Row:
@@ -410,7 +522,13 @@ async def fault_redis(hub: Hub, procs: Processes, callers: int) -> Row:
 
     calls, back_at = await load(hub, "f-tiny", 8.0, callers, during=fault)
     s503 = sum(1 for c in calls if c.status == 503)
-    return summarize("5 Redis restart (2 s down)", hub.shape, calls, back_at, f"{s503} answered 503 + Retry-After")
+    return summarize(
+        "5 Redis restart (2 s down)",
+        hub.shape,
+        calls,
+        back_at,
+        f"{s503} answered 503 + Retry-After",
+    )
 
 
 def percentiles(calls: list[Call]) -> tuple[float, float]:
@@ -420,10 +538,14 @@ def percentiles(calls: list[Call]) -> tuple[float, float]:
 
 async def fault_slow_calls(hub: Hub, callers: int) -> Row:
     await warm(hub, "f-slow")
-    quiet = percentiles((await load(hub, "f-slow", 3.0, callers))[0])  # the same calls without slow ones: this machine's floor
+    quiet = percentiles(
+        (await load(hub, "f-slow", 3.0, callers))[0]
+    )  # the same calls without slow ones: this machine's floor
     slow = [Caller(hub.port, "/mcp/f-slow/", hub.token, "slow", {"seconds": 10}) for _ in range(70)]
     slow_runs = [asyncio.ensure_future(c.call_once()) for c in slow]
-    await asyncio.sleep(2.5)  # 70 sessions initialized and their calls running, on a loaded 2-core box
+    await asyncio.sleep(
+        2.5
+    )  # 70 sessions initialized and their calls running, on a loaded 2-core box
     calls, _ = await load(hub, "f-slow", 5.0, callers)
     slow_calls = await asyncio.gather(*slow_runs)
     for caller in slow:
@@ -448,10 +570,22 @@ def stop_hub(hub: Hub, procs: Processes, how: signal.Signals) -> Row:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
     left = left_after(backends)
-    return Row(f"4 hub {how.name}", hub.shape, 0, 0, 0, None, 0, left, f"{len(backends)} backends were running")
+    return Row(
+        f"4 hub {how.name}",
+        hub.shape,
+        0,
+        0,
+        0,
+        None,
+        0,
+        left,
+        f"{len(backends)} backends were running",
+    )
 
 
-async def run_shape(shape: str, procs: Processes, tmp: Path, echo: EchoBackend, callers: int) -> list[Row]:
+async def run_shape(
+    shape: str, procs: Processes, tmp: Path, echo: EchoBackend, callers: int
+) -> list[Row]:
     hang_flag = tmp / f"{shape}-hang"
     hub = start_hub(shape, procs, tmp, echo.url, hang_flag)
     print(f"{shape}: hub on :{hub.port}", flush=True)
@@ -466,9 +600,11 @@ async def run_shape(shape: str, procs: Processes, tmp: Path, echo: EchoBackend, 
             rows.append(await fault())
             print(f"  {format_row(rows[-1])}", flush=True)
         if shape == "prod":
-            for fault in (lambda: fault_worker(hub, procs, callers, signal.SIGKILL),
-                          lambda: fault_worker(hub, procs, callers, signal.SIGTERM),
-                          lambda: fault_redis(hub, procs, callers)):
+            for fault in (
+                lambda: fault_worker(hub, procs, callers, signal.SIGKILL),
+                lambda: fault_worker(hub, procs, callers, signal.SIGTERM),
+                lambda: fault_redis(hub, procs, callers),
+            ):
                 rows.append(await fault())
                 print(f"  {format_row(rows[-1])}", flush=True)
         await warm(hub, "f-tiny")
@@ -510,7 +646,9 @@ async def bench(args: argparse.Namespace) -> None:
         if not args.keep_logs:
             shutil.rmtree(tmp, ignore_errors=True)
     print()
-    print(f"{args.callers} callers per fault; recovery = seconds from the part coming back to the last failed call")
+    print(
+        f"{args.callers} callers per fault; recovery = seconds from the part coming back to the last failed call"
+    )
     print(HEAD)
     for row in rows:
         print(format_row(row))

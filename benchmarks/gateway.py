@@ -86,8 +86,12 @@ def seed(echo_url: str, tools: int, servers: int) -> dict[str, Any]:
     from benchmarks.servers.many_tools import tool_defs
 
     user = User.objects.create_user("bench", "bench@example.com", secrets.token_urlsafe(12))
-    stdio = McpServer.objects.create(name="echo-stdio", command=sys.executable, args=[str(ECHO), "stdio"])
-    http = McpServer.objects.create(name="echo-http", transport=McpServer.Transport.STREAMABLE_HTTP, url=echo_url)
+    stdio = McpServer.objects.create(
+        name="echo-stdio", command=sys.executable, args=[str(ECHO), "stdio"]
+    )
+    http = McpServer.objects.create(
+        name="echo-http", transport=McpServer.Transport.STREAMABLE_HTTP, url=echo_url
+    )
 
     async def discover() -> list[Any]:
         async with Pool() as pool:
@@ -101,8 +105,13 @@ def seed(echo_url: str, tools: int, servers: int) -> dict[str, Any]:
     for n in range(servers):
         server = McpServer.objects.create(name=f"many-{n:02d}", command="/bin/false")
         Tool.objects.bulk_create(
-            Tool(server=server, name=d["name"], description=d["description"], input_schema=d["inputSchema"],
-                 token_estimate=estimate_tokens(d))
+            Tool(
+                server=server,
+                name=d["name"],
+                description=d["description"],
+                input_schema=d["inputSchema"],
+                token_estimate=estimate_tokens(d),
+            )
             for d in defs[n * per : (n + 1) * per]
         )
     endpoints = {}
@@ -132,16 +141,22 @@ class Processes:
         self.log_dir = log_dir
         self.procs: list[subprocess.Popen[bytes]] = []
 
-    def spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    def spawn(
+        self, name: str, args: list[str], env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         log = open(self.log_dir / f"{name}.log", "w")  # noqa: SIM115 - lives as long as the process
-        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         self.procs.append(proc)
         return proc
 
     def check(self) -> None:
         for proc in self.procs:
             if proc.poll() is not None:
-                raise RuntimeError(f"{proc.args[:3]} exited ({proc.returncode}); logs in {self.log_dir}")
+                raise RuntimeError(
+                    f"{proc.args[:3]} exited ({proc.returncode}); logs in {self.log_dir}"
+                )
 
     def stop(self) -> None:
         for proc in self.procs:
@@ -156,7 +171,11 @@ class Processes:
 
 
 def base_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")
+    }
     env.update(
         SECRET_KEY=secrets.token_urlsafe(40),
         MCPHUB_ENCRYPTION_KEYS=base64.urlsafe_b64encode(os.urandom(32)).decode(),
@@ -207,11 +226,17 @@ class HttpConnection:
         self.writer: asyncio.StreamWriter | None = None
 
     async def open(self) -> None:
-        self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port, limit=1 << 20)
+        self.reader, self.writer = await asyncio.open_connection(
+            "127.0.0.1", self.port, limit=1 << 20
+        )
 
     def send(self, method: str, path: str, headers: dict[str, str], body: bytes = b"") -> None:
         assert self.writer is not None
-        lines = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{self.port}", f"Content-Length: {len(body)}"]
+        lines = [
+            f"{method} {path} HTTP/1.1",
+            f"Host: 127.0.0.1:{self.port}",
+            f"Content-Length: {len(body)}",
+        ]
         lines += [f"{k}: {v}" for k, v in headers.items()]
         self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
 
@@ -239,7 +264,9 @@ class HttpConnection:
                 chunks.append((await self.reader.readexactly(size + 2))[:-2])
         return await self.reader.read()
 
-    async def request(self, method: str, path: str, headers: dict[str, str], body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
+    async def request(
+        self, method: str, path: str, headers: dict[str, str], body: bytes = b""
+    ) -> tuple[int, dict[str, str], bytes]:
         """One request; like any HTTP client, reconnect once when the server closed an idle
         keep-alive connection (uvicorn does after 5 s)."""
         for attempt in (1, 2):
@@ -266,7 +293,9 @@ def rpc_message(headers: dict[str, str], body: bytes) -> dict[str, Any]:
     """The JSON-RPC response in a plain JSON body or in an SSE stream's events."""
     if headers.get("content-type", "").startswith("text/event-stream"):
         for event in body.replace(b"\r\n", b"\n").split(b"\n\n"):
-            data = b"\n".join(line[5:].strip() for line in event.split(b"\n") if line.startswith(b"data:"))
+            data = b"\n".join(
+                line[5:].strip() for line in event.split(b"\n") if line.startswith(b"data:")
+            )
             if data:
                 message = json.loads(data)
                 if "id" in message:
@@ -281,7 +310,10 @@ class McpSession:
     def __init__(self, port: int, path: str, token: str | None) -> None:
         self.conn = HttpConnection(port)
         self.path = path
-        self.headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        self.headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        }
         if token:
             self.headers["Authorization"] = f"Bearer {token}"
         self.next_id = 0
@@ -292,9 +324,19 @@ class McpSession:
         await self.initialize()
 
     async def initialize(self) -> str:
-        headers = {k: v for k, v in self.headers.items() if k not in ("Mcp-Session-Id", "MCP-Protocol-Version")}
-        params = {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
-        body = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}).encode()
+        headers = {
+            k: v
+            for k, v in self.headers.items()
+            if k not in ("Mcp-Session-Id", "MCP-Protocol-Version")
+        }
+        params = {
+            "protocolVersion": PROTOCOL,
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1"},
+        }
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
+        ).encode()
         status, response_headers, data = await self.conn.request("POST", self.path, headers, body)
         if status != 200:
             raise RuntimeError(f"initialize: HTTP {status} {data[:300]!r}")
@@ -309,7 +351,9 @@ class McpSession:
 
     async def rpc(self, method: str, params: dict[str, Any]) -> tuple[dict[str, Any], int]:
         self.next_id += 1
-        body = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}).encode()
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        ).encode()
         status, headers, data = await self.conn.request("POST", self.path, self.headers, body)
         if status != 200:
             raise RuntimeError(f"{method}: HTTP {status} {data[:300]!r}")
@@ -346,8 +390,14 @@ class Hub:
     def redis_memory(self) -> int:
         if not self.redis_port:
             return 0
-        out = subprocess.run(["redis-cli", "-p", str(self.redis_port), "info", "memory"], capture_output=True, text=True).stdout
-        return int(next(line.split(":")[1] for line in out.splitlines() if line.startswith("used_memory:")))
+        out = subprocess.run(
+            ["redis-cli", "-p", str(self.redis_port), "info", "memory"],
+            capture_output=True,
+            text=True,
+        ).stdout
+        return int(
+            next(line.split(":")[1] for line in out.splitlines() if line.startswith("used_memory:"))
+        )
 
 
 @dataclass
@@ -372,7 +422,9 @@ class Target:
             self.sessions.append(session)
 
     async def call(self, session: McpSession) -> None:
-        result, _ = await session.rpc("tools/call", {"name": self.tool, "arguments": {"text": "hello"}})
+        result, _ = await session.rpc(
+            "tools/call", {"name": self.tool, "arguments": {"text": "hello"}}
+        )
         if result.get("isError") or result["content"][0].get("text") != "hello":
             raise RuntimeError(f"{self.label}: unexpected result {result}")
 
@@ -413,8 +465,12 @@ async def measure(target: Target, concurrency: int, calls: int) -> None:
     target.elapsed[concurrency] = target.elapsed.get(concurrency, 0.0) + elapsed
     if target.hub:
         target.cpu[concurrency] = target.cpu.get(concurrency, 0.0) + target.hub.cpu() - cpu0
-        target.redis_cpu[concurrency] = target.redis_cpu.get(concurrency, 0.0) + target.hub.redis_cpu() - rcpu0
-        target.worker_cpu[concurrency] = target.worker_cpu.get(concurrency, 0.0) + target.hub.worker_cpu() - wcpu0
+        target.redis_cpu[concurrency] = (
+            target.redis_cpu.get(concurrency, 0.0) + target.hub.redis_cpu() - rcpu0
+        )
+        target.worker_cpu[concurrency] = (
+            target.worker_cpu.get(concurrency, 0.0) + target.hub.worker_cpu() - wcpu0
+        )
 
 
 def pct(values: list[float], q: float) -> float:
@@ -428,7 +484,7 @@ async def bench_calls(targets: list[Target], calls: int, rounds: int, loads: lis
     for concurrency in CONCURRENCY:
         per_round = max(concurrency, calls // rounds // concurrency * concurrency)
         for r in range(rounds):
-            order = targets[r % len(targets):] + targets[: r % len(targets)]
+            order = targets[r % len(targets) :] + targets[: r % len(targets)]
             for target in order:
                 loads.append(load())
                 await measure(target, concurrency, per_round)
@@ -465,14 +521,24 @@ async def bench_sessions(hub: Hub, token: str, count: int, sse: bool) -> dict[st
         session.close()
 
     workers = 8
-    await asyncio.gather(*(initializer(count // workers + (1 if i < count % workers else 0)) for i in range(workers)))
+    await asyncio.gather(
+        *(initializer(count // workers + (1 if i < count % workers else 0)) for i in range(workers))
+    )
     await asyncio.sleep(1.0)
     rss1, redis1 = rss_bytes(hub.web.pid), hub.redis_memory()
-    figures = {"rss_kb": (rss1 - rss0) / count / 1024, "redis_kb": (redis1 - redis0) / count / 1024, "load": load()}
+    figures = {
+        "rss_kb": (rss1 - rss0) / count / 1024,
+        "redis_kb": (redis1 - redis0) / count / 1024,
+        "load": load(),
+    }
     if not sse:
         return figures
     streams: list[HttpConnection] = []
-    headers = {"Accept": "text/event-stream", "Authorization": f"Bearer {token}", "MCP-Protocol-Version": PROTOCOL}
+    headers = {
+        "Accept": "text/event-stream",
+        "Authorization": f"Bearer {token}",
+        "MCP-Protocol-Version": PROTOCOL,
+    }
     for session_id in ids:
         conn = HttpConnection(hub.port)
         await conn.open()
@@ -481,10 +547,14 @@ async def bench_sessions(hub: Hub, token: str, count: int, sse: bool) -> dict[st
     # Count the streams that answered 200 (the response headers come with the stream's first
     # bytes), then measure.
     started = time.perf_counter()
-    heads = await asyncio.gather(*(asyncio.wait_for(c.read_head(), 60) for c in streams), return_exceptions=True)
+    heads = await asyncio.gather(
+        *(asyncio.wait_for(c.read_head(), 60) for c in streams), return_exceptions=True
+    )
     opened = sum(1 for h in heads if isinstance(h, tuple) and h[0] == 200)
     figures["sse_seconds"] = time.perf_counter() - started
-    figures["sse_timeouts"] = sum(1 for h in heads if isinstance(h, asyncio.TimeoutError | TimeoutError))
+    figures["sse_timeouts"] = sum(
+        1 for h in heads if isinstance(h, asyncio.TimeoutError | TimeoutError)
+    )
     rss2, redis2 = rss_bytes(hub.web.pid), hub.redis_memory()
     figures.update(
         sse_open=opened,
@@ -500,20 +570,50 @@ async def bench_sessions(hub: Hub, token: str, count: int, sse: bool) -> dict[st
 # -- the run --------------------------------------------------------------------------------
 
 
-def start_hub(mode: str, env: dict[str, str], procs: Processes, redis_pid: int | None, redis_port: int | None) -> Hub:
+def start_hub(
+    mode: str, env: dict[str, str], procs: Processes, redis_pid: int | None, redis_port: int | None
+) -> Hub:
     port = free_port()
-    daphne = [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "mcphub.asgi:application"]
+    daphne = [
+        str(VENV_BIN / "daphne"),
+        "-b",
+        "127.0.0.1",
+        "-p",
+        str(port),
+        "mcphub.asgi:application",
+    ]
     web = procs.spawn(f"{mode}-web", daphne, env)
     worker = None
     if mode == "prod":
-        celery = [str(VENV_BIN / "celery"), "-A", "mcphub", "worker", "-Q", "mcp,celery", "--without-gossip",
-                  "--without-mingle", "-n", "bench@%h", "--loglevel", "WARNING"]
+        celery = [
+            str(VENV_BIN / "celery"),
+            "-A",
+            "mcphub",
+            "worker",
+            "-Q",
+            "mcp,celery",
+            "--without-gossip",
+            "--without-mingle",
+            "-n",
+            "bench@%h",
+            "--loglevel",
+            "WARNING",
+        ]
         worker = procs.spawn("prod-worker", celery, env)
     return Hub(mode, port, web, worker, redis_pid, redis_port)
 
 
 def run_seed(env: dict[str, str], echo_url: str, args: argparse.Namespace) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--seed", echo_url, "--tools", str(args.tools), "--servers", str(args.servers)]
+    command = [
+        sys.executable,
+        __file__,
+        "--seed",
+        echo_url,
+        "--tools",
+        str(args.tools),
+        "--servers",
+        str(args.servers),
+    ]
     out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"seeding failed:\n{out.stderr[-3000:]}")
@@ -531,7 +631,9 @@ async def bench(args: argparse.Namespace) -> None:
     try:
         echo_port, many_port = free_port(), free_port()
         procs.spawn("echo-http", [sys.executable, str(ECHO), "http", str(echo_port)], base_env())
-        procs.spawn("many-tools", [sys.executable, str(MANY), str(many_port), str(args.tools)], base_env())
+        procs.spawn(
+            "many-tools", [sys.executable, str(MANY), str(many_port), str(args.tools)], base_env()
+        )
         echo_url = f"http://127.0.0.1:{echo_port}/mcp"
         hubs: dict[str, Hub] = {}
         seeds: dict[str, dict[str, Any]] = {}
@@ -539,14 +641,29 @@ async def bench(args: argparse.Namespace) -> None:
         redis_pid = redis_port = None
         if "prod" in modes:
             redis_port = free_port()
-            redis = procs.spawn("redis", ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1",
-                                          "--save", "", "--appendonly", "no"])
+            redis = procs.spawn(
+                "redis",
+                [
+                    "redis-server",
+                    "--port",
+                    str(redis_port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                ],
+            )
             redis_pid = redis.pid
             psql(f"DROP DATABASE IF EXISTS {args.db} WITH (FORCE)")
             psql(f"CREATE DATABASE {args.db}")
             created_db = True
-            envs["prod"] = base_env(DATABASE_URL=f"{PG}/{args.db}", REDIS_URL=f"redis://127.0.0.1:{redis_port}/0",
-                                    MCPHUB_DATA_DIR=str(tmp / "prod-data"))
+            envs["prod"] = base_env(
+                DATABASE_URL=f"{PG}/{args.db}",
+                REDIS_URL=f"redis://127.0.0.1:{redis_port}/0",
+                MCPHUB_DATA_DIR=str(tmp / "prod-data"),
+            )
             wait_port(redis_port, procs)
         if "embedded" in modes:
             envs["embedded"] = base_env(MCPHUB_DATA_DIR=str(tmp / "embedded-data"))
@@ -554,30 +671,65 @@ async def bench(args: argparse.Namespace) -> None:
         wait_port(many_port, procs)
         for mode, env in envs.items():
             seeds[mode] = run_seed(env, echo_url, args)
-            hubs[mode] = start_hub(mode, env, procs, redis_pid if mode == "prod" else None, redis_port if mode == "prod" else None)
+            hubs[mode] = start_hub(
+                mode,
+                env,
+                procs,
+                redis_pid if mode == "prod" else None,
+                redis_port if mode == "prod" else None,
+            )
         for hub in hubs.values():
             from tests.live_hub import wait_healthy
 
             wait_healthy(f"http://127.0.0.1:{hub.port}", procs.procs, timeout=90.0)
-        print(f"hubs up: {', '.join(f'{m} :{h.port}' for m, h in hubs.items())}; seeded {seeds[modes[0]]['endpoints']}", flush=True)
+        print(
+            f"hubs up: {', '.join(f'{m} :{h.port}' for m, h in hubs.items())}; seeded {seeds[modes[0]]['endpoints']}",
+            flush=True,
+        )
 
         direct = Target("direct → echo (HTTP)", echo_port, "/mcp", None, "echo")
         call_targets = [direct]
         for mode, hub in hubs.items():
             token = seeds[mode]["token"]
-            call_targets.append(Target(f"{mode} hub → echo (stdio)", hub.port, "/mcp/bench-stdio/", token, "echo", hub))
+            call_targets.append(
+                Target(
+                    f"{mode} hub → echo (stdio)", hub.port, "/mcp/bench-stdio/", token, "echo", hub
+                )
+            )
             if not args.no_http_backend:
-                call_targets.append(Target(f"{mode} hub → echo (HTTP)", hub.port, "/mcp/bench-http/", token, "echo", hub))
+                call_targets.append(
+                    Target(
+                        f"{mode} hub → echo (HTTP)",
+                        hub.port,
+                        "/mcp/bench-http/",
+                        token,
+                        "echo",
+                        hub,
+                    )
+                )
         list_targets = [Target("direct → many_tools backend", many_port, "/mcp", None, "")]
-        list_targets += [Target(f"{mode} hub → bench-many", hub.port, "/mcp/bench-many/", seeds[mode]["token"], "", hub)
-                         for mode, hub in hubs.items()]
+        list_targets += [
+            Target(
+                f"{mode} hub → bench-many",
+                hub.port,
+                "/mcp/bench-many/",
+                seeds[mode]["token"],
+                "",
+                hub,
+            )
+            for mode, hub in hubs.items()
+        ]
         for target in call_targets:
             await warm(target)
-        await bench_list(list_targets, 3)  # builds the 1,000-tool views before any memory is measured
+        await bench_list(
+            list_targets, 3
+        )  # builds the 1,000-tool views before any memory is measured
 
         memory: dict[str, dict[str, float]] = {}
         for mode, hub in hubs.items() if args.sessions else ():
-            memory[mode] = await bench_sessions(hub, seeds[mode]["token"], args.sessions, not args.no_sse)
+            memory[mode] = await bench_sessions(
+                hub, seeds[mode]["token"], args.sessions, not args.no_sse
+            )
             print(f"  sessions {mode}: {memory[mode]}", flush=True)
 
         loads: list[float] = []
@@ -598,12 +750,25 @@ def verdict(ok: bool) -> str:
     return "met" if ok else "MISSED"
 
 
-def report(args: argparse.Namespace, targets: list[Target], loads: list[float], listing: dict[str, tuple[list[float], int, int]],
-           list_loads: list[float], memory: dict[str, dict[str, float]], hubs: dict[str, Hub]) -> None:
+def report(
+    args: argparse.Namespace,
+    targets: list[Target],
+    loads: list[float],
+    listing: dict[str, tuple[list[float], int, int]],
+    list_loads: list[float],
+    memory: dict[str, dict[str, float]],
+    hubs: dict[str, Hub],
+) -> None:
     print()
-    print(f"tools/call of a trivial echo tool ({args.calls} calls per path and concurrency, {args.rounds} interleaved rounds)")
-    print(f"load average during the calls: min {min(loads):.2f}, median {statistics.median(loads):.2f}, max {max(loads):.2f} (2 cores)")
-    head = f"{'path':28}" + "".join(f" | c={c:<2} p50    p99   calls/s  cpu/call" for c in CONCURRENCY)
+    print(
+        f"tools/call of a trivial echo tool ({args.calls} calls per path and concurrency, {args.rounds} interleaved rounds)"
+    )
+    print(
+        f"load average during the calls: min {min(loads):.2f}, median {statistics.median(loads):.2f}, max {max(loads):.2f} (2 cores)"
+    )
+    head = f"{'path':28}" + "".join(
+        f" | c={c:<2} p50    p99   calls/s  cpu/call" for c in CONCURRENCY
+    )
     print(head)
     print("-" * len(head))
     for t in targets:
@@ -611,63 +776,100 @@ def report(args: argparse.Namespace, targets: list[Target], loads: list[float], 
         for c in CONCURRENCY:
             lat = t.latencies[c]
             cpu = f"{(t.cpu[c] + t.redis_cpu[c]) / len(lat) * 1000:5.2f}ms" if t.hub else "     -"
-            row += f" | {pct(lat, .5):7.2f} {pct(lat, .99):6.2f} {len(lat) / t.elapsed[c]:8.0f}   {cpu}"
+            row += f" | {pct(lat, 0.5):7.2f} {pct(lat, 0.99):6.2f} {len(lat) / t.elapsed[c]:8.0f}   {cpu}"
         print(row)
-    print("cpu/call = utime+stime of the hub's web + worker + redis-server processes ÷ calls (backends excluded)")
+    print(
+        "cpu/call = utime+stime of the hub's web + worker + redis-server processes ÷ calls (backends excluded)"
+    )
     direct = targets[0]
-    d50 = pct(direct.latencies[1], .5)
+    d50 = pct(direct.latencies[1], 0.5)
     d_tput = len(direct.latencies[32]) / direct.elapsed[32]
     print()
     print(f"direct → echo (HTTP): p50 {d50:.2f} ms at c=1, {d_tput:.0f} calls/s at c=32")
-    print(f"{'vs direct':28} | overhead p50 c=1 (≤{TARGETS['overhead_ms']} ms) | throughput c=32 (≥{TARGETS['throughput_ratio']}×) "
-          f"| hub cpu/call, all c (≤{TARGETS['cpu_ms']} ms) = web + worker + redis")
+    print(
+        f"{'vs direct':28} | overhead p50 c=1 (≤{TARGETS['overhead_ms']} ms) | throughput c=32 (≥{TARGETS['throughput_ratio']}×) "
+        f"| hub cpu/call, all c (≤{TARGETS['cpu_ms']} ms) = web + worker + redis"
+    )
     for t in targets[1:]:
-        overhead = pct(t.latencies[1], .5) - d50
+        overhead = pct(t.latencies[1], 0.5) - d50
         ratio = len(t.latencies[32]) / t.elapsed[32] / d_tput
         calls = sum(len(v) for v in t.latencies.values())
         wcpu = sum(t.worker_cpu.values()) / calls * 1000
         web = sum(t.cpu.values()) / calls * 1000 - wcpu
         rcpu = sum(t.redis_cpu.values()) / calls * 1000
         cpu = web + wcpu + rcpu
-        print(f"{t.label:28} | {overhead:+7.2f} ms  {verdict(overhead <= TARGETS['overhead_ms']):6}          "
-              f"| {ratio:5.2f}×  {verdict(ratio >= TARGETS['throughput_ratio']):6}       "
-              f"| {cpu:5.2f} ms  {verdict(cpu <= TARGETS['cpu_ms']):6} = {web:4.2f} + {wcpu:4.2f} + {rcpu:4.2f} ms")
+        print(
+            f"{t.label:28} | {overhead:+7.2f} ms  {verdict(overhead <= TARGETS['overhead_ms']):6}          "
+            f"| {ratio:5.2f}×  {verdict(ratio >= TARGETS['throughput_ratio']):6}       "
+            f"| {cpu:5.2f} ms  {verdict(cpu <= TARGETS['cpu_ms']):6} = {web:4.2f} + {wcpu:4.2f} + {rcpu:4.2f} ms"
+        )
     print()
-    print(f"tools/list of {args.tools} tools ({args.list_runs} interleaved calls each; load {list_loads[0]:.2f} → {list_loads[1]:.2f})")
+    print(
+        f"tools/list of {args.tools} tools ({args.list_runs} interleaved calls each; load {list_loads[0]:.2f} → {list_loads[1]:.2f})"
+    )
     base = None
     for label, (lat, size, count) in listing.items():
-        p50 = pct(lat, .5)
+        p50 = pct(lat, 0.5)
         base = p50 if base is None else base
-        note = "" if label.startswith("direct") else f"  {p50 / base:5.2f}× direct  {verdict(p50 <= base)}"
-        print(f"  {label:32} {count:5} tools {size / 1024:7.0f} KB  p50 {p50:7.2f} ms  p99 {pct(lat, .99):7.2f} ms{note}")
+        note = (
+            ""
+            if label.startswith("direct")
+            else f"  {p50 / base:5.2f}× direct  {verdict(p50 <= base)}"
+        )
+        print(
+            f"  {label:32} {count:5} tools {size / 1024:7.0f} KB  p50 {p50:7.2f} ms  p99 {pct(lat, 0.99):7.2f} ms{note}"
+        )
     print()
-    print(f"memory per idle session ({args.sessions} sessions; target ≤ {TARGETS['session_kb']:.0f} KB)")
+    print(
+        f"memory per idle session ({args.sessions} sessions; target ≤ {TARGETS['session_kb']:.0f} KB)"
+    )
     for mode, m in memory.items():
         total = m["rss_kb"] + m["redis_kb"]
-        print(f"  {mode:9} initialized, idle:  web RSS {m['rss_kb']:6.2f} KB + redis {m['redis_kb']:6.2f} KB = {total:6.2f} KB/session"
-              f"  {verdict(total <= TARGETS['session_kb'])}  (load {m['load']:.2f})")
+        print(
+            f"  {mode:9} initialized, idle:  web RSS {m['rss_kb']:6.2f} KB + redis {m['redis_kb']:6.2f} KB = {total:6.2f} KB/session"
+            f"  {verdict(total <= TARGETS['session_kb'])}  (load {m['load']:.2f})"
+        )
         if "sse_open" in m:
             total_sse = total + m["sse_rss_kb"] + m["sse_redis_kb"]
-            print(f"  {mode:9} + open GET stream:  web RSS +{m['sse_rss_kb']:6.2f} KB + redis +{m['sse_redis_kb']:6.2f} KB"
-                  f" = {total_sse:6.2f} KB/session ({int(m['sse_open'])}/{args.sessions} streams answered 200 within"
-                  f" {m['sse_seconds']:.1f} s, {int(m['sse_timeouts'])} timed out)")
+            print(
+                f"  {mode:9} + open GET stream:  web RSS +{m['sse_rss_kb']:6.2f} KB + redis +{m['sse_redis_kb']:6.2f} KB"
+                f" = {total_sse:6.2f} KB/session ({int(m['sse_open'])}/{args.sessions} streams answered 200 within"
+                f" {m['sse_seconds']:.1f} s, {int(m['sse_timeouts'])} timed out)"
+            )
     print(f"\nload average at the end: {os.getloadavg()}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--calls", type=int, default=2000, help="tools/call per path and concurrency")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--calls", type=int, default=2000, help="tools/call per path and concurrency"
+    )
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--sessions", type=int, default=1000, help="idle sessions for the memory figure (0: skip it)")
+    parser.add_argument(
+        "--sessions",
+        type=int,
+        default=1000,
+        help="idle sessions for the memory figure (0: skip it)",
+    )
     parser.add_argument("--list-runs", type=int, default=100)
     parser.add_argument("--tools", type=int, default=1000)
     parser.add_argument("--servers", type=int, default=20)
     parser.add_argument("--modes", default="prod,embedded")
-    parser.add_argument("--no-sse", action="store_true", help="skip the open-GET-stream memory figure")
+    parser.add_argument(
+        "--no-sse", action="store_true", help="skip the open-GET-stream memory figure"
+    )
     parser.add_argument("--no-http-backend", action="store_true", help="only hub → stdio backend")
-    parser.add_argument("--quick", action="store_true", help="fewer calls and sessions, for a smoke run")
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer calls and sessions, for a smoke run"
+    )
     parser.add_argument("--keep-logs", action="store_true")
-    parser.add_argument("--db", default=BENCH_DB, help="the Postgres database to create for the production hub (dropped after)")
+    parser.add_argument(
+        "--db",
+        default=BENCH_DB,
+        help="the Postgres database to create for the production hub (dropped after)",
+    )
     parser.add_argument("--seed", metavar="ECHO_URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.seed:

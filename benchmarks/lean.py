@@ -45,7 +45,9 @@ class RawClient:
         self.port = port
         self.idle: list[McpSession] = []
 
-    async def call_tool(self, spec: ServerSpec, name: str, arguments: dict[str, Any], raw: bool = True) -> dict[str, Any]:
+    async def call_tool(
+        self, spec: ServerSpec, name: str, arguments: dict[str, Any], raw: bool = True
+    ) -> dict[str, Any]:
         session = self.idle.pop() if self.idle else None
         if session is None:
             session = McpSession(self.port, "/mcp", None)
@@ -59,7 +61,9 @@ class RawClient:
             session.close()
 
 
-async def measure(caller: Any, spec: ServerSpec, calls: int, concurrency: int) -> tuple[list[float], float, float]:
+async def measure(
+    caller: Any, spec: ServerSpec, calls: int, concurrency: int
+) -> tuple[list[float], float, float]:
     latencies: list[float] = []
 
     async def run() -> None:
@@ -78,7 +82,12 @@ async def bench(args: argparse.Namespace) -> None:
     servers = {kind: _serve(kind) for kind in ("http", "http-json")}
     try:
         specs = {"stdio": ServerSpec("echo", command=sys.executable, args=(str(ECHO), "stdio"))}
-        specs |= {kind: ServerSpec("echo", transport="streamable_http", url=f"http://127.0.0.1:{port}/mcp") for kind, (_, port) in servers.items()}
+        specs |= {
+            kind: ServerSpec(
+                "echo", transport="streamable_http", url=f"http://127.0.0.1:{port}/mcp"
+            )
+            for kind, (_, port) in servers.items()
+        }
         paths: list[tuple[str, Any, ServerSpec]] = []
         for kind, spec in specs.items():
             paths.append((f"{kind} lean", Pool(), spec))
@@ -87,16 +96,24 @@ async def bench(args: argparse.Namespace) -> None:
         for _, caller, spec in paths:
             for _ in range(50):
                 await caller.call_tool(spec, "echo", {"text": "hello"}, raw=True)
-        figures: dict[str, dict[int, list[tuple[list[float], float, float]]]] = {label: {1: [], 32: []} for label, _, _ in paths}
+        figures: dict[str, dict[int, list[tuple[list[float], float, float]]]] = {
+            label: {1: [], 32: []} for label, _, _ in paths
+        }
         loads = []
         for r in range(args.rounds):
-            order = paths[r % len(paths):] + paths[: r % len(paths)]
+            order = paths[r % len(paths) :] + paths[: r % len(paths)]
             for concurrency in (1, 32):
                 for label, caller, spec in order:
                     loads.append(os.getloadavg()[0])
-                    figures[label][concurrency].append(await measure(caller, spec, args.calls, concurrency))
-        print(f"raw tools/call of echo, {args.calls} calls per path, concurrency and round, {args.rounds} rounds")
-        print(f"load average: min {min(loads):.2f}, median {statistics.median(loads):.2f}, max {max(loads):.2f} (2 cores)")
+                    figures[label][concurrency].append(
+                        await measure(caller, spec, args.calls, concurrency)
+                    )
+        print(
+            f"raw tools/call of echo, {args.calls} calls per path, concurrency and round, {args.rounds} rounds"
+        )
+        print(
+            f"load average: min {min(loads):.2f}, median {statistics.median(loads):.2f}, max {max(loads):.2f} (2 cores)"
+        )
         print(f"{'path':26} | c=1 p50 ms  cpu ms/call | c=32 calls/s  cpu ms/call")
         for label, runs in figures.items():
             p50 = statistics.median(statistics.median(lat) for lat, _, _ in runs[1]) * 1000
@@ -113,7 +130,9 @@ async def bench(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--calls", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=3)
     asyncio.run(bench(parser.parse_args()))

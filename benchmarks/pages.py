@@ -46,12 +46,22 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 def fill_catalog(tools: int, servers: int) -> list[Tool]:
     rows = []
     for s in range(servers):
-        server = McpServer.objects.create(name=f"server-{s:02d}", transport="streamable_http",
-                                          url=f"https://s{s}.example.com/mcp", status="healthy")
+        server = McpServer.objects.create(
+            name=f"server-{s:02d}",
+            transport="streamable_http",
+            url=f"https://s{s}.example.com/mcp",
+            status="healthy",
+        )
         for t in range(tools // servers):
-            rows.append(Tool(server=server, name=f"tool_{t:03d}", input_schema={"type": "object"},
-                             description=f"Does thing {t} of server {s}: a reasonably long description " * 2,
-                             token_estimate=40 + t % 60))
+            rows.append(
+                Tool(
+                    server=server,
+                    name=f"tool_{t:03d}",
+                    input_schema={"type": "object"},
+                    description=f"Does thing {t} of server {s}: a reasonably long description " * 2,
+                    token_estimate=40 + t % 60,
+                )
+            )
     return Tool.objects.bulk_create(rows)
 
 
@@ -82,21 +92,44 @@ def main() -> None:
             state["on"] = not state["on"]
             return response
 
-        print(f"{Tool.objects.count()} tools on {args.servers} servers, {endpoint.tools.count()} enabled; "
-              f"{connection.vendor}; {args.runs} runs each")
+        print(
+            f"{Tool.objects.count()} tools on {args.servers} servers, {endpoint.tools.count()} enabled; "
+            f"{connection.vendor}; {args.runs} runs each"
+        )
         timed("Tools page (full)", args.runs, lambda: client.get("/tools/"))
-        timed("Search as you type (?q=tool_01)", args.runs,
-              lambda: client.get(f"/endpoints/{endpoint.slug}/tools/?q=tool_01", **HTMX))
-        timed("Open a group (lazy rows)", args.runs,
-              lambda: client.get(f"/endpoints/{endpoint.slug}/servers/server-07/", **HTMX))
+        timed(
+            "Search as you type (?q=tool_01)",
+            args.runs,
+            lambda: client.get(f"/endpoints/{endpoint.slug}/tools/?q=tool_01", **HTMX),
+        )
+        timed(
+            "Open a group (lazy rows)",
+            args.runs,
+            lambda: client.get(f"/endpoints/{endpoint.slug}/servers/server-07/", **HTMX),
+        )
         timed("Toggle one tool (htmx round trip)", args.runs, toggle)
-        timed("Toggle a server's 50 tools", args.runs,
-              lambda: client.post(f"/endpoints/{endpoint.slug}/servers/server-03/toggle/", {"enabled": "on"}, **HTMX))
+        timed(
+            "Toggle a server's 50 tools",
+            args.runs,
+            lambda: client.post(
+                f"/endpoints/{endpoint.slug}/servers/server-03/toggle/", {"enabled": "on"}, **HTMX
+            ),
+        )
         timed("Dashboard", args.runs, lambda: client.get("/"))
-        timed("API: endpoint tools, 500 a page", args.runs,
-              lambda: client.get(f"/api/endpoints/{endpoint.slug}/tools/?page_size=500"))
-        timed("API: toggle one tool", args.runs, lambda: client.patch(
-            f"/api/endpoints/{endpoint.slug}/tools/{toggled.key}/", {"enabled": True}, content_type="application/json"))
+        timed(
+            "API: endpoint tools, 500 a page",
+            args.runs,
+            lambda: client.get(f"/api/endpoints/{endpoint.slug}/tools/?page_size=500"),
+        )
+        timed(
+            "API: toggle one tool",
+            args.runs,
+            lambda: client.patch(
+                f"/api/endpoints/{endpoint.slug}/tools/{toggled.key}/",
+                {"enabled": True},
+                content_type="application/json",
+            ),
+        )
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
 

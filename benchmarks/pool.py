@@ -60,8 +60,14 @@ class Pipe:
             sys.executable, "-I", "-S", TINY, stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
         self.reader = asyncio.create_task(self._read())
-        await self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                          "clientInfo": {"name": "bench", "version": "1"}})
+        await self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"},
+            },
+        )
 
     async def _read(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
@@ -75,11 +81,17 @@ class Pipe:
         assert self.proc is not None and self.proc.stdin is not None
         self.next_id += 1
         future = self.pending[self.next_id] = asyncio.get_running_loop().create_future()
-        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
-                                          "params": params}).encode() + b"\n")
+        self.proc.stdin.write(
+            json.dumps(
+                {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+            ).encode()
+            + b"\n"
+        )
         return await future
 
-    async def call_tool(self, spec: ServerSpec, name: str, arguments: dict[str, Any], **_: Any) -> Any:
+    async def call_tool(
+        self, spec: ServerSpec, name: str, arguments: dict[str, Any], **_: Any
+    ) -> Any:
         return await self.request("tools/call", {"name": name, "arguments": arguments})
 
     async def aclose(self) -> None:
@@ -91,7 +103,15 @@ class Pipe:
 
 
 def start_workers(count: int, redis_url: str, prefix: str) -> list[subprocess.Popen[bytes]]:
-    command = [sys.executable, "-m", "apps.connections.worker", "--redis-url", redis_url, "--prefix", prefix]
+    command = [
+        sys.executable,
+        "-m",
+        "apps.connections.worker",
+        "--redis-url",
+        redis_url,
+        "--prefix",
+        prefix,
+    ]
     return [subprocess.Popen(command, cwd=ROOT, stderr=subprocess.DEVNULL) for _ in range(count)]
 
 
@@ -164,8 +184,10 @@ async def bench(calls: int, workers: int, redis_url: str, raw: bool) -> None:
 async def report(paths: dict[str, Any], calls: int, meter: Meter, raw: bool) -> None:
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     print(f"load average before: {load}   (2 cores; raw results: {raw})")
-    print(f"{'path':<8}{'conc':>5}{'p50 ms':>9}{'p99 ms':>9}{'calls/s':>10}"
-          f"{'caller':>9}{'worker':>9}{'redis':>9}{'total':>9}  CPU ms/call")
+    print(
+        f"{'path':<8}{'conc':>5}{'p50 ms':>9}{'p99 ms':>9}{'calls/s':>10}"
+        f"{'caller':>9}{'worker':>9}{'redis':>9}{'total':>9}  CPU ms/call"
+    )
     for concurrency in CONCURRENCY:
         samples: dict[str, list[Any]] = {name: [[], 0.0, [0.0, 0.0, 0.0]] for name in paths}
         for _ in range(ROUNDS):  # interleaved, so machine noise hits every path alike
@@ -184,16 +206,23 @@ async def report(paths: dict[str, Any], calls: int, meter: Meter, raw: bool) -> 
             p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000
             p50s[name] = p50
             per_call = [c / len(ordered) * 1000 for c in cpu]
-            print(f"{name:<8}{concurrency:>5}{p50:>9.3f}{p99:>9.3f}{len(ordered) / elapsed:>10.0f}"
-                  + "".join(f"{c:>9.3f}" for c in per_call) + f"{sum(per_call):>9.3f}")
-        print(f"{'':<13}pool adds {p50s['direct'] - p50s['pipe']:.3f} ms p50 over the pipe; "
-              f"redis path adds {p50s['redis'] - p50s['direct']:.3f} ms over direct")
+            print(
+                f"{name:<8}{concurrency:>5}{p50:>9.3f}{p99:>9.3f}{len(ordered) / elapsed:>10.0f}"
+                + "".join(f"{c:>9.3f}" for c in per_call)
+                + f"{sum(per_call):>9.3f}"
+            )
+        print(
+            f"{'':<13}pool adds {p50s['direct'] - p50s['pipe']:.3f} ms p50 over the pipe; "
+            f"redis path adds {p50s['redis'] - p50s['direct']:.3f} ms over direct"
+        )
     print(f"load average after: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=2000, help="calls per path and concurrency level")
+    parser.add_argument(
+        "--calls", type=int, default=2000, help="calls per path and concurrency level"
+    )
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/15")
     parser.add_argument("--raw", action="store_true", help="pool paths return raw result dicts")

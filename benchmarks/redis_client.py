@@ -68,7 +68,9 @@ async def serve_resp(url: str, prefix: str) -> None:
         item = await inbox.call("BLMPOP", 1, 1, f"{prefix}:inbox", "LEFT", "COUNT", BATCH)
         for raw in item[1] if item else ():
             msg = json.loads(raw)
-            await out.fire("PUBLISH", msg["r"], json.dumps({"t": "res", "id": msg["id"], "ok": msg["a"]}))
+            await out.fire(
+                "PUBLISH", msg["r"], json.dumps({"t": "res", "id": msg["id"], "ok": msg["a"]})
+            )
     heartbeat.cancel()
 
 
@@ -94,7 +96,9 @@ async def serve_redispy(url: str, prefix: str) -> None:
 
     tasks = [asyncio.create_task(writer()), asyncio.create_task(beat())]
     while True:
-        item = await inbox.execute_command("BLMPOP", 1, 1, f"{prefix}:inbox", "LEFT", "COUNT", BATCH)
+        item = await inbox.execute_command(
+            "BLMPOP", 1, 1, f"{prefix}:inbox", "LEFT", "COUNT", BATCH
+        )
         for raw in item[1] if item else ():
             msg = json.loads(raw)
             queue.put_nowait((msg["r"], json.dumps({"t": "res", "id": msg["id"], "ok": msg["a"]})))
@@ -106,7 +110,11 @@ async def serve_redispy(url: str, prefix: str) -> None:
 
 class RespCaller:
     def __init__(self, url: str, prefix: str) -> None:
-        self.url, self.inbox, self.channel = url, f"{prefix}:inbox", f"{prefix}:reply:{uuid.uuid4().hex[:8]}"
+        self.url, self.inbox, self.channel = (
+            url,
+            f"{prefix}:inbox",
+            f"{prefix}:reply:{uuid.uuid4().hex[:8]}",
+        )
         self.pending: dict[str, asyncio.Future[Any]] = {}
         self.ids = 0
 
@@ -125,7 +133,9 @@ class RespCaller:
         self.ids += 1
         request_id = str(self.ids)
         future = self.pending[request_id] = asyncio.get_running_loop().create_future()
-        await self.client.call("RPUSH", self.inbox, json.dumps({"id": request_id, "r": self.channel, "a": {"x": 1}}))
+        await self.client.call(
+            "RPUSH", self.inbox, json.dumps({"id": request_id, "r": self.channel, "a": {"x": 1}})
+        )
         return await future
 
     async def aclose(self) -> None:
@@ -135,7 +145,9 @@ class RespCaller:
 
 class RedispyCaller(RespCaller):
     async def start(self) -> None:
-        pool = aioredis.BlockingConnectionPool.from_url(self.url, max_connections=64, timeout=10, socket_timeout=None)
+        pool = aioredis.BlockingConnectionPool.from_url(
+            self.url, max_connections=64, timeout=10, socket_timeout=None
+        )
         self.client = aioredis.Redis.from_pool(pool)
         self.pubsub = self.client.pubsub()
         await self.pubsub.subscribe(self.channel)
@@ -152,7 +164,9 @@ class RedispyCaller(RespCaller):
         self.ids += 1
         request_id = str(self.ids)
         future = self.pending[request_id] = asyncio.get_running_loop().create_future()
-        await self.client.rpush(self.inbox, json.dumps({"id": request_id, "r": self.channel, "a": {"x": 1}}))
+        await self.client.rpush(
+            self.inbox, json.dumps({"id": request_id, "r": self.channel, "a": {"x": 1}})
+        )
         return await future
 
     async def aclose(self) -> None:
@@ -183,37 +197,64 @@ async def measure(caller: RespCaller, calls: int, concurrency: int) -> tuple[lis
     return latencies, time.perf_counter() - started
 
 
-async def bench(url: str, calls: int, rounds: int, workers: dict[str, subprocess.Popen[bytes]], prefixes: dict[str, str]) -> None:
+async def bench(
+    url: str,
+    calls: int,
+    rounds: int,
+    workers: dict[str, subprocess.Popen[bytes]],
+    prefixes: dict[str, str],
+) -> None:
     info = redis.Redis.from_url(url)
-    callers = {"resp": RespCaller(url, prefixes["resp"]), "redispy": RedispyCaller(url, prefixes["redispy"])}
+    callers = {
+        "resp": RespCaller(url, prefixes["resp"]),
+        "redispy": RedispyCaller(url, prefixes["redispy"]),
+    }
     for caller in callers.values():
         await caller.start()
     try:
         for caller in callers.values():
             await measure(caller, 800, 8)  # warm up
         load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
-        print(f"redis-py {redis.__version__}, hiredis parser: {HIREDIS_AVAILABLE}; load average before: {load} (2 cores)")
-        print(f"{'client':<9}{'conc':>5}{'p50 µs':>9}{'p99 µs':>9}{'calls/s':>10}{'caller':>9}{'worker':>9}{'redis':>9}{'total':>9}  CPU µs/call")
+        print(
+            f"redis-py {redis.__version__}, hiredis parser: {HIREDIS_AVAILABLE}; load average before: {load} (2 cores)"
+        )
+        print(
+            f"{'client':<9}{'conc':>5}{'p50 µs':>9}{'p99 µs':>9}{'calls/s':>10}{'caller':>9}{'worker':>9}{'redis':>9}{'total':>9}  CPU µs/call"
+        )
         for concurrency in (1, 32):
             samples = {name: ([], 0.0, [0.0, 0.0, 0.0]) for name in callers}
             for _ in range(rounds):
                 for name, caller in callers.items():
                     cpu_info = info.info("cpu")
-                    before = (time.process_time(), proc_cpu(workers[name].pid),
-                              float(cpu_info["used_cpu_user"]) + float(cpu_info["used_cpu_sys"]))
+                    before = (
+                        time.process_time(),
+                        proc_cpu(workers[name].pid),
+                        float(cpu_info["used_cpu_user"]) + float(cpu_info["used_cpu_sys"]),
+                    )
                     latencies, elapsed = await measure(caller, calls // rounds, concurrency)
                     cpu_info = info.info("cpu")
-                    after = (time.process_time(), proc_cpu(workers[name].pid),
-                             float(cpu_info["used_cpu_user"]) + float(cpu_info["used_cpu_sys"]))
+                    after = (
+                        time.process_time(),
+                        proc_cpu(workers[name].pid),
+                        float(cpu_info["used_cpu_user"]) + float(cpu_info["used_cpu_sys"]),
+                    )
                     lat, total, cpu = samples[name]
                     lat += latencies
-                    samples[name] = (lat, total + elapsed, [c + a - b for c, a, b in zip(cpu, after, before)])
+                    samples[name] = (
+                        lat,
+                        total + elapsed,
+                        [c + a - b for c, a, b in zip(cpu, after, before)],
+                    )
             for name, (lat, elapsed, cpu) in samples.items():
                 ordered = sorted(lat)
                 p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
                 per_call = [c / len(ordered) * 1e6 for c in cpu]
-                print(f"{name:<9}{concurrency:>5}{statistics.median(ordered) * 1e6:>9.0f}{p99 * 1e6:>9.0f}"
-                      f"{len(ordered) / elapsed:>10.0f}" + "".join(f"{c:>9.0f}" for c in per_call) + f"{sum(per_call):>9.0f}")
+                print(
+                    f"{name:<9}{concurrency:>5}{statistics.median(ordered) * 1e6:>9.0f}{p99 * 1e6:>9.0f}"
+                    f"{len(ordered) / elapsed:>10.0f}"
+                    + "".join(f"{c:>9.0f}" for c in per_call)
+                    + f"{sum(per_call):>9.0f}"
+                )
         print(f"load average after: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
     finally:
         for caller in callers.values():
@@ -223,7 +264,9 @@ async def bench(url: str, calls: int, rounds: int, workers: dict[str, subprocess
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=4000, help="calls per client and concurrency level")
+    parser.add_argument(
+        "--calls", type=int, default=4000, help="calls per client and concurrency level"
+    )
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--serve", choices=CLIENTS, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -241,7 +284,10 @@ def main() -> None:
     url = f"redis://127.0.0.1:{port}/0"
     prefixes = {name: f"bench-{name}" for name in CLIENTS}
     workers = {
-        name: subprocess.Popen([sys.executable, __file__, "--serve", name, "--url", url, "--prefix", prefixes[name]], cwd=ROOT)
+        name: subprocess.Popen(
+            [sys.executable, __file__, "--serve", name, "--url", url, "--prefix", prefixes[name]],
+            cwd=ROOT,
+        )
         for name in CLIENTS
     }
     try:

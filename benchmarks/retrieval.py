@@ -59,7 +59,12 @@ def make_catalog(tools: list[retrieval_data.Tool]) -> Catalog:
         names.append(name)
     for i, (tool, name) in enumerate(zip(tools, names)):
         entry = {"name": name, "description": tool.description, "inputSchema": tool.parameters}
-        catalog.entries[name] = Entry(Exposed(name, SERVER, tool.name, i, entry), estimate_tokens(entry), False, f"{SERVER}.{tool.name}")
+        catalog.entries[name] = Entry(
+            Exposed(name, SERVER, tool.name, i, entry),
+            estimate_tokens(entry),
+            False,
+            f"{SERVER}.{tool.name}",
+        )
     return catalog
 
 
@@ -91,7 +96,9 @@ def _percentiles(samples: list[float]) -> tuple[float, float]:
     return statistics.median(samples), samples[min(len(samples) - 1, int(len(samples) * 0.95))]
 
 
-def latency(catalog: Catalog, queries: list[retrieval_data.Query], runs: int) -> tuple[float, float]:
+def latency(
+    catalog: Catalog, queries: list[retrieval_data.Query], runs: int
+) -> tuple[float, float]:
     samples = []
     for query in queries[:runs]:
         start = time.perf_counter()
@@ -102,32 +109,55 @@ def latency(catalog: Catalog, queries: list[retrieval_data.Query], runs: int) ->
 
 def grow(tools: list[retrieval_data.Tool], size: int) -> list[retrieval_data.Tool]:
     """`tools`, topped up to `size` with renamed copies (same words, so the index is as dense)."""
-    extra = [retrieval_data.Tool(f"{t.name}_v{i // len(tools) + 2}", t.description, t.parameters) for i, t in enumerate(tools * 2)]
+    extra = [
+        retrieval_data.Tool(f"{t.name}_v{i // len(tools) + 2}", t.description, t.parameters)
+        for i, t in enumerate(tools * 2)
+    ]
     return (tools + extra)[:size]
 
 
 def token_savings(catalog: Catalog, queries: list[retrieval_data.Query]) -> None:
     every = sum(e.tokens for e in catalog.entries.values())
     top5 = statistics.mean(sum(h.entry.tokens for h in catalog.search(q.text, 5)) for q in queries)
-    print(f"\ntokens: all {len(catalog.entries)} definitions {every:,}; top-5 definitions per query {top5:,.0f} "
-          f"({100 * (1 - top5 / every):.2f} % fewer)")
+    print(
+        f"\ntokens: all {len(catalog.entries)} definitions {every:,}; top-5 definitions per query {top5:,.0f} "
+        f"({100 * (1 - top5 / every):.2f} % fewer)"
+    )
 
 
 def load_vectors() -> None:
     if embeddings.available() and EMBED_CACHE.exists():
-        embeddings.model().import_cache({k: __import__("numpy").asarray(v, dtype="float32") for k, v in json.loads(EMBED_CACHE.read_text()).items()})
+        embeddings.model().import_cache(
+            {
+                k: __import__("numpy").asarray(v, dtype="float32")
+                for k, v in json.loads(EMBED_CACHE.read_text()).items()
+            }
+        )
 
 
 def save_vectors() -> None:
     if embeddings.available():
         EMBED_CACHE.parent.mkdir(parents=True, exist_ok=True)
-        EMBED_CACHE.write_text(json.dumps({k: [round(float(x), 6) for x in v] for k, v in embeddings.model().export_cache().items()}))
+        EMBED_CACHE.write_text(
+            json.dumps(
+                {
+                    k: [round(float(x), 6) for x in v]
+                    for k, v in embeddings.model().export_cache().items()
+                }
+            )
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--data", type=Path, help="a folder with the BFCL files (else downloaded into benchmarks/.cache)")
-    parser.add_argument("--quick", action="store_true", help="300 queries, fewer latency runs, no 500-tool endpoint")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        help="a folder with the BFCL files (else downloaded into benchmarks/.cache)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="300 queries, fewer latency runs, no 500-tool endpoint"
+    )
     parser.add_argument("--methods", default="bm25,embedding,hybrid")
     args = parser.parse_args()
 
@@ -135,14 +165,18 @@ def main() -> None:
     if args.quick:
         queries = random.Random(14).sample(queries, 300)
     multi = sum(len(q.gold) > 1 for q in queries)
-    print(f"BFCL @ {retrieval_data.COMMIT[:12]}: {len(tools)} tools, {len(queries)} queries ({multi} with several gold tools); "
-          f"load average {os.getloadavg()[0]:.1f}; default method: {retrieval.resolve('auto')}")
+    print(
+        f"BFCL @ {retrieval_data.COMMIT[:12]}: {len(tools)} tools, {len(queries)} queries ({multi} with several gold tools); "
+        f"load average {os.getloadavg()[0]:.1f}; default method: {retrieval.resolve('auto')}"
+    )
     methods = [m for m in args.methods.split(",") if m == "bm25" or embeddings.available()]
     load_vectors()
     catalog = make_catalog(tools)
     big = make_catalog(grow(tools, 2000))
-    print(f"\n{'method':<10} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'nDCG@10':>8} {'all@10':>7}   "
-          f"{'p50 ms (N)':>10} {'p95':>6} {'cpu':>6}   {'p50 ms (2,000)':>14} {'p95':>6}   build s")
+    print(
+        f"\n{'method':<10} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'nDCG@10':>8} {'all@10':>7}   "
+        f"{'p50 ms (N)':>10} {'p95':>6} {'cpu':>6}   {'p50 ms (2,000)':>14} {'p95':>6}   build s"
+    )
     results = {}
     for method in methods:
         start = time.perf_counter()
@@ -153,18 +187,24 @@ def main() -> None:
         discovery_catalog.index(big, method=method, background=False)
         p50, p95 = latency(big, queries, 100 if args.quick else 500)
         save_vectors()
-        print(f"{method:<10} {scores['R@1']:6.1f} {scores['R@5']:6.1f} {scores['R@10']:6.1f} {scores['nDCG@10']:8.1f} "
-              f"{scores['all@10']:7.1f}   {scores['p50']:10.2f} {scores['p95']:6.2f} {scores['cpu']:6.2f}   {p50:14.2f} {p95:6.2f}   {built:7.1f}")
+        print(
+            f"{method:<10} {scores['R@1']:6.1f} {scores['R@5']:6.1f} {scores['R@10']:6.1f} {scores['nDCG@10']:8.1f} "
+            f"{scores['all@10']:7.1f}   {scores['p50']:10.2f} {scores['p95']:6.2f} {scores['cpu']:6.2f}   {p50:14.2f} {p95:6.2f}   {built:7.1f}"
+        )
     if "hybrid" in results:
         best = max(results[m]["R@5"] for m in ("bm25", "embedding") if m in results)
-        print(f"\nhybrid R@5 {results['hybrid']['R@5']:.1f} vs best single retriever {best:.1f}: "
-              f"{results['hybrid']['R@5'] - best:+.1f} points (target ≥ +3)")
+        print(
+            f"\nhybrid R@5 {results['hybrid']['R@5']:.1f} vs best single retriever {best:.1f}: "
+            f"{results['hybrid']['R@5'] - best:+.1f} points (target ≥ +3)"
+        )
     discovery_catalog.index(catalog, method="auto", background=False)
     token_savings(catalog, queries)
     if not args.quick:
         from benchmarks.retrieval_endpoint import static_vs_dynamic
 
-        distinct = list({t.name: t for t in reversed(tools)}.values())[::-1]  # one tool per name, as one server has
+        distinct = list({t.name: t for t in reversed(tools)}.values())[
+            ::-1
+        ]  # one tool per name, as one server has
         static_vs_dynamic(distinct[:500], queries)
 
 

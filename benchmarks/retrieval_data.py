@@ -22,8 +22,14 @@ from typing import Any
 
 COMMIT = "6ea57973c7a6097fd7c5915698c54c17c5b1b6c8"
 BASE = f"https://raw.githubusercontent.com/ShishirPatil/gorilla/{COMMIT}/berkeley-function-call-leaderboard/bfcl_eval/data"
-FILES = ("BFCL_v4_simple_python", "BFCL_v4_multiple", "BFCL_v4_parallel_multiple", "BFCL_v4_live_simple",
-         "BFCL_v4_live_multiple", "BFCL_v4_live_parallel_multiple")
+FILES = (
+    "BFCL_v4_simple_python",
+    "BFCL_v4_multiple",
+    "BFCL_v4_parallel_multiple",
+    "BFCL_v4_live_simple",
+    "BFCL_v4_live_multiple",
+    "BFCL_v4_live_parallel_multiple",
+)
 CACHE = Path(__file__).resolve().parent / ".cache" / "bfcl"
 
 
@@ -52,7 +58,10 @@ def _fetch(name: str, data_dir: Path | None) -> tuple[list[dict[str, Any]], list
         if data_dir is not None:
             raise SystemExit(f"{question} or {answer} is missing")
         folder.mkdir(parents=True, exist_ok=True)
-        for url, target in ((f"{BASE}/{name}.json", question), (f"{BASE}/possible_answer/{name}.json", answer)):
+        for url, target in (
+            (f"{BASE}/{name}.json", question),
+            (f"{BASE}/possible_answer/{name}.json", answer),
+        ):
             with urllib.request.urlopen(url, timeout=60) as response:
                 target.write_bytes(response.read())
     return _read(question), _read(answer)

@@ -79,8 +79,11 @@ class Runs:
         import aiohttp
 
         if self._http is None:
-            self._http = aiohttp.ClientSession(headers=self.headers, timeout=aiohttp.ClientTimeout(total=120),
-                                               connector=aiohttp.TCPConnector(limit=0))
+            self._http = aiohttp.ClientSession(
+                headers=self.headers,
+                timeout=aiohttp.ClientTimeout(total=120),
+                connector=aiohttp.TCPConnector(limit=0),
+            )
         return self._http
 
     async def close(self) -> None:
@@ -125,11 +128,20 @@ async def via_mcp(hub: Hub, tasks: list[str]) -> tuple[float, dict[str, float]]:
 
         async def call(session: McpSession, n: int, task: str) -> None:
             arguments = {"mcp_name": "echo", "task": task}
-            result, _ = await session.rpc("tools/call", {"name": name, "arguments": arguments, "_meta": {"progressToken": n}})
-            assert not result["isError"] and result["structuredContent"]["status"] == "succeeded", result
+            result, _ = await session.rpc(
+                "tools/call", {"name": name, "arguments": arguments, "_meta": {"progressToken": n}}
+            )
+            assert not result["isError"] and result["structuredContent"]["status"] == "succeeded", (
+                result
+            )
 
         before, started = hub.cpu(), time.perf_counter()
-        await asyncio.gather(*(call(session, n, task) for n, (session, task) in enumerate(zip(sessions, tasks, strict=True))))
+        await asyncio.gather(
+            *(
+                call(session, n, task)
+                for n, (session, task) in enumerate(zip(sessions, tasks, strict=True))
+            )
+        )
         return time.perf_counter() - started, cpu_ms_per(before, hub.cpu(), len(tasks))
     finally:
         for session in sessions:
@@ -139,7 +151,9 @@ async def via_mcp(hub: Hub, tasks: list[str]) -> tuple[float, dict[str, float]]:
 def seconds_between(run: dict[str, Any]) -> float:
     from datetime import datetime
 
-    return (datetime.fromisoformat(run["finished_at"]) - datetime.fromisoformat(run["started_at"])).total_seconds()
+    return (
+        datetime.fromisoformat(run["finished_at"]) - datetime.fromisoformat(run["started_at"])
+    ).total_seconds()
 
 
 def since(requested: float, runs: list[dict[str, Any]]) -> float:
@@ -152,12 +166,26 @@ def since(requested: float, runs: list[dict[str, Any]]) -> float:
 def naive_tokens(run: dict[str, Any], upto: int) -> int:
     """The input tokens of round `upto` had every earlier round been sent whole (the scripted
     LLM's count: ~4 characters of the JSON messages per token)."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": "x" * 180}, {"role": "user", "content": run["task"]}]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "x" * 180},
+        {"role": "user", "content": run["task"]},
+    ]
     for step in run["steps"][: upto - 1]:
         calls = step["tool_calls"]
-        messages.append({"role": "assistant", "content": step["text"], "tool_calls": [
-            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
-            for c in calls]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": step["text"],
+                "tool_calls": [
+                    {
+                        "id": c["id"],
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+                    }
+                    for c in calls
+                ],
+            }
+        )
         for c in calls:
             text = "\n".join(i.get("text", "") for i in c["result"].get("content", []))
             messages.append({"role": "tool", "tool_call_id": c["id"], "content": text})
@@ -177,16 +205,22 @@ async def measure(runs: Runs, hub: Hub, args: argparse.Namespace) -> dict[str, A
     finally:
         await adapter.aclose()
     twenty = await runs.run("count:19")
-    tool_ms = statistics.median(s["tool_calls"][0]["duration_ms"] for s in twenty["steps"] if s["tool_calls"])
+    tool_ms = statistics.median(
+        s["tool_calls"][0]["duration_ms"] for s in twenty["steps"] if s["tool_calls"]
+    )
     per_round = seconds_between(twenty) * 1000 / twenty["rounds"]
     requested = time.time()
     alone = since(requested, [await runs.run(f"slow:{args.rounds - 1}")])
     before = hub.cpu()
     # Timed by the runs' own timestamps, from the first POST.
     requested = time.time()
-    ids = await asyncio.gather(*(runs.follow(f"slow:{args.rounds - 1} #{i}") for i in range(args.runs)))
+    ids = await asyncio.gather(
+        *(runs.follow(f"slow:{args.rounds - 1} #{i}") for i in range(args.runs))
+    )
     spent = cpu_ms_per(before, hub.cpu(), args.runs)
-    together_runs = [await runs.read(run_id) for run_id in ids]  # after the timed part: timestamps, steps
+    together_runs = [
+        await runs.read(run_id) for run_id in ids
+    ]  # after the timed part: timestamps, steps
     together = since(requested, together_runs)
     from datetime import datetime
 
@@ -194,20 +228,46 @@ async def measure(runs: Runs, hub: Hub, args: argparse.Namespace) -> dict[str, A
         return datetime.fromisoformat(run[field])
 
     first = datetime.fromtimestamp(requested, tz=at(together_runs[0], "created_at").tzinfo)
-    waits = sorted((at(r, "started_at") - at(r, "created_at")).total_seconds() for r in together_runs)
+    waits = sorted(
+        (at(r, "started_at") - at(r, "created_at")).total_seconds() for r in together_runs
+    )
     created = max((at(r, "created_at") - first).total_seconds() for r in together_runs)
-    durations = sorted((at(r, "finished_at") - at(r, "started_at")).total_seconds() for r in together_runs)
+    durations = sorted(
+        (at(r, "finished_at") - at(r, "started_at")).total_seconds() for r in together_runs
+    )
     mcp_alone, _ = await via_mcp(hub, [f"slow:{args.rounds - 1}"])
-    mcp_together, mcp_spent = await via_mcp(hub, [f"slow:{args.rounds - 1} #{i}" for i in range(args.runs)])
+    mcp_together, mcp_spent = await via_mcp(
+        hub, [f"slow:{args.rounds - 1} #{i}" for i in range(args.runs)]
+    )
     long = await runs.run(f"big:{args.long - 1}")
     marks = [n for n in (10, 100, 500) if n <= long["rounds"]]
-    tokens = {n: (long["steps"][n - 1]["input_tokens"], naive_tokens(long, n), long["steps"][n - 1]["context_chars"]) for n in marks}
+    tokens = {
+        n: (
+            long["steps"][n - 1]["input_tokens"],
+            naive_tokens(long, n),
+            long["steps"][n - 1]["context_chars"],
+        )
+        for n in marks
+    }
     return {
-        "per_round": per_round, "direct": statistics.median(direct), "tool_ms": tool_ms,
+        "per_round": per_round,
+        "direct": statistics.median(direct),
+        "tool_ms": tool_ms,
         "overhead": per_round - statistics.median(direct) - tool_ms,
-        "alone": alone, "together": together, "created_within": created, "queue_p50": statistics.median(waits),
-        "queue_max": waits[-1], "duration_p50": statistics.median(durations), "duration_max": durations[-1], "cpu_per_run": spent,
-        "mcp_alone": mcp_alone, "mcp_together": mcp_together, "mcp_cpu_per_run": mcp_spent, "tokens": tokens, "long_s": seconds_between(long), "long_rounds": long["rounds"],
+        "alone": alone,
+        "together": together,
+        "created_within": created,
+        "queue_p50": statistics.median(waits),
+        "queue_max": waits[-1],
+        "duration_p50": statistics.median(durations),
+        "duration_max": durations[-1],
+        "cpu_per_run": spent,
+        "mcp_alone": mcp_alone,
+        "mcp_together": mcp_together,
+        "mcp_cpu_per_run": mcp_spent,
+        "tokens": tokens,
+        "long_s": seconds_between(long),
+        "long_rounds": long["rounds"],
     }
 
 
@@ -218,30 +278,48 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
     ratio = figures["together"] / figures["alone"]
     print()
     print(f"runs benchmark (production shape, one worker process; load {os.getloadavg()[0]:.2f})")
-    print(f"per round             {figures['per_round']:.1f} ms wall = LLM request {figures['direct']:.1f} ms + tool "
-          f"{figures['tool_ms']:.1f} ms + hub {figures['overhead']:.1f} ms (target ≤ {TARGETS['round_ms']:.0f}: "
-          f"{verdict(figures['overhead'] <= TARGETS['round_ms'])})")
-    print(f"concurrency           {args.runs} runs × {args.rounds} rounds at 1 s per reply: {figures['together']:.2f} s vs "
-          f"{figures['alone']:.2f} s alone = {ratio:.2f}× (target ≤ {TARGETS['concurrency_ratio']}: "
-          f"{verdict(ratio <= TARGETS['concurrency_ratio'])})")
-    print(f"                      all created within {figures['created_within']:.2f} s of the first POST; queued→started p50 "
-          f"{figures['queue_p50']:.2f} s, max {figures['queue_max']:.2f} s; started→finished p50 {figures['duration_p50']:.2f} s, "
-          f"max {figures['duration_max']:.2f} s")
-    print(f"                      CPU per run ({args.rounds} rounds) during it, the parties sharing the cores: "
-          + ", ".join(f"{name} {ms:.1f} ms" for name, ms in figures["cpu_per_run"].items()))
+    print(
+        f"per round             {figures['per_round']:.1f} ms wall = LLM request {figures['direct']:.1f} ms + tool "
+        f"{figures['tool_ms']:.1f} ms + hub {figures['overhead']:.1f} ms (target ≤ {TARGETS['round_ms']:.0f}: "
+        f"{verdict(figures['overhead'] <= TARGETS['round_ms'])})"
+    )
+    print(
+        f"concurrency           {args.runs} runs × {args.rounds} rounds at 1 s per reply: {figures['together']:.2f} s vs "
+        f"{figures['alone']:.2f} s alone = {ratio:.2f}× (target ≤ {TARGETS['concurrency_ratio']}: "
+        f"{verdict(ratio <= TARGETS['concurrency_ratio'])})"
+    )
+    print(
+        f"                      all created within {figures['created_within']:.2f} s of the first POST; queued→started p50 "
+        f"{figures['queue_p50']:.2f} s, max {figures['queue_max']:.2f} s; started→finished p50 {figures['duration_p50']:.2f} s, "
+        f"max {figures['duration_max']:.2f} s"
+    )
+    print(
+        f"                      CPU per run ({args.rounds} rounds) during it, the parties sharing the cores: "
+        + ", ".join(f"{name} {ms:.1f} ms" for name, ms in figures["cpu_per_run"].items())
+    )
     mcp_ratio = figures["mcp_together"] / figures["mcp_alone"]
-    print(f"  via the MCP tool    {args.runs} autonomous_with_mcp calls at once: {figures['mcp_together']:.2f} s vs "
-          f"{figures['mcp_alone']:.2f} s alone = {mcp_ratio:.2f}× (target ≤ {TARGETS['concurrency_ratio']}: "
-          f"{verdict(mcp_ratio <= TARGETS['concurrency_ratio'])})")
-    print("                      CPU per run during it (sessions opened before): "
-          + ", ".join(f"{name} {ms:.1f} ms" for name, ms in figures["mcp_cpu_per_run"].items()))
-    print(f"context               a {figures['long_rounds']}-round run with 2 kB tool results took {figures['long_s']:.1f} s")
+    print(
+        f"  via the MCP tool    {args.runs} autonomous_with_mcp calls at once: {figures['mcp_together']:.2f} s vs "
+        f"{figures['mcp_alone']:.2f} s alone = {mcp_ratio:.2f}× (target ≤ {TARGETS['concurrency_ratio']}: "
+        f"{verdict(mcp_ratio <= TARGETS['concurrency_ratio'])})"
+    )
+    print(
+        "                      CPU per run during it (sessions opened before): "
+        + ", ".join(f"{name} {ms:.1f} ms" for name, ms in figures["mcp_cpu_per_run"].items())
+    )
+    print(
+        f"context               a {figures['long_rounds']}-round run with 2 kB tool results took {figures['long_s']:.1f} s"
+    )
     for n, (sent, naive, chars) in figures["tokens"].items():
-        print(f"  round {n:>4}: {sent:>7} tokens sent ({chars} characters of context) vs {naive:>8} naive")
+        print(
+            f"  round {n:>4}: {sent:>7} tokens sent ({chars} characters of context) vs {naive:>8} naive"
+        )
 
 
 async def bench(args: argparse.Namespace) -> None:
-    async with production_hub("runs", BENCH_DB, responder, hub_tools=True, MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT="0") as hub:
+    async with production_hub(
+        "runs", BENCH_DB, responder, hub_tools=True, MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT="0"
+    ) as hub:
         runs = Runs(hub.port, hub.token)
         try:
             report(await measure(runs, hub, args), args)
@@ -250,11 +328,20 @@ async def bench(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--long", type=int, default=None, help="rounds of the context run (default 500; --quick 120)")
-    parser.add_argument("--quick", action="store_true", help="100 runs × 2 rounds, a 120-round long run")
+    parser.add_argument(
+        "--long",
+        type=int,
+        default=None,
+        help="rounds of the context run (default 500; --quick 120)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="100 runs × 2 rounds, a 120-round long run"
+    )
     args = parser.parse_args()
     if args.quick:
         args.rounds = 2

@@ -19,4 +19,6 @@ def timed(label: str, runs: int, call: Callable[[], Any], *, ok: tuple[int, ...]
         size = len(response.content)
     samples.sort()
     p95 = samples[min(len(samples) - 1, int(len(samples) * 0.95))]
-    print(f"{label:<44} p50 {statistics.median(samples):7.1f} ms   p95 {p95:7.1f} ms   {size / 1024:7.1f} KiB")
+    print(
+        f"{label:<44} p50 {statistics.median(samples):7.1f} ms   p95 {p95:7.1f} ms   {size / 1024:7.1f} KiB"
+    )

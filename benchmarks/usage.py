@@ -30,12 +30,11 @@ django.setup()
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
-
-from benchmarks.timing import timed  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from apps.accounts.models import User  # noqa: E402
 from apps.toolsets.models import ToolCall  # noqa: E402
+from benchmarks.timing import timed  # noqa: E402
 
 
 def fill_log(user: User, calls: int) -> None:
@@ -43,11 +42,19 @@ def fill_log(user: User, calls: int) -> None:
     batch = []
     for i in range(calls):
         ok = rng.random() >= 0.02
-        batch.append(ToolCall(
-            user=user, endpoint=endpoint, server_name=f"server-{i % 20:02d}", tool_name=f"tool_{i % 100:03d}",
-            exposed_name=f"tool_{i % 100:03d}", started_at=now - timedelta(seconds=rng.uniform(0, 30 * 86400)),
-            duration_ms=rng.lognormvariate(4, 1), ok=ok, error="" if ok else "boom",
-        ))
+        batch.append(
+            ToolCall(
+                user=user,
+                endpoint=endpoint,
+                server_name=f"server-{i % 20:02d}",
+                tool_name=f"tool_{i % 100:03d}",
+                exposed_name=f"tool_{i % 100:03d}",
+                started_at=now - timedelta(seconds=rng.uniform(0, 30 * 86400)),
+                duration_ms=rng.lognormvariate(4, 1),
+                ok=ok,
+                error="" if ok else "boom",
+            )
+        )
         if len(batch) == 10_000:
             ToolCall.objects.bulk_create(batch)
             batch = []
@@ -67,12 +74,24 @@ def main() -> None:
         fill_log(user, args.calls)
         client = Client()
         client.force_login(user)
-        print(f"{ToolCall.objects.count()} calls over 30 days; {connection.vendor}; {args.runs} runs each")
+        print(
+            f"{ToolCall.objects.count()} calls over 30 days; {connection.vendor}; {args.runs} runs each"
+        )
         for window in ("24h", "7d", "30d"):
             body = client.get(f"/api/usage/?window={window}").json()
-            print(f"-- {window}: {body['totals']['calls']} calls, percentiles sampled: {body['sampled']}")
-            timed(f"Usage page ({window})", args.runs, lambda w=window: client.get(f"/usage/?window={w}"))
-            timed(f"API: usage ({window})", args.runs, lambda w=window: client.get(f"/api/usage/?window={w}"))
+            print(
+                f"-- {window}: {body['totals']['calls']} calls, percentiles sampled: {body['sampled']}"
+            )
+            timed(
+                f"Usage page ({window})",
+                args.runs,
+                lambda w=window: client.get(f"/usage/?window={w}"),
+            )
+            timed(
+                f"API: usage ({window})",
+                args.runs,
+                lambda w=window: client.get(f"/api/usage/?window={w}"),
+            )
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
 

@@ -32,9 +32,14 @@ async def run_schedule(schedule: dict | None = None) -> None:
     # A web process imports no task module by itself; Celery's own beat and worker load them
     # (autodiscovery) this way, so the schedule finds every task by name.
     await sync_to_async(app.loader.import_default_modules, thread_sensitive=False)()
-    entries = {name: (entry["task"], _interval(entry["schedule"])) for name, entry in (schedule or settings.CELERY_BEAT_SCHEDULE).items()}
+    entries = {
+        name: (entry["task"], _interval(entry["schedule"]))
+        for name, entry in (schedule or settings.CELERY_BEAT_SCHEDULE).items()
+    }
     entries = {name: (task, every) for name, (task, every) in entries.items() if every}
-    logger.info("schedule: %s", ", ".join(f"{task} every {every:g} s" for task, every in entries.values()))
+    logger.info(
+        "schedule: %s", ", ".join(f"{task} every {every:g} s" for task, every in entries.values())
+    )
     # As `celery beat` does, each entry first runs one interval after start: `./hub run` has just
     # discovered every server (and recorded its health) before serving.
     due = {name: time.monotonic() + every for name, (_, every) in entries.items()}
@@ -70,7 +75,9 @@ def start_with_server() -> None:
 
     Other ASGI servers start the schedule with the first request (`start_once` in the app).
     """
-    reactor = sys.modules.get("twisted.internet.reactor")  # installed by Daphne before loading the app
+    reactor = sys.modules.get(
+        "twisted.internet.reactor"
+    )  # installed by Daphne before loading the app
     if reactor is not None:
         # Startup triggers fire before the reactor's asyncio loop runs; a timed call runs on it.
         reactor.callWhenRunning(reactor.callLater, 0, start_once)

@@ -48,7 +48,9 @@ def _redact_access_log() -> None:
     AccessLogGenerator.write_entry = write_entry
 
 
-def _reply_and_close(channel, status: int, reason: str, error: str, message: str, extra: bytes = b"") -> None:
+def _reply_and_close(
+    channel, status: int, reason: str, error: str, message: str, extra: bytes = b""
+) -> None:
     body = json.dumps({"error": error, "message": message}).encode()
     channel.transport.write(
         b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n%s\r\n%s"
@@ -64,14 +66,22 @@ def _peer(channel) -> str:
 def _address(channel) -> str:
     """The client address (apps/core/client_address.py), from the headers that have arrived so far."""
     request = channel.requests[-1] if channel.requests else None
-    forwarded = request.requestHeaders.getRawHeaders(b"x-forwarded-for", []) if request is not None else []
+    forwarded = (
+        request.requestHeaders.getRawHeaders(b"x-forwarded-for", []) if request is not None else []
+    )
     return client_address(_peer(channel), [value.decode("latin-1") for value in forwarded])
 
 
 def _refuse_slow(channel, address: str) -> None:
     logger.warning("%s has %d requests still arriving: 429", address, _slow[address])
-    _reply_and_close(channel, 429, "Too Many Requests", "too_many_slow_requests",
-                     "Too many requests from this address are still arriving", b"retry-after: 10\r\n")
+    _reply_and_close(
+        channel,
+        429,
+        "Too Many Requests",
+        "too_many_slow_requests",
+        "Too many requests from this address are still arriving",
+        b"retry-after: 10\r\n",
+    )
 
 
 class _Arrival:
@@ -80,7 +90,10 @@ class _Arrival:
     def __init__(self, channel, seconds: float, per_client: int) -> None:
         self.channel, self.seconds, self.per_client = channel, seconds, per_client
         self.slow_address: str | None = None  # set while it counts against its address
-        self.calls = [channel.callLater(seconds / 2, self._turned_slow), channel.callLater(seconds, self._timed_out)]
+        self.calls = [
+            channel.callLater(seconds / 2, self._turned_slow),
+            channel.callLater(seconds, self._timed_out),
+        ]
 
     def stop(self) -> None:
         self.channel._mcphub_arrival = None
@@ -104,9 +117,16 @@ class _Arrival:
 
     def _timed_out(self) -> None:
         self.stop()
-        logger.warning("request from %s not received whole within %s s: 408", _peer(self.channel), self.seconds)
-        _reply_and_close(self.channel, 408, "Request Timeout", "request_timeout",
-                         f"The request did not arrive within {self.seconds:g} s")
+        logger.warning(
+            "request from %s not received whole within %s s: 408", _peer(self.channel), self.seconds
+        )
+        _reply_and_close(
+            self.channel,
+            408,
+            "Request Timeout",
+            "request_timeout",
+            f"The request did not arrive within {self.seconds:g} s",
+        )
 
 
 def _stop_clock(channel) -> None:
@@ -123,11 +143,18 @@ def _guard_slow_requests() -> None:
     seconds = float(settings.MCPHUB_REQUEST_READ_TIMEOUT)
     per_client = settings.MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT
     original_data, original_complete, original_lost = (
-        HTTPChannel.dataReceived, HTTPChannel.allContentReceived, HTTPChannel.connectionLost,
+        HTTPChannel.dataReceived,
+        HTTPChannel.allContentReceived,
+        HTTPChannel.connectionLost,
     )
 
     def dataReceived(self, data: bytes) -> None:
-        if seconds > 0 and data and not self._handlingRequest and getattr(self, "_mcphub_arrival", None) is None:
+        if (
+            seconds > 0
+            and data
+            and not self._handlingRequest
+            and getattr(self, "_mcphub_arrival", None) is None
+        ):
             peer = _peer(self)  # only the socket is known before the headers
             if per_client and _slow[peer] >= per_client:
                 _refuse_slow(self, peer)

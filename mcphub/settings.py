@@ -170,7 +170,9 @@ if DATABASE_URL:
         # threads (mcphub/django_handler.py) return theirs after each request.
         DATABASES["default"]["CONN_MAX_AGE"] = 0
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-            "min_size": 1, "max_size": envint("MCPHUB_DB_POOL_SIZE", 40), "timeout": 20,
+            "min_size": 1,
+            "max_size": envint("MCPHUB_DB_POOL_SIZE", 40),
+            "timeout": 20,
         }
     if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
         # As the embedded default below (the test hubs reach SQLite by URL): writers wait for the
@@ -292,16 +294,26 @@ LOGGING = {
     },
     # The level is the handler's too: a library that sets its own logger to DEBUG when imported
     # (bm25s does, after this config is applied) still prints nothing below LOG_LEVEL.
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_tokens"],
-                             "level": envstr("LOG_LEVEL", "INFO")}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["redact_tokens"],
+            "level": envstr("LOG_LEVEL", "INFO"),
+        }
+    },
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
     # A line per task run ("Task … succeeded") or per HTTP request of the LLM/MCP clients ("HTTP
     # Request: POST …") drowns the log at INFO; failures are still logged. Daphne's start-up lines
     # (HTTP/2 extras, endpoints) repeat what `./hub run` already said.
     "loggers": {
-        "celery.app.trace": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}, "daphne": {"level": "WARNING"},
+        "celery.app.trace": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
+        "daphne": {"level": "WARNING"},
         "axes": {"level": "WARNING"},  # "AXES: BEGIN …" at every start; lockouts are warnings
-        "django.security.RequestDataTooBig": {"filters": ["without_traceback"]},  # the 413 page says why
+        "django.security.RequestDataTooBig": {
+            "filters": ["without_traceback"]
+        },  # the 413 page says why
     },
 }
 
@@ -309,7 +321,9 @@ LOGGING = {
 MCPHUB_DEFAULT_TOKEN_BUDGET = envint("MCPHUB_DEFAULT_TOKEN_BUDGET", 20000)
 MCPHUB_DEFAULT_SERVER_TIMEOUT = envint("MCPHUB_DEFAULT_SERVER_TIMEOUT", 30)
 MCP_JSON_PATH = envstr("MCP_JSON_PATH")
-MCPHUB_USERS_MAY_ADD_SERVERS = envbool("MCPHUB_USERS_MAY_ADD_SERVERS", False)  # remote servers private to their owner
+MCPHUB_USERS_MAY_ADD_SERVERS = envbool(
+    "MCPHUB_USERS_MAY_ADD_SERVERS", False
+)  # remote servers private to their owner
 # Hosts (`.domain` for a domain and its subdomains) and networks that servers and LLM providers
 # users add, and URLs backends name, may reach besides public addresses (apps/core/outbound.py).
 MCPHUB_OUTBOUND_ALLOW = envlist("MCPHUB_OUTBOUND_ALLOW")
@@ -340,7 +354,9 @@ MCPHUB_METRICS_ALLOW_CIDRS = envlist("MCPHUB_METRICS_ALLOW_CIDRS")
 try:
     MCPHUB_METRICS_DIR.mkdir(parents=True, exist_ok=True)
 except OSError as exc:
-    raise ImproperlyConfigured(f"PROMETHEUS_MULTIPROC_DIR={MCPHUB_METRICS_DIR} cannot be created ({exc}): point it at a writable directory") from None
+    raise ImproperlyConfigured(
+        f"PROMETHEUS_MULTIPROC_DIR={MCPHUB_METRICS_DIR} cannot be created ({exc}): point it at a writable directory"
+    ) from None
 # prometheus_client picks its value store when first imported: this must come before that.
 os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(MCPHUB_METRICS_DIR)
 
@@ -387,12 +403,22 @@ MCPHUB_HEALTH_TIMEOUT = envint("MCPHUB_HEALTH_TIMEOUT", 10)  # seconds a health 
 # (or a third of its lifetime, if shorter), so a call never carries an expired one.
 MCPHUB_UPSTREAM_OAUTH_REFRESH_MARGIN = envint("MCPHUB_UPSTREAM_OAUTH_REFRESH_MARGIN", 120)
 MCPHUB_HEALTH_SLOW_MS = envint("MCPHUB_HEALTH_SLOW_MS", 2000)  # a slower ping means `degraded`
-MCPHUB_DISCOVERY_INTERVAL = envint("MCPHUB_DISCOVERY_INTERVAL", 60)  # minutes between re-discoveries
-MCPHUB_WATCH_MCP_JSON = envbool("MCPHUB_WATCH_MCP_JSON", False)  # re-import MCP_JSON_PATH when it changes
+MCPHUB_DISCOVERY_INTERVAL = envint(
+    "MCPHUB_DISCOVERY_INTERVAL", 60
+)  # minutes between re-discoveries
+MCPHUB_WATCH_MCP_JSON = envbool(
+    "MCPHUB_WATCH_MCP_JSON", False
+)  # re-import MCP_JSON_PATH when it changes
 MCPHUB_WATCH_INTERVAL = envint("MCPHUB_WATCH_INTERVAL", 5)  # seconds between looks at that file
 CELERY_BEAT_SCHEDULE = {
-    "catalog-health": {"task": "catalog.check_health_all", "schedule": float(MCPHUB_HEALTH_INTERVAL)},
-    "catalog-rediscovery": {"task": "catalog.discover_all", "schedule": MCPHUB_DISCOVERY_INTERVAL * 60.0},
+    "catalog-health": {
+        "task": "catalog.check_health_all",
+        "schedule": float(MCPHUB_HEALTH_INTERVAL),
+    },
+    "catalog-rediscovery": {
+        "task": "catalog.discover_all",
+        "schedule": MCPHUB_DISCOVERY_INTERVAL * 60.0,
+    },
     "runs-sweep-lost": {"task": "chat.sweep_lost_runs", "schedule": 15.0},
     "chat-expire-lost-turns": {"task": "chat.expire_lost_turns", "schedule": 60.0},
     "oauth-clear-expired": {"task": "oauth.clear_expired", "schedule": 3600.0},
@@ -401,11 +427,16 @@ CELERY_BEAT_SCHEDULE = {
 MCPHUB_EMBEDDED_BEAT = envbool("MCPHUB_EMBEDDED_BEAT", True)
 if MCPHUB_WATCH_MCP_JSON and MCP_JSON_PATH:
     CELERY_BEAT_SCHEDULE["catalog-watch-mcp-json"] = {
-        "task": "catalog.watch_mcp_json", "schedule": float(MCPHUB_WATCH_INTERVAL),
+        "task": "catalog.watch_mcp_json",
+        "schedule": float(MCPHUB_WATCH_INTERVAL),
     }
 
 # --- Security: sign-in lockout (django-axes), response headers, HTTPS, audit trail.
-INSTALLED_APPS += ["axes", "auditlog", "apps.audit"]  # auditlog before apps.audit: ours replaces its admin
+INSTALLED_APPS += [
+    "axes",
+    "auditlog",
+    "apps.audit",
+]  # auditlog before apps.audit: ours replaces its admin
 # Reverse proxies in front of the hub that each append to X-Forwarded-For: the client address every
 # per-client limit counts by (apps/core/client_address.py). 0: the socket's address, the header ignored.
 MCPHUB_TRUSTED_PROXIES = envint("MCPHUB_TRUSTED_PROXIES", 0)
@@ -415,11 +446,16 @@ USE_X_FORWARDED_HOST = MCPHUB_TRUSTED_PROXIES > 0
 # django-axes counts failed sign-ins per account from one address, and per address with a limit
 # ten times higher (apps/accounts/lockout.py): nobody locks anyone out from elsewhere. A success
 # resets its own count; staff unlock early by deleting the access attempts in the admin.
-AUTHENTICATION_BACKENDS = ["apps.accounts.backends.SignInLockoutBackend", "django.contrib.auth.backends.ModelBackend"]
+AUTHENTICATION_BACKENDS = [
+    "apps.accounts.backends.SignInLockoutBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 AXES_HANDLER = "apps.accounts.lockout.SignInLockoutHandler"
 AXES_CLIENT_IP_CALLABLE = "apps.core.client_address.request_client_address"
 AXES_FAILURE_LIMIT = envint("MCPHUB_SIGNIN_FAILURE_LIMIT", 5)
-MCPHUB_SIGNIN_ADDRESS_FAILURE_LIMIT = envint("MCPHUB_SIGNIN_ADDRESS_FAILURE_LIMIT", 10 * AXES_FAILURE_LIMIT)
+MCPHUB_SIGNIN_ADDRESS_FAILURE_LIMIT = envint(
+    "MCPHUB_SIGNIN_ADDRESS_FAILURE_LIMIT", 10 * AXES_FAILURE_LIMIT
+)
 AXES_COOLOFF_TIME = timedelta(minutes=envint("MCPHUB_SIGNIN_LOCKOUT_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
@@ -445,7 +481,9 @@ MIDDLEWARE += [
     "axes.middleware.AxesMiddleware",  # last, as django-axes asks
 ]
 AUDITLOG_DISABLE_ON_RAW_SAVE = True  # loading fixtures is not a change anyone made
-AUDITLOG_MASK_CALLABLE = "apps.audit.registry.hide_secret"  # a secret is "[secret]", never half of it
+AUDITLOG_MASK_CALLABLE = (
+    "apps.audit.registry.hide_secret"  # a secret is "[secret]", never half of it
+)
 # Apps register their models with apps.audit.registry.register() in ready(); an app that must not
 # import apps.audit (llm depends on core only), or whose owner has not hooked in yet, is listed here.
 AUDITLOG_INCLUDE_TRACKING_MODELS = (
@@ -474,7 +512,9 @@ if MCPHUB_HTTPS:
 # and the access token's audience (RFC 8707) is that one endpoint.
 MCPHUB_OAUTH_ACCESS_TOKEN_SECONDS = envint("MCPHUB_OAUTH_ACCESS_TOKEN_SECONDS", 3600)
 MCPHUB_OAUTH_REFRESH_TOKEN_DAYS = envint("MCPHUB_OAUTH_REFRESH_TOKEN_DAYS", 30)
-MCPHUB_OAUTH_REGISTRATIONS_PER_HOUR = envint("MCPHUB_OAUTH_REGISTRATIONS_PER_HOUR", 30)  # per client address
+MCPHUB_OAUTH_REGISTRATIONS_PER_HOUR = envint(
+    "MCPHUB_OAUTH_REGISTRATIONS_PER_HOUR", 30
+)  # per client address
 # Client ID Metadata Documents are fetched over https from public addresses only; development and
 # tests may also allow http on loopback.
 MCPHUB_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP = envbool("MCPHUB_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP", DEBUG)
@@ -508,7 +548,11 @@ OAUTH2_PROVIDER = {
     "OAUTH2_VALIDATOR_CLASS": "apps.oauth.validators.HubOAuth2Validator",
     "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
     "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
-    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": [
+        "none",
+        "client_secret_basic",
+        "client_secret_post",
+    ],
     "DCR_ENABLED": True,
     "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
     "CIMD_ENABLED": True,

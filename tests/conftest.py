@@ -11,7 +11,16 @@ from django.conf import settings
 from apps.accounts.models import Membership, User
 from apps.accounts.services import add_member, create_access_token, create_team
 from apps.catalog.models import McpServer, Tool
-from tests.live_hub import HubProcesses, free_port, hub_env, start_web, start_worker, stop, wait_for_pool_worker, wait_healthy
+from tests.live_hub import (
+    HubProcesses,
+    free_port,
+    hub_env,
+    start_web,
+    start_worker,
+    stop,
+    wait_for_pool_worker,
+    wait_healthy,
+)
 
 
 @pytest.fixture
@@ -87,7 +96,11 @@ def alice_private_server(alice) -> McpServer:
 def make_tool():
     def make(server: McpServer, name: str, tokens: int = 100) -> Tool:
         return Tool.objects.create(
-            server=server, name=name, description=f"{name} tool", input_schema={"type": "object"}, token_estimate=tokens
+            server=server,
+            name=name,
+            description=f"{name} tool",
+            input_schema={"type": "object"},
+            token_estimate=tokens,
         )
 
     return make

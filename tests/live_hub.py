@@ -77,7 +77,11 @@ INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
 }
 
 # Pids of the hub processes tests started: leak checks count the pool's children, not these.
@@ -86,17 +90,35 @@ HUB_PIDS: set[int] = set()
 
 def _spawn(name: str, args: list[str], env: dict[str, str], log_dir: Path) -> subprocess.Popen:
     log = open(log_dir / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
-    process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    process = subprocess.Popen(
+        args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     HUB_PIDS.add(process.pid)
     return process
 
 
 def start_web(port: int, env: dict[str, str], log_dir: Path, name: str = "web") -> subprocess.Popen:
-    return _spawn(name, [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "mcphub.asgi:application"], env, log_dir)
+    return _spawn(
+        name,
+        [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "mcphub.asgi:application"],
+        env,
+        log_dir,
+    )
 
 
 def start_worker(env: dict[str, str], log_dir: Path, name: str = "worker") -> subprocess.Popen:
-    args = [str(VENV_BIN / "celery"), "-A", "mcphub", "worker", "-Q", "mcp,celery", "--without-gossip", "--without-mingle", "-n", f"{name}@%h"]
+    args = [
+        str(VENV_BIN / "celery"),
+        "-A",
+        "mcphub",
+        "worker",
+        "-Q",
+        "mcp,celery",
+        "--without-gossip",
+        "--without-mingle",
+        "-n",
+        f"{name}@%h",
+    ]
     return _spawn(name, args, env, log_dir)
 
 
@@ -157,7 +179,9 @@ def stop(processes: list[subprocess.Popen]) -> None:
 
 
 @asynccontextmanager
-async def mcp_client(url: str, token: str | None, *, mode: str = "legacy", transport: str = "http", **client_kwargs):
+async def mcp_client(
+    url: str, token: str | None, *, mode: str = "legacy", transport: str = "http", **client_kwargs
+):
     """The SDK's own client over Streamable HTTP or legacy SSE, with a bearer header."""
     import httpx2
     import mcp
@@ -171,7 +195,9 @@ async def mcp_client(url: str, token: str | None, *, mode: str = "legacy", trans
             yield client
         return
     async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
-        async with mcp.Client(streamable_http_client(url, http_client=http), mode=mode, **client_kwargs) as client:
+        async with mcp.Client(
+            streamable_http_client(url, http_client=http), mode=mode, **client_kwargs
+        ) as client:
             yield client
 
 
@@ -209,9 +235,23 @@ def start_redis(port: int, data_dir: Path, *options: str) -> subprocess.Popen:
     `options` are more redis-server arguments (later ones win): `--requirepass PW`, or
     `redis_tls_options(...)` to serve TLS on `port` instead of plain RESP.
     """
-    args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(data_dir)]
+    args = [
+        "redis-server",
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        str(data_dir),
+    ]
     args += options
-    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    process = subprocess.Popen(
+        args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     assert wait_for(lambda: _accepts(port), 10), "redis-server did not start"
     return process
 
@@ -223,7 +263,9 @@ class TlsFiles:
     key: Path
 
 
-def make_tls_files(directory: Path, name: str = "redis", san: str = "IP:127.0.0.1,DNS:localhost") -> TlsFiles:
+def make_tls_files(
+    directory: Path, name: str = "redis", san: str = "IP:127.0.0.1,DNS:localhost"
+) -> TlsFiles:
     """A throwaway CA and a server certificate it signed (openssl), for a TLS redis-server or
     HTTPS backend; `san` is the names the certificate is valid for (subjectAltName)."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -232,9 +274,50 @@ def make_tls_files(directory: Path, name: str = "redis", san: str = "IP:127.0.0.
     ext = directory / f"{name}.ext"
     ext.write_text(f"subjectAltName={san}\n")
     for command in (
-        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca, "-days", "2", "-subj", f"/CN={name} test CA"],
-        ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=127.0.0.1"],
-        ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert, "-days", "2", "-extfile", ext],
+        [
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            ca_key,
+            "-out",
+            ca,
+            "-days",
+            "2",
+            "-subj",
+            f"/CN={name} test CA",
+        ],
+        [
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            key,
+            "-out",
+            csr,
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+        [
+            "x509",
+            "-req",
+            "-in",
+            csr,
+            "-CA",
+            ca,
+            "-CAkey",
+            ca_key,
+            "-CAcreateserial",
+            "-out",
+            cert,
+            "-days",
+            "2",
+            "-extfile",
+            ext,
+        ],
     ):
         subprocess.run(["openssl", *map(str, command)], check=True, capture_output=True)
     return TlsFiles(ca, cert, key)
@@ -253,7 +336,9 @@ def _accepts(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def start_private_hub(log_dir: Path, *, redis_url: str | None, worker: bool = True, **extra: str) -> HubProcesses:
+def start_private_hub(
+    log_dir: Path, *, redis_url: str | None, worker: bool = True, **extra: str
+) -> HubProcesses:
     """Daphne (+ a Celery worker when `redis_url`), on the test database, for a test to break.
 
     `redis_url=None` is the embedded shape. A private Redis (`start_redis`) keeps the worker
@@ -288,7 +373,9 @@ class HttpBackend:
 
     def start(self) -> HttpBackend:
         args = [sys.executable, str(SERVERS / "echo.py"), "http", str(self.port)]
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        self.process = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         assert wait_for(lambda: _accepts(self.port), 30), "the echo HTTP backend did not start"
         return self
 
@@ -302,7 +389,9 @@ class HttpBackend:
         self.start()
 
 
-async def scrape_metrics(hub: HubProcesses, token: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+async def scrape_metrics(
+    hub: HubProcesses, token: str
+) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """`/metrics` of a running hub, as {(sample name, sorted labels): value}."""
     import httpx2
     from prometheus_client.parser import text_string_to_metric_families
@@ -318,24 +407,42 @@ async def scrape_metrics(hub: HubProcesses, token: str) -> dict[tuple[str, tuple
     }
 
 
-def metric(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **labels: str) -> float:
+def metric(
+    samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **labels: str
+) -> float:
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
 RAW_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
-async def raw_session(http, url: str, token: str, *, version: str = "2025-06-18", capabilities: dict | None = None) -> dict[str, str]:
+async def raw_session(
+    http, url: str, token: str, *, version: str = "2025-06-18", capabilities: dict | None = None
+) -> dict[str, str]:
     """Initialize a session over raw HTTP; the headers every later request of it carries."""
     import json
 
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": version, "capabilities": capabilities or {}, "clientInfo": {"name": "raw", "version": "1"}}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": capabilities or {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
     headers = {**RAW_HEADERS, "Authorization": f"Bearer {token}"}
     response = await http.post(url, content=json.dumps(init), headers=headers)
     assert response.json()["result"]["protocolVersion"] == version
-    headers.update({"Mcp-Session-Id": response.headers["mcp-session-id"], "MCP-Protocol-Version": version})
-    await http.post(url, content=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}), headers=headers)
+    headers.update(
+        {"Mcp-Session-Id": response.headers["mcp-session-id"], "MCP-Protocol-Version": version}
+    )
+    await http.post(
+        url,
+        content=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        headers=headers,
+    )
     return headers
 
 

@@ -129,7 +129,9 @@ class Reply:
             return self
         text = "".join(self.text)
         kept = text[: max(1, len(text) * limit // self.tokens)]
-        return dataclasses.replace(self, text=[kept], tool_calls=(), finish="length", usage=(1, limit))
+        return dataclasses.replace(
+            self, text=[kept], tool_calls=(), finish="length", usage=(1, limit)
+        )
 
 
 # Signatures the scripted models issue: opaque to the hub, checkable here (an HMAC of what they sign).
@@ -161,7 +163,13 @@ class ScriptedLLM:
     server's habits the Chat Completions side has (FLAVOURS).
     """
 
-    def __init__(self, *, models: Sequence[str] | None = None, api_key: str | None = None, flavour: str = "openai") -> None:
+    def __init__(
+        self,
+        *,
+        models: Sequence[str] | None = None,
+        api_key: str | None = None,
+        flavour: str = "openai",
+    ) -> None:
         if flavour not in FLAVOURS:
             raise ValueError(f"unknown flavour {flavour!r}; known: {', '.join(FLAVOURS)}")
         self.models = list(models) if models is not None else None
@@ -184,7 +192,9 @@ class ScriptedLLM:
 
     # --- lifecycle
     def start(self) -> ScriptedLLM:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -227,7 +237,9 @@ class ScriptedLLM:
             self.unscripted += 1
         if self.responder is not None:
             return self.responder(body)
-        return Reply(error=500, error_message="ScriptedLLM: the test scripted no reply for this request")
+        return Reply(
+            error=500, error_message="ScriptedLLM: the test scripted no reply for this request"
+        )
 
     def record(self, received: Received) -> None:
         with self._lock:
@@ -253,40 +265,83 @@ class ScriptedLLM:
 
 _OPENAI_ERRORS = {
     400: ("invalid_request_error", None, "Invalid request."),
-    401: ("invalid_request_error", "invalid_api_key",
-          "Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys."),
-    403: ("invalid_request_error", "unsupported_country_region_territory", "Country, region, or territory not supported"),
-    404: ("invalid_request_error", "model_not_found", "The model does not exist or you do not have access to it."),
-    429: ("requests", "rate_limit_exceeded", "Rate limit reached for requests. Please try again in 20ms."),
-    500: ("server_error", None, "The server had an error while processing your request. Sorry about that!"),
+    401: (
+        "invalid_request_error",
+        "invalid_api_key",
+        "Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.",
+    ),
+    403: (
+        "invalid_request_error",
+        "unsupported_country_region_territory",
+        "Country, region, or territory not supported",
+    ),
+    404: (
+        "invalid_request_error",
+        "model_not_found",
+        "The model does not exist or you do not have access to it.",
+    ),
+    429: (
+        "requests",
+        "rate_limit_exceeded",
+        "Rate limit reached for requests. Please try again in 20ms.",
+    ),
+    500: (
+        "server_error",
+        None,
+        "The server had an error while processing your request. Sorry about that!",
+    ),
     503: ("server_error", None, "The engine is currently overloaded, please try again later"),
 }
-_OPENAI_CODES = {"insufficient_quota": ("insufficient_quota", "insufficient_quota",
-                                        "You exceeded your current quota, please check your plan and billing details.")}
+_OPENAI_CODES = {
+    "insufficient_quota": (
+        "insufficient_quota",
+        "insufficient_quota",
+        "You exceeded your current quota, please check your plan and billing details.",
+    )
+}
 _ANTHROPIC_ERRORS = {
     400: ("invalid_request_error", "Invalid request."),
     401: ("authentication_error", "invalid x-api-key"),
-    403: ("permission_error", "Your API key does not have permission to use the specified resource."),
+    403: (
+        "permission_error",
+        "Your API key does not have permission to use the specified resource.",
+    ),
     404: ("not_found_error", "The requested resource could not be found."),
     413: ("request_too_large", "Request exceeds the maximum allowed number of bytes."),
     429: ("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit."),
     500: ("api_error", "Internal server error"),
     529: ("overloaded_error", "Overloaded"),
 }
-_ANTHROPIC_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens", "content_filter": "refusal"}
+_ANTHROPIC_REASONS = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
 
 
 def openai_error(status: int, *, message: str | None = None, code: str | None = None) -> dict:
     kind, default_code, default_message = _OPENAI_CODES.get(code or "") or _OPENAI_ERRORS.get(
-        status, ("server_error" if status >= 500 else "invalid_request_error", None, f"HTTP {status}")
+        status,
+        ("server_error" if status >= 500 else "invalid_request_error", None, f"HTTP {status}"),
     )
-    return {"error": {"message": message or default_message, "type": kind, "param": None, "code": code or default_code}}
+    return {
+        "error": {
+            "message": message or default_message,
+            "type": kind,
+            "param": None,
+            "code": code or default_code,
+        }
+    }
 
 
 def anthropic_error(status: int, *, message: str | None = None, code: str | None = None) -> dict:
     kind, default_message = _ANTHROPIC_ERRORS.get(status, ("api_error", f"HTTP {status}"))
-    return {"type": "error", "error": {"type": code or kind, "message": message or default_message},
-            "request_id": f"req_{uuid.uuid4().hex[:24]}"}
+    return {
+        "type": "error",
+        "error": {"type": code or kind, "message": message or default_message},
+        "request_id": f"req_{uuid.uuid4().hex[:24]}",
+    }
 
 
 def _input_tokens(body: dict) -> int:
@@ -301,11 +356,19 @@ def _output_tokens(reply: Reply) -> int:
 def openai_chunks(reply: Reply, body: dict, flavour: str = "openai") -> Iterator[dict]:
     """Chat Completions stream chunks, as api.openai.com sends them (tool calls: as `flavour` does)."""
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-    base = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion.chunk",
-            "created": int(time.time()), "model": body.get("model", ""), "system_fingerprint": "fp_scripted"}
+    base = {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": body.get("model", ""),
+        "system_fingerprint": "fp_scripted",
+    }
 
     def chunk(delta: dict, finish: str | None = None) -> dict:
-        out = {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+        out = {
+            **base,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
         return {**out, "usage": None} if include_usage else out
 
     yield chunk({"role": "assistant", "content": "" if reply.text else None, "refusal": None})
@@ -317,21 +380,52 @@ def openai_chunks(reply: Reply, body: dict, flavour: str = "openai") -> Iterator
     for delta in tool_call_deltas(reply, flavour):
         yield chunk({"tool_calls": delta})
     # Gemini streams "stop" after tool calls (its non-streaming answer says "tool_calls").
-    yield chunk({}, "stop" if flavour == "gemini" and reply.finish_reason == "tool_calls" else reply.finish_reason)
+    yield chunk(
+        {},
+        "stop"
+        if flavour == "gemini" and reply.finish_reason == "tool_calls"
+        else reply.finish_reason,
+    )
     if include_usage:
         prompt, completion = reply.usage or (_input_tokens(body), _output_tokens(reply))
-        yield {**base, "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                                                "total_tokens": prompt + completion}}
+        yield {
+            **base,
+            "choices": [],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
 
 
 def _openai_reasoning(reply: Reply) -> Iterator[dict]:
     if reply.reasoning_format == "openrouter":
         for piece in reply.reasoning:
-            yield {"content": "", "reasoning": piece,
-                   "reasoning_details": [{"type": "reasoning.text", "text": piece, "format": "anthropic-claude-v1", "index": 0}]}
+            yield {
+                "content": "",
+                "reasoning": piece,
+                "reasoning_details": [
+                    {
+                        "type": "reasoning.text",
+                        "text": piece,
+                        "format": "anthropic-claude-v1",
+                        "index": 0,
+                    }
+                ],
+            }
         if reply.reasoning:
-            yield {"content": "", "reasoning_details": [{"type": "reasoning.text", "signature": signature("".join(reply.reasoning)),
-                                                         "format": "anthropic-claude-v1", "index": 0}]}
+            yield {
+                "content": "",
+                "reasoning_details": [
+                    {
+                        "type": "reasoning.text",
+                        "signature": signature("".join(reply.reasoning)),
+                        "format": "anthropic-claude-v1",
+                        "index": 0,
+                    }
+                ],
+            }
         return
     for piece in reply.reasoning:
         yield {"content": None, "reasoning_content": piece}
@@ -339,22 +433,55 @@ def _openai_reasoning(reply: Reply) -> Iterator[dict]:
 
 def openai_completion(reply: Reply, body: dict, flavour: str = "openai") -> dict:
     prompt, completion = reply.usage or (_input_tokens(body), _output_tokens(reply))
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(reply.text) or None, "refusal": None}
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": "".join(reply.text) or None,
+        "refusal": None,
+    }
     if reply.tool_calls:
         message["tool_calls"] = [
-            {"id": call_id, "type": "function", "function": {
-                "name": name, "arguments": json.loads(reply.arguments(i)) if flavour == "tgi" else reply.arguments(i)}}
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "arguments": json.loads(reply.arguments(i))
+                    if flavour == "tgi"
+                    else reply.arguments(i),
+                },
+            }
             for i, (call_id, name, _) in enumerate(reply.tool_calls)
         ]
-    return {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model", ""), "system_fingerprint": "fp_scripted",
-            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}}
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", ""),
+        "system_fingerprint": "fp_scripted",
+        "choices": [
+            {"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
 
 
 # --- flavours: OpenAI-compatible servers' own habits, as their docs and their users' reports show --
 
-FLAVOURS = ("openai", "gemini", "tgi", "ollama", "vllm", "lmstudio", "llamacpp", "nostream", "json-only")
+FLAVOURS = (
+    "openai",
+    "gemini",
+    "tgi",
+    "ollama",
+    "vllm",
+    "lmstudio",
+    "llamacpp",
+    "nostream",
+    "json-only",
+)
 
 
 def tool_call_deltas(reply: Reply, flavour: str) -> Iterator[list[dict]]:
@@ -368,22 +495,47 @@ def tool_call_deltas(reply: Reply, flavour: str) -> Iterator[list[dict]]:
         for index, (call_id, name, _) in calls:
             raw = reply.arguments(index)
             half = len(raw) // 2
-            yield [{"id": call_id, "type": "function", "function": {"name": name, "arguments": raw[:half]}}]
+            yield [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": raw[:half]},
+                }
+            ]
             yield [{"function": {"arguments": raw[half:]}}]
     elif flavour == "ollama":
         # Ollama: every call whole, in one delta, without `index`.
         if calls:
-            yield [{"id": call_id, "type": "function", "function": {"name": name, "arguments": reply.arguments(index)}}
-                   for index, (call_id, name, _) in calls]
+            yield [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": reply.arguments(index)},
+                }
+                for index, (call_id, name, _) in calls
+            ]
     elif flavour == "tgi":
         # Hugging Face TGI (and a llama-server release): the arguments as a JSON object, not a string.
         for index, (call_id, name, _) in calls:
-            yield [{"index": index, "id": call_id, "type": "function",
-                    "function": {"name": name, "arguments": json.loads(reply.arguments(index))}}]
+            yield [
+                {
+                    "index": index,
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.loads(reply.arguments(index))},
+                }
+            ]
     elif flavour == "vllm":
         # vLLM with parallel calls: every call opened, then their fragments interleaved by index.
         for index, (call_id, name, _) in calls:
-            yield [{"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}]
+            yield [
+                {
+                    "index": index,
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": ""},
+                }
+            ]
         pieces = [[(index, f) for f in reply.fragments(index)] for index, _ in calls]
         for row in zip_longest(*pieces):
             for index, fragment in filter(None, row):
@@ -391,12 +543,24 @@ def tool_call_deltas(reply: Reply, flavour: str) -> Iterator[list[dict]]:
     else:
         for index, (call_id, name, _) in calls:
             # LM Studio sends an empty id; llama.cpp's fragments are 1–3 characters.
-            head = {"index": index, "id": "" if flavour == "lmstudio" else call_id, "type": "function",
-                    "function": {"name": name, "arguments": ""}}
-            if reply.thought_signatures and index == 0:  # Gemini 3 signs the first call of a step only
-                head["extra_content"] = {"google": {"thought_signature": signature(f"{call_id}:{name}")}}
+            head = {
+                "index": index,
+                "id": "" if flavour == "lmstudio" else call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": ""},
+            }
+            if (
+                reply.thought_signatures and index == 0
+            ):  # Gemini 3 signs the first call of a step only
+                head["extra_content"] = {
+                    "google": {"thought_signature": signature(f"{call_id}:{name}")}
+                }
             yield [head]
-            for fragment in (_small_pieces(reply.arguments(index)) if flavour == "llamacpp" else reply.fragments(index)):
+            for fragment in (
+                _small_pieces(reply.arguments(index))
+                if flavour == "llamacpp"
+                else reply.fragments(index)
+            ):
                 yield [{"index": index, "function": {"arguments": fragment}}]
 
 
@@ -409,8 +573,15 @@ def _small_pieces(raw: str) -> list[str]:
 
 
 # Google's canonical status names of the HTTP codes its APIs answer with.
-_GOOGLE_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-                  429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
+_GOOGLE_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
 # What each flavour says while its model loads or its queue is full.
 _LOADING = {
     "llamacpp": (503, "Loading model"),
@@ -419,87 +590,199 @@ _LOADING = {
 }
 
 
-def flavour_error(flavour: str, status: int, *, message: str | None = None, code: str | None = None,
-                  retry_after: float | None = None) -> Any:
+def flavour_error(
+    flavour: str,
+    status: int,
+    *,
+    message: str | None = None,
+    code: str | None = None,
+    retry_after: float | None = None,
+) -> Any:
     """An error body in the flavour's shape (OpenAI's for the others)."""
     said = message or openai_error(status, code=code)["error"]["message"]
     if flavour == "gemini":
-        error: dict[str, Any] = {"code": status, "message": said, "status": _GOOGLE_STATUS.get(status, "UNKNOWN")}
+        error: dict[str, Any] = {
+            "code": status,
+            "message": said,
+            "status": _GOOGLE_STATUS.get(status, "UNKNOWN"),
+        }
         if status == 429 and code == "daily_quota":
-            error["message"] = message or ("You exceeded your current quota, please check your plan and billing "
-                                           "details. For more information on this error, head to: "
-                                           "https://ai.google.dev/gemini-api/docs/rate-limits.")
-            error["details"] = [{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
-                {"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
-                 "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]}]
+            error["message"] = message or (
+                "You exceeded your current quota, please check your plan and billing "
+                "details. For more information on this error, head to: "
+                "https://ai.google.dev/gemini-api/docs/rate-limits."
+            )
+            error["details"] = [
+                {
+                    "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                    "violations": [
+                        {
+                            "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                            "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+                        }
+                    ],
+                }
+            ]
         elif status == 429:
             error["message"] = message or "Resource has been exhausted (e.g. check quota)."
             if retry_after is not None:
-                error["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{retry_after:g}s"}]
+                error["details"] = [
+                    {
+                        "@type": "type.googleapis.com/google.rpc.RetryInfo",
+                        "retryDelay": f"{retry_after:g}s",
+                    }
+                ]
         return [{"error": error}]
     if flavour == "vllm":
-        return {"object": "error", "message": said, "type": "BadRequestError" if status < 500 else "InternalServerError",
-                "param": None, "code": status}
+        return {
+            "object": "error",
+            "message": said,
+            "type": "BadRequestError" if status < 500 else "InternalServerError",
+            "param": None,
+            "code": status,
+        }
     if flavour == "ollama":
-        return {"error": {"message": said, "type": "invalid_request_error" if status == 400 else "api_error",
-                          "param": None, "code": None}}
+        return {
+            "error": {
+                "message": said,
+                "type": "invalid_request_error" if status == 400 else "api_error",
+                "param": None,
+                "code": None,
+            }
+        }
     if flavour == "lmstudio":
         return {"error": said}
     if flavour == "tgi":
         return {"error": said, "error_type": "overloaded" if status == 429 else "generation"}
     if flavour == "llamacpp":
-        kind = {503: "unavailable_error", 401: "authentication_error", 404: "not_found_error"}.get(status, "server_error")
-        return {"error": {"code": status, "message": said, "type": kind if status != 400 else "invalid_request_error"}}
+        kind = {503: "unavailable_error", 401: "authentication_error", 404: "not_found_error"}.get(
+            status, "server_error"
+        )
+        return {
+            "error": {
+                "code": status,
+                "message": said,
+                "type": kind if status != 400 else "invalid_request_error",
+            }
+        }
     return openai_error(status, message=message, code=code)
 
 
 # OpenAI's o1 at launch, asked to stream: the refusal a server that cannot stream gives.
-NO_STREAMING = {"error": {
-    "message": "Unsupported value: 'stream' does not support true with this model. Only the default (false) value is supported.",
-    "type": "invalid_request_error", "param": "stream", "code": "unsupported_value"}}
+NO_STREAMING = {
+    "error": {
+        "message": "Unsupported value: 'stream' does not support true with this model. Only the default (false) value is supported.",
+        "type": "invalid_request_error",
+        "param": "stream",
+        "code": "unsupported_value",
+    }
+}
 
 
 def anthropic_events(reply: Reply, body: dict) -> Iterator[tuple[str, dict]]:
     """Messages API stream events, as api.anthropic.com sends them."""
     prompt, completion = reply.usage or (_input_tokens(body), _output_tokens(reply))
-    yield "message_start", {"type": "message_start", "message": {
-        "id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant", "model": body.get("model", ""),
-        "content": [], "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": prompt, "output_tokens": 1}}}
+    yield (
+        "message_start",
+        {
+            "type": "message_start",
+            "message": {
+                "id": f"msg_{uuid.uuid4().hex[:24]}",
+                "type": "message",
+                "role": "assistant",
+                "model": body.get("model", ""),
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": prompt, "output_tokens": 1},
+            },
+        },
+    )
     yield "ping", {"type": "ping"}
     index = 0
     for block in _anthropic_thinking(reply, body):
         if block["type"] == "redacted_thinking":
-            yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": block}
+            yield (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": block},
+            )
         else:
-            yield "content_block_start", {"type": "content_block_start", "index": index,
-                                          "content_block": {"type": "thinking", "thinking": "", "signature": ""}}
+            yield (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+                },
+            )
             for piece in reply.reasoning:
-                yield "content_block_delta", {"type": "content_block_delta", "index": index,
-                                              "delta": {"type": "thinking_delta", "thinking": piece}}
-            yield "content_block_delta", {"type": "content_block_delta", "index": index,
-                                          "delta": {"type": "signature_delta", "signature": block["signature"]}}
+                yield (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "thinking_delta", "thinking": piece},
+                    },
+                )
+            yield (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "signature_delta", "signature": block["signature"]},
+                },
+            )
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
         index += 1
     if reply.text:
-        yield "content_block_start", {"type": "content_block_start", "index": index,
-                                      "content_block": {"type": "text", "text": ""}}
+        yield (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "text", "text": ""},
+            },
+        )
         for piece in reply.text:
-            yield "content_block_delta", {"type": "content_block_delta", "index": index,
-                                          "delta": {"type": "text_delta", "text": piece}}
+            yield (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "text_delta", "text": piece},
+                },
+            )
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
         index += 1
     for number, (call_id, name, _) in enumerate(reply.tool_calls):
-        yield "content_block_start", {"type": "content_block_start", "index": index,
-                                      "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}}}
+        yield (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}},
+            },
+        )
         for fragment in [""] + reply.fragments(number):
-            yield "content_block_delta", {"type": "content_block_delta", "index": index,
-                                          "delta": {"type": "input_json_delta", "partial_json": fragment}}
+            yield (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": fragment},
+                },
+            )
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
         index += 1
     reason = _ANTHROPIC_REASONS.get(reply.finish_reason, reply.finish_reason)
-    yield "message_delta", {"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": None},
-                            "usage": {"output_tokens": completion}}
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": reason, "stop_sequence": None},
+            "usage": {"output_tokens": completion},
+        },
+    )
     yield "message_stop", {"type": "message_stop"}
 
 
@@ -519,12 +802,25 @@ def anthropic_message(reply: Reply, body: dict) -> dict:
     prompt, completion = reply.usage or (_input_tokens(body), _output_tokens(reply))
     content: list[dict] = _anthropic_thinking(reply, body)
     content += [{"type": "text", "text": "".join(reply.text)}] if reply.text else []
-    content += [{"type": "tool_use", "id": call_id, "name": name, "input": json.loads(reply.arguments(i) or "{}")}
-                for i, (call_id, name, _) in enumerate(reply.tool_calls)]
-    return {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
-            "model": body.get("model", ""), "content": content,
-            "stop_reason": _ANTHROPIC_REASONS.get(reply.finish_reason, reply.finish_reason), "stop_sequence": None,
-            "usage": {"input_tokens": prompt, "output_tokens": completion}}
+    content += [
+        {
+            "type": "tool_use",
+            "id": call_id,
+            "name": name,
+            "input": json.loads(reply.arguments(i) or "{}"),
+        }
+        for i, (call_id, name, _) in enumerate(reply.tool_calls)
+    ]
+    return {
+        "id": f"msg_{uuid.uuid4().hex[:24]}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", ""),
+        "content": content,
+        "stop_reason": _ANTHROPIC_REASONS.get(reply.finish_reason, reply.finish_reason),
+        "stop_sequence": None,
+        "usage": {"input_tokens": prompt, "output_tokens": completion},
+    }
 
 
 # --- what products check of a request -----------------------------------------------------------
@@ -532,19 +828,35 @@ def anthropic_message(reply: Reply, body: dict) -> dict:
 
 def _current_turn(messages: list) -> list[tuple[int, dict]]:
     """(index, message) of the assistant messages after the last user message."""
-    last_user = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"), default=-1)
-    return [(i, m) for i, m in enumerate(messages) if i > last_user and isinstance(m, dict) and m.get("role") == "assistant"]
+    last_user = max(
+        (i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"),
+        default=-1,
+    )
+    return [
+        (i, m)
+        for i, m in enumerate(messages)
+        if i > last_user and isinstance(m, dict) and m.get("role") == "assistant"
+    ]
 
 
 def _deepseek_check(body: dict) -> tuple[int, Any] | None:
     # "For turns that do perform tool calls, the reasoning_content must be fully passed back to the
     # API in all subsequent requests" (DeepSeek's thinking-mode guide): earlier turns too.
     for index, message in enumerate(body.get("messages") or []):
-        if message.get("role") == "assistant" and message.get("tool_calls") and not isinstance(message.get("reasoning_content"), str):
-            return 400, {"error": {
-                "message": f"Missing `reasoning_content` field in the assistant message at message index {index}. For more "
-                           "information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls",
-                "type": "invalid_request_error", "param": None, "code": "invalid_request_error"}}
+        if (
+            message.get("role") == "assistant"
+            and message.get("tool_calls")
+            and not isinstance(message.get("reasoning_content"), str)
+        ):
+            return 400, {
+                "error": {
+                    "message": f"Missing `reasoning_content` field in the assistant message at message index {index}. For more "
+                    "information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "invalid_request_error",
+                }
+            }
     return None
 
 
@@ -558,11 +870,20 @@ def _gemini_check(body: dict) -> tuple[int, Any] | None:
         sent = ((first.get("extra_content") or {}).get("google") or {}).get("thought_signature")
         if sent != signature(f"{first.get('id')}:{name}"):
             # Gemini answers errors as a JSON list of error objects.
-            return 400, [{"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": (
-                "Function call is missing a thought_signature in functionCall parts. This is required for tools to work "
-                "correctly, and missing thought_signature may lead to degraded model performance. Additional data, "
-                f"function call `default_api:{name}` , position {index + 1}. Please refer to "
-                "https://ai.google.dev/gemini-api/docs/thought-signatures for more details.")}}]
+            return 400, [
+                {
+                    "error": {
+                        "code": 400,
+                        "status": "INVALID_ARGUMENT",
+                        "message": (
+                            "Function call is missing a thought_signature in functionCall parts. This is required for tools to work "
+                            "correctly, and missing thought_signature may lead to degraded model performance. Additional data, "
+                            f"function call `default_api:{name}` , position {index + 1}. Please refer to "
+                            "https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
+                        ),
+                    }
+                }
+            ]
     return None
 
 
@@ -572,10 +893,17 @@ def _openrouter_check(body: dict) -> tuple[int, Any] | None:
         text = "".join(d.get("text") or "" for d in details if isinstance(d, dict))
         signed = [d.get("signature") for d in details if isinstance(d, dict) and d.get("signature")]
         if message.get("tool_calls") and signed != [signature(text)]:
-            raw = (f"messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`. "
-                   "When `thinking` is enabled, a final `assistant` message must start with a thinking block.")
-            return 400, {"error": {"message": "Provider returned error", "code": 400,
-                                   "metadata": {"raw": raw, "provider_name": "Anthropic"}}}
+            raw = (
+                f"messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`. "
+                "When `thinking` is enabled, a final `assistant` message must start with a thinking block."
+            )
+            return 400, {
+                "error": {
+                    "message": "Provider returned error",
+                    "code": 400,
+                    "metadata": {"raw": raw, "provider_name": "Anthropic"},
+                }
+            }
     return None
 
 
@@ -585,27 +913,43 @@ def _anthropic_check(body: dict) -> tuple[int, Any] | None:
         return None
     budget = thinking.get("budget_tokens")
     if not isinstance(budget, int) or budget < 1024 or budget >= (body.get("max_tokens") or 0):
-        return 400, anthropic_error(400, message="thinking.budget_tokens: must be at least 1024 and less than max_tokens")
+        return 400, anthropic_error(
+            400, message="thinking.budget_tokens: must be at least 1024 and less than max_tokens"
+        )
     messages = body.get("messages") or []
     last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
     if last is None or not isinstance(messages[last].get("content"), list):
         return None
     blocks = messages[last]["content"]
-    if any(b.get("type") == "tool_use" for b in blocks) and blocks[0].get("type") not in ("thinking", "redacted_thinking"):
-        return 400, anthropic_error(400, message=(
-            f"messages.{last}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{blocks[0].get('type')}`. "
-            "When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the "
-            "lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous "
-            "turns. To avoid this requirement, disable `thinking`."))
+    if any(b.get("type") == "tool_use" for b in blocks) and blocks[0].get("type") not in (
+        "thinking",
+        "redacted_thinking",
+    ):
+        return 400, anthropic_error(
+            400,
+            message=(
+                f"messages.{last}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{blocks[0].get('type')}`. "
+                "When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the "
+                "lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous "
+                "turns. To avoid this requirement, disable `thinking`."
+            ),
+        )
     for number, block in enumerate(blocks):
-        if block.get("type") == "thinking" and block.get("signature") != signature(block.get("thinking") or ""):
-            return 400, anthropic_error(400, message=f"messages.{last}.content.{number}: Invalid `signature` in `thinking` block")
+        if block.get("type") == "thinking" and block.get("signature") != signature(
+            block.get("thinking") or ""
+        ):
+            return 400, anthropic_error(
+                400,
+                message=f"messages.{last}.content.{number}: Invalid `signature` in `thinking` block",
+            )
     return None
 
 
 CHECKS: dict[str, Callable[[dict], tuple[int, Any] | None]] = {
-    "reasoning_content": _deepseek_check, "thought_signature": _gemini_check,
-    "reasoning_details": _openrouter_check, "thinking": _anthropic_check,
+    "reasoning_content": _deepseek_check,
+    "thought_signature": _gemini_check,
+    "reasoning_details": _openrouter_check,
+    "thinking": _anthropic_check,
 }
 
 
@@ -626,8 +970,14 @@ class _Server(ThreadingHTTPServer):
 
 
 def _openai_bad_url(method: str, path: str) -> dict:
-    return {"error": {"message": f"Invalid URL ({method} {path})", "type": "invalid_request_error", "param": None,
-                      "code": None}}
+    return {
+        "error": {
+            "message": f"Invalid URL ({method} {path})",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": None,
+        }
+    }
 
 
 def _anthropic_bad_url(method: str, path: str) -> dict:
@@ -647,7 +997,9 @@ class _Format:
 def _openai_sse(reply: Reply, body: dict, flavour: str = "openai") -> Iterator[bytes]:
     for number, chunk in enumerate(openai_chunks(reply, body, flavour)):
         if number == reply.error_after:
-            error = openai_error(reply.error or 500, message=reply.error_message, code=reply.error_code)
+            error = openai_error(
+                reply.error or 500, message=reply.error_message, code=reply.error_code
+            )
             yield f"data: {json.dumps(error)}\n\n".encode()
             return
         yield f"data: {json.dumps(chunk)}\n\n".encode()
@@ -657,22 +1009,41 @@ def _openai_sse(reply: Reply, body: dict, flavour: str = "openai") -> Iterator[b
 def _anthropic_sse(reply: Reply, body: dict) -> Iterator[bytes]:
     for number, (name, data) in enumerate(anthropic_events(reply, body)):
         if number == reply.error_after:
-            error = anthropic_error(reply.error or 529, message=reply.error_message, code=reply.error_code)
+            error = anthropic_error(
+                reply.error or 529, message=reply.error_message, code=reply.error_code
+            )
             yield f"event: error\ndata: {json.dumps(error)}\n\n".encode()
             return
         yield f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
 
 OPENAI = _Format(
-    error=openai_error, bad_url=_openai_bad_url, stream=_openai_sse, whole=openai_completion,
-    models=lambda ids: {"object": "list", "data": [
-        {"id": i, "object": "model", "created": 1700000000, "owned_by": "scripted"} for i in ids]},
+    error=openai_error,
+    bad_url=_openai_bad_url,
+    stream=_openai_sse,
+    whole=openai_completion,
+    models=lambda ids: {
+        "object": "list",
+        "data": [
+            {"id": i, "object": "model", "created": 1700000000, "owned_by": "scripted"} for i in ids
+        ],
+    },
 )
 ANTHROPIC = _Format(
-    error=anthropic_error, bad_url=_anthropic_bad_url, stream=_anthropic_sse, whole=anthropic_message, request_id_header="request-id",
-    models=lambda ids: {"data": [{"type": "model", "id": i, "display_name": i, "created_at": "2025-01-01T00:00:00Z"}
-                                 for i in ids], "has_more": False, "first_id": ids[0] if ids else None,
-                        "last_id": ids[-1] if ids else None},
+    error=anthropic_error,
+    bad_url=_anthropic_bad_url,
+    stream=_anthropic_sse,
+    whole=anthropic_message,
+    request_id_header="request-id",
+    models=lambda ids: {
+        "data": [
+            {"type": "model", "id": i, "display_name": i, "created_at": "2025-01-01T00:00:00Z"}
+            for i in ids
+        ],
+        "has_more": False,
+        "first_id": ids[0] if ids else None,
+        "last_id": ids[-1] if ids else None,
+    },
 )
 
 
@@ -698,12 +1069,28 @@ class _Handler(BaseHTTPRequestHandler):
         fmt = self._format()
         path = self.path.split("?")[0].rstrip("/")
         if self.llm.flavour == "ollama" and path == "/api/tags":  # Ollama's own API, beside /v1
-            return self._json(200, {"models": [{"name": m, "model": m, "size": 1, "digest": "0" * 64}
-                                               for m in self.llm.models or DEFAULT_MODELS]})
+            return self._json(
+                200,
+                {
+                    "models": [
+                        {"name": m, "model": m, "size": 1, "digest": "0" * 64}
+                        for m in self.llm.models or DEFAULT_MODELS
+                    ]
+                },
+            )
         model = path.removeprefix("/v1/models/")
         if fmt is ANTHROPIC and model in self.llm.output_limits and self._authorized(fmt):
-            return self._json(200, {"type": "model", "id": model, "display_name": model, "created_at": "2025-01-01T00:00:00Z",
-                                    "max_input_tokens": 200000, "max_tokens": self.llm.output_limits[model]})
+            return self._json(
+                200,
+                {
+                    "type": "model",
+                    "id": model,
+                    "display_name": model,
+                    "created_at": "2025-01-01T00:00:00Z",
+                    "max_input_tokens": 200000,
+                    "max_tokens": self.llm.output_limits[model],
+                },
+            )
         if path != "/v1/models":
             return self._not_found(fmt, "GET")
         if self._authorized(fmt):
@@ -721,16 +1108,23 @@ class _Handler(BaseHTTPRequestHandler):
         if path not in ("/v1/chat/completions", "/v1/messages"):
             return self._not_found(fmt, "POST")
         if not isinstance(body, dict):
-            return self._json(400, self._error(fmt, 400, message="The request body is not a JSON object."))
+            return self._json(
+                400, self._error(fmt, 400, message="The request body is not a JSON object.")
+            )
         if not self._authorized(fmt):
             return
         model = body.get("model")
         if self.llm.models is not None and model not in self.llm.models:
-            message = (f"The model `{model}` does not exist or you do not have access to it." if fmt is OPENAI
-                       else f"model: {model}")
+            message = (
+                f"The model `{model}` does not exist or you do not have access to it."
+                if fmt is OPENAI
+                else f"model: {model}"
+            )
             return self._json(404, self._error(fmt, 404, message=message))
         if fmt is OPENAI and self.llm.flavour == "nostream" and body.get("stream"):
-            return self._json(400, NO_STREAMING)  # refused before the model sees it: no script entry used
+            return self._json(
+                400, NO_STREAMING
+            )  # refused before the model sees it: no script entry used
         reply = self.llm.next_reply(body)
         for check in reply.require:
             refused = CHECKS[check](body)
@@ -739,7 +1133,11 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(fmt, reply.limited(body), body)
 
     def _error(self, fmt: _Format, status: int, **said: Any) -> Any:
-        return flavour_error(self.llm.flavour, status, **said) if fmt is OPENAI else fmt.error(status, **said)
+        return (
+            flavour_error(self.llm.flavour, status, **said)
+            if fmt is OPENAI
+            else fmt.error(status, **said)
+        )
 
     def _not_found(self, fmt: _Format, method: str) -> None:
         if self.llm.flavour == "ollama":  # Go's net/http, for any path Ollama does not serve
@@ -750,7 +1148,9 @@ class _Handler(BaseHTTPRequestHandler):
         expected = self.llm.api_key
         if expected is None:
             return True
-        given = self.headers.get("x-api-key") or self.headers.get("Authorization", "").removeprefix("Bearer ")
+        given = self.headers.get("x-api-key") or self.headers.get("Authorization", "").removeprefix(
+            "Bearer "
+        )
         if given == expected:
             return True
         self._json(401, self._error(fmt, 401))
@@ -770,14 +1170,30 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.error and reply.error_after is None:
                 if flavour == "gemini":  # Google says when to retry in the body, not in a header
                     headers = {}
-                return self._json(reply.error, self._error(fmt, reply.error, message=reply.error_message,
-                                                           code=reply.error_code, retry_after=reply.retry_after)
-                                  if fmt is OPENAI else fmt.error(reply.error, message=reply.error_message,
-                                                                  code=reply.error_code), headers)
+                return self._json(
+                    reply.error,
+                    self._error(
+                        fmt,
+                        reply.error,
+                        message=reply.error_message,
+                        code=reply.error_code,
+                        retry_after=reply.retry_after,
+                    )
+                    if fmt is OPENAI
+                    else fmt.error(reply.error, message=reply.error_message, code=reply.error_code),
+                    headers,
+                )
             if body.get("stream") and flavour != "json-only":
-                chunks = _openai_sse(reply, body, flavour) if fmt is OPENAI else fmt.stream(reply, body)
+                chunks = (
+                    _openai_sse(reply, body, flavour) if fmt is OPENAI else fmt.stream(reply, body)
+                )
                 return self._stream(chunks, reply, split=flavour == "llamacpp")
-            self._json(200, openai_completion(reply, body, flavour) if fmt is OPENAI else fmt.whole(reply, body))
+            self._json(
+                200,
+                openai_completion(reply, body, flavour)
+                if fmt is OPENAI
+                else fmt.whole(reply, body),
+            )
         except ClientGone:
             self.close_connection = True
             self.llm.client_gone()

@@ -37,7 +37,15 @@ class TeamMembershipInline(admin.TabularInline):
 class HubUserAdmin(UserAdmin):
     form = HubUserChangeForm
     add_form = HubUserCreationForm
-    list_display = ("username", "email", "first_name", "last_name", "is_staff", "is_active", "date_joined")
+    list_display = (
+        "username",
+        "email",
+        "first_name",
+        "last_name",
+        "is_staff",
+        "is_active",
+        "date_joined",
+    )
     inlines = (UserMembershipInline,)
 
     def get_inlines(self, request: HttpRequest, obj: User | None):
@@ -67,7 +75,9 @@ class TokenStateFilter(admin.SimpleListFilter):
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin):
         return (("active", "Active"), ("expired", "Expired"), ("revoked", "Revoked"))
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet[AccessToken]) -> QuerySet[AccessToken]:
+    def queryset(
+        self, request: HttpRequest, queryset: QuerySet[AccessToken]
+    ) -> QuerySet[AccessToken]:
         now = timezone.now()
         if self.value() == "active":
             return queryset.active()
@@ -85,8 +95,16 @@ class AccessTokenAdmin(admin.ModelAdmin):
     add_form = AccessTokenIssueForm
     created_template = "admin/accounts/accesstoken/token_created.html"
     list_display = (
-        "user", "name", "display_prefix", "scope", "endpoint", "created_at", "last_used_at", "expires_at",
-        "revoked_at", "is_active",
+        "user",
+        "name",
+        "display_prefix",
+        "scope",
+        "endpoint",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked_at",
+        "is_active",
     )
     list_filter = (TokenStateFilter, "scope")
     list_select_related = ("user", "endpoint")
@@ -95,7 +113,14 @@ class AccessTokenAdmin(admin.ModelAdmin):
     actions = ("revoke_selected",)
     change_fields = ("user", "name", "display_prefix", "scope", "endpoint", "expires_at")
     change_readonly_fields = (
-        "user", "display_prefix", "scope", "endpoint", "created_at", "last_used_at", "revoked_at", "is_active",
+        "user",
+        "display_prefix",
+        "scope",
+        "endpoint",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+        "is_active",
     )
 
     def get_form(self, request: HttpRequest, obj: AccessToken | None = None, **kwargs):
@@ -116,14 +141,20 @@ class AccessTokenAdmin(admin.ModelAdmin):
             super().save_model(request, obj, form, change)
             return
         token, raw = create_access_token(
-            user=obj.user, name=obj.name, endpoint=obj.endpoint, scope=obj.scope, expires_at=obj.expires_at
+            user=obj.user,
+            name=obj.name,
+            endpoint=obj.endpoint,
+            scope=obj.scope,
+            expires_at=obj.expires_at,
         )
         # The admin logs and answers about `obj`: make it the row the service created.
         obj.pk = token.pk
         obj.refresh_from_db()
         obj.raw_value = raw
 
-    def response_add(self, request: HttpRequest, obj: AccessToken, post_url_continue=None) -> HttpResponse:
+    def response_add(
+        self, request: HttpRequest, obj: AccessToken, post_url_continue=None
+    ) -> HttpResponse:
         """Show the raw value on this one page: never stored, never in a redirect, message or cookie.
 
         The admin marks every page `no-store`, so browsers keep no copy of this one either.

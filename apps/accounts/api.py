@@ -15,11 +15,19 @@ from apps.accounts.serializers import (
     CreatedAccessTokenSerializer,
     TeamSerializer,
 )
-from apps.accounts.services import TokenTooBroad, create_access_token, create_team, revoke_access_token
+from apps.accounts.services import (
+    TokenTooBroad,
+    create_access_token,
+    create_team,
+    revoke_access_token,
+)
 
 
 class AccessTokenViewSet(
-    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
 ):
     """Your access tokens. Create returns the raw token once; delete revokes it (the row stays)."""
 
@@ -30,7 +38,9 @@ class AccessTokenViewSet(
     def get_queryset(self) -> QuerySet[AccessToken]:
         return AccessToken.objects.filter(user=self.request.user).select_related("endpoint")
 
-    @extend_schema(request=AccessTokenCreateSerializer, responses={201: CreatedAccessTokenSerializer})
+    @extend_schema(
+        request=AccessTokenCreateSerializer, responses={201: CreatedAccessTokenSerializer}
+    )
     def create(self, request: Request) -> Response:
         data = AccessTokenCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -57,7 +67,9 @@ class AccessTokenViewSet(
             return None
         endpoint = self.request.user.endpoints.filter(slug=slug).first()
         if endpoint is None:
-            raise serializers.ValidationError({"endpoint": ["You have no endpoint with this slug."]})
+            raise serializers.ValidationError(
+                {"endpoint": ["You have no endpoint with this slug."]}
+            )
         return endpoint
 
     def perform_destroy(self, instance: AccessToken) -> None:

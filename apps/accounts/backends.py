@@ -12,7 +12,9 @@ class SignInLockoutBackend(AxesStandaloneBackend):
     to count, and no one guessing from outside, so they pass to the next backend unchecked.
     """
 
-    def authenticate(self, request, username: str | None = None, password: str | None = None, **kwargs):
+    def authenticate(
+        self, request, username: str | None = None, password: str | None = None, **kwargs
+    ):
         if request is None:
             return None
         return super().authenticate(request, username, password, **kwargs)

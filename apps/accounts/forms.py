@@ -25,8 +25,10 @@ class AccessTokenIssueForm(forms.ModelForm):
     class Meta:
         model = AccessToken
         fields = ("user", "name", "scope", "endpoint", "expires_at")
-        help_texts = {"scope": "MCP tokens reach MCP endpoints only (the endpoint named, or all of the user's); "
-                               "API tokens reach the REST API only."}
+        help_texts = {
+            "scope": "MCP tokens reach MCP endpoints only (the endpoint named, or all of the user's); "
+            "API tokens reach the REST API only."
+        }
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -36,7 +38,9 @@ class AccessTokenIssueForm(forms.ModelForm):
     def clean_expires_at(self):
         expires_at = self.cleaned_data["expires_at"]
         if expires_at is not None and expires_at <= timezone.now():
-            raise forms.ValidationError("Choose a moment in the future, or leave empty for no expiry.")
+            raise forms.ValidationError(
+                "Choose a moment in the future, or leave empty for no expiry."
+            )
         return expires_at
 
     def clean(self) -> dict:
@@ -47,5 +51,8 @@ class AccessTokenIssueForm(forms.ModelForm):
         if user is not None and endpoint is not None and endpoint.owner_id != user.pk:
             self.add_error("endpoint", f"This endpoint belongs to {endpoint.owner}, not to {user}.")
         if endpoint is not None and cleaned.get("scope") != TokenScope.MCP:
-            self.add_error("endpoint", "Only an MCP token can name an endpoint; leave it empty for an API token.")
+            self.add_error(
+                "endpoint",
+                "Only an MCP token can name an endpoint; leave it empty for an API token.",
+            )
         return cleaned

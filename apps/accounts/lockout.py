@@ -30,10 +30,16 @@ class SignInLockoutHandler(AxesDatabaseHandler):
 
     def get_failures(self, request: HttpRequest, credentials: dict | None = None) -> int:
         own = super().get_failures(request, credentials)
-        scaled = _address_failures(request) * get_failure_limit(request, credentials) // settings.MCPHUB_SIGNIN_ADDRESS_FAILURE_LIMIT
+        scaled = (
+            _address_failures(request)
+            * get_failure_limit(request, credentials)
+            // settings.MCPHUB_SIGNIN_ADDRESS_FAILURE_LIMIT
+        )
         return max(own, scaled)
 
 
 def _address_failures(request: HttpRequest) -> int:
-    recent = AccessAttempt.objects.filter(ip_address=request.axes_ip_address, attempt_time__gte=get_cool_off_threshold(request))
+    recent = AccessAttempt.objects.filter(
+        ip_address=request.axes_ip_address, attempt_time__gte=get_cool_off_threshold(request)
+    )
     return recent.aggregate(total=Sum("failures_since_start"))["total"] or 0

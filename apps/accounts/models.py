@@ -87,7 +87,9 @@ class AccessToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     rate_limit_per_minute = models.PositiveIntegerField(
-        null=True, blank=True, help_text="MCP requests per minute for this token (empty: the hub default)."
+        null=True,
+        blank=True,
+        help_text="MCP requests per minute for this token (empty: the hub default).",
     )
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)

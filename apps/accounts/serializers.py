@@ -14,7 +14,16 @@ class AccessTokenSerializer(serializers.ModelSerializer):
     class Meta:
         model = AccessToken
         fields = [
-            "id", "name", "prefix", "scope", "endpoint", "created_at", "expires_at", "last_used_at", "revoked_at", "is_active",
+            "id",
+            "name",
+            "prefix",
+            "scope",
+            "endpoint",
+            "created_at",
+            "expires_at",
+            "last_used_at",
+            "revoked_at",
+            "is_active",
         ]
         read_only_fields = fields
 
@@ -24,7 +33,10 @@ class AccessTokenCreateSerializer(serializers.Serializer):
     # Resolved against the caller's own endpoints by the view.
     endpoint = serializers.SlugField(max_length=64, required=False, allow_null=True, default=None)
     scope = serializers.ChoiceField(
-        choices=TokenScope.choices, required=False, allow_null=True, default=None,
+        choices=TokenScope.choices,
+        required=False,
+        allow_null=True,
+        default=None,
         help_text="mcp (MCP endpoints only; the default when `endpoint` is given), api_read, api_write, or full. "
         "A token can only create tokens within its own scope.",
     )
@@ -32,7 +44,9 @@ class AccessTokenCreateSerializer(serializers.Serializer):
 
 
 class CreatedAccessTokenSerializer(AccessTokenSerializer):
-    token = serializers.CharField(read_only=True, help_text="The raw token: shown this once, never again.")
+    token = serializers.CharField(
+        read_only=True, help_text="The raw token: shown this once, never again."
+    )
 
     class Meta(AccessTokenSerializer.Meta):
         fields = [*AccessTokenSerializer.Meta.fields, "token"]

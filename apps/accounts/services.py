@@ -37,13 +37,23 @@ def create_access_token(
     scope, else to full rights (what a signed-in user or an admin may hand out). `issued_by` is the token making this request, if a
     token is: the new one may not reach further nor live longer than it.
     """
-    scope = scope or (TokenScope.MCP if endpoint is not None else issued_by.scope if issued_by else TokenScope.FULL)
+    scope = scope or (
+        TokenScope.MCP
+        if endpoint is not None
+        else issued_by.scope
+        if issued_by
+        else TokenScope.FULL
+    )
     if scope not in TokenScope.values:
-        raise ValueError(f"Unknown token scope {scope!r}; choose one of {', '.join(TokenScope.values)}.")
+        raise ValueError(
+            f"Unknown token scope {scope!r}; choose one of {', '.join(TokenScope.values)}."
+        )
     if endpoint is not None and endpoint.owner_id != user.pk:
         raise ValueError("A token can only be scoped to one of its user's own endpoints.")
     if endpoint is not None and scope != TokenScope.MCP:
-        raise ValueError("Only an MCP token can name an endpoint; API tokens reach the REST API only.")
+        raise ValueError(
+            "Only an MCP token can name an endpoint; API tokens reach the REST API only."
+        )
     if issued_by is not None:
         _check_not_broader(issued_by, scope=scope, endpoint=endpoint, expires_at=expires_at)
     raw = tokens.generate()
@@ -60,16 +70,26 @@ def create_access_token(
     return token, raw.value
 
 
-def _check_not_broader(issuer: AccessToken, *, scope: str, endpoint, expires_at: datetime | None) -> None:
+def _check_not_broader(
+    issuer: AccessToken, *, scope: str, endpoint, expires_at: datetime | None
+) -> None:
     wanted = AccessToken(scope=scope).rights
     if not wanted <= issuer.rights:
         raise TokenTooBroad(
             f"A token with scope '{issuer.scope}' cannot create a '{scope}' token: it would reach further than itself."
         )
-    if "mcp" in wanted and issuer.endpoint_id is not None and (endpoint is None or endpoint.pk != issuer.endpoint_id):
-        raise TokenTooBroad("This token reaches one endpoint only, so it can only create tokens for that endpoint.")
+    if (
+        "mcp" in wanted
+        and issuer.endpoint_id is not None
+        and (endpoint is None or endpoint.pk != issuer.endpoint_id)
+    ):
+        raise TokenTooBroad(
+            "This token reaches one endpoint only, so it can only create tokens for that endpoint."
+        )
     if issuer.expires_at is not None and (expires_at is None or expires_at > issuer.expires_at):
-        raise TokenTooBroad("This token expires; a token it creates must expire no later than it does.")
+        raise TokenTooBroad(
+            "This token expires; a token it creates must expire no later than it does."
+        )
 
 
 def authenticate_token(raw: str) -> AccessToken | None:
@@ -112,7 +132,9 @@ def create_team(*, name: str, slug: str, owner: User) -> Team:
 
 
 def add_member(*, team: Team, user: User, role: str = Membership.Role.MEMBER) -> Membership:
-    membership, _ = Membership.objects.update_or_create(team=team, user=user, defaults={"role": role})
+    membership, _ = Membership.objects.update_or_create(
+        team=team, user=user, defaults={"role": role}
+    )
     return membership
 
 
@@ -149,9 +171,19 @@ def invite_member(*, team: Team, actor: User, who: str) -> Membership:
     """Add the user named by username or email (exactly one match) as a member."""
     _require(role_in(team, actor) in MANAGERS, "Only the team's owners and admins add members.")
     who = who.strip()
-    matches = list(User.objects.filter(Q(username__iexact=who) | Q(email__iexact=who), is_active=True)[:2]) if who else []
+    matches = (
+        list(
+            User.objects.filter(Q(username__iexact=who) | Q(email__iexact=who), is_active=True)[:2]
+        )
+        if who
+        else []
+    )
     if len(matches) != 1:
-        raise TeamError(f"No single active user has the username or email {who!r}." if who else "Give a username or email.")
+        raise TeamError(
+            f"No single active user has the username or email {who!r}."
+            if who
+            else "Give a username or email."
+        )
     if Membership.objects.filter(team=team, user=matches[0]).exists():
         raise TeamError(f"{matches[0].get_username()} is already in {team.name}.")
     return Membership.objects.create(team=team, user=matches[0], role=Membership.Role.MEMBER)
@@ -165,8 +197,10 @@ def remove_member(*, team: Team, actor: User, user: User) -> None:
         raise TeamError(f"{user.get_username()} is not in {team.name}.")
     if actor.pk != user.pk:
         _require(actor_role in MANAGERS, "Only the team's owners and admins remove members.")
-        _require(role == Membership.Role.MEMBER or actor_role == Membership.Role.OWNER,
-                 "Only an owner removes another owner or an admin.")
+        _require(
+            role == Membership.Role.MEMBER or actor_role == Membership.Role.OWNER,
+            "Only an owner removes another owner or an admin.",
+        )
     _keep_an_owner(team, leaving=user, role=role)
     Membership.objects.filter(team=team, user=user).delete()
 
@@ -186,7 +220,11 @@ def set_role(*, team: Team, actor: User, user: User, role: str) -> Membership:
 
 
 def _keep_an_owner(team: Team, *, leaving: User, role: str) -> None:
-    others = Membership.objects.select_for_update().filter(team=team, role=Membership.Role.OWNER).exclude(user=leaving)
+    others = (
+        Membership.objects.select_for_update()
+        .filter(team=team, role=Membership.Role.OWNER)
+        .exclude(user=leaving)
+    )
     if role == Membership.Role.OWNER and not others.exists():
         raise TeamError(f"{team.name} needs an owner: make someone else owner first.")
 

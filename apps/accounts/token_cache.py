@@ -87,7 +87,9 @@ def _bump() -> None:
     except hotstate.OUTAGE_ERRORS:
         # The change is committed; other processes stop using what they remember within
         # CACHE_SECONDS (and remember nothing while they cannot read the epoch either).
-        logger.warning("token cache: could not bump the accounts epoch (Redis down?)", exc_info=True)
+        logger.warning(
+            "token cache: could not bump the accounts epoch (Redis down?)", exc_info=True
+        )
 
 
 def connect() -> None:
@@ -96,5 +98,9 @@ def connect() -> None:
     from apps.accounts.models import AccessToken, User
 
     for model in (AccessToken, User):
-        post_save.connect(_changed, sender=model, dispatch_uid=f"token-cache-{model.__name__}-saved")
-        post_delete.connect(_changed, sender=model, dispatch_uid=f"token-cache-{model.__name__}-deleted")
+        post_save.connect(
+            _changed, sender=model, dispatch_uid=f"token-cache-{model.__name__}-saved"
+        )
+        post_delete.connect(
+            _changed, sender=model, dispatch_uid=f"token-cache-{model.__name__}-deleted"
+        )

@@ -26,7 +26,9 @@ class HubTokenAuthentication(authentication.BaseAuthentication):
         if not header or header[0].lower() != self.keyword.lower().encode():
             return None
         if len(header) != 2:
-            raise exceptions.AuthenticationFailed("Send the token as 'Authorization: Bearer <token>'.")
+            raise exceptions.AuthenticationFailed(
+                "Send the token as 'Authorization: Bearer <token>'."
+            )
         token = authenticate_token(header[1].decode("latin-1"))
         if token is None:
             raise exceptions.AuthenticationFailed("Invalid, expired or revoked token.")

@@ -32,10 +32,16 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves its start-up script as a file: the CSP allows no inline scripts.
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
-    path("servers/<str:name>/my-credentials/", MyCredentialsView.as_view(), name="server-my-credentials"),
+    path(
+        "servers/<str:name>/my-credentials/",
+        MyCredentialsView.as_view(),
+        name="server-my-credentials",
+    ),
     path("endpoints/<slug:slug>/suggest/", SuggestView.as_view(), name="endpoint-suggest"),
     path("endpoints/<slug:slug>/patterns/", PatternsView.as_view(), name="endpoint-patterns"),
-    path("endpoints/<slug:slug>/patterns/<int:pk>/", PatternView.as_view(), name="endpoint-pattern"),
+    path(
+        "endpoints/<slug:slug>/patterns/<int:pk>/", PatternView.as_view(), name="endpoint-pattern"
+    ),
     path("servers/<str:name>/my-oauth/", MyOAuthView.as_view(), name="server-my-oauth"),
     path("", include(router.urls)),
 ]

@@ -8,7 +8,12 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-SOURCES = (("admin", "Admin"), ("pages", "Pages"), ("api", "REST API"), ("command", "Management command"))
+SOURCES = (
+    ("admin", "Admin"),
+    ("pages", "Pages"),
+    ("api", "REST API"),
+    ("command", "Management command"),
+)
 
 
 class SourceFilter(admin.SimpleListFilter):

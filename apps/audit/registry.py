@@ -26,7 +26,12 @@ def hide_secret(value: str) -> str:
     return SECRET
 
 
-def register(model: type[models.Model], *, secret_fields: Iterable[str] = (), ignore_fields: Iterable[str] = ()) -> None:
+def register(
+    model: type[models.Model],
+    *,
+    secret_fields: Iterable[str] = (),
+    ignore_fields: Iterable[str] = (),
+) -> None:
     """Audit every create, change and delete of `model`; `ignore_fields` are bookkeeping that
     changes on its own (timestamps, health) and would only bury the changes people made."""
     if auditlog.contains(model):
@@ -39,7 +44,9 @@ def register(model: type[models.Model], *, secret_fields: Iterable[str] = (), ig
     )
 
 
-def record_set_change(*, instance: models.Model, field: str, added: Iterable[str] = (), removed: Iterable[str] = ()) -> None:
+def record_set_change(
+    *, instance: models.Model, field: str, added: Iterable[str] = (), removed: Iterable[str] = ()
+) -> None:
     """One entry on `instance` for a bulk change of the set `field` names (e.g. the tools an
     endpoint serves), written as django-auditlog writes many-to-many changes: a bulk write sends
     no per-row signals, and 300 rows would otherwise mean 300 entries."""

@@ -17,9 +17,9 @@ from django.utils.html import format_html, format_html_join
 from django.views.decorators.debug import sensitive_post_parameters
 
 from apps.catalog import operations
-from apps.catalog.permissions import may_touch_stdio
 from apps.catalog.forms import McpServerForm
 from apps.catalog.models import McpServer, Prompt, Resource, ResourceTemplate, Tool
+from apps.catalog.permissions import may_touch_stdio
 
 # The server page lists this many tools; the filtered changelist has them all.
 TOOL_TABLE_ROWS = 100
@@ -28,7 +28,9 @@ TOOL_TABLE_ROWS = 100
 def pretty_json(value: Any) -> str:
     if value is None:
         return "-"
-    return format_html("<pre>{}</pre>", json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False))
+    return format_html(
+        "<pre>{}</pre>", json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+    )
 
 
 class ReadOnlyAdminMixin:
@@ -45,7 +47,14 @@ class ReadOnlyAdminMixin:
 class McpServerAdmin(admin.ModelAdmin):
     form = McpServerForm
     list_display = (
-        "name", "transport", "enabled", "visibility", "status", "tool_count", "short_last_error", "last_checked_at",
+        "name",
+        "transport",
+        "enabled",
+        "visibility",
+        "status",
+        "tool_count",
+        "short_last_error",
+        "last_checked_at",
     )
     list_filter = ("transport", "status", "enabled", "visibility")
     search_fields = ("name", "display_name", "description", "command", "url")
@@ -57,23 +66,44 @@ class McpServerAdmin(admin.ModelAdmin):
     fieldsets = (
         ("Identity", {"fields": ("name", "display_name", "description")}),
         ("Connection", {"fields": ("transport", "command", "args", "cwd", "url", "timeout")}),
-        ("Secrets", {"fields": ("env", "headers"), "description": "Encrypted at rest; values are never shown."}),
-        ("Per-user credentials", {
-            "fields": ("user_variables", "credentials_filled"),
-            "description": "Write a value as ${user:NAME} (an env value of a stdio server; a header value or the URL "
-            "of a remote one) and each user fills their own NAME on the server's credentials page or with "
-            "/api/servers/NAME/my-credentials/. Describe the variables here (optional).",
-        }),
+        (
+            "Secrets",
+            {
+                "fields": ("env", "headers"),
+                "description": "Encrypted at rest; values are never shown.",
+            },
+        ),
+        (
+            "Per-user credentials",
+            {
+                "fields": ("user_variables", "credentials_filled"),
+                "description": "Write a value as ${user:NAME} (an env value of a stdio server; a header value or the URL "
+                "of a remote one) and each user fills their own NAME on the server's credentials page or with "
+                "/api/servers/NAME/my-credentials/. Describe the variables here (optional).",
+            },
+        ),
         ("Access", {"fields": ("enabled", "visibility", "owner", "team")}),
         ("Health", {"fields": health_fields}),
-        ("Connection pool", {"fields": live_fields, "description": "Live, from the worker that holds the connection."}),
+        (
+            "Connection pool",
+            {
+                "fields": live_fields,
+                "description": "Live, from the worker that holds the connection.",
+            },
+        ),
         ("Tools", {"fields": ("tool_table",)}),
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[McpServer]:
         return super().get_queryset(request).annotate(tool_count=Count("tools"))
 
-    def get_form(self, request: HttpRequest, obj: McpServer | None = None, change: bool = False, **kwargs: Any):
+    def get_form(
+        self,
+        request: HttpRequest,
+        obj: McpServer | None = None,
+        change: bool = False,
+        **kwargs: Any,
+    ):
         form = super().get_form(request, obj, change=change, **kwargs)
         form.may_define_stdio = may_touch_stdio(request.user)
         return form
@@ -87,12 +117,21 @@ class McpServerAdmin(admin.ModelAdmin):
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
         # The bulk "delete selected" action asks has_delete_permission without a row: check them here.
-        if not may_touch_stdio(request.user) and queryset.filter(transport=McpServer.Transport.STDIO).exists():
-            raise PermissionDenied("Deleting stdio servers needs the 'manage stdio servers' permission.")
+        if (
+            not may_touch_stdio(request.user)
+            and queryset.filter(transport=McpServer.Transport.STDIO).exists()
+        ):
+            raise PermissionDenied(
+                "Deleting stdio servers needs the 'manage stdio servers' permission."
+            )
         super().delete_queryset(request, queryset)
 
     def _stdio_locked(self, request: HttpRequest, obj: McpServer | None) -> bool:
-        return obj is not None and obj.transport == McpServer.Transport.STDIO and not may_touch_stdio(request.user)
+        return (
+            obj is not None
+            and obj.transport == McpServer.Transport.STDIO
+            and not may_touch_stdio(request.user)
+        )
 
     @method_decorator(sensitive_post_parameters("env", "headers"))
     def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any):
@@ -108,11 +147,16 @@ class McpServerAdmin(admin.ModelAdmin):
     def _say_discovery_outcome(self, request: HttpRequest, server: McpServer) -> None:
         server = McpServer.objects.annotate(tool_count=Count("tools")).get(pk=server.pk)
         if server.status == McpServer.Status.UNKNOWN:
-            self.message_user(request, f"{server.name}: being discovered; its tools and health show here in a moment.")
+            self.message_user(
+                request,
+                f"{server.name}: being discovered; its tools and health show here in a moment.",
+            )
         elif server.status == McpServer.Status.DOWN:
             self.message_user(request, f"{server.name}: down: {server.last_error}", messages.ERROR)
         else:
-            self.message_user(request, f"{server.name}: {server.status}, {server.tool_count} tool(s) discovered.")
+            self.message_user(
+                request, f"{server.name}: {server.status}, {server.tool_count} tool(s) discovered."
+            )
 
     def get_fieldsets(self, request: HttpRequest, obj: McpServer | None = None):
         # A server not yet saved has no health, pool state or tools to show.
@@ -122,14 +166,20 @@ class McpServerAdmin(admin.ModelAdmin):
     def discover_now(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
         for server in queryset:
             outcome = operations.discover_now(server=server, user=request.user)
-            self.message_user(request, str(outcome), messages.SUCCESS if outcome.ok else messages.ERROR)
+            self.message_user(
+                request, str(outcome), messages.SUCCESS if outcome.ok else messages.ERROR
+            )
 
     @admin.action(description="Test connection", permissions=("change",))
     def test_connection(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
         levels = {"healthy": messages.SUCCESS, "degraded": messages.WARNING, "down": messages.ERROR}
         for server in queryset:
             verdict = operations.check_health(server=server, user=request.user)
-            level = messages.WARNING if verdict.skipped else levels.get(verdict.status, messages.WARNING)
+            level = (
+                messages.WARNING
+                if verdict.skipped
+                else levels.get(verdict.status, messages.WARNING)
+            )
             self.message_user(request, str(verdict), level)
 
     @admin.display(description="filled by")
@@ -138,10 +188,16 @@ class McpServerAdmin(admin.ModelAdmin):
         variables = server.user_variable_list()
         if not server.pk or not variables:
             return "No ${user:NAME} variables."
-        filled = list(server.user_credentials.values_list("names", flat=True))  # apps.credentials, by relation
-        url = reverse("admin:credentials_usercredential_changelist") + f"?server__id__exact={server.pk}"
+        filled = list(
+            server.user_credentials.values_list("names", flat=True)
+        )  # apps.credentials, by relation
+        url = (
+            reverse("admin:credentials_usercredential_changelist")
+            + f"?server__id__exact={server.pk}"
+        )
         rows = format_html_join(
-            "", "<li><code>{}</code> ({}): {} user(s)</li>",
+            "",
+            "<li><code>{}</code> ({}): {} user(s)</li>",
             ((v.name, v.used_in, sum(v.name in names for names in filled)) for v in variables),
         )
         return format_html('<ul>{}</ul><a href="{}">See who filled what</a>', rows, url)
@@ -156,10 +212,15 @@ class McpServerAdmin(admin.ModelAdmin):
             "",
             "<tr><th>{}</th><td>{}</td></tr>",
             (
-                ("state", stats.state), ("open sessions", stats.open_sessions),
-                ("live processes", stats.live_processes), ("calls in flight", stats.inflight),
-                ("calls", stats.calls), ("restarts", stats.restarts), ("failures", stats.failures),
-                ("circuit", stats.circuit), ("last failure", stats.last_error or "-"),
+                ("state", stats.state),
+                ("open sessions", stats.open_sessions),
+                ("live processes", stats.live_processes),
+                ("calls in flight", stats.inflight),
+                ("calls", stats.calls),
+                ("restarts", stats.restarts),
+                ("failures", stats.failures),
+                ("circuit", stats.circuit),
+                ("last failure", stats.last_error or "-"),
                 ("held by", ", ".join(stats.workers) or "-"),
             ),
         )
@@ -189,8 +250,12 @@ class McpServerAdmin(admin.ModelAdmin):
             "",
             '<tr><td><a href="{}">{}</a></td><td>{}</td><td>{}</td></tr>',
             (
-                (reverse("admin:catalog_tool_change", args=[tool.pk]), tool.name,
-                 "yes" if tool.available else "no", tool.token_estimate)
+                (
+                    reverse("admin:catalog_tool_change", args=[tool.pk]),
+                    tool.name,
+                    "yes" if tool.available else "no",
+                    tool.token_estimate,
+                )
                 for tool in tools
             ),
         )
@@ -198,7 +263,9 @@ class McpServerAdmin(admin.ModelAdmin):
         return format_html(
             '<p><a href="{}">All {} tools</a></p><table><thead><tr><th>name</th><th>available</th>'
             "<th>tokens</th></tr></thead><tbody>{}</tbody></table>",
-            url, server.tool_count, rows,
+            url,
+            server.tool_count,
+            rows,
         )
 
 
@@ -223,8 +290,17 @@ class ToolAdmin(CatalogItemAdmin):
     # Also what the endpoint inline's autocomplete searches.
     search_fields = ("name", "title", "description", "server__name")
     fields = (
-        "server", "name", "title", "description", "available", "token_estimate",
-        "input_schema_json", "output_schema_json", "annotations_json", "first_seen_at", "last_seen_at",
+        "server",
+        "name",
+        "title",
+        "description",
+        "available",
+        "token_estimate",
+        "input_schema_json",
+        "output_schema_json",
+        "annotations_json",
+        "first_seen_at",
+        "last_seen_at",
     )
     readonly_fields = fields
 
@@ -246,8 +322,17 @@ class ResourceAdmin(CatalogItemAdmin):
     list_display = ("uri", "name", "server", "mime_type", "available")
     search_fields = ("uri", "name", "title", "description")
     fields = (
-        "server", "uri", "name", "title", "description", "mime_type", "size", "available",
-        "annotations_json", "first_seen_at", "last_seen_at",
+        "server",
+        "uri",
+        "name",
+        "title",
+        "description",
+        "mime_type",
+        "size",
+        "available",
+        "annotations_json",
+        "first_seen_at",
+        "last_seen_at",
     )
     readonly_fields = fields
 
@@ -261,8 +346,16 @@ class ResourceTemplateAdmin(CatalogItemAdmin):
     list_display = ("uri_template", "name", "server", "mime_type", "available")
     search_fields = ("uri_template", "name", "title", "description")
     fields = (
-        "server", "uri_template", "name", "title", "description", "mime_type", "available",
-        "annotations_json", "first_seen_at", "last_seen_at",
+        "server",
+        "uri_template",
+        "name",
+        "title",
+        "description",
+        "mime_type",
+        "available",
+        "annotations_json",
+        "first_seen_at",
+        "last_seen_at",
     )
     readonly_fields = fields
 
@@ -275,7 +368,16 @@ class ResourceTemplateAdmin(CatalogItemAdmin):
 class PromptAdmin(CatalogItemAdmin):
     list_display = ("name", "server", "available")
     search_fields = ("name", "title", "description")
-    fields = ("server", "name", "title", "description", "available", "arguments_json", "first_seen_at", "last_seen_at")
+    fields = (
+        "server",
+        "name",
+        "title",
+        "description",
+        "available",
+        "arguments_json",
+        "first_seen_at",
+        "last_seen_at",
+    )
     readonly_fields = fields
 
     @admin.display(description="arguments")

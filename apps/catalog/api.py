@@ -13,7 +13,8 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.catalog import operations, permissions as server_permissions
+from apps.catalog import operations
+from apps.catalog import permissions as server_permissions
 from apps.catalog.models import McpServer
 from apps.catalog.selectors import visible_servers
 from apps.catalog.serializers import ServerSerializer
@@ -33,7 +34,9 @@ class ServerPermission(permissions.BasePermission):
     def has_object_permission(self, request: Request, view, obj: McpServer) -> bool:
         if request.method in permissions.SAFE_METHODS:
             return True
-        wanted = server_permissions.DELETE if view.action == "destroy" else server_permissions.CHANGE
+        wanted = (
+            server_permissions.DELETE if view.action == "destroy" else server_permissions.CHANGE
+        )
         return server_permissions.may_write_server(request.user, obj, permission=wanted)
 
 
@@ -41,7 +44,9 @@ class HealthSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=McpServer.Status.choices)
     round_trip_ms = serializers.FloatField(allow_null=True)
     reason = serializers.CharField()
-    skipped = serializers.BooleanField(help_text="Nothing was pinged (a server with per-user credentials and no values to use); `status` is the stored one.")
+    skipped = serializers.BooleanField(
+        help_text="Nothing was pinged (a server with per-user credentials and no values to use); `status` is the stored one."
+    )
 
 
 class DiscoveryOutcomeSerializer(serializers.Serializer):
@@ -67,7 +72,9 @@ class LiveStateSerializer(serializers.Serializer):
 
 
 class ServerFilter(django_filters.FilterSet):
-    search = django_filters.CharFilter(field_name="name", lookup_expr="icontains", label="Name contains")
+    search = django_filters.CharFilter(
+        field_name="name", lookup_expr="icontains", label="Name contains"
+    )
 
     class Meta:
         model = McpServer
@@ -117,4 +124,6 @@ class ServerViewSet(viewsets.ModelViewSet):
         who may change the server, as stderr can carry what the server prints about its config."""
         if not server_permissions.may_write_server(request.user, self.get_object()):
             raise PermissionDenied("You do not have permission to see this server's live state.")
-        return Response(LiveStateSerializer(operations.live_state(server_name=self.get_object().name)).data)
+        return Response(
+            LiveStateSerializer(operations.live_state(server_name=self.get_object().name)).data
+        )

@@ -86,10 +86,21 @@ def _template_fields(template: Any) -> dict[str, Any]:
 
 def _prompt_fields(prompt: Any) -> dict[str, Any]:
     entry = _dump(prompt)
-    return {"title": entry.get("title") or "", "description": entry.get("description") or "", "arguments": entry.get("arguments") or []}
+    return {
+        "title": entry.get("title") or "",
+        "description": entry.get("description") or "",
+        "arguments": entry.get("arguments") or [],
+    }
 
 
-def _sync(model: type, server: McpServer, key: str, items: dict[str, dict[str, Any]], report: DiscoveryReport, label: str) -> None:
+def _sync(
+    model: type,
+    server: McpServer,
+    key: str,
+    items: dict[str, dict[str, Any]],
+    report: DiscoveryReport,
+    label: str,
+) -> None:
     existing = {getattr(row, key): row for row in model.objects.filter(server=server)}
     now = timezone.now()
     for name, fields in items.items():
@@ -116,16 +127,38 @@ def apply_discovery(*, server: McpServer, discovery: Discovery) -> DiscoveryRepo
     report = DiscoveryReport(server.name)
     # Two discoveries of one server may finish together (a user's first credentials start one, a
     # staff user's "Discover" another): one writes after the other, never both inserting a tool.
-    if McpServer.objects.select_for_update().filter(pk=server.pk).values_list("pk", flat=True).first() is None:
+    if (
+        McpServer.objects.select_for_update()
+        .filter(pk=server.pk)
+        .values_list("pk", flat=True)
+        .first()
+        is None
+    ):
         raise ServerGone("deleted while it was being discovered; nothing written")
     _sync(Tool, server, "name", {t.name: _tool_fields(t) for t in discovery.tools}, report, "tool")
-    _sync(Resource, server, "uri", {str(r.uri): _resource_fields(r) for r in discovery.resources}, report, "resource")
+    _sync(
+        Resource,
+        server,
+        "uri",
+        {str(r.uri): _resource_fields(r) for r in discovery.resources},
+        report,
+        "resource",
+    )
     templates = {str(t.uri_template): _template_fields(t) for t in discovery.resource_templates}
     _sync(ResourceTemplate, server, "uri_template", templates, report, "template")
-    _sync(Prompt, server, "name", {p.name: _prompt_fields(p) for p in discovery.prompts}, report, "prompt")
+    _sync(
+        Prompt,
+        server,
+        "name",
+        {p.name: _prompt_fields(p) for p in discovery.prompts},
+        report,
+        "prompt",
+    )
     record_health(server=server, ok=True)
     if report.changed:
-        transaction.on_commit(lambda: catalog_changed.send(sender=McpServer, server_ids=[server.pk]))
+        transaction.on_commit(
+            lambda: catalog_changed.send(sender=McpServer, server_ids=[server.pk])
+        )
     return report
 
 
@@ -134,7 +167,10 @@ def record_health(*, server: McpServer, ok: bool, error: str = "", degraded: boo
     now = timezone.now()
     fields: dict[str, Any] = {"last_checked_at": now}
     if ok:
-        fields.update(status=McpServer.Status.DEGRADED if degraded else McpServer.Status.HEALTHY, last_ok_at=now)
+        fields.update(
+            status=McpServer.Status.DEGRADED if degraded else McpServer.Status.HEALTHY,
+            last_ok_at=now,
+        )
         fields["last_error"] = error if degraded else ""
     else:
         fields.update(status=McpServer.Status.DOWN, last_error=error[:4000])
@@ -170,8 +206,10 @@ def record_failure(*, server: McpServer, error: str) -> str:
     # The SDK reports an HTTP error status (a 401 among them) as "Server returned an error response";
     # only then is the probe worth its round trip (not for timeouts or refused connections).
     maybe_refused = "error response" in error or "401" in error
-    if server.transport != McpServer.Transport.STDIO and maybe_refused and probe(
-        server.url, dict(server.headers), timeout=5.0, public_only=server.public_only
+    if (
+        server.transport != McpServer.Transport.STDIO
+        and maybe_refused
+        and probe(server.url, dict(server.headers), timeout=5.0, public_only=server.public_only)
     ):
         if not server.oauth:
             McpServer.objects.filter(pk=server.pk).update(oauth=True)

@@ -141,14 +141,19 @@ def _fits_on_a_line(arg: str) -> bool:
 
 class McpServerForm(forms.ModelForm):
     url = forms.URLField(
-        max_length=2048, required=False, assume_scheme="https", widget=forms.URLInput(attrs={"class": "vURLField"})
+        max_length=2048,
+        required=False,
+        assume_scheme="https",
+        widget=forms.URLInput(attrs={"class": "vURLField"}),
     )
     args = ArgumentsField()
     env = SecretMapField(
         name_re=ENV_NAME_RE,
         name_kind="environment variable name",
         label="Environment variables",
-        widget=MaskedSecretsTextarea(attrs={"rows": 5, "autocomplete": "off", "spellcheck": "false"}),
+        widget=MaskedSecretsTextarea(
+            attrs={"rows": 5, "autocomplete": "off", "spellcheck": "false"}
+        ),
         help_text=(
             f"One NAME=value per line. Stored values show as {MASK}: leave such a line as it is to keep "
             "the value, type a new value to replace it, delete the line to remove the variable."
@@ -157,7 +162,9 @@ class McpServerForm(forms.ModelForm):
     headers = SecretMapField(
         name_re=HEADER_NAME_RE,
         name_kind="header name",
-        widget=MaskedSecretsTextarea(attrs={"rows": 3, "autocomplete": "off", "spellcheck": "false"}),
+        widget=MaskedSecretsTextarea(
+            attrs={"rows": 3, "autocomplete": "off", "spellcheck": "false"}
+        ),
         help_text=f"One Header-Name=value per line (e.g. Authorization=Bearer …); {MASK} keeps a stored value.",
     )
 

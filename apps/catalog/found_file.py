@@ -27,7 +27,18 @@ from apps.catalog.mcp_json import ServerConfig
 from apps.catalog.models import ImportedFile, McpServer
 
 # What an import writes and a person may change afterwards.
-FINGERPRINT_FIELDS = ("transport", "command", "args", "env", "cwd", "url", "headers", "enabled", "display_name", "timeout")
+FINGERPRINT_FIELDS = (
+    "transport",
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "enabled",
+    "display_name",
+    "timeout",
+)
 
 
 def _digest(value: Any) -> str:
@@ -51,24 +62,47 @@ class FoundFileImport:
     changes: list[ServerChange] = field(default_factory=list)
     kept_changed: list[str] = field(default_factory=list)  # changed in the hub since the import
     kept_deleted: list[str] = field(default_factory=list)  # deleted in the hub since the import
-    kept_foreign: list[str] = field(default_factory=list)  # in the hub before any import of this file
-    removed: list[str] = field(default_factory=list)  # deleted: imported from this file, gone from it (sync)
-    left_over: list[str] = field(default_factory=list)  # imported from this file, gone from it, kept
+    kept_foreign: list[str] = field(
+        default_factory=list
+    )  # in the hub before any import of this file
+    removed: list[str] = field(
+        default_factory=list
+    )  # deleted: imported from this file, gone from it (sync)
+    left_over: list[str] = field(
+        default_factory=list
+    )  # imported from this file, gone from it, kept
 
     def report(self) -> list[str]:
         """One line per thing a person should know, most important first; [] when nothing happened."""
         ask = " (./hub run --sync, or mcp_import --if-found --sync, makes the file win)"
         lines = [str(change) for change in self.changes if change.action != "unchanged"]
-        lines += [f"kept {name}: changed in the hub since it was imported{ask}" for name in self.kept_changed]
-        lines += [f"not re-created {name}: deleted in the hub since it was imported{ask}" for name in self.kept_deleted]
-        lines += [f"kept {name}: it was in the hub before this file was imported{ask}" for name in self.kept_foreign]
+        lines += [
+            f"kept {name}: changed in the hub since it was imported{ask}"
+            for name in self.kept_changed
+        ]
+        lines += [
+            f"not re-created {name}: deleted in the hub since it was imported{ask}"
+            for name in self.kept_deleted
+        ]
+        lines += [
+            f"kept {name}: it was in the hub before this file was imported{ask}"
+            for name in self.kept_foreign
+        ]
         lines += [f"removed {name}: no longer in the file" for name in self.removed]
-        lines += [f"kept {name}: no longer in the file (delete it in the hub, or use --sync)" for name in self.left_over]
+        lines += [
+            f"kept {name}: no longer in the file (delete it in the hub, or use --sync)"
+            for name in self.left_over
+        ]
         return lines
 
 
 def import_found_file(
-    *, path: Path, configs: Sequence[ServerConfig], sync: bool = False, dry_run: bool = False, discover: bool = True
+    *,
+    path: Path,
+    configs: Sequence[ServerConfig],
+    sync: bool = False,
+    dry_run: bool = False,
+    discover: bool = True,
 ) -> FoundFileImport:
     """Import `configs` read from the found file at `path` as the module docstring says; all or
     nothing (raises McpJsonError naming every entry that cannot be saved)."""
@@ -102,7 +136,9 @@ def _plan(
             apply.append(config)
         elif server is None and as_imported is not None:
             outcome.kept_deleted.append(config.name)
-        elif server is None or (as_imported is not None and server_fingerprint(server) == as_imported):
+        elif server is None or (
+            as_imported is not None and server_fingerprint(server) == as_imported
+        ):
             apply.append(config)
         elif as_imported is None and _already(server, config):
             apply.append(config)  # the same as the file says: this import adopts it
@@ -125,4 +161,6 @@ def _record(key: str, fingerprint: str, imported: dict[str, str], outcome: Found
     applied = {change.name for change in outcome.changes}
     for server in McpServer.objects.filter(name__in=applied):
         servers[server.name] = server_fingerprint(server)
-    ImportedFile.objects.update_or_create(path=key, defaults={"fingerprint": fingerprint, "servers": servers})
+    ImportedFile.objects.update_or_create(
+        path=key, defaults={"fingerprint": fingerprint, "servers": servers}
+    )

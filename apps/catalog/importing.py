@@ -94,8 +94,14 @@ def import_servers(
     """
     scope = _Scope.of(owner=owner, team=team)
     with transaction.atomic():
-        existing = McpServer.objects.select_for_update().in_bulk([c.name for c in configs], field_name="name")
-        was_stdio = {name for name, server in existing.items() if server.transport == McpServer.Transport.STDIO}
+        existing = McpServer.objects.select_for_update().in_bulk(
+            [c.name for c in configs], field_name="name"
+        )
+        was_stdio = {
+            name
+            for name, server in existing.items()
+            if server.transport == McpServer.Transport.STDIO
+        }
         plans = [_plan(config, existing.get(config.name), scope) for config in configs]
         errors = [error for _, _, plan_errors in plans for error in plan_errors]
         if not stdio_allowed:
@@ -151,7 +157,9 @@ def import_mcp_json(
     return ImportResult(changes=changes, warnings=parsed.warnings)
 
 
-def _stdio_refusals(configs: Sequence[ServerConfig], changes: Sequence[ServerChange], was_stdio: set[str]) -> list[str]:
+def _stdio_refusals(
+    configs: Sequence[ServerConfig], changes: Sequence[ServerChange], was_stdio: set[str]
+) -> list[str]:
     stdio = McpServer.Transport.STDIO
     return [
         f"{config.location}: creating or changing a stdio server needs the 'manage stdio servers' "
@@ -188,10 +196,14 @@ def _plan(
         setattr(server, name, value)
     # Labels of user variables the file no longer uses go with them.
     used = {v.name for v in server.user_variable_list()}
-    server.user_variables = [m for m in server.user_variables or [] if isinstance(m, dict) and m.get("name") in used]
+    server.user_variables = [
+        m for m in server.user_variables or [] if isinstance(m, dict) and m.get("name") in used
+    ]
     if action == "updated" and not changed:
         action = "unchanged"
-    change = ServerChange(config.name, config.transport, action, changed if action == "updated" else ())
+    change = ServerChange(
+        config.name, config.transport, action, changed if action == "updated" else ()
+    )
     return server, change, _validation_errors(server, config)
 
 
@@ -240,28 +252,42 @@ class McpJsonExport:
 
 
 def export_servers(
-    *, servers: Iterable[McpServer] | None = None, style: Style = "claude", include_secrets: bool = False
+    *,
+    servers: Iterable[McpServer] | None = None,
+    style: Style = "claude",
+    include_secrets: bool = False,
 ) -> McpJsonExport:
     """Render servers (all of them by default) as a config file that `import_servers` takes back.
 
     Without `include_secrets`, env and header values become `${NAME}` placeholders.
     """
     # Built-in servers are the hub's own: another hub makes its own, and their URL means nothing outside.
-    servers = [s for s in (McpServer.objects.order_by("name") if servers is None else servers) if not s.is_builtin]
+    servers = [
+        s
+        for s in (McpServer.objects.order_by("name") if servers is None else servers)
+        if not s.is_builtin
+    ]
     configs = [server_config(server, include_secrets=include_secrets) for server in servers]
     variables = set()
     if not include_secrets:
         values = [value for c in configs for value in [*c.env.values(), *c.headers.values()]]
         variables = {value[2:-1] for value in values if not uservars.names_in(value)}
-    return McpJsonExport(render_mcp_json(configs, style=style), len(configs), tuple(sorted(variables)))
+    return McpJsonExport(
+        render_mcp_json(configs, style=style), len(configs), tuple(sorted(variables))
+    )
 
 
 def server_config(server: McpServer, *, include_secrets: bool = False) -> ServerConfig:
     env, headers = dict(server.env), dict(server.headers)
     if not include_secrets:
-        env = {name: value if uservars.is_public_value(value) else env_placeholder(name) for name, value in env.items()}
+        env = {
+            name: value if uservars.is_public_value(value) else env_placeholder(name)
+            for name, value in env.items()
+        }
         headers = {
-            name: value if uservars.is_public_value(value) else header_placeholder(server.name, name)
+            name: value
+            if uservars.is_public_value(value)
+            else header_placeholder(server.name, name)
             for name, value in headers.items()
         }
     return ServerConfig(
@@ -275,7 +301,9 @@ def server_config(server: McpServer, *, include_secrets: bool = False) -> Server
         url=server.url,
         headers=headers,
         enabled=server.enabled,
-        timeout=None if server.timeout == settings.MCPHUB_DEFAULT_SERVER_TIMEOUT else server.timeout,
+        timeout=None
+        if server.timeout == settings.MCPHUB_DEFAULT_SERVER_TIMEOUT
+        else server.timeout,
     )
 
 

@@ -103,14 +103,22 @@ def candidate_paths(
     home = Path.home() if home is None else home
     cwd = Path.cwd() if cwd is None else cwd
     paths = [Path(environ["MCP_JSON_PATH"]).expanduser()] if environ.get("MCP_JSON_PATH") else []
-    return [*paths, home / ".lmstudio" / "mcp.json", cwd / ".mcp.json", home / ".mcp.json", cwd.parent / ".mcp.json"]
+    return [
+        *paths,
+        home / ".lmstudio" / "mcp.json",
+        cwd / ".mcp.json",
+        home / ".mcp.json",
+        cwd.parent / ".mcp.json",
+    ]
 
 
 def find_mcp_json(
     *, environ: Mapping[str, str] | None = None, home: Path | None = None, cwd: Path | None = None
 ) -> Path | None:
     """The first existing file of `candidate_paths`, or None."""
-    return next((p for p in candidate_paths(environ=environ, home=home, cwd=cwd) if p.is_file()), None)
+    return next(
+        (p for p in candidate_paths(environ=environ, home=home, cwd=cwd) if p.is_file()), None
+    )
 
 
 # --- Parsing ------------------------------------------------------------------------------
@@ -143,7 +151,9 @@ def parse_mcp_json_entries(
     data, warnings = _load_json(text)
     root, entries = _find_entries(data)
     if "inputs" in data:
-        warnings.append("inputs: ignored (VS Code prompts for these; use ${env:NAME} variables instead)")
+        warnings.append(
+            "inputs: ignored (VS Code prompts for these; use ${env:NAME} variables instead)"
+        )
     errors: list[str] = []
     servers, sound = [], []
     for key, raw in entries.items():
@@ -165,7 +175,9 @@ def _load_json(text: str) -> tuple[Any, list[str]]:
         error = f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
     # VS Code and Cursor allow comments and trailing commas in their config files.
     try:
-        return json.loads(_strip_jsonc(text)), ["file has comments or trailing commas (JSONC); read anyway"]
+        return json.loads(_strip_jsonc(text)), [
+            "file has comments or trailing commas (JSONC); read anyway"
+        ]
     except json.JSONDecodeError:
         raise McpJsonError([error]) from None
 
@@ -177,12 +189,16 @@ def _strip_jsonc(text: str) -> str:
 
 def _find_entries(data: Any) -> tuple[str, dict[str, Any]]:
     if not isinstance(data, dict):
-        raise McpJsonError(["the file must hold a JSON object with a mcpServers (or VS Code servers) object"])
+        raise McpJsonError(
+            ["the file must hold a JSON object with a mcpServers (or VS Code servers) object"]
+        )
     present = [key for key in ROOT_KEYS if key in data]
     if len(present) == 2:
         raise McpJsonError(["the file has both mcpServers and servers: keep one of them"])
     if not present:
-        raise McpJsonError(["no mcpServers object (Claude, Cursor) or servers object (VS Code) in the file"])
+        raise McpJsonError(
+            ["no mcpServers object (Claude, Cursor) or servers object (VS Code) in the file"]
+        )
     root = present[0]
     if not isinstance(data[root], dict):
         raise McpJsonError([f"{root}: must be an object mapping server names to their settings"])
@@ -194,7 +210,12 @@ def _where(root: str, key: str) -> str:
 
 
 def _parse_entry(
-    root: str, key: str, raw: Any, environ: Mapping[str, str], errors: list[str], warnings: list[str]
+    root: str,
+    key: str,
+    raw: Any,
+    environ: Mapping[str, str],
+    errors: list[str],
+    warnings: list[str],
 ) -> ServerConfig | None:
     where = _where(root, key)
     if not isinstance(raw, dict):
@@ -213,14 +234,22 @@ def _parse_entry(
     for ignored in sorted(set(raw) & (REMOTE_KEYS if transport == STDIO else STDIO_KEYS)):
         warnings.append(f"{where}.{ignored}: not used by a {transport} server, ignored")
     return ServerConfig(
-        name=name, key=key, location=where, transport=transport, enabled=entry.enabled(), timeout=entry.timeout(), **fields
+        name=name,
+        key=key,
+        location=where,
+        transport=transport,
+        enabled=entry.enabled(),
+        timeout=entry.timeout(),
+        **fields,
     )
 
 
 class _Entry:
     """Reads one entry's fields, appending a message to `errors` for each bad one."""
 
-    def __init__(self, where: str, raw: dict[str, Any], environ: Mapping[str, str], errors: list[str]) -> None:
+    def __init__(
+        self, where: str, raw: dict[str, Any], environ: Mapping[str, str], errors: list[str]
+    ) -> None:
         self.where, self.raw, self.environ, self.errors = where, raw, environ, errors
 
     def error(self, path: str, message: str) -> None:
@@ -231,7 +260,9 @@ class _Entry:
         if kind is None:
             return self._guess_transport()
         if not isinstance(kind, str) or kind.lower() not in TYPE_ALIASES:
-            allowed = ", ".join(sorted({"stdio", "http", "streamable-http", "streamableHttp", "sse"}))
+            allowed = ", ".join(
+                sorted({"stdio", "http", "streamable-http", "streamableHttp", "sse"})
+            )
             self.error("type", f"unknown type {json.dumps(kind)} (use one of: {allowed})")
             return None
         transport = TYPE_ALIASES[kind.lower()]
@@ -244,9 +275,13 @@ class _Entry:
     def _guess_transport(self) -> str | None:
         has_command, has_url = "command" in self.raw, "url" in self.raw
         if has_command and has_url:
-            self.errors.append(f"{self.where}: has both command and url; add a type (stdio, http or sse)")
+            self.errors.append(
+                f"{self.where}: has both command and url; add a type (stdio, http or sse)"
+            )
         elif not has_command and not has_url:
-            self.errors.append(f"{self.where}: needs a command (local server) or a url (remote server)")
+            self.errors.append(
+                f"{self.where}: needs a command (local server) or a url (remote server)"
+            )
         else:
             return STDIO if has_command else STREAMABLE_HTTP
         return None
@@ -254,7 +289,10 @@ class _Entry:
     def stdio_fields(self) -> dict[str, Any]:
         for key in ("command", "args", "cwd"):
             if "${user:" in json.dumps(self.raw.get(key, "")):
-                self.error(key, "${user:NAME} may only be used in env values (arguments show up in process listings)")
+                self.error(
+                    key,
+                    "${user:NAME} may only be used in env values (arguments show up in process listings)",
+                )
         return {
             "command": self.text("command", required=True),
             "args": self.string_list("args"),
@@ -265,8 +303,13 @@ class _Entry:
     def remote_fields(self) -> dict[str, Any]:
         url = self.text("url", required=True)
         if url and not _is_http_url(url):
-            self.error("url", f"must be an http:// or https:// URL with a host, not {json.dumps(url)}")
-        return {"url": url, "headers": self.string_map("headers", HEADER_NAME_RE, "an HTTP header name")}
+            self.error(
+                "url", f"must be an http:// or https:// URL with a host, not {json.dumps(url)}"
+            )
+        return {
+            "url": url,
+            "headers": self.string_map("headers", HEADER_NAME_RE, "an HTTP header name"),
+        }
 
     def text(self, key: str, *, required: bool = False) -> str:
         value = self.raw.get(key, "")
@@ -328,7 +371,9 @@ def expand_variables(value: str, environ: Mapping[str, str]) -> tuple[str, list[
             return match.group()
         parsed = VARIABLE_RE.match(match.group(1))
         if parsed is None:
-            problems.append(f"cannot expand {match.group()} (only ${{VAR}}, ${{env:VAR}} and ${{VAR:-default}})")
+            problems.append(
+                f"cannot expand {match.group()} (only ${{VAR}}, ${{env:VAR}} and ${{VAR:-default}})"
+            )
             return match.group()
         name, default = parsed.groups()
         if environ.get(name):
@@ -337,7 +382,9 @@ def expand_variables(value: str, environ: Mapping[str, str]) -> tuple[str, list[
             return default
         if name in environ:
             return ""
-        problems.append(f"environment variable {name} is not set and {match.group()} has no default")
+        problems.append(
+            f"environment variable {name} is not set and {match.group()} has no default"
+        )
         return match.group()
 
     return PLACEHOLDER_RE.sub(replace, value), problems

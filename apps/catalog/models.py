@@ -63,8 +63,9 @@ class McpServer(TimeStampedModel):
     url = models.URLField(max_length=2048, blank=True)
     headers = EncryptedJSONField(default=dict, blank=True)
     user_variables = models.JSONField(
-        default=list, blank=True,
-        help_text='Labels and help for the ${user:NAME} placeholders in env, header values or the URL: '
+        default=list,
+        blank=True,
+        help_text="Labels and help for the ${user:NAME} placeholders in env, header values or the URL: "
         '[{"name": "GITHUB_TOKEN", "label": "GitHub token", "help_text": "…", "required": true}]. '
         "Each user fills their own values; a placeholder not described here is required.",
     )
@@ -72,28 +73,48 @@ class McpServer(TimeStampedModel):
     timeout = models.PositiveIntegerField(
         default=30, help_text="Seconds a single call to this server may take."
     )
-    visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.GLOBAL)
+    visibility = models.CharField(
+        max_length=10, choices=Visibility.choices, default=Visibility.GLOBAL
+    )
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="mcp_servers"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="mcp_servers",
     )
     team = models.ForeignKey(
-        "accounts.Team", null=True, blank=True, on_delete=models.SET_NULL, related_name="mcp_servers"
+        "accounts.Team",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="mcp_servers",
     )
     config_hash = models.CharField(max_length=64, editable=False)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.UNKNOWN, editable=False)
+    status = models.CharField(
+        max_length=10, choices=Status.choices, default=Status.UNKNOWN, editable=False
+    )
     last_error = models.TextField(blank=True, editable=False)
     last_ok_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_checked_at = models.DateTimeField(null=True, blank=True, editable=False)
     oauth = models.BooleanField(
-        default=False, editable=False,
+        default=False,
+        editable=False,
         help_text="The backend answered 401 with OAuth resource metadata: each user connects it with their own account.",
     )
 
     class Meta:
         ordering = ["name"]
-        verbose_name = "MCP server"  # "MCP server with this name already exists.", not "mcp server …"
+        verbose_name = (
+            "MCP server"  # "MCP server with this name already exists.", not "mcp server …"
+        )
         # A stdio server's command runs on the worker host: only superusers hold this by default.
-        permissions = [("manage_stdio_server", "Can define or change stdio servers (runs commands on the hub's host)")]
+        permissions = [
+            (
+                "manage_stdio_server",
+                "Can define or change stdio servers (runs commands on the hub's host)",
+            )
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=~models.Q(transport="stdio") | ~models.Q(command=""),
@@ -103,7 +124,9 @@ class McpServer(TimeStampedModel):
                 condition=models.Q(transport="stdio") | ~models.Q(url=""),
                 name="remote_server_has_url",
             ),
-            models.CheckConstraint(condition=models.Q(timeout__gte=1), name="server_timeout_positive"),
+            models.CheckConstraint(
+                condition=models.Q(timeout__gte=1), name="server_timeout_positive"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -129,7 +152,10 @@ class McpServer(TimeStampedModel):
             kwargs["update_fields"] = {*update_fields, "config_hash"}
         super().save(*args, **kwargs)
         # New, newly enabled, or connecting differently: what it offers is unknown until discovered.
-        self.discovery_due = self.enabled and getattr(self, "_stored", None) != (self.config_hash, True)
+        self.discovery_due = self.enabled and getattr(self, "_stored", None) != (
+            self.config_hash,
+            True,
+        )
         self._stored = (self.config_hash, self.enabled)
 
     def to_spec(self) -> ServerSpec:
@@ -151,11 +177,17 @@ class McpServer(TimeStampedModel):
     def public_only(self) -> bool:
         """A user who is not staff chose the URL: the hub reaches it only through the outbound address
         policy (apps/core/outbound.py). Reads the owner (one query unless it was loaded with the row)."""
-        return self.transport != self.Transport.STDIO and self.owner_id is not None and not self.owner.is_staff
+        return (
+            self.transport != self.Transport.STDIO
+            and self.owner_id is not None
+            and not self.owner.is_staff
+        )
 
     def user_variable_list(self) -> list[uservars.UserVariable]:
         """The `${user:NAME}` variables this server's config uses, with their labels and help."""
-        placed = uservars.placements(transport=self.transport, env=self.env or {}, headers=self.headers or {}, url=self.url)
+        placed = uservars.placements(
+            transport=self.transport, env=self.env or {}, headers=self.headers or {}, url=self.url
+        )
         return uservars.declared(placed, self.user_variables or [])
 
     @property
@@ -170,13 +202,17 @@ class McpServer(TimeStampedModel):
     def clean(self) -> None:
         errors = {}
         if self.name in BUILTIN_NAMES and not self.is_builtin:
-            errors["name"] = f"The name “{self.name}” is reserved for the hub's own tools; choose another name."
+            errors["name"] = (
+                f"The name “{self.name}” is reserved for the hub's own tools; choose another name."
+            )
         if self.transport == self.Transport.STDIO and not self.command:
             errors["command"] = "A stdio server needs a command."
         if self.transport != self.Transport.STDIO and not self.url:
             errors["url"] = "A remote server needs a URL."
         elif self.public_only and (problem := literal_problem(self.url)):
-            errors["url"] = problem  # what shows without DNS; the connect-time check catches the rest
+            errors["url"] = (
+                problem  # what shows without DNS; the connect-time check catches the rest
+            )
         if self.visibility == self.Visibility.TEAM and self.team_id is None:
             errors["team"] = "Choose the team that may see this server."
         if self.visibility == self.Visibility.PRIVATE and self.owner_id is None:
@@ -194,14 +230,17 @@ class McpServer(TimeStampedModel):
         if errors:
             raise ValidationError(errors)
 
-
     def _user_variable_problems(self) -> dict[str, str]:
         elsewhere = {"command": self.command, "cwd": self.cwd, "args": " ".join(self.args)}
         if self.transport == self.Transport.STDIO:
             elsewhere["url"] = self.url
         return uservars.problems(
-            transport=self.transport, env=self.env, headers=self.headers, url=self.url,
-            elsewhere=elsewhere, metadata=self.user_variables,
+            transport=self.transport,
+            env=self.env,
+            headers=self.headers,
+            url=self.url,
+            elsewhere=elsewhere,
+            metadata=self.user_variables,
         )
 
 
@@ -228,7 +267,9 @@ class Tool(CatalogItem):
 
     class Meta:
         ordering = ["server__name", "name"]
-        constraints = [models.UniqueConstraint(fields=["server", "name"], name="unique_tool_per_server")]
+        constraints = [
+            models.UniqueConstraint(fields=["server", "name"], name="unique_tool_per_server")
+        ]
 
     def __str__(self) -> str:
         return self.key
@@ -249,14 +290,18 @@ class Resource(CatalogItem):
 
     class Meta:
         ordering = ["server__name", "uri"]
-        constraints = [models.UniqueConstraint(fields=["server", "uri"], name="unique_resource_per_server")]
+        constraints = [
+            models.UniqueConstraint(fields=["server", "uri"], name="unique_resource_per_server")
+        ]
 
     def __str__(self) -> str:
         return f"{self.server.name}: {self.uri}"
 
 
 class ResourceTemplate(CatalogItem):
-    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="resource_templates")
+    server = models.ForeignKey(
+        McpServer, on_delete=models.CASCADE, related_name="resource_templates"
+    )
     uri_template = models.CharField(max_length=2048)
     name = models.CharField(max_length=255)
     mime_type = models.CharField(max_length=255, blank=True)
@@ -265,7 +310,9 @@ class ResourceTemplate(CatalogItem):
     class Meta:
         ordering = ["server__name", "uri_template"]
         constraints = [
-            models.UniqueConstraint(fields=["server", "uri_template"], name="unique_template_per_server")
+            models.UniqueConstraint(
+                fields=["server", "uri_template"], name="unique_template_per_server"
+            )
         ]
 
     def __str__(self) -> str:
@@ -279,7 +326,9 @@ class Prompt(CatalogItem):
 
     class Meta:
         ordering = ["server__name", "name"]
-        constraints = [models.UniqueConstraint(fields=["server", "name"], name="unique_prompt_per_server")]
+        constraints = [
+            models.UniqueConstraint(fields=["server", "name"], name="unique_prompt_per_server")
+        ]
 
     def __str__(self) -> str:
         return f"{self.server.name}.{self.name}"
@@ -290,8 +339,12 @@ class ImportedFile(models.Model):
     each server as the import left it, so later starts change only what nobody changed since."""
 
     path = models.CharField(max_length=1024, unique=True)
-    fingerprint = models.CharField(max_length=64, help_text="Of the file's entries as last imported.")
-    servers = models.JSONField(default=dict, help_text="Server name → fingerprint of the server as imported.")
+    fingerprint = models.CharField(
+        max_length=64, help_text="Of the file's entries as last imported."
+    )
+    servers = models.JSONField(
+        default=dict, help_text="Server name → fingerprint of the server as imported."
+    )
     imported_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

@@ -35,7 +35,14 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
-from apps.catalog.discovery import DiscoveryReport, ServerGone, _describe, apply_discovery, record_failure, record_health
+from apps.catalog.discovery import (
+    DiscoveryReport,
+    ServerGone,
+    _describe,
+    apply_discovery,
+    record_failure,
+    record_health,
+)
 from apps.catalog.models import McpServer
 from apps.connections.errors import PoolError
 from apps.connections.specs import ServerSpec, server_of
@@ -62,7 +69,11 @@ class DiscoveryOutcome:
         return self.report is not None
 
     def __str__(self) -> str:
-        return str(self.report) if self.report is not None else f"{self.server}: discovery failed: {self.error}"
+        return (
+            str(self.report)
+            if self.report is not None
+            else f"{self.server}: discovery failed: {self.error}"
+        )
 
 
 @dataclass(frozen=True)
@@ -71,7 +82,9 @@ class HealthVerdict:
     status: str  # an McpServer.Status value
     round_trip_ms: float | None = None
     reason: str = ""  # why degraded or down (or not checked); empty when healthy
-    skipped: bool = False  # nothing was pinged (no user's values to connect with): `status` is the stored one
+    skipped: bool = (
+        False  # nothing was pinged (no user's values to connect with): `status` is the stored one
+    )
 
     @property
     def ok(self) -> bool:
@@ -193,10 +206,16 @@ def discover_many(*, servers: Sequence[McpServer], user: Any = None) -> list[Dis
     A server with user variables is discovered with `user`'s values (see `operational_spec`).
     """
     specs = [_resolve(server, user) for server in servers]
-    plans = [(spec, server.enabled) for spec, server in zip(specs, servers) if isinstance(spec, ServerSpec)]
+    plans = [
+        (spec, server.enabled)
+        for spec, server in zip(specs, servers)
+        if isinstance(spec, ServerSpec)
+    ]
 
     async def discover_all(pool: Any) -> list[Any]:
-        return await asyncio.gather(*(_discover(pool, spec, keep=keep) for spec, keep in plans), return_exceptions=True)
+        return await asyncio.gather(
+            *(_discover(pool, spec, keep=keep) for spec, keep in plans), return_exceptions=True
+        )
 
     try:
         results = iter(run_on_pool(discover_all) if plans else [])
@@ -221,8 +240,12 @@ def _outcome(server: McpServer, result: Any) -> DiscoveryOutcome:
         error = record_failure(server=server, error=_describe(result))
         return DiscoveryOutcome(server.name, error=error)
     try:
-        return DiscoveryOutcome(server.name, report=apply_discovery(server=server, discovery=result))
-    except ServerGone as gone:  # deleted meanwhile (an admin, a test's cleanup): not a failure to record
+        return DiscoveryOutcome(
+            server.name, report=apply_discovery(server=server, discovery=result)
+        )
+    except (
+        ServerGone
+    ) as gone:  # deleted meanwhile (an admin, a test's cleanup): not a failure to record
         return DiscoveryOutcome(server.name, error=str(gone))
 
 
@@ -257,16 +280,24 @@ def discover_if_due(*, servers: Iterable[McpServer], user: Any = None) -> None:
     it has none) without waiting for the periodic re-discovery.
     """
     user_id = user.pk if user is not None and user.is_authenticated else None
-    request_discovery(server_ids=[s.pk for s in servers if getattr(s, "discovery_due", False)], user_id=user_id)
+    request_discovery(
+        server_ids=[s.pk for s in servers if getattr(s, "discovery_due", False)], user_id=user_id
+    )
 
 
 def request_rediscovery(*, server_name: str) -> bool:
     """A backend said its lists changed: discover it soon, once per burst. False if coalesced."""
     from apps.catalog.tasks import discover_server
 
-    if not cache.add(_REDISCOVERY_KEY.format(name=server_name), 1, timeout=REDISCOVERY_DEBOUNCE_SECONDS):
+    if not cache.add(
+        _REDISCOVERY_KEY.format(name=server_name), 1, timeout=REDISCOVERY_DEBOUNCE_SECONDS
+    ):
         return False
-    server_id = McpServer.objects.filter(name=server_name, enabled=True).values_list("pk", flat=True).first()
+    server_id = (
+        McpServer.objects.filter(name=server_name, enabled=True)
+        .values_list("pk", flat=True)
+        .first()
+    )
     if server_id is None:
         return False
     discover_server.apply_async((server_id,), countdown=REDISCOVERY_DEBOUNCE_SECONDS)
@@ -304,16 +335,22 @@ def test_draft(*, server: McpServer, user: Any = None) -> HealthVerdict:
     server's live connection is left alone."""
     spec = _resolve(server, user)
     if isinstance(spec, PoolError):
-        return HealthVerdict(server.name, McpServer.Status.UNKNOWN, reason=spec.message, skipped=True)
+        return HealthVerdict(
+            server.name, McpServer.Status.UNKNOWN, reason=spec.message, skipped=True
+        )
     draft = dataclasses.replace(spec, name=f"{spec.name}~draft")
     outcome, stats = run_on_pool(lambda pool: _probe(pool, draft, keep=False))
     return dataclasses.replace(_judge(draft, outcome, stats), server=server.name)
 
 
-async def _probe(pool: Any, spec: ServerSpec, *, keep: bool) -> tuple[float | BaseException, ServerPoolStats]:
+async def _probe(
+    pool: Any, spec: ServerSpec, *, keep: bool
+) -> tuple[float | BaseException, ServerPoolStats]:
     timeout = float(settings.MCPHUB_HEALTH_TIMEOUT)
     try:
-        await pool.ping(spec, timeout=timeout)  # may pay for starting the backend: not the round trip
+        await pool.ping(
+            spec, timeout=timeout
+        )  # may pay for starting the backend: not the round trip
         outcome: float | BaseException = await pool.ping(spec, timeout=timeout)
     except Exception as exc:  # boundary: the failure is the verdict
         outcome = exc
@@ -323,7 +360,9 @@ async def _probe(pool: Any, spec: ServerSpec, *, keep: bool) -> tuple[float | Ba
     return outcome, stats
 
 
-def _judge(spec: ServerSpec, outcome: float | BaseException, stats: ServerPoolStats) -> HealthVerdict:
+def _judge(
+    spec: ServerSpec, outcome: float | BaseException, stats: ServerPoolStats
+) -> HealthVerdict:
     name = spec.name
     new_failures = _failures_since_last_check(spec, stats.failures)
     if isinstance(outcome, BaseException):
@@ -387,7 +426,9 @@ def pool_overview() -> PoolOverview:
 
 async def _pool_overview(pool: Any) -> PoolOverview:
     per_worker = await _stats_per_worker(pool)
-    names = sorted({server_of(key) for stats in per_worker.values() for key in stats.get("servers", {})})
+    names = sorted(
+        {server_of(key) for stats in per_worker.values() for key in stats.get("servers", {})}
+    )
     answered = sum(1 for stats in per_worker.values() if "error" not in stats)
     return PoolOverview(answered, [_stats_of(per_worker, name) for name in names])
 

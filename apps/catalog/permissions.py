@@ -54,8 +54,13 @@ class ServerWriteRefused(PermissionError):
 
 def writable_attrs(user, attrs: dict, *, instance: McpServer | None) -> dict:
     """The attributes `user` may write, forced private to them when they hold no model permission."""
-    transport = attrs.get("transport", instance.transport if instance else McpServer.Transport.STDIO)
-    stdio_involved = McpServer.Transport.STDIO in (transport, instance.transport if instance else None)
+    transport = attrs.get(
+        "transport", instance.transport if instance else McpServer.Transport.STDIO
+    )
+    stdio_involved = McpServer.Transport.STDIO in (
+        transport,
+        instance.transport if instance else None,
+    )
     if stdio_involved and not may_touch_stdio(user):
         raise ServerWriteRefused(
             "Defining or changing a stdio server needs the 'manage stdio servers' permission: it runs a command on the hub's host."

@@ -13,21 +13,31 @@ from apps.catalog.permissions import ServerWriteRefused, writable_attrs
 
 class ServerSerializer(serializers.ModelSerializer):
     env = serializers.DictField(
-        child=serializers.CharField(allow_blank=True), required=False, write_only=True,
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        write_only=True,
         help_text="Environment of a stdio server. Write-only: replaces the stored mapping when sent.",
     )
     headers = serializers.DictField(
-        child=serializers.CharField(allow_blank=True), required=False, write_only=True,
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        write_only=True,
         help_text="HTTP headers of a remote server. Write-only: replaces the stored mapping when sent.",
     )
     args = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
-    env_keys = serializers.SerializerMethodField(help_text="Names of the stored environment variables.")
+    env_keys = serializers.SerializerMethodField(
+        help_text="Names of the stored environment variables."
+    )
     header_keys = serializers.SerializerMethodField(help_text="Names of the stored headers.")
     owner = serializers.SlugRelatedField(
         slug_field="username", queryset=User.objects.all(), required=False, allow_null=True
     )
-    team = serializers.SlugRelatedField(slug_field="slug", queryset=Team.objects.all(), required=False, allow_null=True)
-    timeout = serializers.IntegerField(min_value=1, max_value=86400, required=False, help_text="Seconds per call.")
+    team = serializers.SlugRelatedField(
+        slug_field="slug", queryset=Team.objects.all(), required=False, allow_null=True
+    )
+    timeout = serializers.IntegerField(
+        min_value=1, max_value=86400, required=False, help_text="Seconds per call."
+    )
     tool_count = serializers.IntegerField(read_only=True, default=0)
     user_variables = serializers.JSONField(
         required=False,
@@ -40,12 +50,48 @@ class ServerSerializer(serializers.ModelSerializer):
     class Meta:
         model = McpServer
         fields = [
-            "id", "name", "display_name", "description", "transport", "command", "args", "env", "env_keys", "cwd",
-            "url", "headers", "header_keys", "user_variables", "enabled", "timeout", "visibility", "owner", "team", "status",
-            "last_error", "last_ok_at", "last_checked_at", "oauth", "tool_count", "created_at", "updated_at",
+            "id",
+            "name",
+            "display_name",
+            "description",
+            "transport",
+            "command",
+            "args",
+            "env",
+            "env_keys",
+            "cwd",
+            "url",
+            "headers",
+            "header_keys",
+            "user_variables",
+            "enabled",
+            "timeout",
+            "visibility",
+            "owner",
+            "team",
+            "status",
+            "last_error",
+            "last_ok_at",
+            "last_checked_at",
+            "oauth",
+            "tool_count",
+            "created_at",
+            "updated_at",
         ]
-        read_only_fields = ["status", "last_error", "last_ok_at", "last_checked_at", "oauth", "created_at", "updated_at"]
-        extra_kwargs = {"oauth": {"help_text": "The backend requires OAuth: each user connects it with their own account."}}
+        read_only_fields = [
+            "status",
+            "last_error",
+            "last_ok_at",
+            "last_checked_at",
+            "oauth",
+            "created_at",
+            "updated_at",
+        ]
+        extra_kwargs = {
+            "oauth": {
+                "help_text": "The backend requires OAuth: each user connects it with their own account."
+            }
+        }
 
     def to_representation(self, server: McpServer) -> dict:
         data = super().to_representation(server)
@@ -79,5 +125,7 @@ class ServerSerializer(serializers.ModelSerializer):
     def _current(self) -> dict:
         if self.instance is None:
             return {}
-        names = [f for f in self.Meta.fields if f not in ("env_keys", "header_keys", "tool_count", "id")]
+        names = [
+            f for f in self.Meta.fields if f not in ("env_keys", "header_keys", "tool_count", "id")
+        ]
         return {f: getattr(self.instance, f) for f in names if f not in self.Meta.read_only_fields}

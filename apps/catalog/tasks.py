@@ -44,7 +44,9 @@ def _user(user_id: int | None):
 
 @shared_task(name="catalog.discover_all", ignore_result=True)
 def discover_all() -> None:
-    for server_id in McpServer.objects.filter(enabled=True).exclude(url=BUILTIN_URL).values_list("pk", flat=True):
+    for server_id in (
+        McpServer.objects.filter(enabled=True).exclude(url=BUILTIN_URL).values_list("pk", flat=True)
+    ):
         discover_server.delay(server_id)
 
 
@@ -57,13 +59,17 @@ def check_health(server_id: int) -> None:
     verdict = operations.check_health(server=server)
     # A quiet log: a change of health is news, the same verdict every minute is not.
     if verdict.status != before:
-        (logger.info if verdict.status == McpServer.Status.HEALTHY else logger.warning)("health: %s (was %s)", verdict, before)
+        (logger.info if verdict.status == McpServer.Status.HEALTHY else logger.warning)(
+            "health: %s (was %s)", verdict, before
+        )
 
 
 @shared_task(name="catalog.check_health_all", ignore_result=True)
 def check_health_all() -> None:
     """Check every enabled server; also close any connection a disabled server still holds."""
-    for server_id in McpServer.objects.filter(enabled=True).exclude(url=BUILTIN_URL).values_list("pk", flat=True):
+    for server_id in (
+        McpServer.objects.filter(enabled=True).exclude(url=BUILTIN_URL).values_list("pk", flat=True)
+    ):
         check_health.delay(server_id)
     disabled = McpServer.objects.filter(enabled=False).values_list("name", flat=True)
     if closed := operations.close_disabled(server_names=disabled):

@@ -29,14 +29,18 @@ class UserVariable:
     label: str
     help_text: str = ""
     required: bool = True
-    used_in: str = ""  # where the value goes, for people: `env GITHUB_TOKEN`, `header Authorization`, `URL`
+    used_in: str = (
+        ""  # where the value goes, for people: `env GITHUB_TOKEN`, `header Authorization`, `URL`
+    )
 
 
 def names_in(text: str) -> list[str]:
     return [m.group(1) for m in PLACEHOLDER_RE.finditer(text)]
 
 
-def placements(*, transport: str, env: Mapping[str, str], headers: Mapping[str, str], url: str) -> dict[str, str]:
+def placements(
+    *, transport: str, env: Mapping[str, str], headers: Mapping[str, str], url: str
+) -> dict[str, str]:
     """Every user variable the config uses → where (first use wins), in the config's order."""
     if transport == "stdio":
         places = [(f"env {key}", value) for key, value in env.items()]
@@ -49,7 +53,9 @@ def placements(*, transport: str, env: Mapping[str, str], headers: Mapping[str, 
     return found
 
 
-def declared(placed: Mapping[str, str], metadata: Iterable[Mapping[str, Any]]) -> list[UserVariable]:
+def declared(
+    placed: Mapping[str, str], metadata: Iterable[Mapping[str, Any]]
+) -> list[UserVariable]:
     """The variables a server uses, with their metadata (or defaults)."""
     meta = {m.get("name"): m for m in metadata if isinstance(m, Mapping)}
     return [
@@ -64,8 +70,15 @@ def declared(placed: Mapping[str, str], metadata: Iterable[Mapping[str, Any]]) -
     ]
 
 
-def problems(*, transport: str, env: Mapping[str, str], headers: Mapping[str, str], url: str,
-             elsewhere: Mapping[str, str], metadata: Any) -> dict[str, str]:
+def problems(
+    *,
+    transport: str,
+    env: Mapping[str, str],
+    headers: Mapping[str, str],
+    url: str,
+    elsewhere: Mapping[str, str],
+    metadata: Any,
+) -> dict[str, str]:
     """Field → message for every misuse: bad names, placeholders where they cannot go, bad metadata."""
     errors: dict[str, str] = {}
     for field, text in elsewhere.items():
@@ -74,12 +87,20 @@ def problems(*, transport: str, env: Mapping[str, str], headers: Mapping[str, st
                 "${user:NAME} may only be used in env values (stdio) or header values and the URL (HTTP): "
                 "arguments and commands show up in process listings."
             )
-    fields = {"env": env.values()} if transport == "stdio" else {"headers": headers.values(), "url": [url]}
+    fields = (
+        {"env": env.values()}
+        if transport == "stdio"
+        else {"headers": headers.values(), "url": [url]}
+    )
     for field, values in fields.items():
         bad = [n for v in values for n in names_in(str(v)) if not NAME_RE.match(n)]
         if bad:
-            errors[field] = f"${{user:{bad[0]}}}: a user variable name is letters, digits and '_', not starting with a digit."
-    if metadata_error := _metadata_problem(metadata, placements(transport=transport, env=env, headers=headers, url=url)):
+            errors[field] = (
+                f"${{user:{bad[0]}}}: a user variable name is letters, digits and '_', not starting with a digit."
+            )
+    if metadata_error := _metadata_problem(
+        metadata, placements(transport=transport, env=env, headers=headers, url=url)
+    ):
         errors["user_variables"] = metadata_error
     return errors
 
@@ -96,7 +117,9 @@ def _metadata_problem(metadata: Any, placed: Mapping[str, str]) -> str:
                 f"{name!r} is described but no config value uses ${{user:{name}}}; write the placeholder into an "
                 "env value (stdio) or a header value or the URL (HTTP)."
             )
-        if not all(isinstance(entry.get(k, ""), str) for k in ("label", "help_text")) or not isinstance(entry.get("required", True), bool):
+        if not all(
+            isinstance(entry.get(k, ""), str) for k in ("label", "help_text")
+        ) or not isinstance(entry.get("required", True), bool):
             return f"{name}: label and help_text must be text, required true or false."
     names = [m["name"] for m in metadata]
     if len(names) != len(set(names)):

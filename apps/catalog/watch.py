@@ -54,7 +54,9 @@ async def on_backend_notification(server: str, notification: Any) -> None:
     """
     if _method(notification) in LIST_CHANGED:
         # A fresh context: the reader's may point at an asgiref executor of a call long finished.
-        task = asyncio.get_running_loop().create_task(_rediscover_later(server), context=contextvars.Context())
+        task = asyncio.get_running_loop().create_task(
+            _rediscover_later(server), context=contextvars.Context()
+        )
         _background.add(task)
         task.add_done_callback(_background.discard)
 
@@ -160,7 +162,9 @@ def stop_events_listener(**_: Any) -> None:
 # --- Server rows -----------------------------------------------------------------------------
 
 
-def _server_saved(sender: type, instance: McpServer, created: bool = False, raw: bool = False, **kwargs: Any) -> None:
+def _server_saved(
+    sender: type, instance: McpServer, created: bool = False, raw: bool = False, **kwargs: Any
+) -> None:
     if not (raw or created or instance.enabled):  # a server just created has no connection yet
         operations.request_close(server_name=instance.name)
 
@@ -197,11 +201,15 @@ def reimport_if_changed(*, path: str | Path) -> list[ServerChange] | None:
     try:
         changes = import_servers(configs=read_mcp_json(path).servers)
     except McpJsonError as exc:
-        logger.error("%s changed but was not imported; nothing changed:\n  %s", path, "\n  ".join(exc.errors))
+        logger.error(
+            "%s changed but was not imported; nothing changed:\n  %s", path, "\n  ".join(exc.errors)
+        )
         return None
     except IntegrityError as exc:
         cache.delete(key)  # a concurrent writer got in the way: try again next time
-        logger.error("%s changed but was not imported (a concurrent change got in the way): %s", path, exc)
+        logger.error(
+            "%s changed but was not imported (a concurrent change got in the way): %s", path, exc
+        )
         return None
     _after_import(path, changes)
     return changes

@@ -6,7 +6,16 @@ from apps.chat.models import Conversation, Message
 class MessageInline(admin.TabularInline):
     model = Message
     extra = 0
-    fields = ("role", "text", "tool_name", "is_error", "input_tokens", "output_tokens", "duration_ms", "created_at")
+    fields = (
+        "role",
+        "text",
+        "tool_name",
+        "is_error",
+        "input_tokens",
+        "output_tokens",
+        "duration_ms",
+        "created_at",
+    )
     readonly_fields = fields
     can_delete = False
 

@@ -11,7 +11,12 @@ from rest_framework.response import Response
 
 from apps.chat import selectors, services
 from apps.chat.models import Conversation
-from apps.chat.serializers import ConversationSerializer, MessageSerializer, NewMessageSerializer, TurnStartedSerializer
+from apps.chat.serializers import (
+    ConversationSerializer,
+    MessageSerializer,
+    NewMessageSerializer,
+    TurnStartedSerializer,
+)
 
 
 class TurnRefused(exceptions.APIException):
@@ -36,13 +41,17 @@ class ConversationViewSet(viewsets.ModelViewSet):
 
     def perform_create(self, serializer: ConversationSerializer) -> None:
         try:
-            serializer.instance = services.create_conversation(owner=self.request.user, **serializer.validated_data)
+            serializer.instance = services.create_conversation(
+                owner=self.request.user, **serializer.validated_data
+            )
         except services.ChatError as exc:
             raise _refused(exc) from None
 
     def perform_update(self, serializer: ConversationSerializer) -> None:
         try:
-            services.update_conversation(conversation=serializer.instance, **serializer.validated_data)
+            services.update_conversation(
+                conversation=serializer.instance, **serializer.validated_data
+            )
         except services.ChatError as exc:
             raise _refused(exc) from None
 
@@ -50,7 +59,9 @@ class ConversationViewSet(viewsets.ModelViewSet):
         services.delete_conversation(conversation=instance)
 
     @extend_schema(methods=["get"], responses=MessageSerializer(many=True))
-    @extend_schema(methods=["post"], request=NewMessageSerializer, responses={202: TurnStartedSerializer})
+    @extend_schema(
+        methods=["post"], request=NewMessageSerializer, responses={202: TurnStartedSerializer}
+    )
     @action(detail=True, methods=["get", "post"])
     def messages(self, request: Request, pk: str) -> Response:
         """GET: the history (text, tool calls and results, usage). POST {"text"}: start a turn (202)."""
@@ -70,7 +81,9 @@ class ConversationViewSet(viewsets.ModelViewSet):
             turn = services.stop_turn(conversation=conversation)
         except services.ChatError as exc:
             raise _refused(exc) from None
-        return Response({"turn": str(turn.pk), "status": turn.status}, status=status.HTTP_202_ACCEPTED)
+        return Response(
+            {"turn": str(turn.pk), "status": turn.status}, status=status.HTTP_202_ACCEPTED
+        )
 
     def _start(self, request: Request, conversation: Conversation) -> Response:
         data = NewMessageSerializer(data=request.data)
@@ -79,4 +92,6 @@ class ConversationViewSet(viewsets.ModelViewSet):
             turn = services.start_turn(conversation=conversation, text=data.validated_data["text"])
         except services.ChatError as exc:
             raise _refused(exc) from None
-        return Response({"turn": str(turn.pk), "status": turn.status}, status=status.HTTP_202_ACCEPTED)
+        return Response(
+            {"turn": str(turn.pk), "status": turn.status}, status=status.HTTP_202_ACCEPTED
+        )

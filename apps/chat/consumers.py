@@ -33,12 +33,16 @@ class ChatConsumer(ResumableConsumer):
         from apps.chat import runtime
 
         runtime.bind_web_loop()
-        self.conversation = await self.open(self.scope["url_route"]["kwargs"]["conversation_id"], events.clients_group, _find)
+        self.conversation = await self.open(
+            self.scope["url_route"]["kwargs"]["conversation_id"], events.clients_group, _find
+        )
 
     # -- client messages -------------------------------------------------------------------
 
     async def _on_message(self, payload: dict[str, Any]) -> None:
-        await database_sync_to_async(services.start_turn)(conversation=self.conversation, text=payload.get("text"))
+        await database_sync_to_async(services.start_turn)(
+            conversation=self.conversation, text=payload.get("text")
+        )
 
     async def _on_stop(self, payload: dict[str, Any]) -> None:
         await database_sync_to_async(services.request_stop)(conversation=self.conversation)
@@ -46,7 +50,9 @@ class ChatConsumer(ResumableConsumer):
 
     async def _on_approve(self, payload: dict[str, Any]) -> None:
         call_id, allow = payload.get("call_id"), payload.get("allow")
-        await database_sync_to_async(services.check_approval)(conversation=self.conversation, call_id=call_id, allow=allow)
+        await database_sync_to_async(services.check_approval)(
+            conversation=self.conversation, call_id=call_id, allow=allow
+        )
         await events.send_control(self.conversation.pk, "approve", call_id=call_id, allow=allow)
 
     async def _replay(self, after: int) -> None:
@@ -70,7 +76,9 @@ class ChatConsumer(ResumableConsumer):
             self.cursor = event["seq"]
 
     async def _fill_gap(self, before: int) -> None:
-        missed = await database_sync_to_async(selectors.events_after)(self.conversation.pk, self.cursor, until=before - 1)
+        missed = await database_sync_to_async(selectors.events_after)(
+            self.conversation.pk, self.cursor, until=before - 1
+        )
         for event in missed:
             await self.send_json(event)
             self.cursor = event["seq"]

@@ -55,7 +55,9 @@ class EventSink:
         self.layer = get_channel_layer()
         self._pending: list[tuple[str, dict[str, Any]] | models.Model | asyncio.Future[None]] = []
         self._wake = asyncio.Event()
-        self._writer = asyncio.create_task(self._write_forever(), name=f"chat-events-{conversation_id}")
+        self._writer = asyncio.create_task(
+            self._write_forever(), name=f"chat-events-{conversation_id}"
+        )
 
     def emit(self, kind: str, payload: dict[str, Any]) -> None:
         self._pending.append((kind, payload))
@@ -93,7 +95,9 @@ class EventSink:
                 if isinstance(item, asyncio.Future) and not item.done():
                     item.set_result(None)
 
-    async def _send(self, rows: list[models.Model], batch: list[tuple[str, dict[str, Any]]]) -> None:
+    async def _send(
+        self, rows: list[models.Model], batch: list[tuple[str, dict[str, Any]]]
+    ) -> None:
         events = []
         for kind, payload in batch:
             self.seq += 1
@@ -148,10 +152,14 @@ class Control:
         if message.get("action") == "stop":
             self.stopped.set()
         elif message.get("action") == "approve":
-            future = self._approvals.setdefault(message["call_id"], asyncio.get_running_loop().create_future())
+            future = self._approvals.setdefault(
+                message["call_id"], asyncio.get_running_loop().create_future()
+            )
             if not future.done():
                 future.set_result(bool(message["allow"]))
 
 
 async def send_control(conversation_id: uuid.UUID | str, action: str, **fields: Any) -> None:
-    await get_channel_layer().group_send(control_group(conversation_id), {"type": "chat.control", "action": action, **fields})
+    await get_channel_layer().group_send(
+        control_group(conversation_id), {"type": "chat.control", "action": action, **fields}
+    )

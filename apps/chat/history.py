@@ -17,9 +17,22 @@ CANCELLED = "The call did not complete (the turn was stopped or interrupted)."
 # What a turn needs of its conversation and endpoint (the provider whole, for its adapter): a
 # third of the columns select_related would read, and a third of that query's CPU.
 SETUP_FIELDS = (
-    "status", "conversation__owner_id", "conversation__model", "conversation__provider", "conversation__endpoint__approval",
+    "status",
+    "conversation__owner_id",
+    "conversation__model",
+    "conversation__provider",
+    "conversation__endpoint__approval",
 )
-HISTORY_FIELDS = ("role", "text", "tool_calls", "tool_call_id", "is_error", "turn_id", "reasoning", "replay")
+HISTORY_FIELDS = (
+    "role",
+    "text",
+    "tool_calls",
+    "tool_call_id",
+    "is_error",
+    "turn_id",
+    "reasoning",
+    "replay",
+)
 
 
 @dataclass(frozen=True)
@@ -45,7 +58,9 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
     turn = (
         # The provider's owner too: whether the outbound address policy applies (Provider.public_only).
         Turn.objects.select_related("conversation__provider__owner", "conversation__endpoint")
-        .only(*SETUP_FIELDS).filter(pk=turn_id).first()
+        .only(*SETUP_FIELDS)
+        .filter(pk=turn_id)
+        .first()
     )
     if turn is None or turn.status != Turn.Status.RUNNING:
         return None
@@ -58,7 +73,10 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
         return None
     # What the model is sent of each message, not the full tool results kept beside it; plain rows,
     # not model instances (a deferred-field instance costs more to build than the result it skips).
-    rows = [SimpleNamespace(**row) for row in conversation.messages.order_by("id").values(*HISTORY_FIELDS)]
+    rows = [
+        SimpleNamespace(**row)
+        for row in conversation.messages.order_by("id").values(*HISTORY_FIELDS)
+    ]
     return TurnSetup(
         turn_id=turn.pk,
         conversation_id=conversation.pk,
@@ -68,7 +86,14 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
         model=conversation.model or provider.default_model,
         history=tuple(to_messages(rows, provider_id=provider.pk)),
         first_seq=next_seq(conversation.pk),
-        user_text=next((r.text for r in reversed(rows) if r.turn_id == turn.pk and r.role == MessageRow.Role.USER), ""),
+        user_text=next(
+            (
+                r.text
+                for r in reversed(rows)
+                if r.turn_id == turn.pk and r.role == MessageRow.Role.USER
+            ),
+            "",
+        ),
         adapter=lambda: adapter(provider),
         approval_reason=endpoint.approval_reason if endpoint else (lambda annotations: None),
     )
@@ -88,15 +113,26 @@ def to_messages(rows, *, provider_id: int | None = None) -> list[Message]:
         if row.role == MessageRow.Role.USER:
             messages.append(Message(role="user", text=row.text))
         elif row.role == MessageRow.Role.ASSISTANT:
-            replay = row.replay if row.replay and row.replay.get("provider") == provider_id else None
-            message = stored_message(text=row.text, calls=row.tool_calls, reasoning=row.reasoning, replay=replay)
+            replay = (
+                row.replay if row.replay and row.replay.get("provider") == provider_id else None
+            )
+            message = stored_message(
+                text=row.text, calls=row.tool_calls, reasoning=row.reasoning, replay=replay
+            )
             messages.append(message)
             unanswered = [c.id for c in message.tool_calls]
         elif row.tool_call_id in unanswered:
             unanswered.remove(row.tool_call_id)
-            messages.append(Message(role="tool", text=row.text, tool_call_id=row.tool_call_id, is_error=row.is_error))
+            messages.append(
+                Message(
+                    role="tool", text=row.text, tool_call_id=row.tool_call_id, is_error=row.is_error
+                )
+            )
     return messages + _answer(unanswered)
 
 
 def _answer(call_ids: list[str]) -> list[Message]:
-    return [Message(role="tool", text=CANCELLED, tool_call_id=call_id, is_error=True) for call_id in call_ids]
+    return [
+        Message(role="tool", text=CANCELLED, tool_call_id=call_id, is_error=True)
+        for call_id in call_ids
+    ]

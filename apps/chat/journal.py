@@ -40,7 +40,9 @@ class Write:
 
     rows: Sequence[models.Model] = ()
     updates: Sequence[Callable[[], object]] = ()
-    done: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    done: asyncio.Future[None] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
 
 
 def store(writes: Sequence[Write]) -> None:
@@ -66,7 +68,9 @@ class Journal:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
-    async def write(self, rows: Sequence[models.Model] = (), updates: Sequence[Callable[[], object]] = ()) -> None:
+    async def write(
+        self, rows: Sequence[models.Model] = (), updates: Sequence[Callable[[], object]] = ()
+    ) -> None:
         write = Write(rows, updates)
         self._pending.append(write)
         self._wake.set()
@@ -87,7 +91,9 @@ class Journal:
                 outcomes: list[BaseException | None] = [None] * len(batch)
             except Exception as exc:  # noqa: BLE001 - each caller gets its own outcome
                 # One write failed (its conversation deleted meanwhile?): the others are stored on their own.
-                outcomes = [exc] if len(batch) == 1 else [await _alone(save, write) for write in batch]
+                outcomes = (
+                    [exc] if len(batch) == 1 else [await _alone(save, write) for write in batch]
+                )
             for write, outcome in zip(batch, outcomes):
                 if write.done.done():
                     continue
@@ -105,7 +111,9 @@ async def _alone(save: Callable, write: Write) -> BaseException | None:
         return exc
 
 
-_journals: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Journal] = weakref.WeakKeyDictionary()
+_journals: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Journal] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def journal() -> Journal:

@@ -17,12 +17,22 @@ from apps.core.models import TimeStampedModel
 
 class Conversation(TimeStampedModel):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+    )
     title = models.CharField(max_length=200, blank=True)
-    provider = models.ForeignKey("llm.Provider", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    model = models.CharField(max_length=200, blank=True, help_text="Empty: the provider's default model.")
+    provider = models.ForeignKey(
+        "llm.Provider", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    model = models.CharField(
+        max_length=200, blank=True, help_text="Empty: the provider's default model."
+    )
     endpoint = models.ForeignKey(
-        "toolsets.Endpoint", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        "toolsets.Endpoint",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
         help_text="The tools offered to the model are this endpoint's enabled tools.",
     )
 
@@ -62,7 +72,9 @@ class Turn(models.Model):
         ordering = ["started_at"]
         constraints = [
             models.UniqueConstraint(
-                fields=["conversation"], condition=models.Q(status="running"), name="one_running_turn_per_conversation"
+                fields=["conversation"],
+                condition=models.Q(status="running"),
+                name="one_running_turn_per_conversation",
             )
         ]
 
@@ -84,7 +96,9 @@ class Message(models.Model):
         ASSISTANT = "assistant"
         TOOL = "tool"
 
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
     turn = models.ForeignKey(Turn, null=True, on_delete=models.CASCADE, related_name="messages")
     role = models.CharField(max_length=10, choices=Role.choices)
     text = models.TextField(blank=True)
@@ -116,7 +130,9 @@ class Event(models.Model):
 
     class Meta:
         ordering = ["seq"]
-        constraints = [models.UniqueConstraint(fields=["conversation", "seq"], name="unique_event_seq")]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "seq"], name="unique_event_seq")
+        ]
 
     def as_wire(self) -> dict:
         return {"type": self.type, "seq": self.seq, "payload": self.payload}

@@ -64,7 +64,9 @@ class TurnRunner:
 
     async def run(self) -> None:
         # The user's message opens the turn's events, so a client rebuilds a conversation from events alone.
-        self.sink.emit("user_message", {"turn": str(self.setup.turn_id), "text": self.setup.user_text})
+        self.sink.emit(
+            "user_message", {"turn": str(self.setup.turn_id), "text": self.setup.user_text}
+        )
         work = asyncio.create_task(self._rounds())
         stop = asyncio.create_task(self.control.stopped.wait())
         beat = asyncio.create_task(self._heartbeat())
@@ -90,17 +92,30 @@ class TurnRunner:
         if isinstance(exc, LLMError):
             return Turn.Status.FAILED, f"The model provider failed: {exc.message}", "Failed."
         logger.error("chat turn %s failed", self.setup.turn_id, exc_info=exc)
-        return Turn.Status.FAILED, f"The turn failed unexpectedly ({type(exc).__name__}).", "Failed."
+        return (
+            Turn.Status.FAILED,
+            f"The turn failed unexpectedly ({type(exc).__name__}).",
+            "Failed.",
+        )
 
     async def _end(self, status: str, error: str, message: str) -> None:
         if status in (Turn.Status.STOPPED, Turn.Status.FAILED) and (self.partial or self.thoughts):
             # What the user saw of a reply that never completed stays with the turn.
-            self._store(role=MessageRow.Role.ASSISTANT, text="".join(self.partial), reasoning="".join(self.thoughts),
-                        finish_reason="error" if status == Turn.Status.FAILED else "")
+            self._store(
+                role=MessageRow.Role.ASSISTANT,
+                text="".join(self.partial),
+                reasoning="".join(self.thoughts),
+                finish_reason="error" if status == Turn.Status.FAILED else "",
+            )
         # Every message first: once the turn is finished a new one may start, from this history.
         await self.sink.flush()
         await _db(services.finish_turn)(
-            self.setup.turn_id, status, error, rounds=self.rounds, input_tokens=self.usage[0], output_tokens=self.usage[1]
+            self.setup.turn_id,
+            status,
+            error,
+            rounds=self.rounds,
+            input_tokens=self.usage[0],
+            output_tokens=self.usage[1],
         )
         metrics.chat_turn(status)
         if error:
@@ -143,7 +158,11 @@ class TurnRunner:
         self.partial, self.thoughts = [], []
         clock = time.perf_counter()
         reply = await rounds.model_round(
-            adapter, model=self.setup.model, history=history, toolbox=self.tools, on_text=self._text,
+            adapter,
+            model=self.setup.model,
+            history=history,
+            toolbox=self.tools,
+            on_text=self._text,
             on_status=self._status,
             on_reasoning=self._reasoning,
         )
@@ -153,17 +172,23 @@ class TurnRunner:
         self.usage[1] += usage.output_tokens
         self.rounds += 1
         self._store(
-            role=MessageRow.Role.ASSISTANT, text=reply.shown_text,
+            role=MessageRow.Role.ASSISTANT,
+            text=reply.shown_text,
             tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
-            reasoning=reply.reasoning, replay=self._replay(reply), finish_reason=reply.finish_reason,
-            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+            reasoning=reply.reasoning,
+            replay=self._replay(reply),
+            finish_reason=reply.finish_reason,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
             duration_ms=(time.perf_counter() - clock) * 1000,
         )
         if reply.finish_reason == "refusal":
             # Anthropic's refusal may follow streamed text; OpenAI's message came apart from the text.
             self.sink.emit("refusal", {"text": "" if reply.text else reply.finish.refusal})
         for call in calls:
-            self.sink.emit("tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments})
+            self.sink.emit(
+                "tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments}
+            )
         return reply
 
     async def _tool(self, call: ToolCall) -> Message:
@@ -171,20 +196,36 @@ class TurnRunner:
         is_error = bool(result.get("isError"))
         text = result_text(result, settings.MCPHUB_CHAT_TOOL_RESULT_CHARS)
         self._store(
-            role=MessageRow.Role.TOOL, text=text, tool_call_id=call.id, tool_name=call.name[:64],
-            is_error=is_error, result=result, duration_ms=duration,
+            role=MessageRow.Role.TOOL,
+            text=text,
+            tool_call_id=call.id,
+            tool_name=call.name[:64],
+            is_error=is_error,
+            result=result,
+            duration_ms=duration,
         )
-        self.sink.emit("tool_result", {
-            "id": call.id, "name": call.name, "isError": is_error, "content": result.get("content") or [],
-            "duration_ms": round(duration, 1),
-        })
+        self.sink.emit(
+            "tool_result",
+            {
+                "id": call.id,
+                "name": call.name,
+                "isError": is_error,
+                "content": result.get("content") or [],
+                "duration_ms": round(duration, 1),
+            },
+        )
         return Message(role="tool", text=text, tool_call_id=call.id, is_error=is_error)
 
     async def _result(self, call: ToolCall) -> tuple[dict[str, Any], float]:
         """The call's result and how long the tool took (not counting the wait for approval)."""
         return await rounds.call_tool(
-            self.tools, call, approval_reason=self.setup.approval_reason, approve=self._approve,
-            on_running=lambda: self.sink.emit("status", {"state": "tool", "tool": call.name, "message": f"Running {call.name}…"}),
+            self.tools,
+            call,
+            approval_reason=self.setup.approval_reason,
+            approve=self._approve,
+            on_running=lambda: self.sink.emit(
+                "status", {"state": "tool", "tool": call.name, "message": f"Running {call.name}…"}
+            ),
         )
 
     async def _status(self, message: str) -> None:
@@ -205,10 +246,20 @@ class TurnRunner:
         self.sink.emit("reasoning", {"text": chunk})
 
     async def _approve(self, call: ToolCall, reason: str) -> bool:
-        self.sink.emit("approval_required", {"id": call.id, "name": call.name, "arguments": call.arguments, "reason": reason})
-        self.sink.emit("status", {"state": "tool", "tool": call.name, "message": f"{call.name} waits for your approval"})
+        self.sink.emit(
+            "approval_required",
+            {"id": call.id, "name": call.name, "arguments": call.arguments, "reason": reason},
+        )
+        self.sink.emit(
+            "status",
+            {"state": "tool", "tool": call.name, "message": f"{call.name} waits for your approval"},
+        )
         return await self.control.approval(call.id)
 
     def _store(self, **fields: Any) -> None:
         """A message, written with the turn's next events (before any of them is sent)."""
-        self.sink.store(MessageRow(conversation_id=self.setup.conversation_id, turn_id=self.setup.turn_id, **fields))
+        self.sink.store(
+            MessageRow(
+                conversation_id=self.setup.conversation_id, turn_id=self.setup.turn_id, **fields
+            )
+        )

@@ -14,7 +14,9 @@ from typing import Any
 from apps.llm.adapters import Adapter
 from apps.llm.services import adapter_for
 
-_adapters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, tuple[Any, Adapter]]] = weakref.WeakKeyDictionary()
+_adapters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, tuple[Any, Adapter]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def adapter(provider) -> Adapter:

@@ -33,10 +33,14 @@ def lost_turns() -> QuerySet[Turn]:
 def expire(turns: QuerySet[Turn]) -> list[uuid.UUID]:
     expired = []
     for turn in turns.select_for_update(skip_locked=True):
-        Turn.objects.filter(pk=turn.pk).update(status=Turn.Status.FAILED, error=INTERRUPTED, finished_at=timezone.now())
+        Turn.objects.filter(pk=turn.pk).update(
+            status=Turn.Status.FAILED, error=INTERRUPTED, finished_at=timezone.now()
+        )
         events = _closing_events(turn)
         services.save_events(turn.conversation_id, events)
-        transaction.on_commit(lambda conversation=turn.conversation_id, events=events: _publish(conversation, events))
+        transaction.on_commit(
+            lambda conversation=turn.conversation_id, events=events: _publish(conversation, events)
+        )
         expired.append(turn.pk)
     return expired
 
@@ -44,12 +48,23 @@ def expire(turns: QuerySet[Turn]) -> list[uuid.UUID]:
 def _closing_events(turn: Turn) -> list[dict[str, Any]]:
     seq = services.next_seq(turn.conversation_id)
     # The worker counts a turn's tokens and writes them when the turn ends: add up its messages'.
-    usage = {key: value or 0 for key, value in turn.messages.aggregate(input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens")).items()}
+    usage = {
+        key: value or 0
+        for key, value in turn.messages.aggregate(
+            input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens")
+        ).items()
+    }
     return [
         {"type": "error", "seq": seq, "payload": {"message": INTERRUPTED}},
-        {"type": "end", "seq": seq + 1, "payload": {"turn": str(turn.pk), "status": Turn.Status.FAILED, "usage": usage}},
+        {
+            "type": "end",
+            "seq": seq + 1,
+            "payload": {"turn": str(turn.pk), "status": Turn.Status.FAILED, "usage": usage},
+        },
     ]
 
 
 def _publish(conversation_id: uuid.UUID, events: list[dict[str, Any]]) -> None:
-    async_to_sync(get_channel_layer().group_send)(clients_group(conversation_id), {"type": "chat.events", "events": events})
+    async_to_sync(get_channel_layer().group_send)(
+        clients_group(conversation_id), {"type": "chat.events", "events": events}
+    )

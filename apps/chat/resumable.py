@@ -76,7 +76,12 @@ class ResumableConsumer(AsyncJsonWebsocketConsumer):
             raise ValueError(f"No handler for message type {message['type']}")
         await handler(message)
 
-    async def open(self, key: str, group: Callable[[uuid.UUID], str], find: Callable[[Any, uuid.UUID], tuple[T, int] | None]) -> T | None:
+    async def open(
+        self,
+        key: str,
+        group: Callable[[uuid.UUID], str],
+        find: Callable[[Any, uuid.UUID], tuple[T, int] | None],
+    ) -> T | None:
         """Accept the socket for what `key` (a UUID from the URL) names, if it is the user's.
 
         Joins `group(id)` first, then in ONE database hop finds who is on the socket and what they
@@ -104,7 +109,9 @@ class ResumableConsumer(AsyncJsonWebsocketConsumer):
         await self.accept()
         return opened
 
-    def _find(self, find: Callable[[Any, uuid.UUID], tuple[T, int] | None], key_id: uuid.UUID) -> tuple[SocketAccess, tuple[T, int] | None]:
+    def _find(
+        self, find: Callable[[Any, uuid.UUID], tuple[T, int] | None], key_id: uuid.UUID
+    ) -> tuple[SocketAccess, tuple[T, int] | None]:
         access = socket_access(self.scope)
         return access, find(access.user, key_id)
 
@@ -121,7 +128,9 @@ class ResumableConsumer(AsyncJsonWebsocketConsumer):
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
-    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
+    ) -> None:
         if text_data is None:
             await self._error("Send JSON text frames.")
             return
@@ -135,7 +144,9 @@ class ResumableConsumer(AsyncJsonWebsocketConsumer):
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         kind = content.get("type") if isinstance(content, dict) else None
         if kind not in self.client_types:
-            await self._error(f"Unknown message type {kind!r}: send one of {', '.join(self.client_types)}.")
+            await self._error(
+                f"Unknown message type {kind!r}: send one of {', '.join(self.client_types)}."
+            )
             return
         refusal = None if kind in self.read_types else self.access.refusal(write=True)
         if refusal is not None:
@@ -188,4 +199,6 @@ class ResumableConsumer(AsyncJsonWebsocketConsumer):
 
     async def _error(self, message: str, *, code: str = "invalid") -> None:
         """About this connection's own request: `seq: null`, not part of the stream, never replayed."""
-        await self.send_json({"type": "error", "seq": None, "payload": {"message": message, "code": code}})
+        await self.send_json(
+            {"type": "error", "seq": None, "payload": {"message": message, "code": code}}
+        )

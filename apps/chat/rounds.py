@@ -9,7 +9,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apps.chat.tools import Toolbox, error_result
-from apps.llm.types import Finish, Message, ProviderStatus, ReasoningDelta, TextDelta, ToolCall, Usage
+from apps.llm.types import (
+    Finish,
+    Message,
+    ProviderStatus,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
 
 # Asked, with the reason (Endpoint.approval_reason), before a call that needs approval; True lets it run.
 Approve = Callable[[ToolCall, str], Awaitable[bool]]
@@ -29,7 +37,11 @@ class ModelReply:
         """How the reply ended, when the user must know: "length", "refusal" or "" (it just ended)."""
         if self.finish.reason == "length":
             return "length"
-        return "refusal" if self.finish.reason in ("refusal", "content_filter") and not self.calls else ""
+        return (
+            "refusal"
+            if self.finish.reason in ("refusal", "content_filter") and not self.calls
+            else ""
+        )
 
     @property
     def shown_text(self) -> str:
@@ -38,8 +50,13 @@ class ModelReply:
 
     def message(self) -> Message:
         """The reply as the next round's history holds it."""
-        return Message(role="assistant", text=self.shown_text, tool_calls=tuple(self.calls), reasoning=self.reasoning,
-                       replay=self.finish.replay)
+        return Message(
+            role="assistant",
+            text=self.shown_text,
+            tool_calls=tuple(self.calls),
+            reasoning=self.reasoning,
+            replay=self.finish.replay,
+        )
 
     def replay(self) -> dict[str, Any] | None:
         """What of the reply must go back to the provider, as stored with it (never shown)."""
@@ -49,21 +66,39 @@ class ModelReply:
         return {"message": self.finish.replay or {}, "calls": calls}
 
 
-def stored_message(*, text: str, calls: Sequence[dict[str, Any]], reasoning: str, replay: dict[str, Any] | None) -> Message:
+def stored_message(
+    *, text: str, calls: Sequence[dict[str, Any]], reasoning: str, replay: dict[str, Any] | None
+) -> Message:
     """A stored reply (chat message or run step) as the model is sent it: `calls` as stored, and
     `replay` as ModelReply.replay() made it."""
     replay = replay or {}
     extras = replay.get("calls") or {}
     tool_calls = tuple(
-        ToolCall(id=c["id"], name=c["name"], arguments=c.get("arguments") or {}, replay=extras.get(c["id"]))
+        ToolCall(
+            id=c["id"],
+            name=c["name"],
+            arguments=c.get("arguments") or {},
+            replay=extras.get(c["id"]),
+        )
         for c in calls
     )
-    return Message(role="assistant", text=text, tool_calls=tool_calls, reasoning=reasoning, replay=replay.get("message") or None)
+    return Message(
+        role="assistant",
+        text=text,
+        tool_calls=tool_calls,
+        reasoning=reasoning,
+        replay=replay.get("message") or None,
+    )
 
 
 async def model_round(
-    adapter: Any, *, model: str, history: Sequence[Message], toolbox: Toolbox,
-    on_text: Callable[[str], None] | None = None, on_reasoning: Callable[[str], None] | None = None,
+    adapter: Any,
+    *,
+    model: str,
+    history: Sequence[Message],
+    toolbox: Toolbox,
+    on_text: Callable[[str], None] | None = None,
+    on_reasoning: Callable[[str], None] | None = None,
     on_status: Callable[[str], Awaitable[None]] | None = None,
 ) -> ModelReply:
     """The model's whole reply to `history`; text and reasoning chunks go to `on_text` and
@@ -99,11 +134,22 @@ async def model_round(
             usage = event
         elif isinstance(event, Finish):
             finish = event
-    return ModelReply("".join(chunks), calls, usage, (time.perf_counter() - clock) * 1000, "".join(thoughts), finish)
+    return ModelReply(
+        "".join(chunks),
+        calls,
+        usage,
+        (time.perf_counter() - clock) * 1000,
+        "".join(thoughts),
+        finish,
+    )
 
 
 async def call_tool(
-    toolbox: Toolbox, call: ToolCall, *, approval_reason: Callable[[object], str | None], approve: Approve,
+    toolbox: Toolbox,
+    call: ToolCall,
+    *,
+    approval_reason: Callable[[object], str | None],
+    approve: Approve,
     on_running: Callable[[], None] | None = None,
 ) -> tuple[dict[str, Any], float]:
     """The call's result (`isError` on any failure) and how long the tool took, not counting the

@@ -43,7 +43,9 @@ def _loop() -> asyncio.AbstractEventLoop:
     with _lock:
         if _thread_loop is None:
             _thread_loop = asyncio.new_event_loop()
-            _thread_loop.set_default_executor(ThreadPoolExecutor(DB_THREADS, thread_name_prefix="chat-db"))
+            _thread_loop.set_default_executor(
+                ThreadPoolExecutor(DB_THREADS, thread_name_prefix="chat-db")
+            )
             threading.Thread(target=_thread_loop.run_forever, name="chat-loop", daemon=True).start()
     return _thread_loop
 

@@ -38,5 +38,7 @@ def events_after(conversation_id: uuid.UUID, after: int, *, until: int | None = 
 
 
 def last_seq(conversation_id: uuid.UUID) -> int:
-    event = Event.objects.filter(conversation_id=conversation_id).order_by("-seq").only("seq").first()
+    event = (
+        Event.objects.filter(conversation_id=conversation_id).order_by("-seq").only("seq").first()
+    )
     return event.seq if event else 0

@@ -11,13 +11,28 @@ from apps.toolsets.models import Endpoint
 class ConversationSerializer(serializers.ModelSerializer):
     """Every field optional on create: the user's default provider (its default model) and endpoint."""
 
-    provider = serializers.PrimaryKeyRelatedField(queryset=Provider.objects.none(), required=False, allow_null=True)
-    endpoint = serializers.SlugRelatedField(slug_field="slug", queryset=Endpoint.objects.none(), required=False, allow_null=True)
-    running = serializers.BooleanField(read_only=True, default=False, help_text="Whether a turn runs now.")
+    provider = serializers.PrimaryKeyRelatedField(
+        queryset=Provider.objects.none(), required=False, allow_null=True
+    )
+    endpoint = serializers.SlugRelatedField(
+        slug_field="slug", queryset=Endpoint.objects.none(), required=False, allow_null=True
+    )
+    running = serializers.BooleanField(
+        read_only=True, default=False, help_text="Whether a turn runs now."
+    )
 
     class Meta:
         model = Conversation
-        fields = ["id", "title", "provider", "model", "endpoint", "running", "created_at", "updated_at"]
+        fields = [
+            "id",
+            "title",
+            "provider",
+            "model",
+            "endpoint",
+            "running",
+            "created_at",
+            "updated_at",
+        ]
         read_only_fields = ["id", "created_at", "updated_at"]
 
     def __init__(self, *args, **kwargs) -> None:
@@ -26,15 +41,30 @@ class ConversationSerializer(serializers.ModelSerializer):
         user = request.user if request is not None else None
         self.fields["provider"].queryset = providers_for(user)
         signed_in = user is not None and user.is_authenticated
-        self.fields["endpoint"].queryset = Endpoint.objects.filter(owner=user) if signed_in else Endpoint.objects.none()
+        self.fields["endpoint"].queryset = (
+            Endpoint.objects.filter(owner=user) if signed_in else Endpoint.objects.none()
+        )
 
 
 class MessageSerializer(serializers.ModelSerializer):
     class Meta:
         model = Message
         fields = [
-            "id", "turn", "role", "text", "reasoning", "finish_reason", "tool_calls", "tool_call_id", "tool_name",
-            "is_error", "result", "input_tokens", "output_tokens", "duration_ms", "created_at",
+            "id",
+            "turn",
+            "role",
+            "text",
+            "reasoning",
+            "finish_reason",
+            "tool_calls",
+            "tool_call_id",
+            "tool_name",
+            "is_error",
+            "result",
+            "input_tokens",
+            "output_tokens",
+            "duration_ms",
+            "created_at",
         ]
         read_only_fields = fields
 

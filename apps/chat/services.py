@@ -74,7 +74,11 @@ def create_conversation(
     if endpoint is None:
         endpoint = Endpoint.objects.filter(owner=owner, is_default=True).first()
     return Conversation.objects.create(
-        owner=owner, title=title.strip()[:200], provider=provider, model=model.strip(), endpoint=endpoint
+        owner=owner,
+        title=title.strip()[:200],
+        provider=provider,
+        model=model.strip(),
+        endpoint=endpoint,
     )
 
 
@@ -133,7 +137,9 @@ def _new_turn(conversation: Conversation, text: str) -> Turn:
     with transaction.atomic():
         # First, so a refusal (another turn runs) rolls back nothing else.
         turn = Turn.objects.create(conversation=conversation)
-        Message.objects.create(conversation=conversation, turn=turn, role=Message.Role.USER, text=text)
+        Message.objects.create(
+            conversation=conversation, turn=turn, role=Message.Role.USER, text=text
+        )
         if not conversation.title:
             conversation.title = " ".join(text.split())[:TITLE_LENGTH]
         conversation.save(update_fields=["title", "updated_at"])
@@ -197,7 +203,10 @@ def check_approval(*, conversation: Conversation, call_id: Any, allow: Any) -> T
 
 
 def event_rows(conversation_id: uuid.UUID, events: list[dict[str, Any]]) -> list[Event]:
-    return [Event(conversation_id=conversation_id, seq=e["seq"], type=e["type"], payload=e["payload"]) for e in events]
+    return [
+        Event(conversation_id=conversation_id, seq=e["seq"], type=e["type"], payload=e["payload"])
+        for e in events
+    ]
 
 
 def save_events(conversation_id: uuid.UUID, events: list[dict[str, Any]]) -> None:
@@ -205,7 +214,9 @@ def save_events(conversation_id: uuid.UUID, events: list[dict[str, Any]]) -> Non
 
 
 def next_seq(conversation_id: uuid.UUID) -> int:
-    return (Event.objects.filter(conversation_id=conversation_id).aggregate(m=Max("seq"))["m"] or 0) + 1
+    return (
+        Event.objects.filter(conversation_id=conversation_id).aggregate(m=Max("seq"))["m"] or 0
+    ) + 1
 
 
 def heartbeat(turn_id: uuid.UUID) -> bool:
@@ -217,11 +228,21 @@ def heartbeat(turn_id: uuid.UUID) -> bool:
 
 
 def finish_turn(
-    turn_id: uuid.UUID, status: str, error: str = "", *, rounds: int = 0, input_tokens: int = 0, output_tokens: int = 0
+    turn_id: uuid.UUID,
+    status: str,
+    error: str = "",
+    *,
+    rounds: int = 0,
+    input_tokens: int = 0,
+    output_tokens: int = 0,
 ) -> None:
     """The turn's end and its totals (counted by the orchestrator: a round writes no turn row)."""
     Turn.objects.filter(pk=turn_id).update(
-        status=status, error=error[:5000], finished_at=timezone.now(),
-        rounds=rounds, input_tokens=input_tokens, output_tokens=output_tokens,
+        status=status,
+        error=error[:5000],
+        finished_at=timezone.now(),
+        rounds=rounds,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
     )
     Conversation.objects.filter(turns__id=turn_id).update(updated_at=timezone.now())

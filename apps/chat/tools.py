@@ -32,7 +32,9 @@ class Toolbox:
         """The endpoint's view from the same per-process, per-version cache the gateway uses."""
         view = None
         if endpoint_id is not None:
-            view = await current(endpoint_id, await _version(endpoint_id), page_size=settings.MCPHUB_LIST_PAGE_SIZE)
+            view = await current(
+                endpoint_id, await _version(endpoint_id), page_size=settings.MCPHUB_LIST_PAGE_SIZE
+            )
         return cls(user_id, endpoint_id, view)
 
     @property
@@ -40,7 +42,11 @@ class Toolbox:
         if self.view is None:
             return []
         return [
-            ToolSpec(name=t.name, description=t.entry.get("description") or "", input_schema=t.entry.get("inputSchema") or {})
+            ToolSpec(
+                name=t.name,
+                description=t.entry.get("description") or "",
+                input_schema=t.entry.get("inputSchema") or {},
+            )
             for t in self.view.tools.values()
         ]
 
@@ -65,20 +71,38 @@ class Toolbox:
         try:
             spec = self.view.spec(exposed.server)  # type: ignore[union-attr]  # CredentialsMissing is a PoolError
             result = await with_user_token(
-                spec, self.view.owner_id,  # type: ignore[union-attr]
-                lambda s: get_pool().call_tool(s, exposed.backend_name, call.arguments, timeout=s.timeout, raw=True),
+                spec,
+                self.view.owner_id,  # type: ignore[union-attr]
+                lambda s: get_pool().call_tool(
+                    s, exposed.backend_name, call.arguments, timeout=s.timeout, raw=True
+                ),
             )
         except asyncio.CancelledError:
             self._log(exposed, call, started, clock, "Cancelled by the user")
             raise
         except (MCPError, PoolError) as exc:
             result = error_result(f"Tool {exposed.name} failed: {exc.message}")
-        self._log(exposed, call, started, clock, calllog.error_text(result) if result.get("isError") else "")
+        self._log(
+            exposed,
+            call,
+            started,
+            clock,
+            calllog.error_text(result) if result.get("isError") else "",
+        )
         return result
 
-    def _log(self, exposed: Exposed, call: ToolCall, started: float, clock: float, error: str) -> None:
+    def _log(
+        self, exposed: Exposed, call: ToolCall, started: float, clock: float, error: str
+    ) -> None:
         calllog.record(
-            self.user_id, self.endpoint_id, exposed, started, clock, ok=not error, error=error, arguments=call.arguments
+            self.user_id,
+            self.endpoint_id,
+            exposed,
+            started,
+            clock,
+            ok=not error,
+            error=error,
+            arguments=call.arguments,
         )
 
 
@@ -103,9 +127,13 @@ def result_text(result: dict[str, Any], limit: int) -> str:
         if item.get("type") == "text":
             parts.append(str(item.get("text", "")))
         elif item.get("type") == "resource" and isinstance(item.get("resource"), dict):
-            parts.append(str(item["resource"].get("text") or f"[resource {item['resource'].get('uri', '')}]"))
+            parts.append(
+                str(item["resource"].get("text") or f"[resource {item['resource'].get('uri', '')}]")
+            )
         else:
-            parts.append(f"[{item.get('type', 'content')} {item.get('mimeType', '')}]".replace(" ]", "]"))
+            parts.append(
+                f"[{item.get('type', 'content')} {item.get('mimeType', '')}]".replace(" ]", "]")
+            )
     if not parts and result.get("structuredContent") is not None:
         parts.append(json.dumps(result["structuredContent"]))
     text = "\n".join(parts)

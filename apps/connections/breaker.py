@@ -66,8 +66,12 @@ class Breaker:
         self.failures += 1
         self.last_error = error
         outage = now - self._first_failure_at
-        wait = min(max(self.policy.retry_min, outage * self.policy.retry_ratio), self.policy.retry_max)
-        self._retry_at = max((began if began is not None else now) + wait, now + self.policy.retry_min)
+        wait = min(
+            max(self.policy.retry_min, outage * self.policy.retry_ratio), self.policy.retry_max
+        )
+        self._retry_at = max(
+            (began if began is not None else now) + wait, now + self.policy.retry_min
+        )
 
     def record_success(self) -> None:
         self.failures = 0

@@ -48,7 +48,9 @@ class PoolWorkerThread:
         from apps.connections.worker import DEFAULT_PREFIX, PoolWorker
 
         prefix = self.options.get("redis_prefix", DEFAULT_PREFIX)
-        self.worker = PoolWorker(self.redis_url, options=PoolOptions.from_mapping(self.options), prefix=prefix)
+        self.worker = PoolWorker(
+            self.redis_url, options=PoolOptions.from_mapping(self.options), prefix=prefix
+        )
         self._ready.set()
         try:
             self._loop.run_until_complete(self.worker.run())

@@ -37,7 +37,9 @@ def build_pool(redis_url: str | None, options: Mapping[str, Any]) -> AnyPool:
             prefix=options.get("redis_prefix", DEFAULT_PREFIX),
             default_timeout=float(options.get("default_timeout", 60.0)),
         )
-    return Pool(PoolOptions.from_mapping(options), on_notification=_hook(options.get("on_notification")))
+    return Pool(
+        PoolOptions.from_mapping(options), on_notification=_hook(options.get("on_notification"))
+    )
 
 
 def _hook(path: str | None) -> Any:

@@ -14,7 +14,9 @@ MAX_PAGES = 1000
 T = TypeVar("T")
 
 
-async def collect_pages(fetch: Callable[[str | None], Awaitable[Any]], items: Callable[[Any], list[T]]) -> list[T]:
+async def collect_pages(
+    fetch: Callable[[str | None], Awaitable[Any]], items: Callable[[Any], list[T]]
+) -> list[T]:
     """Follow `next_cursor` until the server stops giving one (or repeats one)."""
     collected: list[T] = []
     cursor: str | None = None
@@ -30,7 +32,11 @@ async def collect_pages(fetch: Callable[[str | None], Awaitable[Any]], items: Ca
 
 
 def _dump(model: Any) -> Any:
-    return model.model_dump(by_alias=True, mode="json", exclude_none=True) if model is not None else None
+    return (
+        model.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if model is not None
+        else None
+    )
 
 
 @dataclass
@@ -76,6 +82,8 @@ class Discovery:
             capabilities=opt(types.ServerCapabilities, data.get("capabilities")),
             tools=[types.Tool.model_validate(t) for t in data.get("tools", ())],
             resources=[types.Resource.model_validate(r) for r in data.get("resources", ())],
-            resource_templates=[types.ResourceTemplate.model_validate(t) for t in data.get("resource_templates", ())],
+            resource_templates=[
+                types.ResourceTemplate.model_validate(t) for t in data.get("resource_templates", ())
+            ],
             prompts=[types.Prompt.model_validate(p) for p in data.get("prompts", ())],
         )

@@ -43,5 +43,6 @@ class CallTimeout(PoolError, TimeoutError):
 
 
 ERROR_KINDS: dict[str, type[PoolError]] = {
-    cls.kind: cls for cls in (PoolError, ServerUnavailable, ServerStartFailed, ServerCrashed, CallTimeout)
+    cls.kind: cls
+    for cls in (PoolError, ServerUnavailable, ServerStartFailed, ServerCrashed, CallTimeout)
 }

@@ -21,8 +21,12 @@ from typing import Any
 
 import mcp_types as types
 
-SamplingFn = Callable[[types.CreateMessageRequestParams], Awaitable["types.CreateMessageResult | types.ErrorData"]]
-ElicitationFn = Callable[[types.ElicitRequestParams], Awaitable["types.ElicitResult | types.ErrorData"]]
+SamplingFn = Callable[
+    [types.CreateMessageRequestParams], Awaitable["types.CreateMessageResult | types.ErrorData"]
+]
+ElicitationFn = Callable[
+    [types.ElicitRequestParams], Awaitable["types.ElicitResult | types.ErrorData"]
+]
 ListRootsFn = Callable[[], Awaitable["types.ListRootsResult | types.ErrorData"]]
 NotificationHook = Callable[[str, types.ServerNotification], Awaitable[None]]
 ProgressFn = Callable[[float, "float | None", "str | None"], Awaitable[None]]

@@ -47,7 +47,9 @@ class PoolOptions:
     idle_timeout: float = 600.0
     default_timeout: float = 60.0
     connect_timeout: float = 30.0
-    retry_wait: float = 0.5  # after a failed start, how long a call waits for the retry before failing fast
+    retry_wait: float = (
+        0.5  # after a failed start, how long a call waits for the retry before failing fast
+    )
     probe_timeout: float = 5.0
     shutdown_grace: float = 2.0
     drain_timeout: float = 120.0
@@ -109,7 +111,9 @@ class Pool:
         self.options = options or PoolOptions()
         self.on_notification = on_notification
         self._servers: dict[str, _Server] = {}  # by pool key (`ServerSpec.key`)
-        self._inflight: dict[str, int] = {}  # by server name: every partition counts against one cap
+        self._inflight: dict[
+            str, int
+        ] = {}  # by server name: every partition counts against one cap
         self._retired: set[Connection] = set()
         self._start_gate = asyncio.Semaphore(self.options.start_concurrency)
         self._starting = 0
@@ -148,34 +152,59 @@ class Pool:
                 c, name, args, progress_callback, meta
             )
         else:
-            fn = lambda c: c.call_tool(name, args, progress_callback=progress_callback, meta=_meta(meta))  # noqa: E731
+            fn = lambda c: c.call_tool(  # noqa: E731
+                name, args, progress_callback=progress_callback, meta=_meta(meta)
+            )
         return await self._run(spec, fn, timeout, relay, what="tools/call", target=name)
 
-    async def list_tools(self, spec: ServerSpec, *, timeout: float | None = None) -> list[types.Tool]:
-        return await self._run(spec, lambda c: collect_pages(lambda cur: c.list_tools(cursor=cur), _tools), timeout)
+    async def list_tools(
+        self, spec: ServerSpec, *, timeout: float | None = None
+    ) -> list[types.Tool]:
+        return await self._run(
+            spec, lambda c: collect_pages(lambda cur: c.list_tools(cursor=cur), _tools), timeout
+        )
 
-    async def list_resources(self, spec: ServerSpec, *, timeout: float | None = None) -> list[types.Resource]:
+    async def list_resources(
+        self, spec: ServerSpec, *, timeout: float | None = None
+    ) -> list[types.Resource]:
         fetch = lambda c: collect_pages(lambda cur: c.list_resources(cursor=cur), _resources)  # noqa: E731
         return await self._run(spec, fetch, timeout)
 
     async def list_resource_templates(
         self, spec: ServerSpec, *, timeout: float | None = None
     ) -> list[types.ResourceTemplate]:
-        fetch = lambda c: collect_pages(lambda cur: c.list_resource_templates(cursor=cur), _templates)  # noqa: E731
+        fetch = lambda c: collect_pages(  # noqa: E731
+            lambda cur: c.list_resource_templates(cursor=cur), _templates
+        )
         return await self._run(spec, fetch, timeout)
 
-    async def list_prompts(self, spec: ServerSpec, *, timeout: float | None = None) -> list[types.Prompt]:
-        return await self._run(spec, lambda c: collect_pages(lambda cur: c.list_prompts(cursor=cur), _prompts), timeout)
+    async def list_prompts(
+        self, spec: ServerSpec, *, timeout: float | None = None
+    ) -> list[types.Prompt]:
+        return await self._run(
+            spec, lambda c: collect_pages(lambda cur: c.list_prompts(cursor=cur), _prompts), timeout
+        )
 
     async def read_resource(
-        self, spec: ServerSpec, uri: str, *, timeout: float | None = None, relay: Relay | None = None
+        self,
+        spec: ServerSpec,
+        uri: str,
+        *,
+        timeout: float | None = None,
+        relay: Relay | None = None,
     ) -> types.ReadResourceResult:
-        return await self._run(spec, lambda c: c.read_resource(uri), timeout, relay, what=f"resources/read {uri}")
+        return await self._run(
+            spec, lambda c: c.read_resource(uri), timeout, relay, what=f"resources/read {uri}"
+        )
 
-    async def subscribe_resource(self, spec: ServerSpec, uri: str, *, timeout: float | None = None) -> None:
+    async def subscribe_resource(
+        self, spec: ServerSpec, uri: str, *, timeout: float | None = None
+    ) -> None:
         """Ask the backend for `notifications/resources/updated` about `uri` (they reach `on_notification`).
         A restarted backend has forgotten it: subscribe again after a restart."""
-        await self._run(spec, lambda c: c.subscribe_resource(uri), timeout, what=f"resources/subscribe {uri}")
+        await self._run(
+            spec, lambda c: c.subscribe_resource(uri), timeout, what=f"resources/subscribe {uri}"
+        )
 
     async def get_prompt(
         self,
@@ -187,7 +216,9 @@ class Pool:
         relay: Relay | None = None,
     ) -> types.GetPromptResult:
         args = dict(arguments) if arguments is not None else None
-        return await self._run(spec, lambda c: c.get_prompt(name, args), timeout, relay, what=f"prompts/get {name}")
+        return await self._run(
+            spec, lambda c: c.get_prompt(name, args), timeout, relay, what=f"prompts/get {name}"
+        )
 
     async def complete(
         self,
@@ -216,7 +247,11 @@ class Pool:
 
     async def close(self, name: str) -> None:
         """Close one pool key's connection; a plain server name closes its per-user ones too."""
-        keys = [k for k in self._servers if k == name or (name == server_of(name) and server_of(k) == name)]
+        keys = [
+            k
+            for k in self._servers
+            if k == name or (name == server_of(name) and server_of(k) == name)
+        ]
         for key in keys:
             server = self._servers[key]
             if server.conn is not None:
@@ -301,11 +336,15 @@ class Pool:
             result = await conn.request(fn, limit, relay)
         except TimeoutError:
             conn.probe_soon(min(self.options.probe_timeout, limit))
-            raise CallTimeout(spec.name, f"server {spec.name!r}: {what} timed out after {limit:g}s") from None
+            raise CallTimeout(
+                spec.name, f"server {spec.name!r}: {what} timed out after {limit:g}s"
+            ) from None
         except MCPError as exc:
             if conn.child.session_expired:
                 # Every request on a session the server forgot was refused (404), none ran.
-                conn.fail("the server no longer knows our session (HTTP 404): it restarted or expired it")
+                conn.fail(
+                    "the server no longer knows our session (HTTP 404): it restarted or expired it"
+                )
                 if retry:
                     raise _SessionExpired() from None
             if exc.code == types.CONNECTION_CLOSED:
@@ -327,7 +366,9 @@ class Pool:
             conn.fail("connection closed")
             reason = "connection closed"
         tail = server.stderr.summary()
-        message = f"server {server.name!r} crashed during {what}: {reason}" + (f"; stderr: {tail}" if tail else "")
+        message = f"server {server.name!r} crashed during {what}: {reason}" + (
+            f"; stderr: {tail}" if tail else ""
+        )
         return ServerCrashed(server.name, message)
 
     async def _connection(self, spec: ServerSpec, server: _Server) -> Connection:
@@ -341,7 +382,9 @@ class Pool:
 
     async def _connect(self, spec: ServerSpec, server: _Server) -> Connection:
         if self._closed:
-            raise ServerUnavailable(spec.name, f"server {spec.name!r} is unavailable: the pool is closed")
+            raise ServerUnavailable(
+                spec.name, f"server {spec.name!r} is unavailable: the pool is closed"
+            )
         async with server.lock:
             self._replace_stale(spec, server)
             if server.conn is None and server.starter is None:
@@ -353,10 +396,14 @@ class Pool:
             await self._await_start(starter, previous)
         conn = server.conn
         if conn is None or not conn.usable:
-            raise ServerUnavailable(spec.name, f"server {spec.name!r} is unavailable: its connection closed at start")
+            raise ServerUnavailable(
+                spec.name, f"server {spec.name!r} is unavailable: its connection closed at start"
+            )
         return conn
 
-    async def _await_start(self, starter: asyncio.Task[Connection], previous: PoolError | None) -> None:
+    async def _await_start(
+        self, starter: asyncio.Task[Connection], previous: PoolError | None
+    ) -> None:
         """Wait for the shared start; after a failed one, only briefly (it may hang again)."""
         if previous is None:
             await asyncio.shield(starter)
@@ -432,20 +479,30 @@ class Pool:
         live = [s.conn for s in self._servers.values() if s.conn is not None]
         if len(live) < self.options.max_sessions:
             return
-        idle = sorted((c for c in live if c.inflight == 0 and not c.starting), key=lambda c: c.last_used)
+        idle = sorted(
+            (c for c in live if c.inflight == 0 and not c.starting), key=lambda c: c.last_used
+        )
         if not idle:
-            raise ServerUnavailable("", f"pool is full ({self.options.max_sessions} sessions, all busy)")
+            raise ServerUnavailable(
+                "", f"pool is full ({self.options.max_sessions} sessions, all busy)"
+            )
         await self._close_connection(idle[0])
 
     async def _make_partition_room(self, spec: ServerSpec) -> None:
         """Per-user connections of one server are capped too: the least recently used idle one goes."""
         live = [
-            s.conn for key, s in self._servers.items()
-            if s.conn is not None and key != spec.key and server_of(key) == spec.name and s.conn.spec.partition
+            s.conn
+            for key, s in self._servers.items()
+            if s.conn is not None
+            and key != spec.key
+            and server_of(key) == spec.name
+            and s.conn.spec.partition
         ]
         if len(live) < self.options.max_partitions_per_server:
             return
-        idle = sorted((c for c in live if c.inflight == 0 and not c.starting), key=lambda c: c.last_used)
+        idle = sorted(
+            (c for c in live if c.inflight == 0 and not c.starting), key=lambda c: c.last_used
+        )
         if not idle:
             raise ServerUnavailable(
                 spec.name,
@@ -470,7 +527,9 @@ class Pool:
 
     def _ensure_reaper(self) -> None:
         if self._reaper is None or self._reaper.done():
-            self._reaper = asyncio.get_running_loop().create_task(self._reap_idle(), name="mcp-pool-reaper")
+            self._reaper = asyncio.get_running_loop().create_task(
+                self._reap_idle(), name="mcp-pool-reaper"
+            )
 
     async def _reap_idle(self) -> None:
         interval = max(0.05, min(self.options.idle_timeout / 2, 30.0))
@@ -478,14 +537,24 @@ class Pool:
             await asyncio.sleep(interval)
             deadline = time.monotonic() - self.options.idle_timeout
             idle = [s.conn for s in self._servers.values() if _is_idle(s.conn, deadline)]
-            await asyncio.gather(*(self._close_connection(c) for c in idle if c is not None), return_exceptions=True)
+            await asyncio.gather(
+                *(self._close_connection(c) for c in idle if c is not None), return_exceptions=True
+            )
             self._forget_idle_partitions()
 
     def _forget_idle_partitions(self) -> None:
         # One entry per user who ever called a shared server would pile up: drop the quiet ones.
         for key, server in list(self._servers.items()):
-            quiet = time.monotonic() - server.last_failure_at > self.options.idle_timeout  # keep a failing one's backoff
-            if key != server.name and server.conn is None and server.starter is None and server.inflight == 0 and quiet:
+            quiet = (
+                time.monotonic() - server.last_failure_at > self.options.idle_timeout
+            )  # keep a failing one's backoff
+            if (
+                key != server.name
+                and server.conn is None
+                and server.starter is None
+                and server.inflight == 0
+                and quiet
+            ):
                 del self._servers[key]
 
     def _live_connections(self) -> list[Connection]:
@@ -530,7 +599,12 @@ class _ServerListener:
         repeated = self.server.breaker.failures > 0 and reason == self.server.breaker.last_error
         self.server.breaker.record_failure(reason, began=conn.launched_at if failed_start else None)
         self.server.stderr.append(f"{MARKER} connection to {self.server.name!r} failed: {reason}")
-        logger.log(logging.DEBUG if repeated else logging.WARNING, "server %r failed: %s", self.server.name, reason)
+        logger.log(
+            logging.DEBUG if repeated else logging.WARNING,
+            "server %r failed: %s",
+            self.server.name,
+            reason,
+        )
 
     def connection_closed(self, conn: Connection) -> None:
         self.pool._retired.discard(conn)
@@ -591,13 +665,17 @@ async def _discover(spec: ServerSpec, client: Client) -> Discovery:
         found.tools = await _optional(lambda cur: client.list_tools(cursor=cur), _tools)
     if caps is None or caps.resources is not None:
         found.resources = await _optional(lambda cur: client.list_resources(cursor=cur), _resources)
-        found.resource_templates = await _optional(lambda cur: client.list_resource_templates(cursor=cur), _templates)
+        found.resource_templates = await _optional(
+            lambda cur: client.list_resource_templates(cursor=cur), _templates
+        )
     if caps is None or caps.prompts is not None:
         found.prompts = await _optional(lambda cur: client.list_prompts(cursor=cur), _prompts)
     return found
 
 
-async def _optional(fetch: Callable[[str | None], Awaitable[Any]], items: Callable[[Any], list[T]]) -> list[T]:
+async def _optional(
+    fetch: Callable[[str | None], Awaitable[Any]], items: Callable[[Any], list[T]]
+) -> list[T]:
     """A list the server advertises but does not implement (common for templates) is empty."""
     try:
         return await collect_pages(fetch, items)

@@ -64,7 +64,16 @@ _NO_CODEC: Any = object()
 
 
 class _Pending:
-    __slots__ = ("future", "worker", "payload", "server", "progress", "relay", "progress_seen", "tail")
+    __slots__ = (
+        "future",
+        "worker",
+        "payload",
+        "server",
+        "progress",
+        "relay",
+        "progress_seen",
+        "tail",
+    )
 
     def __init__(
         self,
@@ -102,7 +111,9 @@ class RemotePool:
         self.prefix = prefix
         self.on_notification = on_notification
         self.default_timeout = default_timeout
-        self.dispatch_margin = dispatch_margin  # extra wait for the worker's own timeout error to arrive
+        self.dispatch_margin = (
+            dispatch_margin  # extra wait for the worker's own timeout error to arrive
+        )
         self.codec = default_codec() if codec is _NO_CODEC else codec
         self.client_id = uuid.uuid4().hex[:12]
         self.reply_channel = f"{prefix}:reply:{self.client_id}"
@@ -144,13 +155,19 @@ class RemotePool:
         args = {"name": name, "arguments": dict(arguments) if arguments is not None else None}
         if meta is not None:
             args["meta"] = dict(meta)
-        reply = await self._call(spec, "call_tool", args, timeout, progress_callback, relay, raw=True)
+        reply = await self._call(
+            spec, "call_tool", args, timeout, progress_callback, relay, raw=True
+        )
         return reply if raw else types.CallToolResult.model_validate(reply)
 
-    async def list_tools(self, spec: ServerSpec, *, timeout: float | None = None) -> list[types.Tool]:
+    async def list_tools(
+        self, spec: ServerSpec, *, timeout: float | None = None
+    ) -> list[types.Tool]:
         return await self._call(spec, "list_tools", {}, timeout)
 
-    async def list_resources(self, spec: ServerSpec, *, timeout: float | None = None) -> list[types.Resource]:
+    async def list_resources(
+        self, spec: ServerSpec, *, timeout: float | None = None
+    ) -> list[types.Resource]:
         return await self._call(spec, "list_resources", {}, timeout)
 
     async def list_resource_templates(
@@ -158,15 +175,24 @@ class RemotePool:
     ) -> list[types.ResourceTemplate]:
         return await self._call(spec, "list_resource_templates", {}, timeout)
 
-    async def list_prompts(self, spec: ServerSpec, *, timeout: float | None = None) -> list[types.Prompt]:
+    async def list_prompts(
+        self, spec: ServerSpec, *, timeout: float | None = None
+    ) -> list[types.Prompt]:
         return await self._call(spec, "list_prompts", {}, timeout)
 
     async def read_resource(
-        self, spec: ServerSpec, uri: str, *, timeout: float | None = None, relay: Relay | None = None
+        self,
+        spec: ServerSpec,
+        uri: str,
+        *,
+        timeout: float | None = None,
+        relay: Relay | None = None,
     ) -> types.ReadResourceResult:
         return await self._call(spec, "read_resource", {"uri": uri}, timeout, relay=relay)
 
-    async def subscribe_resource(self, spec: ServerSpec, uri: str, *, timeout: float | None = None) -> None:
+    async def subscribe_resource(
+        self, spec: ServerSpec, uri: str, *, timeout: float | None = None
+    ) -> None:
         await self._call(spec, "subscribe_resource", {"uri": uri}, timeout)
 
     async def get_prompt(
@@ -190,7 +216,11 @@ class RemotePool:
         *,
         timeout: float | None = None,
     ) -> types.CompleteResult:
-        args = {"ref": dump_model(ref), "argument": dict(argument), "context_arguments": context_arguments}
+        args = {
+            "ref": dump_model(ref),
+            "argument": dict(argument),
+            "context_arguments": context_arguments,
+        }
         return await self._call(spec, "complete", args, timeout)
 
     async def ping(self, spec: ServerSpec, *, timeout: float | None = None) -> float:
@@ -208,8 +238,13 @@ class RemotePool:
     async def stats(self) -> dict[str, Any]:
         """Every live worker's pool stats, keyed by worker id."""
         workers = await self._live_workers(refresh=True)
-        replies = await asyncio.gather(*(self._send(w, "stats", {}, 10.0) for w in workers), return_exceptions=True)
-        return {w: (r if not isinstance(r, BaseException) else {"error": str(r)}) for w, r in zip(workers, replies)}
+        replies = await asyncio.gather(
+            *(self._send(w, "stats", {}, 10.0) for w in workers), return_exceptions=True
+        )
+        return {
+            w: (r if not isinstance(r, BaseException) else {"error": str(r)})
+            for w, r in zip(workers, replies)
+        }
 
     async def aclose(self) -> None:
         tasks = [t for t in [self._subscriber, *self._background] if t is not None]
@@ -250,15 +285,21 @@ class RemotePool:
                 self._attach_spec(body, spec)
             try:
                 try:
-                    result = await self._send(worker, op, body, limit, progress, relay, server=spec.name, raw=raw)
+                    result = await self._send(
+                        worker, op, body, limit, progress, relay, server=spec.name, raw=raw
+                    )
                 except _ResendSpec:
                     self._attach_spec(body, spec)
-                    result = await self._send(worker, op, body, limit, progress, relay, server=spec.name, raw=raw)
+                    result = await self._send(
+                        worker, op, body, limit, progress, relay, server=spec.name, raw=raw
+                    )
             except _Moved:
                 continue  # the call never ran: the next live worker takes it
             self._specs_sent.add(sent_key)
             return result
-        raise ServerUnavailable(spec.name, f"server {spec.name!r} is unavailable: pool workers kept stopping")
+        raise ServerUnavailable(
+            spec.name, f"server {spec.name!r} is unavailable: pool workers kept stopping"
+        )
 
     def _attach_spec(self, body: dict[str, Any], spec: ServerSpec) -> None:
         # The full spec carries decrypted secrets: on the wire it is encrypted when a codec is set.
@@ -271,7 +312,9 @@ class RemotePool:
         for _ in range(_MAX_MOVES):
             worker = await self._route(server_of(name))  # `name#partition` lives where `name` does
             try:
-                return await self._send(worker, op, {"op": op, "a": {"name": name}}, 30.0, server=name)
+                return await self._send(
+                    worker, op, {"op": op, "a": {"name": name}}, 30.0, server=name
+                )
             except _Moved:
                 continue
         raise ServerUnavailable(name, f"server {name!r} is unavailable: pool workers kept stopping")
@@ -288,11 +331,17 @@ class RemotePool:
         server: str = "",
         raw: bool = False,
     ) -> Any:
-        if self._subscribed is None or not self._subscribed.done() or self._subscribed.exception() is not None:
+        if (
+            self._subscribed is None
+            or not self._subscribed.done()
+            or self._subscribed.exception() is not None
+        ):
             await self._ensure_subscribed()
         if not self._listening:
             # A reply published while we resubscribe reaches nobody: the caller would wait out its timeout.
-            raise ServerUnavailable(server, f"server {server!r} is unavailable: {_REDIS_DOWN} (reconnecting)")
+            raise ServerUnavailable(
+                server, f"server {server!r} is unavailable: {_REDIS_DOWN} (reconnecting)"
+            )
         request_id = f"{self.client_id}:{next(self._ids)}"
         body["t"] = "call"
         body["op"] = op
@@ -300,13 +349,17 @@ class RemotePool:
         body["r"] = self.reply_channel
         future = asyncio.get_running_loop().create_future()
         payload = dumps(body)
-        pending = self._pending[request_id] = _Pending(future, worker, payload, server, progress, relay)
+        pending = self._pending[request_id] = _Pending(
+            future, worker, payload, server, progress, relay
+        )
         self._ensure_watch()
         try:
             try:
                 await self._redis.call("RPUSH", inbox_key(self.prefix, worker), payload)
             except OSError as exc:
-                raise ServerUnavailable(server, f"server {server!r} is unavailable: {_REDIS_DOWN} ({exc})") from None
+                raise ServerUnavailable(
+                    server, f"server {server!r} is unavailable: {_REDIS_DOWN} ({exc})"
+                ) from None
             reply = await self._await_reply(future, worker, request_id, limit, server)
             if pending.tail is not None and not pending.tail.done():
                 # Log lines the worker sent before the result reach the caller before it too.
@@ -326,16 +379,25 @@ class RemotePool:
         return codec.load(reply["ok"])
 
     async def _await_reply(
-        self, future: asyncio.Future[dict[str, Any]], worker: str, request_id: str, limit: float, server: str
+        self,
+        future: asyncio.Future[dict[str, Any]],
+        worker: str,
+        request_id: str,
+        limit: float,
+        server: str,
     ) -> dict[str, Any]:
         try:
             async with asyncio.timeout(limit + self.dispatch_margin):
                 return await future
         except TimeoutError:
             self._send_cancel(worker, request_id)
-            raise CallTimeout(server, f"server {server!r}: no reply from pool worker {worker} within {limit:g}s")
+            raise CallTimeout(
+                server, f"server {server!r}: no reply from pool worker {worker} within {limit:g}s"
+            )
         except asyncio.CancelledError:
-            self._send_cancel(worker, request_id)  # lets the worker send notifications/cancelled to the backend
+            self._send_cancel(
+                worker, request_id
+            )  # lets the worker send notifications/cancelled to the backend
             raise
 
     def _send_cancel(self, worker: str, request_id: str) -> None:
@@ -360,7 +422,9 @@ class RemotePool:
             return worker
         workers = self._workers or await self._live_workers(refresh=True)
         if not workers:
-            raise ServerUnavailable(server, f"server {server!r} is unavailable: no pool workers are running")
+            raise ServerUnavailable(
+                server, f"server {server!r} is unavailable: no pool workers are running"
+            )
         worker = self._routes[server] = max(workers, key=lambda w: _affinity(w, server))
         return worker
 
@@ -399,13 +463,20 @@ class RemotePool:
             try:
                 await self._live_workers(refresh=True)
                 present = await self._redis.call(
-                    "ZRANGEBYSCORE", workers_key(self.prefix), time.time() - WORKER_LOST_SECONDS, "+inf"
+                    "ZRANGEBYSCORE",
+                    workers_key(self.prefix),
+                    time.time() - WORKER_LOST_SECONDS,
+                    "+inf",
                 )
             except OSError:
                 continue  # Redis itself is away: the calls' own timeouts apply
             present = {_text(w) for w in present}
             for request_id, pending in list(self._pending.items()):
-                if pending.worker not in present and request_id not in rescuing and not pending.future.done():
+                if (
+                    pending.worker not in present
+                    and request_id not in rescuing
+                    and not pending.future.done()
+                ):
                     rescuing.add(request_id)
                     self._spawn(self._rescue(request_id, pending)).add_done_callback(
                         lambda _, r=request_id: rescuing.discard(r)
@@ -413,9 +484,15 @@ class RemotePool:
 
     async def _rescue(self, request_id: str, pending: _Pending) -> None:
         """Take the call back if the dead worker never read it (then it runs elsewhere); else fail it."""
-        taken = await self._redis.call("LREM", inbox_key(self.prefix, pending.worker), 1, pending.payload)
+        taken = await self._redis.call(
+            "LREM", inbox_key(self.prefix, pending.worker), 1, pending.payload
+        )
         if taken:
-            error = {"kind": HANDBACK, "server": "", "message": f"pool worker {pending.worker} is gone"}
+            error = {
+                "kind": HANDBACK,
+                "server": "",
+                "message": f"pool worker {pending.worker} is gone",
+            }
         else:
             # A worker that stopped in order answers what it read (a result, or the call handed
             # back) before it leaves: give that answer a moment to arrive before calling it lost.
@@ -442,10 +519,14 @@ class RemotePool:
     async def _subscribe_forever(self) -> None:
         """Hold the reply subscription; resubscribe when the connection drops."""
         assert self._subscribed is not None
-        channels = [self.reply_channel] + ([events_channel(self.prefix)] if self.on_notification else [])
+        channels = [self.reply_channel] + (
+            [events_channel(self.prefix)] if self.on_notification else []
+        )
         while True:
             try:
-                conn = self._sub_conn = await RespConnection.open(self.redis_url, on_push=self._on_push)
+                conn = self._sub_conn = await RespConnection.open(
+                    self.redis_url, on_push=self._on_push
+                )
                 await conn.subscribe(*channels)
             except (OSError, TimeoutError) as exc:
                 if not self._subscribed.done():
@@ -489,7 +570,9 @@ class RemotePool:
             if log is not None:
                 pending.tail = self._spawn(_deliver_after(pending.tail, log, data["p"]))
         elif kind == "prog" and pending.progress is not None and data["k"] > pending.progress_seen:
-            pending.progress_seen = data["k"]  # an overtaken, older update is dropped: progress only grows
+            pending.progress_seen = data[
+                "k"
+            ]  # an overtaken, older update is dropped: progress only grows
             self._spawn(pending.progress(*data["p"]))
         elif kind == "sreq":
             self._spawn(self._answer_server_request(pending, data))
@@ -508,10 +591,18 @@ class RemotePool:
             if handler is None:
                 raise PoolError("", f"no client is attached to answer {data['m']}")
             answer = await (handler(params) if params is not None else handler())
-            body = {"err": dump_model(answer)} if isinstance(answer, types.ErrorData) else {"ok": dump_any(answer)}
-        except Exception as exc:  # boundary: the backend gets an error reply instead of waiting forever
+            body = (
+                {"err": dump_model(answer)}
+                if isinstance(answer, types.ErrorData)
+                else {"ok": dump_any(answer)}
+            )
+        except (
+            Exception
+        ) as exc:  # boundary: the backend gets an error reply instead of waiting forever
             body = {"err": {"code": types.INTERNAL_ERROR, "message": encode_error(exc)["message"]}}
-        await self._push(pending.worker, {"t": "sres", "id": data["id"], "rid": data["rid"], **body})
+        await self._push(
+            pending.worker, {"t": "sres", "id": data["id"], "rid": data["rid"], **body}
+        )
 
 
 class _ResendSpec(Exception):
@@ -526,7 +617,9 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-async def _deliver_after(previous: asyncio.Future[None] | None, log: Any, params: dict[str, Any]) -> None:
+async def _deliver_after(
+    previous: asyncio.Future[None] | None, log: Any, params: dict[str, Any]
+) -> None:
     if previous is not None:
         await asyncio.wait({previous})
     try:
@@ -537,4 +630,6 @@ async def _deliver_after(previous: asyncio.Future[None] | None, log: Any, params
 
 def _affinity(worker: str, server: str) -> int:
     # Rendezvous hashing: every web process picks the same worker for a server without coordination.
-    return int.from_bytes(hashlib.blake2b(f"{worker}\0{server}".encode(), digest_size=8).digest(), "big")
+    return int.from_bytes(
+        hashlib.blake2b(f"{worker}\0{server}".encode(), digest_size=8).digest(), "big"
+    )

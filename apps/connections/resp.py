@@ -77,17 +77,46 @@ _CERT_REQS = {"none": ssl.CERT_NONE, "optional": ssl.CERT_OPTIONAL, "required": 
 # Error replies of a Redis that cannot serve now: loading after a restart, a replica after a
 # fail-over, refused credentials, no permission for the command, out of memory, ...
 _UNAVAILABLE = frozenset(
-    {"LOADING", "READONLY", "MASTERDOWN", "NOAUTH", "WRONGPASS", "NOPERM", "MISCONF", "OOM", "BUSY", "TRYAGAIN", "CLUSTERDOWN"}
+    {
+        "LOADING",
+        "READONLY",
+        "MASTERDOWN",
+        "NOAUTH",
+        "WRONGPASS",
+        "NOPERM",
+        "MISCONF",
+        "OOM",
+        "BUSY",
+        "TRYAGAIN",
+        "CLUSTERDOWN",
+    }
 )
 _DROP_CONNECTION = frozenset({"READONLY", "MASTERDOWN"})  # a reconnect may reach the new primary
 # redis-py URL options that mean nothing to this client (it has its own timeouts): accepted, ignored.
 _IGNORED_OPTIONS = frozenset(
     {
-        "socket_timeout", "socket_connect_timeout", "socket_keepalive", "socket_read_size", "retry_on_timeout",
-        "max_connections", "health_check_interval", "timeout", "protocol", "client_name",
+        "socket_timeout",
+        "socket_connect_timeout",
+        "socket_keepalive",
+        "socket_read_size",
+        "retry_on_timeout",
+        "max_connections",
+        "health_check_interval",
+        "timeout",
+        "protocol",
+        "client_name",
     }
 )
-_TLS_OPTIONS = frozenset({"ssl_cert_reqs", "ssl_ca_certs", "ssl_ca_path", "ssl_certfile", "ssl_keyfile", "ssl_check_hostname"})
+_TLS_OPTIONS = frozenset(
+    {
+        "ssl_cert_reqs",
+        "ssl_ca_certs",
+        "ssl_ca_path",
+        "ssl_certfile",
+        "ssl_keyfile",
+        "ssl_check_hostname",
+    }
+)
 # TCP keepalive: an idle connection to a vanished host (a subscriber after a fail-over) is
 # noticed in ~25 s instead of the kernel's default two hours.
 _KEEPALIVE = (("TCP_KEEPIDLE", 10), ("TCP_KEEPINTVL", 5), ("TCP_KEEPCNT", 3))
@@ -130,9 +159,14 @@ class Address:
         """Parse a Redis URL as redis-py does; a bad or unsupported option raises ValueError."""
         parts = urlparse(url)
         if parts.scheme not in ("redis", "rediss", "unix"):
-            raise ValueError(f"unsupported Redis URL scheme {parts.scheme!r} (redis://, rediss:// or unix://)")
+            raise ValueError(
+                f"unsupported Redis URL scheme {parts.scheme!r} (redis://, rediss:// or unix://)"
+            )
         options = {name: values[-1] for name, values in parse_qs(parts.query).items()}
-        fields: dict[str, Any] = {"username": _unquote(parts.username), "password": _unquote(parts.password)}
+        fields: dict[str, Any] = {
+            "username": _unquote(parts.username),
+            "password": _unquote(parts.password),
+        }
         try:
             fields["db"] = int(options.pop("db", 0))
             if parts.scheme == "unix":
@@ -166,10 +200,14 @@ class Address:
 def _tls_fields(options: dict[str, str]) -> dict[str, Any]:
     cert_reqs = options.get("ssl_cert_reqs", "required").lower().removeprefix("cert_")
     if cert_reqs not in _CERT_REQS:
-        raise ValueError(f"ssl_cert_reqs must be required, optional or none, not {options['ssl_cert_reqs']!r}")
+        raise ValueError(
+            f"ssl_cert_reqs must be required, optional or none, not {options['ssl_cert_reqs']!r}"
+        )
     check_hostname = options.get("ssl_check_hostname", "true").lower()
     if check_hostname not in ("true", "false", "1", "0", "yes", "no"):
-        raise ValueError(f"ssl_check_hostname must be true or false, not {options['ssl_check_hostname']!r}")
+        raise ValueError(
+            f"ssl_check_hostname must be true or false, not {options['ssl_check_hostname']!r}"
+        )
     return {
         "cert_reqs": cert_reqs,
         "ca_certs": options.get("ssl_ca_certs"),
@@ -200,7 +238,9 @@ def encode(args: tuple[Any, ...]) -> bytes:
     try:
         return hiredis.pack_command(args)
     except TypeError:
-        kinds = ", ".join(sorted({type(a).__name__ for a in args if not isinstance(a, str | bytes | int | float)}))
+        kinds = ", ".join(
+            sorted({type(a).__name__ for a in args if not isinstance(a, str | bytes | int | float)})
+        )
         raise TypeError(f"cannot send {kinds} to Redis") from None
 
 
@@ -212,7 +252,9 @@ class RespConnection(asyncio.Protocol):
     fails with `ConnectionError`. Leave it None for blocking commands (BLMPOP) and pub/sub.
     """
 
-    def __init__(self, on_push: PushHandler | None = None, *, reply_timeout: float | None = None) -> None:
+    def __init__(
+        self, on_push: PushHandler | None = None, *, reply_timeout: float | None = None
+    ) -> None:
         self.on_push = on_push
         self.reply_timeout = reply_timeout
         self._loop = asyncio.get_running_loop()
@@ -224,7 +266,9 @@ class RespConnection(asyncio.Protocol):
         self._closed: asyncio.Future[None] = self._loop.create_future()
         self._subscribed: asyncio.Future[None] | None = None
         self._awaiting_confirmations = 0
-        self._heard_at = 0.0  # loop time of the last reply, or of the command that made the queue non-empty
+        self._heard_at = (
+            0.0  # loop time of the last reply, or of the command that made the queue non-empty
+        )
         self._watchdog: asyncio.TimerHandle | None = None
 
     @classmethod
@@ -248,10 +292,18 @@ class RespConnection(asyncio.Protocol):
                     context = address.ssl_context()
                     server_hostname = address.host if context is not None else None
                     await loop.create_connection(
-                        lambda: conn, address.host, address.port, ssl=context, server_hostname=server_hostname
+                        lambda: conn,
+                        address.host,
+                        address.port,
+                        ssl=context,
+                        server_hostname=server_hostname,
                     )
                 if address.password:
-                    auth = (address.username, address.password) if address.username else (address.password,)
+                    auth = (
+                        (address.username, address.password)
+                        if address.username
+                        else (address.password,)
+                    )
                     await conn._handshake("AUTH", *auth)
                 if address.db:
                     await conn._handshake("SELECT", address.db)
@@ -259,8 +311,14 @@ class RespConnection(asyncio.Protocol):
             conn.abort()
             if isinstance(exc, OSError | TimeoutError) and not isinstance(exc, ConnectionError):
                 # Unreachable, a failed TLS handshake, no answer in time: all "Redis is down" to callers.
-                reason = f"no answer within {timeout:g}s" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
-                raise ConnectionError(f"cannot connect to Redis at {address.where}: {reason}") from exc
+                reason = (
+                    f"no answer within {timeout:g}s"
+                    if isinstance(exc, TimeoutError)
+                    else str(exc) or type(exc).__name__
+                )
+                raise ConnectionError(
+                    f"cannot connect to Redis at {address.where}: {reason}"
+                ) from exc
             raise
         return conn
 
@@ -293,7 +351,9 @@ class RespConnection(asyncio.Protocol):
             self._fail(ConnectionError(f"Redis protocol error: {exc}"))
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._fail(ConnectionError(f"Redis connection lost: {exc}" if exc else "Redis connection closed"))
+        self._fail(
+            ConnectionError(f"Redis connection lost: {exc}" if exc else "Redis connection closed")
+        )
 
     # -- commands ----------------------------------------------------------------------
 
@@ -342,7 +402,9 @@ class RespConnection(asyncio.Protocol):
         if not self._pending:
             self._heard_at = self._loop.time()
             if self.reply_timeout is not None and self._watchdog is None:
-                self._watchdog = self._loop.call_at(self._heard_at + self.reply_timeout, self._check_replies)
+                self._watchdog = self._loop.call_at(
+                    self._heard_at + self.reply_timeout, self._check_replies
+                )
         self._pending.append(waiter)
         self._write(data)
 
@@ -353,7 +415,11 @@ class RespConnection(asyncio.Protocol):
         assert self.reply_timeout is not None
         due = self._heard_at + self.reply_timeout
         if self._loop.time() >= due:
-            self._fail(ConnectionError(f"Redis sent no reply within {self.reply_timeout:g}s: connection given up"))
+            self._fail(
+                ConnectionError(
+                    f"Redis sent no reply within {self.reply_timeout:g}s: connection given up"
+                )
+            )
         else:
             self._watchdog = self._loop.call_at(due, self._check_replies)
 
@@ -405,10 +471,18 @@ class RespConnection(asyncio.Protocol):
                 return
             if kind == b"subscribe":
                 self._awaiting_confirmations -= 1
-                if self._awaiting_confirmations <= 0 and self._subscribed is not None and not self._subscribed.done():
+                if (
+                    self._awaiting_confirmations <= 0
+                    and self._subscribed is not None
+                    and not self._subscribed.done()
+                ):
                     self._subscribed.set_result(None)
                 return
-        if isinstance(value, RespError) and self._subscribed is not None and not self._subscribed.done():
+        if (
+            isinstance(value, RespError)
+            and self._subscribed is not None
+            and not self._subscribed.done()
+        ):
             self._subscribed.set_exception(value)
 
     def _fail(self, exc: Exception) -> None:
@@ -436,9 +510,13 @@ class RespClient:
     connects again. `reply_timeout` bounds how long any command may wait for Redis.
     """
 
-    def __init__(self, url: str, *, connect_timeout: float = 5.0, reply_timeout: float = 10.0) -> None:
+    def __init__(
+        self, url: str, *, connect_timeout: float = 5.0, reply_timeout: float = 10.0
+    ) -> None:
         self.url = url
-        self.address = Address.from_url(url)  # a bad URL fails here, at start-up, not at the first call
+        self.address = Address.from_url(
+            url
+        )  # a bad URL fails here, at start-up, not at the first call
         self.connect_timeout = connect_timeout
         self.reply_timeout = reply_timeout
         self._conn: RespConnection | None = None
@@ -451,7 +529,9 @@ class RespClient:
         connecting = self._connecting
         if connecting is None or connecting.done():
             connecting = self._connecting = asyncio.get_running_loop().create_task(
-                RespConnection.open(self.address, timeout=self.connect_timeout, reply_timeout=self.reply_timeout)
+                RespConnection.open(
+                    self.address, timeout=self.connect_timeout, reply_timeout=self.reply_timeout
+                )
             )
         try:
             conn = self._conn = await asyncio.shield(connecting)

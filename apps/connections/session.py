@@ -87,7 +87,9 @@ class Connection:
         self.spec = spec
         self.config_hash = spec.config_hash
         self.child = ChildProcess(stderr, on_exit=self._on_child_exit)
-        self.child.grace = 0.0  # a child that never got ready (hung at initialize) gets no graceful exit
+        self.child.grace = (
+            0.0  # a child that never got ready (hung at initialize) gets no graceful exit
+        )
         self._grace = grace
         self.client: Client | None = None
         # Plain requests after the handshake, past the SDK session (transports/lean_http.py, lean_stdio.py).
@@ -114,7 +116,9 @@ class Connection:
 
     def launch(self) -> None:
         self.launched_at = time.monotonic()
-        self._task = asyncio.get_running_loop().create_task(self._own(), name=f"mcp-connection:{self.spec.name}")
+        self._task = asyncio.get_running_loop().create_task(
+            self._own(), name=f"mcp-connection:{self.spec.name}"
+        )
         self._task.add_done_callback(lambda _: self._listener.connection_closed(self))
 
     async def wait_ready(self) -> None:
@@ -146,7 +150,10 @@ class Connection:
                 async with self._build_client() as client:
                     scope.deadline = math.inf
                     self.client = client
-                    if self.child.http is not None and client.session.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                    if (
+                        self.child.http is not None
+                        and client.session.protocol_version not in MODERN_PROTOCOL_VERSIONS
+                    ):
                         await self.child.http.wait_get_stream(_GET_STREAM_WAIT)
                     self.lean = self._make_lean(client)
                     if self.failure is None:
@@ -155,7 +162,9 @@ class Connection:
                     await self._stop.wait()
             if scope.cancelled_caught and not self._ready.done():
                 reason = f"no answer to initialize within {self._connect_timeout:g}s"
-        except Exception as exc:  # boundary: whatever the transport or handshake raised is reported, not leaked
+        except (
+            Exception
+        ) as exc:  # boundary: whatever the transport or handshake raised is reported, not leaked
             reason = self._describe_exit(exc)
         finally:
             self.client = None
@@ -187,25 +196,37 @@ class Connection:
     def leave_lean_path(self, why: str) -> None:
         """The backend needs the SDK's transport for plain requests too (see `UseSdkPath`)."""
         if self.lean is not None:
-            logger.info("server %r: plain requests go through the SDK's transport from now on (%s)", self.spec.name, why)
+            logger.info(
+                "server %r: plain requests go through the SDK's transport from now on (%s)",
+                self.spec.name,
+                why,
+            )
             self.lean = None
 
     def _settle(self, reason: str | None) -> None:
         if not self._ready.done():
             reason = reason or "connection closed during startup"
-            self._ready.set_exception(ServerStartFailed(self.spec.name, self._start_message(reason)))
+            self._ready.set_exception(
+                ServerStartFailed(self.spec.name, self._start_message(reason))
+            )
             self._ready.exception()  # mark retrieved: a start nobody awaited must not log noise
         if reason is not None and not self.stopping:
             self.fail(reason)
 
     def _describe_exit(self, exc: BaseException) -> str:
-        if self.spec.transport == "stdio" and self.child.process is not None and not self.child.alive:
+        if (
+            self.spec.transport == "stdio"
+            and self.child.process is not None
+            and not self.child.alive
+        ):
             return f"process {self.child.exit_description()}"
         return describe_exception(exc)
 
     def _start_message(self, reason: str) -> str:
         tail = self.child.stderr.summary()
-        return f"server {self.spec.name!r} failed to start: {reason}" + (f"; stderr: {tail}" if tail else "")
+        return f"server {self.spec.name!r} failed to start: {reason}" + (
+            f"; stderr: {tail}" if tail else ""
+        )
 
     def _build_client(self) -> Client:
         callbacks: dict[str, Any] = {}
@@ -257,13 +278,15 @@ class Connection:
     async def wait_failure(self, timeout: float) -> str | None:
         """After a dropped connection, wait briefly for the exit reason to be known."""
         with anyio.move_on_after(timeout):
-            while self.failure is None and not self.closed:
+            while self.failure is None and not self.closed:  # noqa: ASYNC110 - set from several places
                 await asyncio.sleep(0.01)
         return self.failure
 
     # -- requests ----------------------------------------------------------------------
 
-    async def request(self, fn: Callable[[Client], Awaitable[T]], timeout: float, relay: Relay | None = None) -> T:
+    async def request(
+        self, fn: Callable[[Client], Awaitable[T]], timeout: float, relay: Relay | None = None
+    ) -> T:
         client = self.client
         if client is None:
             raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
@@ -290,7 +313,9 @@ class Connection:
 
     async def _flush_logs(self, call: _Call) -> None:
         """Let log lines the backend sent before its result reach the caller before the result."""
-        await asyncio.sleep(0)  # the SDK's handler tasks for messages read before the result run first
+        await asyncio.sleep(
+            0
+        )  # the SDK's handler tasks for messages read before the result run first
         if call.tail is not None and not call.tail.done():
             with anyio.move_on_after(_LOG_FLUSH_TIMEOUT):
                 await asyncio.shield(call.tail)
@@ -351,7 +376,9 @@ class Connection:
         if call is None:
             return False
         params = message.params.model_dump(by_alias=True, mode="json", exclude_none=True)
-        call.tail = asyncio.ensure_future(_deliver_after(call.tail, call.relay.log, params, self.spec.name))
+        call.tail = asyncio.ensure_future(
+            _deliver_after(call.tail, call.relay.log, params, self.spec.name)
+        )
         return True
 
     def _claimant(self, method: str, *, fallback: bool) -> _Call | None:
@@ -368,10 +395,14 @@ class Connection:
             return None
         return next((c for c in self._calls.values() if c.relay.handler(method) is not None), None)
 
-    async def _sampling(self, ctx: ClientRequestContext, params: types.CreateMessageRequestParams) -> Any:
+    async def _sampling(
+        self, ctx: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> Any:
         return await self._relay("sampling/createMessage", params)
 
-    async def _elicitation(self, ctx: ClientRequestContext, params: types.ElicitRequestParams) -> Any:
+    async def _elicitation(
+        self, ctx: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> Any:
         return await self._relay("elicitation/create", params)
 
     async def _list_roots(self, ctx: ClientRequestContext) -> Any:
@@ -382,7 +413,9 @@ class Connection:
         # surely caused by one, and answering beats failing the backend's tool.
         call = self._claimant(method, fallback=True)
         if call is None:
-            return types.ErrorData(code=types.INVALID_REQUEST, message=f"no client is attached to answer {method}")
+            return types.ErrorData(
+                code=types.INVALID_REQUEST, message=f"no client is attached to answer {method}"
+            )
         handler = call.relay.handler(method)
         assert handler is not None
         try:
@@ -422,7 +455,9 @@ async def call_tool_raw(
     """
     session = client.session
     if session.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        return dump_result(await client.call_tool(name, arguments, progress_callback=progress, meta=_meta(meta)))
+        return dump_result(
+            await client.call_tool(name, arguments, progress_callback=progress, meta=_meta(meta))
+        )
     # The connection making this request (set by `Connection.request`): over Streamable HTTP
     # it has a lean path that skips the SDK's per-request machinery (transports/lean_http.py).
     current = _current_call.get()

@@ -64,7 +64,9 @@ class ServerSpec:
         if self.mode not in MODES:
             raise ValueError(f"server {self.name!r}: mode must be one of {sorted(MODES)}")
         if PARTITION_SEPARATOR in self.name or PARTITION_SEPARATOR in self.partition:
-            raise ValueError(f"server {self.name!r}: {PARTITION_SEPARATOR!r} may not appear in a name or partition")
+            raise ValueError(
+                f"server {self.name!r}: {PARTITION_SEPARATOR!r} may not appear in a name or partition"
+            )
 
     @property
     def key(self) -> str:
@@ -111,7 +113,9 @@ class ServerSpec:
         # Never print env or header values: they carry secrets.
         target = self.command if self.transport == "stdio" else self.url
         part = f", partition={self.partition!r}" if self.partition else ""
-        return f"ServerSpec(name={self.name!r}{part}, transport={self.transport!r}, target={target!r})"
+        return (
+            f"ServerSpec(name={self.name!r}{part}, transport={self.transport!r}, target={target!r})"
+        )
 
 
 PARTITION_SEPARATOR = "#"

@@ -49,7 +49,12 @@ def dump_model(model: Any) -> Any:
 
 def encode_error(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, MCPError):
-        return {"kind": "mcp", "code": exc.code, "message": exc.error.message, "data": exc.error.data}
+        return {
+            "kind": "mcp",
+            "code": exc.code,
+            "message": exc.error.message,
+            "data": exc.error.data,
+        }
     if isinstance(exc, PoolError):
         return {"kind": exc.kind, "server": exc.server, "message": exc.message}
     return {"kind": "internal", "server": "", "message": f"{type(exc).__name__}: {exc}"}
@@ -102,7 +107,9 @@ class Op:
 
 
 def _models(model: type[Any]) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
-    return (lambda items: [dump_model(i) for i in items]), (lambda data: [model.model_validate(i) for i in data])
+    return (lambda items: [dump_model(i) for i in items]), (
+        lambda data: [model.model_validate(i) for i in data]
+    )
 
 
 def _model(model: type[Any]) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
@@ -113,7 +120,9 @@ def _plain() -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
     return (lambda value: value), (lambda value: value)
 
 
-def _op(invoke: Callable[..., Awaitable[Any]], codec: tuple[Callable[[Any], Any], Callable[[Any], Any]]) -> Op:
+def _op(
+    invoke: Callable[..., Awaitable[Any]], codec: tuple[Callable[[Any], Any], Callable[[Any], Any]]
+) -> Op:
     return Op(invoke, *codec)
 
 
@@ -121,24 +130,37 @@ def _op(invoke: Callable[..., Awaitable[Any]], codec: tuple[Callable[[Any], Any]
 OPS: dict[str, Op] = {
     "call_tool": _op(
         lambda pool, spec, a, timeout, progress, relay: pool.call_tool(
-            spec, a["name"], a.get("arguments"), timeout=timeout, progress_callback=progress, relay=relay,
-            meta=a.get("meta"), raw=True,
+            spec,
+            a["name"],
+            a.get("arguments"),
+            timeout=timeout,
+            progress_callback=progress,
+            relay=relay,
+            meta=a.get("meta"),
+            raw=True,
         ),
         ((lambda value: value), types.CallToolResult.model_validate),
     ),
-    "list_tools": _op(lambda pool, spec, a, timeout, **_: pool.list_tools(spec, timeout=timeout), _models(types.Tool)),
+    "list_tools": _op(
+        lambda pool, spec, a, timeout, **_: pool.list_tools(spec, timeout=timeout),
+        _models(types.Tool),
+    ),
     "list_resources": _op(
-        lambda pool, spec, a, timeout, **_: pool.list_resources(spec, timeout=timeout), _models(types.Resource)
+        lambda pool, spec, a, timeout, **_: pool.list_resources(spec, timeout=timeout),
+        _models(types.Resource),
     ),
     "list_resource_templates": _op(
         lambda pool, spec, a, timeout, **_: pool.list_resource_templates(spec, timeout=timeout),
         _models(types.ResourceTemplate),
     ),
     "list_prompts": _op(
-        lambda pool, spec, a, timeout, **_: pool.list_prompts(spec, timeout=timeout), _models(types.Prompt)
+        lambda pool, spec, a, timeout, **_: pool.list_prompts(spec, timeout=timeout),
+        _models(types.Prompt),
     ),
     "read_resource": _op(
-        lambda pool, spec, a, timeout, relay, **_: pool.read_resource(spec, a["uri"], timeout=timeout, relay=relay),
+        lambda pool, spec, a, timeout, relay, **_: pool.read_resource(
+            spec, a["uri"], timeout=timeout, relay=relay
+        ),
         _model(types.ReadResourceResult),
     ),
     "get_prompt": _op(
@@ -149,13 +171,20 @@ OPS: dict[str, Op] = {
     ),
     "complete": _op(
         lambda pool, spec, a, timeout, **_: pool.complete(
-            spec, _ref_adapter.validate_python(a["ref"]), a["argument"], a.get("context_arguments"), timeout=timeout
+            spec,
+            _ref_adapter.validate_python(a["ref"]),
+            a["argument"],
+            a.get("context_arguments"),
+            timeout=timeout,
         ),
         _model(types.CompleteResult),
     ),
     "ping": _op(lambda pool, spec, a, timeout, **_: pool.ping(spec, timeout=timeout), _plain()),
     "subscribe_resource": _op(
-        lambda pool, spec, a, timeout, **_: pool.subscribe_resource(spec, a["uri"], timeout=timeout), _plain()
+        lambda pool, spec, a, timeout, **_: pool.subscribe_resource(
+            spec, a["uri"], timeout=timeout
+        ),
+        _plain(),
     ),
     "discover": _op(
         lambda pool, spec, a, timeout, **_: pool.discover(spec, timeout=timeout),

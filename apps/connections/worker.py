@@ -54,7 +54,9 @@ WORKER_TTL_SECONDS = 1.5
 # that delays a few beats never fails calls a live worker is running (in-flight errors stay < 5 s).
 WORKER_LOST_SECONDS = 2.5
 DRAIN_SECONDS = 15.0  # on stop, how long calls in flight may take to finish
-_REAP_AFTER = 5.0  # a registry entry this stale is removed, with its inbox (callers took their calls back)
+_REAP_AFTER = (
+    5.0  # a registry entry this stale is removed, with its inbox (callers took their calls back)
+)
 _BLPOP_SECONDS = 1  # wake up this often to notice shutdown (Redis >= 7 for BLMPOP)
 _BLPOP_GRACE = 10.0  # a BLMPOP unanswered this long past its timeout means a dead connection
 _DRAIN_POLL = 0.1  # while stopping, how often the inbox is emptied (calls go back to their callers)
@@ -80,7 +82,9 @@ def events_channel(prefix: str) -> str:
     return f"{prefix}:events"
 
 
-def connect_redis(url: str, *, socket_timeout: float | None, max_connections: int = 64) -> aioredis.Redis:
+def connect_redis(
+    url: str, *, socket_timeout: float | None, max_connections: int = 64
+) -> aioredis.Redis:
     """A redis-py client for the cold path (tests, tools); the hot path uses `resp.RespClient`."""
     # redis-py 8 defaults socket_timeout to 5 s; every client here sets its own on purpose.
     # A blocking pool: 100 concurrent callers queue for a socket instead of failing.
@@ -163,7 +167,9 @@ class PoolWorker:
                 await self._out.call("ZADD", workers_key(self.prefix), now, self.worker_id)
                 await self._reap(now - _REAP_AFTER)
             except OSError as exc:
-                logger.warning("pool worker heartbeat failed: %s", exc)  # Redis is away; the next beat retries
+                logger.warning(
+                    "pool worker heartbeat failed: %s", exc
+                )  # Redis is away; the next beat retries
             except Exception:  # boundary: a Redis hiccup must not end the heartbeat
                 logger.warning("pool worker heartbeat failed", exc_info=True)
 
@@ -190,7 +196,9 @@ class PoolWorker:
                 # BLMPOP takes everything queued (up to a batch) in the same round trip as the wait.
                 wait = _DRAIN_POLL if self._stopping.is_set() else _BLPOP_SECONDS
                 async with asyncio.timeout(wait + _BLPOP_GRACE):
-                    item = await self._inbox_conn.call("BLMPOP", wait, 1, self.inbox, "LEFT", "COUNT", _BATCH)
+                    item = await self._inbox_conn.call(
+                        "BLMPOP", wait, 1, self.inbox, "LEFT", "COUNT", _BATCH
+                    )
             except (OSError, TimeoutError) as exc:
                 if not self._stopping.is_set():
                     logger.warning("pool worker lost Redis (%s); retrying", exc)
@@ -243,7 +251,11 @@ class PoolWorker:
         await self._out.call("PEXPIRE", self.inbox, int(_REAP_AFTER * 1000))
 
     async def _hand_back(self, msg: dict[str, Any]) -> None:
-        error = {"kind": HANDBACK, "server": "", "message": f"pool worker {self.worker_id} is stopping"}
+        error = {
+            "kind": HANDBACK,
+            "server": "",
+            "message": f"pool worker {self.worker_id} is stopping",
+        }
         await self._reply(msg, {"err": error})
 
     # -- messages ----------------------------------------------------------------------
@@ -280,9 +292,13 @@ class PoolWorker:
         except asyncio.CancelledError:
             if msg["id"] in self._cancelled or not self._stopping.is_set():
                 return  # the caller cancelled and no longer listens
-            error = ServerUnavailable("", f"pool worker {self.worker_id} stopped before the call finished")
+            error = ServerUnavailable(
+                "", f"pool worker {self.worker_id} stopped before the call finished"
+            )
             reply = {"err": encode_error(error)}
-        except Exception as exc:  # boundary: every failure becomes an error reply, never a silent drop
+        except (
+            Exception
+        ) as exc:  # boundary: every failure becomes an error reply, never a silent drop
             reply = {"err": encode_error(exc)}
         try:
             await self._reply(msg, reply)
@@ -298,7 +314,14 @@ class PoolWorker:
         op = OPS[op_name]
         progress = self._progress_sender(msg) if msg.get("prog") else None
         relay = self._relay(msg) if msg.get("rel") else None
-        result = await op.invoke(self.pool, spec, msg.get("a") or {}, timeout=msg.get("to"), progress=progress, relay=relay)
+        result = await op.invoke(
+            self.pool,
+            spec,
+            msg.get("a") or {},
+            timeout=msg.get("to"),
+            progress=progress,
+            relay=relay,
+        )
         return op.dump(result)
 
     def _spec(self, msg: dict[str, Any]) -> ServerSpec:
@@ -352,7 +375,9 @@ class PoolWorker:
 
         async def log(params: dict[str, Any]) -> None:
             # Same connection as the reply, sent before it: the caller sees it first.
-            await self._out.fire("PUBLISH", msg["r"], dumps({"t": "log", "id": msg["id"], "p": params}))
+            await self._out.fire(
+                "PUBLISH", msg["r"], dumps({"t": "log", "id": msg["id"], "p": params})
+            )
 
         return Relay(
             sampling=forward("sampling/createMessage"),
@@ -375,7 +400,11 @@ class PoolWorker:
         return _server_request_result(method, answer)
 
     async def _publish_notification(self, server: str, notification: Any) -> None:
-        await self._out.fire("PUBLISH", events_channel(self.prefix), dumps({"s": server, "n": dump_model(notification)}))
+        await self._out.fire(
+            "PUBLISH",
+            events_channel(self.prefix),
+            dumps({"s": server, "n": dump_model(notification)}),
+        )
 
 
 class _SpecUnknown(PoolError):
@@ -400,13 +429,17 @@ def _server_request_result(method: str, answer: dict[str, Any]) -> Any:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Serve the MCP connection pool over Redis.")
-    parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
+    parser.add_argument(
+        "--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    )
     parser.add_argument("--prefix", default=DEFAULT_PREFIX)
     parser.add_argument("--options", default="{}", help="JSON object of PoolOptions fields")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     options = PoolOptions.from_mapping(json.loads(args.options))
-    asyncio.run(_serve_until_signalled(PoolWorker(args.redis_url, options=options, prefix=args.prefix)))
+    asyncio.run(
+        _serve_until_signalled(PoolWorker(args.redis_url, options=options, prefix=args.prefix))
+    )
 
 
 async def _serve_until_signalled(worker: PoolWorker) -> None:

@@ -50,13 +50,17 @@ class _Shard(pubsub.RedisSingleShardConnection):
         self._subscribed.set()
 
     async def _do_receiving(self) -> None:
-        lost_at: float | None = None  # loop time the current Redis outage was first seen; None while connected
+        lost_at: float | None = (
+            None  # loop time the current Redis outage was first seen; None while connected
+        )
         while True:
             try:
                 if self._pubsub and self._pubsub.subscribed:
                     # After a failure this read reconnects, and redis-py resubscribes every channel
                     # of the pubsub on connect: a read that returns means the layer is back.
-                    message = await self._pubsub.get_message(ignore_subscribe_messages=True, timeout=0.1)
+                    message = await self._pubsub.get_message(
+                        ignore_subscribe_messages=True, timeout=0.1
+                    )
                     if lost_at is not None:
                         down = asyncio.get_running_loop().time() - lost_at
                         text = "channel layer reconnected to Redis after %.1f s (messages sent meanwhile are lost)"

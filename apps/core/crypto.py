@@ -36,4 +36,3 @@ def decrypt(token: str) -> str:
             "A stored secret cannot be decrypted with MCPHUB_ENCRYPTION_KEYS: "
             "was the key changed without keeping the old one in the list?"
         ) from None
-

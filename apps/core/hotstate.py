@@ -40,7 +40,9 @@ OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 _sync_client: redis.Redis | None = None
-_async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Redis] = weakref.WeakKeyDictionary()
+_async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Redis] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _options(*, asynchronous: bool) -> dict[str, Any]:
@@ -52,7 +54,9 @@ def _options(*, asynchronous: bool) -> dict[str, Any]:
     # loop and nothing is ever retried. Each dead pooled connection then failed one request with
     # a 503 whenever load reached it — the pool is LIFO, so a deep one only seconds after Redis
     # was back (the flake of tests/gateway/test_redis_outage.py).
-    retry: Retry | AsyncRetry = AsyncRetry(NoBackoff(), 1) if asynchronous else Retry(NoBackoff(), 1)
+    retry: Retry | AsyncRetry = (
+        AsyncRetry(NoBackoff(), 1) if asynchronous else Retry(NoBackoff(), 1)
+    )
     return {
         "socket_timeout": None,
         "socket_connect_timeout": 2,
@@ -83,7 +87,9 @@ class _TrimmedPool(aioredis.BlockingConnectionPool):
         await super().release(connection)
         idle = self._available_connections
         if len(idle) > ASYNC_MAX_IDLE and connection in idle:
-            idle.remove(connection)  # no await between the check and here: no other task interleaves
+            idle.remove(
+                connection
+            )  # no await between the check and here: no other task interleaves
             await connection.disconnect()
 
 
@@ -97,7 +103,10 @@ def async_redis() -> aioredis.Redis | None:
         # A burst of concurrent requests waits for a free connection instead of failing at
         # redis-py's default cap (100 connections raise MaxConnectionsError).
         pool = _TrimmedPool.from_url(
-            settings.REDIS_URL, max_connections=ASYNC_MAX_CONNECTIONS, timeout=ASYNC_WAIT_SECONDS, **_options(asynchronous=True)
+            settings.REDIS_URL,
+            max_connections=ASYNC_MAX_CONNECTIONS,
+            timeout=ASYNC_WAIT_SECONDS,
+            **_options(asynchronous=True),
         )
         client = _async_clients[loop] = aioredis.Redis(connection_pool=pool)
     return client
@@ -106,7 +115,9 @@ def async_redis() -> aioredis.Redis | None:
 class MemoryStore:
     """The embedded default's stand-in for the few Redis commands the hub uses (thread-safe)."""
 
-    SWEEP_EVERY = 1024  # writes between two sweeps of expired keys (rate windows are never read again)
+    SWEEP_EVERY = (
+        1024  # writes between two sweeps of expired keys (rate windows are never read again)
+    )
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -146,14 +157,22 @@ class MemoryStore:
         self._writes += 1
         if self._writes % self.SWEEP_EVERY == 0:
             now = time.monotonic()
-            for key in [k for k, (_, expires) in self._values.items() if expires is not None and expires < now]:
+            for key in [
+                k
+                for k, (_, expires) in self._values.items()
+                if expires is not None and expires < now
+            ]:
                 del self._values[key]
 
     def count(self, prefix: str) -> int:
         """Live keys starting with `prefix` (SCAN MATCH prefix* in Redis terms)."""
         now = time.monotonic()
         with self._lock:
-            return sum(1 for key, (_, expires) in self._values.items() if key.startswith(prefix) and (expires is None or expires >= now))
+            return sum(
+                1
+                for key, (_, expires) in self._values.items()
+                if key.startswith(prefix) and (expires is None or expires >= now)
+            )
 
 
 memory = MemoryStore()
@@ -231,7 +250,9 @@ async def read_counters(*, key: str = "", prefix: str = "") -> dict[str, int]:
 def _orm_counters(key: str, prefix: str) -> dict[str, int]:
     from apps.core.models import Counter
 
-    rows = Counter.objects.filter(key=key) if key else Counter.objects.filter(key__startswith=prefix)
+    rows = (
+        Counter.objects.filter(key=key) if key else Counter.objects.filter(key__startswith=prefix)
+    )
     return dict(rows.values_list("key", "value"))
 
 
@@ -252,11 +273,17 @@ class SqliteCounterReader:
         self._last: dict[str, int] = {}
 
     def read(self, *, key: str = "", prefix: str = "") -> dict[str, int]:
-        sql, args = (self.SQL_KEY, (key,)) if key else (self.SQL_PREFIX, (prefix, prefix + "\uffff"))
+        sql, args = (
+            (self.SQL_KEY, (key,)) if key else (self.SQL_PREFIX, (prefix, prefix + "\uffff"))
+        )
         try:
             rows = dict(self._connection().execute(sql, args).fetchall())
         except sqlite3.Error:
-            return {k: v for k, v in self._last.items() if k == key or (not key and k.startswith(prefix))}
+            return {
+                k: v
+                for k, v in self._last.items()
+                if k == key or (not key and k.startswith(prefix))
+            }
         self._last.update(rows)
         return rows
 
@@ -265,7 +292,9 @@ class SqliteCounterReader:
         if connection is None:
             # Read-only, autocommit (each read sees the latest commit), never waiting on a writer.
             uri = f"file:{self.path}?mode=ro"
-            connection = self._local.connection = sqlite3.connect(uri, uri=True, timeout=0, isolation_level=None)
+            connection = self._local.connection = sqlite3.connect(
+                uri, uri=True, timeout=0, isolation_level=None
+            )
         return connection
 
 
@@ -273,7 +302,9 @@ _readers: dict[str, SqliteCounterReader] = {}
 
 
 def _sqlite_reader() -> SqliteCounterReader | None:
-    database = settings.DATABASES["default"]  # the connection's own dict, without its thread-local lookup
+    database = settings.DATABASES[
+        "default"
+    ]  # the connection's own dict, without its thread-local lookup
     if not database["ENGINE"].endswith("sqlite3"):
         return None
     path = str(database["NAME"])  # read each time: tests switch to their own database file

@@ -23,18 +23,48 @@ from prometheus_client.registry import Collector
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 # From a cached echo (~1 ms) to a slow backend's timeout.
-LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+LATENCY_BUCKETS = (
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+)
 
-TOOL_CALLS = Counter("mcphub_tool_calls", "Tool calls, from MCP clients and chat, by backend server and tool", ["server", "tool"])
+TOOL_CALLS = Counter(
+    "mcphub_tool_calls",
+    "Tool calls, from MCP clients and chat, by backend server and tool",
+    ["server", "tool"],
+)
 TOOL_ERRORS = Counter(
-    "mcphub_tool_call_errors", "Tool calls that failed or returned isError, by backend server and tool", ["server", "tool"]
+    "mcphub_tool_call_errors",
+    "Tool calls that failed or returned isError, by backend server and tool",
+    ["server", "tool"],
 )
 TOOL_LATENCY = Histogram(
-    "mcphub_tool_call_duration_seconds", "Tool call latency through the hub, by backend server and tool",
-    ["server", "tool"], buckets=LATENCY_BUCKETS,
+    "mcphub_tool_call_duration_seconds",
+    "Tool call latency through the hub, by backend server and tool",
+    ["server", "tool"],
+    buckets=LATENCY_BUCKETS,
 )
-CHAT_TURNS = Counter("mcphub_chat_turns", "Chat turns ended, by final status (complete, failed, stopped)", ["status"])
-RUNS = Counter("mcphub_runs", "Autonomous runs ended, by final status (succeeded, incomplete, failed, cancelled, interrupted)", ["status"])
+CHAT_TURNS = Counter(
+    "mcphub_chat_turns", "Chat turns ended, by final status (complete, failed, stopped)", ["status"]
+)
+RUNS = Counter(
+    "mcphub_runs",
+    "Autonomous runs ended, by final status (succeeded, incomplete, failed, cancelled, interrupted)",
+    ["status"],
+)
 
 # The labelled children, by (server, tool): `labels()` costs a lock and a tuple build per call.
 _children: dict[tuple[str, str], tuple[Any, Any, Any]] = {}
@@ -45,7 +75,9 @@ def tool_call(server: str, tool: str, *, ok: bool, seconds: float) -> None:
     children = _children.get((server, tool))
     if children is None:
         children = _children[(server, tool)] = (
-            TOOL_CALLS.labels(server, tool), TOOL_ERRORS.labels(server, tool), TOOL_LATENCY.labels(server, tool)
+            TOOL_CALLS.labels(server, tool),
+            TOOL_ERRORS.labels(server, tool),
+            TOOL_LATENCY.labels(server, tool),
         )
     calls, errors, latency = children
     calls.inc()

@@ -20,7 +20,9 @@ class RejectNulMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if any("\x00" in key or any("\x00" in v for v in values) for key, values in request.GET.lists()):
+        if any(
+            "\x00" in key or any("\x00" in v for v in values) for key, values in request.GET.lists()
+        ):
             if request.path.startswith("/api/"):
                 return JsonResponse({"detail": MESSAGE}, status=400)
             return HttpResponseBadRequest(MESSAGE, content_type="text/plain; charset=utf-8")

@@ -24,37 +24,48 @@ import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import ClassVar, Union
+from typing import ClassVar
 
 import httpx2
 from django.conf import settings
 
-Address = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 REFUSED = (
     "Cannot connect: the host is unreachable from the hub or not at a public address "
     "(addresses on private networks need staff to allow them)"
 )
 
-_V4_BLOCKED = tuple(ipaddress.IPv4Network(n) for n in (
-    "0.0.0.0/8",  # "this network", the unspecified address
-    "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",  # RFC 1918
-    "100.64.0.0/10",  # CGNAT (also Alibaba's metadata 100.100.100.200)
-    "127.0.0.0/8",  # loopback
-    "169.254.0.0/16",  # link-local, cloud metadata 169.254.169.254
-    "192.0.0.0/24",  # IETF protocol assignments
-    "192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24",  # documentation
-    "192.88.99.0/24",  # 6to4 relay anycast
-    "198.18.0.0/15",  # benchmarking
-    "224.0.0.0/4",  # multicast
-    "240.0.0.0/4",  # reserved, broadcast
-))
+_V4_BLOCKED = tuple(
+    ipaddress.IPv4Network(n)
+    for n in (
+        "0.0.0.0/8",  # "this network", the unspecified address
+        "10.0.0.0/8",
+        "172.16.0.0/12",
+        "192.168.0.0/16",  # RFC 1918
+        "100.64.0.0/10",  # CGNAT (also Alibaba's metadata 100.100.100.200)
+        "127.0.0.0/8",  # loopback
+        "169.254.0.0/16",  # link-local, cloud metadata 169.254.169.254
+        "192.0.0.0/24",  # IETF protocol assignments
+        "192.0.2.0/24",
+        "198.51.100.0/24",
+        "203.0.113.0/24",  # documentation
+        "192.88.99.0/24",  # 6to4 relay anycast
+        "198.18.0.0/15",  # benchmarking
+        "224.0.0.0/4",  # multicast
+        "240.0.0.0/4",  # reserved, broadcast
+    )
+)
 # Only global unicast (2000::/3) can be public; inside it, these are not.
 _V6_GLOBAL_UNICAST = ipaddress.IPv6Network("2000::/3")
-_V6_BLOCKED = tuple(ipaddress.IPv6Network(n) for n in (
-    "2001::/23",  # IETF protocol assignments (Teredo, 2001::/32, is decoded before this check)
-    "2001:db8::/32", "3fff::/20",  # documentation
-))
+_V6_BLOCKED = tuple(
+    ipaddress.IPv6Network(n)
+    for n in (
+        "2001::/23",  # IETF protocol assignments (Teredo, 2001::/32, is decoded before this check)
+        "2001:db8::/32",
+        "3fff::/20",  # documentation
+    )
+)
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052: the low 32 bits are an IPv4 address
 _TEREDO = ipaddress.IPv6Network("2001::/32")
 _SIXTOFOUR = ipaddress.IPv6Network("2002::/16")
@@ -178,7 +189,9 @@ class Policy:
     async def aaddresses(self, host: str, port: int) -> list[str]:
         host = _bare(host)
         try:
-            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            infos = await asyncio.get_running_loop().getaddrinfo(
+                host, port, type=socket.SOCK_STREAM
+            )
         except (OSError, UnicodeError):
             raise OutboundRefused() from None
         return self._permitted(host, port, infos)
@@ -221,8 +234,16 @@ def _at(request: httpx2.Request, address: str) -> httpx2.Request:
     try:
         body = request.content
     except httpx2.RequestNotRead:  # a streaming body: hand the stream on
-        return httpx2.Request(request.method, url, headers=request.headers, stream=request.stream, extensions=extensions)
-    return httpx2.Request(request.method, url, headers=request.headers, content=body, extensions=extensions)
+        return httpx2.Request(
+            request.method,
+            url,
+            headers=request.headers,
+            stream=request.stream,
+            extensions=extensions,
+        )
+    return httpx2.Request(
+        request.method, url, headers=request.headers, content=body, extensions=extensions
+    )
 
 
 class GuardedAsyncTransport(httpx2.AsyncBaseTransport):
@@ -277,7 +298,9 @@ class GuardedTransport(httpx2.BaseTransport):
 def guarded_client(policy: Policy, **kwargs) -> httpx2.Client:
     """A sync httpx2 client under `policy`; environment proxies are not used (a proxy would make
     the connection the policy refused)."""
-    transport = policy.sync_transport(httpx2.HTTPTransport(verify=kwargs.pop("verify", True)))  # SSL_CERT_FILE still read
+    transport = policy.sync_transport(
+        httpx2.HTTPTransport(verify=kwargs.pop("verify", True))
+    )  # SSL_CERT_FILE still read
     return httpx2.Client(transport=transport, trust_env=False, **kwargs)
 
 

@@ -51,7 +51,11 @@ def scope_origin(scope: dict, headers: dict[str, str]) -> str:
         scheme = forwarded if forwarded in ("http", "https") else scheme
     host = headers.get("host", "")
     forwarded = headers.get("x-forwarded-host", "").split(",")[0].strip()
-    if settings.USE_X_FORWARDED_HOST and forwarded and validate_host(split_domain_port(forwarded)[0], settings.ALLOWED_HOSTS):
+    if (
+        settings.USE_X_FORWARDED_HOST
+        and forwarded
+        and validate_host(split_domain_port(forwarded)[0], settings.ALLOWED_HOSTS)
+    ):
         host = forwarded
     return f"{scheme}://{host}"
 

@@ -26,7 +26,9 @@ class UserCredentialAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # each user fills their own; an admin may only remove a row
 
-    def has_change_permission(self, request: HttpRequest, obj: UserCredential | None = None) -> bool:
+    def has_change_permission(
+        self, request: HttpRequest, obj: UserCredential | None = None
+    ) -> bool:
         return False
 
     def delete_model(self, request: HttpRequest, obj: UserCredential) -> None:

@@ -28,13 +28,19 @@ class VariableStateSerializer(serializers.Serializer):
     label = serializers.CharField()
     help_text = serializers.CharField()
     required = serializers.BooleanField()
-    used_in = serializers.CharField(help_text="Where the value goes: `env NAME`, `header NAME` or `URL`.")
-    is_set = serializers.BooleanField(help_text="Whether you have filled it (the value is never shown).")
+    used_in = serializers.CharField(
+        help_text="Where the value goes: `env NAME`, `header NAME` or `URL`."
+    )
+    is_set = serializers.BooleanField(
+        help_text="Whether you have filled it (the value is never shown)."
+    )
 
 
 class MyCredentialsSerializer(serializers.Serializer):
     server = serializers.CharField()
-    complete = serializers.BooleanField(help_text="Every required variable is filled: your calls can run.")
+    complete = serializers.BooleanField(
+        help_text="Every required variable is filled: your calls can run."
+    )
     fill_at = serializers.CharField(help_text="The page where you can fill them.")
     variables = VariableStateSerializer(many=True)
 
@@ -52,7 +58,9 @@ class MyCredentialsView(APIView):
     def _server(self, request: Request, name: str) -> McpServer:
         server = get_object_or_404(visible_servers(request.user), name=name)
         if not server.has_user_variables:
-            raise NotFound(f"Server {name} has no per-user credentials (no ${{user:NAME}} variables).")
+            raise NotFound(
+                f"Server {name} has no per-user credentials (no ${{user:NAME}} variables)."
+            )
         return server
 
     def _state(self, request: Request, server: McpServer) -> Response:
@@ -60,7 +68,9 @@ class MyCredentialsView(APIView):
         data = {
             "server": server.name,
             "complete": all(s.is_set for s in states if s.required),
-            "fill_at": request.build_absolute_uri(reverse("web:server_credentials", args=[server.name])),
+            "fill_at": request.build_absolute_uri(
+                reverse("web:server_credentials", args=[server.name])
+            ),
             "variables": [s.__dict__ for s in states],
         }
         return Response(MyCredentialsSerializer(data).data)
@@ -75,7 +85,9 @@ class MyCredentialsView(APIView):
         data = CredentialsWriteSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            services.save_credentials(user=request.user, server=server, values=data.validated_data["values"])
+            services.save_credentials(
+                user=request.user, server=server, values=data.validated_data["values"]
+            )
         except CredentialsInvalid as exc:
             raise ValidationError({"values": exc.errors}) from None
         return self._state(request, server)

@@ -20,5 +20,7 @@ class CredentialsConfig(AppConfig):
         from apps.credentials.upstream_models import UpstreamOAuthClient, UpstreamOAuthGrant
 
         register(UpstreamOAuthClient, secret_fields=["client_info"])
-        register(UpstreamOAuthGrant, ignore_fields=["tokens", "expires_at", "lifetime", "refreshed_at"])
+        register(
+            UpstreamOAuthGrant, ignore_fields=["tokens", "expires_at", "lifetime", "refreshed_at"]
+        )
         from apps.credentials import upstream_admin  # noqa: F401 - registers the upstream OAuth admin pages

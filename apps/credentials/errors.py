@@ -10,7 +10,15 @@ class CredentialsMissing(PoolError):
 
     kind = "credentials_missing"
 
-    def __init__(self, server: str, message: str, *, missing: list[str] | None = None, fill_at: str = "", api: str = "") -> None:
+    def __init__(
+        self,
+        server: str,
+        message: str,
+        *,
+        missing: list[str] | None = None,
+        fill_at: str = "",
+        api: str = "",
+    ) -> None:
         super().__init__(server, message)
         self.missing = missing or []
         self.fill_at = fill_at

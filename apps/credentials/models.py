@@ -16,14 +16,22 @@ class UserCredential(TimeStampedModel):
     set without decrypting anything.
     """
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="server_credentials")
-    server = models.ForeignKey("catalog.McpServer", on_delete=models.CASCADE, related_name="user_credentials")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="server_credentials"
+    )
+    server = models.ForeignKey(
+        "catalog.McpServer", on_delete=models.CASCADE, related_name="user_credentials"
+    )
     values = EncryptedJSONField(default=dict)
     names = models.JSONField(default=list)
 
     class Meta:
         ordering = ["server__name", "user__username"]
-        constraints = [models.UniqueConstraint(fields=["user", "server"], name="one_credential_per_user_and_server")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "server"], name="one_credential_per_user_and_server"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.user} · {self.server.name}"

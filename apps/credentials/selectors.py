@@ -22,8 +22,8 @@ from django.urls import reverse
 
 from apps.catalog import uservars
 from apps.catalog.models import McpServer
-from apps.core import public_url
 from apps.connections.specs import ServerSpec
+from apps.core import public_url
 from apps.credentials.errors import CredentialsMissing
 from apps.credentials.models import UserCredential
 
@@ -63,7 +63,9 @@ def partition_for(user_id: int) -> str:
     return f"u{user_id}"
 
 
-def spec_for_user(server: McpServer, user_id: int, *, stored: Mapping[str, str] | None = None) -> ServerSpec:
+def spec_for_user(
+    server: McpServer, user_id: int, *, stored: Mapping[str, str] | None = None
+) -> ServerSpec:
     """The spec for `user_id`'s calls to `server`; raises `CredentialsMissing` naming what to fill, where.
 
     `stored` is the user's saved values when the caller already read them (see `specs_for_user`);
@@ -80,21 +82,34 @@ def spec_for_user(server: McpServer, user_id: int, *, stored: Mapping[str, str] 
     return _personal_spec(server, user_id, values, extra)
 
 
-def _personal_spec(server: McpServer, user_id: int, values: Mapping[str, str], extra: Mapping[str, str]) -> ServerSpec:
+def _personal_spec(
+    server: McpServer, user_id: int, values: Mapping[str, str], extra: Mapping[str, str]
+) -> ServerSpec:
     spec = server.to_spec()
     if server.transport == McpServer.Transport.STDIO:
-        changes: dict[str, Any] = {"env": {k: uservars.substitute(v, values) for k, v in spec.env.items()}}
+        changes: dict[str, Any] = {
+            "env": {k: uservars.substitute(v, values) for k, v in spec.env.items()}
+        }
     else:
         headers = {k: uservars.substitute(v, values) for k, v in spec.headers.items()}
-        changes = {"headers": {**headers, **extra}, "url": uservars.substitute(spec.url, values, in_url=True)}
+        changes = {
+            "headers": {**headers, **extra},
+            "url": uservars.substitute(spec.url, values, in_url=True),
+        }
     return dataclasses.replace(spec, partition=partition_for(user_id), **changes)
 
 
-def specs_for_user(servers: Iterable[McpServer], user_id: int) -> tuple[dict[str, ServerSpec], dict[str, CredentialsMissing]]:
+def specs_for_user(
+    servers: Iterable[McpServer], user_id: int
+) -> tuple[dict[str, ServerSpec], dict[str, CredentialsMissing]]:
     """`spec_for_user` for many servers with one query: (specs by name, why not by name)."""
     servers = list(servers)
     personal = [s.pk for s in servers if s.user_variable_list()]
-    saved = dict(UserCredential.objects.filter(user_id=user_id, server_id__in=personal).values_list("server_id", "values"))
+    saved = dict(
+        UserCredential.objects.filter(user_id=user_id, server_id__in=personal).values_list(
+            "server_id", "values"
+        )
+    )
     specs: dict[str, ServerSpec] = {}
     missing: dict[str, CredentialsMissing] = {}
     for server in servers:
@@ -110,22 +125,32 @@ def stored_values(server: McpServer, user_id: int) -> dict[str, str]:
     return dict(row.values) if row is not None else {}
 
 
-def credentials_missing(server: McpServer, missing: list[uservars.UserVariable]) -> CredentialsMissing:
+def credentials_missing(
+    server: McpServer, missing: list[uservars.UserVariable]
+) -> CredentialsMissing:
     fill_at = public_url.absolute(reverse("web:server_credentials", args=[server.name]))
     api = f"/api/servers/{server.name}/my-credentials/"
-    wanted = ", ".join(f"{v.name}" + (f" ({v.label})" if v.label != v.name else "") for v in missing)
+    wanted = ", ".join(
+        f"{v.name}" + (f" ({v.label})" if v.label != v.name else "") for v in missing
+    )
     message = (
         f"Server {server.name} needs your credentials: fill {wanted} on {fill_at} "
-        f"(or PUT {api} with {{\"values\": {{\"{missing[0].name}\": \"…\"}}}}), then call again."
+        f'(or PUT {api} with {{"values": {{"{missing[0].name}": "…"}}}}), then call again.'
     )
-    return CredentialsMissing(server.name, message, missing=[v.name for v in missing], fill_at=fill_at, api=api)
+    return CredentialsMissing(
+        server.name, message, missing=[v.name for v in missing], fill_at=fill_at, api=api
+    )
 
 
 def spec_for_operation(server: McpServer, user: Any = None) -> ServerSpec:
     """Discovery and health checks (`catalog.operations.operational_spec`): the values of the user
     running it, else the server owner's; a background task (no user) uses the owner's."""
-    candidates = [u for u in (user, server.owner) if u is not None and getattr(u, "is_authenticated", False)]
-    if server.oauth:  # upstream OAuth: else a staff user who connected it (most recently refreshed first)
+    candidates = [
+        u for u in (user, server.owner) if u is not None and getattr(u, "is_authenticated", False)
+    ]
+    if (
+        server.oauth
+    ):  # upstream OAuth: else a staff user who connected it (most recently refreshed first)
         from apps.credentials.upstream_selectors import staff_with_grants
 
         candidates += staff_with_grants(server)
@@ -179,7 +204,12 @@ class VariableState:
 
 
 def variable_states(server: McpServer, user_id: int) -> list[VariableState]:
-    filled = set(UserCredential.objects.filter(user_id=user_id, server=server).values_list("names", flat=True).first() or [])
+    filled = set(
+        UserCredential.objects.filter(user_id=user_id, server=server)
+        .values_list("names", flat=True)
+        .first()
+        or []
+    )
     return [
         VariableState(v.name, v.label, v.help_text, v.required, v.used_in, v.name in filled)
         for v in server.user_variable_list()
@@ -189,10 +219,18 @@ def variable_states(server: McpServer, user_id: int) -> list[VariableState]:
 def servers_needing_credentials(servers: Iterable[McpServer], user_id: int) -> dict[str, list[str]]:
     """Server name → required variables `user_id` has not filled, for servers where some are missing."""
     servers = [s for s in servers if s.user_variable_list()]
-    filled = dict(UserCredential.objects.filter(user_id=user_id, server__in=servers).values_list("server_id", "names"))
+    filled = dict(
+        UserCredential.objects.filter(user_id=user_id, server__in=servers).values_list(
+            "server_id", "names"
+        )
+    )
     needing = {}
     for server in servers:
-        missing = [v.name for v in server.user_variable_list() if v.required and v.name not in (filled.get(server.pk) or [])]
+        missing = [
+            v.name
+            for v in server.user_variable_list()
+            if v.required and v.name not in (filled.get(server.pk) or [])
+        ]
         if missing:
             needing[server.name] = missing
     return needing
@@ -200,4 +238,9 @@ def servers_needing_credentials(servers: Iterable[McpServer], user_id: int) -> d
 
 def filled_by_users(server: McpServer) -> list[UserCredential]:
     """Who filled what for `server` (the rows, for names and dates; their values stay unread)."""
-    return list(UserCredential.objects.filter(server=server).select_related("user").defer("values").order_by("user__username"))
+    return list(
+        UserCredential.objects.filter(server=server)
+        .select_related("user")
+        .defer("values")
+        .order_by("user__username")
+    )

@@ -18,7 +18,9 @@ from apps.credentials.signals import credentials_changed
 
 
 @transaction.atomic
-def save_credentials(*, user, server: McpServer, values: Mapping[str, str | None]) -> UserCredential | None:
+def save_credentials(
+    *, user, server: McpServer, values: Mapping[str, str | None]
+) -> UserCredential | None:
     """Set the given variables for `user` (others keep their values); None or '' clears one.
 
     Raises `CredentialsInvalid` (nothing changed) for an unknown name or an unusable value.
@@ -48,11 +50,15 @@ def _check(values: Mapping[str, str | None], declared: set[str]) -> None:
     if not declared:
         raise CredentialsInvalid({"values": "this server has no user variables to fill"})
     if not isinstance(values, Mapping) or not values:
-        raise CredentialsInvalid({"values": 'send an object of names to values, e.g. {"GITHUB_TOKEN": "…"}'})
+        raise CredentialsInvalid(
+            {"values": 'send an object of names to values, e.g. {"GITHUB_TOKEN": "…"}'}
+        )
     errors = {}
     for name, value in values.items():
         if name not in declared:
-            errors[str(name)] = f"not a variable of this server (it has: {', '.join(sorted(declared))})"
+            errors[str(name)] = (
+                f"not a variable of this server (it has: {', '.join(sorted(declared))})"
+            )
         elif value is not None and (problem := uservars.value_problem(value)):
             errors[name] = problem
     if errors:

@@ -15,9 +15,17 @@ class UpstreamOAuthGrantAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["user", "server", "scope", "expires_at", "refreshed_at", "broken", "created_at"]
     list_filter = ["broken", "server"]
     search_fields = ["user__username", "server__name"]
-    fields = ["user", "server", "scope", "expires_at", "refreshed_at", "broken", "problem", "created_at"]
+    fields = [
+        "user",
+        "server",
+        "scope",
+        "expires_at",
+        "refreshed_at",
+        "broken",
+        "problem",
+        "created_at",
+    ]
     readonly_fields = fields
-
 
 
 @admin.register(UpstreamOAuthClient)
@@ -31,4 +39,3 @@ class UpstreamOAuthClientAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description="client id")
     def client_id(self, client: UpstreamOAuthClient) -> str:
         return client.client_info.get("client_id", "")
-

@@ -18,10 +18,14 @@ class ConnectionSerializer(serializers.Serializer):
     server = serializers.CharField(source="server.name")
     state = serializers.ChoiceField(choices=["connected", "reconnect", "not_connected"])
     connected_at = serializers.DateTimeField(allow_null=True)
-    expires_at = serializers.DateTimeField(allow_null=True, help_text="When the current access token expires (refreshed before)")
+    expires_at = serializers.DateTimeField(
+        allow_null=True, help_text="When the current access token expires (refreshed before)"
+    )
     scope = serializers.CharField()
     problem = serializers.CharField(help_text="Why a reconnect is needed")
-    connect_at = serializers.SerializerMethodField(help_text="The page where you connect or reconnect it")
+    connect_at = serializers.SerializerMethodField(
+        help_text="The page where you connect or reconnect it"
+    )
 
     def get_connect_at(self, connection: upstream_selectors.Connection) -> str:
         return public_url.absolute(upstream_services.CONNECT_PAGE)
@@ -31,7 +35,9 @@ class MyOAuthView(APIView):
     """Your sign-in to one backend that requires OAuth."""
 
     def _connection(self, request: Request, name: str) -> upstream_selectors.Connection:
-        found = [c for c in upstream_selectors.connections_for(request.user) if c.server.name == name]
+        found = [
+            c for c in upstream_selectors.connections_for(request.user) if c.server.name == name
+        ]
         if not found:
             raise Http404("No such server requiring OAuth.")
         return found[0]

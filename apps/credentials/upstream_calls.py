@@ -19,7 +19,9 @@ T = TypeVar("T")
 _HTTP_ERROR = -32603
 
 
-async def with_user_token(spec: ServerSpec, user_id: int, call: Callable[[ServerSpec], Awaitable[T]]) -> T:
+async def with_user_token(
+    spec: ServerSpec, user_id: int, call: Callable[[ServerSpec], Awaitable[T]]
+) -> T:
     """`call(spec)`; if it fails the way a refused bearer token does, check the token and, when it
     was the problem, call once more with the user's refreshed token (never anyone else's)."""
     try:
@@ -37,7 +39,11 @@ async def with_user_token(spec: ServerSpec, user_id: int, call: Callable[[Server
 
 
 def _maybe_refused(spec: ServerSpec, exc: Exception) -> bool:
-    if not spec.partition or "Authorization" not in spec.headers or isinstance(exc, CredentialsMissing):
+    if (
+        not spec.partition
+        or "Authorization" not in spec.headers
+        or isinstance(exc, CredentialsMissing)
+    ):
         return False
     if isinstance(exc, MCPError):
         return exc.code == _HTTP_ERROR

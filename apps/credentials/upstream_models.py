@@ -19,13 +19,19 @@ class UpstreamOAuthClient(TimeStampedModel):
     `client_info` holds the registration response, client secret included: encrypted at rest.
     """
 
-    server = models.ForeignKey("catalog.McpServer", on_delete=models.CASCADE, related_name="upstream_oauth_clients")
+    server = models.ForeignKey(
+        "catalog.McpServer", on_delete=models.CASCADE, related_name="upstream_oauth_clients"
+    )
     redirect_uri = models.URLField(max_length=2048)
     metadata = models.JSONField(default=dict)
     client_info = EncryptedJSONField(default=dict)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["server", "redirect_uri"], name="one_upstream_client_per_callback")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["server", "redirect_uri"], name="one_upstream_client_per_callback"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.server.name} via {self.redirect_uri}"
@@ -38,19 +44,27 @@ class UpstreamOAuthGrant(TimeStampedModel):
     expired refresh token): the user must connect again; calls never borrow another user's grant.
     """
 
-    server = models.ForeignKey("catalog.McpServer", on_delete=models.CASCADE, related_name="upstream_oauth_grants")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="upstream_oauth_grants")
+    server = models.ForeignKey(
+        "catalog.McpServer", on_delete=models.CASCADE, related_name="upstream_oauth_grants"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="upstream_oauth_grants"
+    )
     client = models.ForeignKey(UpstreamOAuthClient, on_delete=models.CASCADE, related_name="grants")
     tokens = EncryptedJSONField(default=dict)  # {"access_token", "refresh_token"}
     scope = models.CharField(max_length=1000, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
-    lifetime = models.PositiveIntegerField(null=True, blank=True, help_text="Seconds the last access token was issued for.")
+    lifetime = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Seconds the last access token was issued for."
+    )
     refreshed_at = models.DateTimeField(null=True, blank=True)
     broken = models.BooleanField(default=False)
     problem = models.CharField(max_length=500, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["server", "user"], name="one_upstream_grant_per_user")]
+        constraints = [
+            models.UniqueConstraint(fields=["server", "user"], name="one_upstream_grant_per_user")
+        ]
 
     def __str__(self) -> str:
         return f"{self.user} → {self.server.name}"

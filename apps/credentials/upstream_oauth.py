@@ -44,7 +44,14 @@ from apps.core.outbound import PUBLIC_ONLY, guarded_client, trusting
 
 TIMEOUT = httpx2.Timeout(15.0)
 
-__all__ = ["Challenge", "OAuthFlowError", "OAuthRegistrationError", "OAuthTokenError", "UpstreamOAuthError", "probe"]
+__all__ = [
+    "Challenge",
+    "OAuthFlowError",
+    "OAuthRegistrationError",
+    "OAuthTokenError",
+    "UpstreamOAuthError",
+    "probe",
+]
 
 
 class UpstreamOAuthError(Exception):
@@ -62,7 +69,9 @@ class ServerAuth:
     def to_json(self) -> dict[str, Any]:
         return {
             "resource": self.resource.model_dump(mode="json", exclude_none=True),
-            "authorization_server": self.authorization_server.model_dump(mode="json", exclude_none=True),
+            "authorization_server": self.authorization_server.model_dump(
+                mode="json", exclude_none=True
+            ),
             "scope": self.scope,
         }
 
@@ -98,17 +107,28 @@ def discover(url: str, challenge: Challenge, *, public_only: bool = True) -> Ser
     """RFC 9728 protected resource metadata, then the RFC 8414 metadata of its first AS.
     `public_only`: the server's URL was chosen by a user who is not staff (see `_client`)."""
     with _client(url, public_only=public_only) as http:
-        resource = _first_valid(http, build_protected_resource_metadata_discovery_urls(challenge.resource_metadata_url, url),
-                                ProtectedResourceMetadata)
+        resource = _first_valid(
+            http,
+            build_protected_resource_metadata_discovery_urls(challenge.resource_metadata_url, url),
+            ProtectedResourceMetadata,
+        )
         if resource is None:
-            raise UpstreamOAuthError(f"{url} asks for OAuth but publishes no protected resource metadata")
+            raise UpstreamOAuthError(
+                f"{url} asks for OAuth but publishes no protected resource metadata"
+            )
         issuer = str(resource.authorization_servers[0])
-        metadata = _first_valid(http, build_oauth_authorization_server_metadata_discovery_urls(issuer, url), OAuthMetadata)
+        metadata = _first_valid(
+            http,
+            build_oauth_authorization_server_metadata_discovery_urls(issuer, url),
+            OAuthMetadata,
+        )
     if metadata is None:
         raise UpstreamOAuthError(f"the authorization server {issuer} publishes no metadata")
     if "S256" not in (metadata.code_challenge_methods_supported or []):
         raise UpstreamOAuthError(f"the authorization server {issuer} does not support PKCE S256")
-    scope = get_client_metadata_scopes(challenge.scope, resource, metadata, ["authorization_code", "refresh_token"])
+    scope = get_client_metadata_scopes(
+        challenge.scope, resource, metadata, ["authorization_code", "refresh_token"]
+    )
     return ServerAuth(resource, metadata, scope)
 
 
@@ -126,18 +146,25 @@ def _first_valid(http: httpx2.Client, urls: list[str], model: type[Any]) -> Any:
     return None
 
 
-def register(url: str, auth: ServerAuth, *, redirect_uri: str, client_name: str, public_only: bool = True) -> OAuthClientInformationFull:
+def register(
+    url: str, auth: ServerAuth, *, redirect_uri: str, client_name: str, public_only: bool = True
+) -> OAuthClientInformationFull:
     """Dynamic client registration (RFC 7591): the hub registers once per backend."""
     if auth.authorization_server.registration_endpoint is None:
         raise UpstreamOAuthError(
             f"the authorization server {auth.authorization_server.issuer} offers no dynamic client registration"
         )
     metadata = OAuthClientMetadata(
-        redirect_uris=[redirect_uri], client_name=client_name, scope=auth.scope,
-        grant_types=["authorization_code", "refresh_token"], response_types=["code"],
+        redirect_uris=[redirect_uri],
+        client_name=client_name,
+        scope=auth.scope,
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
         token_endpoint_auth_method=_auth_method(auth.authorization_server),
     )
-    request = create_client_registration_request(auth.authorization_server, metadata, str(auth.authorization_server.issuer))
+    request = create_client_registration_request(
+        auth.authorization_server, metadata, str(auth.authorization_server.issuer)
+    )
     with _client(url, public_only=public_only) as http:
         try:
             response = http.send(request)
@@ -164,25 +191,42 @@ def _auth_method(metadata: OAuthMetadata) -> str:
 
 
 def _context(url: str, auth: ServerAuth, client: OAuthClientInformationFull) -> OAuthContext:
-    context = OAuthContext(url, OAuthClientMetadata(redirect_uris=client.redirect_uris), storage=None,  # type: ignore[arg-type]
-                           redirect_handler=None, callback_handler=None)
-    context.protected_resource_metadata, context.oauth_metadata, context.client_info = auth.resource, auth.authorization_server, client
+    context = OAuthContext(
+        url,
+        OAuthClientMetadata(redirect_uris=client.redirect_uris),
+        storage=None,  # type: ignore[arg-type]
+        redirect_handler=None,
+        callback_handler=None,
+    )
+    context.protected_resource_metadata, context.oauth_metadata, context.client_info = (
+        auth.resource,
+        auth.authorization_server,
+        client,
+    )
     return context
 
 
-def authorization_request(url: str, auth: ServerAuth, client: OAuthClientInformationFull, *, redirect_uri: str, state: str) -> AuthorizationRequest:
+def authorization_request(
+    url: str, auth: ServerAuth, client: OAuthClientInformationFull, *, redirect_uri: str, state: str
+) -> AuthorizationRequest:
     """The authorization URL (code flow, PKCE S256, RFC 8707 `resource`) and what to keep."""
     pkce = PKCEParameters.generate()
     params = {
-        "response_type": "code", "client_id": client.client_id, "redirect_uri": redirect_uri, "state": state,
-        "code_challenge": pkce.code_challenge, "code_challenge_method": "S256",
+        "response_type": "code",
+        "client_id": client.client_id,
+        "redirect_uri": redirect_uri,
+        "state": state,
+        "code_challenge": pkce.code_challenge,
+        "code_challenge_method": "S256",
         "resource": _context(url, auth, client).get_resource_url(),
     }
     if auth.scope:
         params["scope"] = auth.scope
     endpoint = str(auth.authorization_server.authorization_endpoint)
     separator = "&" if "?" in endpoint else "?"
-    return AuthorizationRequest(f"{endpoint}{separator}{urlencode(params)}", state, pkce.code_verifier)
+    return AuthorizationRequest(
+        f"{endpoint}{separator}{urlencode(params)}", state, pkce.code_verifier
+    )
 
 
 def check_issuer(auth: ServerAuth, iss: str | None) -> None:
@@ -194,11 +238,22 @@ def check_issuer(auth: ServerAuth, iss: str | None) -> None:
 
 
 def exchange_code(
-    url: str, auth: ServerAuth, client: OAuthClientInformationFull, *, code: str, code_verifier: str, redirect_uri: str,
+    url: str,
+    auth: ServerAuth,
+    client: OAuthClientInformationFull,
+    *,
+    code: str,
+    code_verifier: str,
+    redirect_uri: str,
     public_only: bool = True,
 ) -> OAuthToken:
-    data = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri,
-            "client_id": client.client_id, "code_verifier": code_verifier}
+    data = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": redirect_uri,
+        "client_id": client.client_id,
+        "code_verifier": code_verifier,
+    }
     return _token_request(url, auth, client, data, public_only=public_only)
 
 
@@ -206,23 +261,43 @@ class GrantRejected(UpstreamOAuthError):
     """The authorization server refused the refresh token (revoked, expired, rotated away)."""
 
 
-def refresh(url: str, auth: ServerAuth, client: OAuthClientInformationFull, *, refresh_token: str, public_only: bool = True) -> OAuthToken:
-    data = {"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": client.client_id}
+def refresh(
+    url: str,
+    auth: ServerAuth,
+    client: OAuthClientInformationFull,
+    *,
+    refresh_token: str,
+    public_only: bool = True,
+) -> OAuthToken:
+    data = {
+        "grant_type": "refresh_token",
+        "refresh_token": refresh_token,
+        "client_id": client.client_id,
+    }
     return _token_request(url, auth, client, data, public_only=public_only)
 
 
 def _token_request(
-    url: str, auth: ServerAuth, client: OAuthClientInformationFull, data: dict[str, str], *, public_only: bool
+    url: str,
+    auth: ServerAuth,
+    client: OAuthClientInformationFull,
+    data: dict[str, str],
+    *,
+    public_only: bool,
 ) -> OAuthToken:
     context = _context(url, auth, client)
     data["resource"] = context.get_resource_url()
     try:
-        data, headers = context.prepare_token_auth(data, {"Content-Type": "application/x-www-form-urlencoded"})
+        data, headers = context.prepare_token_auth(
+            data, {"Content-Type": "application/x-www-form-urlencoded"}
+        )
     except OAuthTokenError as exc:
         raise UpstreamOAuthError(str(exc)) from exc
     with _client(url, public_only=public_only) as http:
         try:
-            response = http.post(str(auth.authorization_server.token_endpoint), data=data, headers=headers)
+            response = http.post(
+                str(auth.authorization_server.token_endpoint), data=data, headers=headers
+            )
         except httpx2.HTTPError as exc:
             raise UpstreamOAuthError(f"the token endpoint did not answer: {exc}") from exc
     if response.status_code in (400, 401):
@@ -235,7 +310,15 @@ def _token_request(
         raise UpstreamOAuthError("the token endpoint sent an invalid token response") from exc
 
 
-def revoke(url: str, auth: ServerAuth, client: OAuthClientInformationFull, *, token: str, hint: str, public_only: bool = True) -> bool:
+def revoke(
+    url: str,
+    auth: ServerAuth,
+    client: OAuthClientInformationFull,
+    *,
+    token: str,
+    hint: str,
+    public_only: bool = True,
+) -> bool:
     """RFC 7009 revocation, authenticated as at the token endpoint; False if it did not happen."""
     endpoint = auth.authorization_server.revocation_endpoint
     if endpoint is None:

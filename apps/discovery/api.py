@@ -19,7 +19,12 @@ from apps.toolsets.selectors import visible_endpoints
 
 class SuggestRequestSerializer(serializers.Serializer):
     task = serializers.CharField(max_length=4000, help_text="What the tools are for, in words")
-    budget = serializers.IntegerField(required=False, min_value=1, max_value=10_000_000, help_text="Tokens (default: the endpoint's budget)")
+    budget = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=10_000_000,
+        help_text="Tokens (default: the endpoint's budget)",
+    )
     limit = serializers.IntegerField(required=False, min_value=1, max_value=100, default=10)
 
 
@@ -53,12 +58,20 @@ class SuggestView(APIView):
         data = SuggestRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         budget = data.validated_data.get("budget") or endpoint.token_budget
-        result = suggest_tools(endpoint=endpoint, task=data.validated_data["task"], budget=budget, limit=data.validated_data["limit"])
+        result = suggest_tools(
+            endpoint=endpoint,
+            task=data.validated_data["task"],
+            budget=budget,
+            limit=data.validated_data["limit"],
+        )
         return Response(SuggestionsSerializer(result).data)
 
 
 class PatternSerializer(serializers.ModelSerializer):
-    problem = serializers.CharField(read_only=True, help_text="Why a pattern saved before patterns ran on RE2 never matches; '' when it is valid")
+    problem = serializers.CharField(
+        read_only=True,
+        help_text="Why a pattern saved before patterns ran on RE2 never matches; '' when it is valid",
+    )
 
     class Meta:
         model = ActivationPattern
@@ -90,7 +103,11 @@ class PatternView(APIView):
         row = self._row(request, slug, pk)
         data = PatternSerializer(row, data=request.data, partial=True)
         data.is_valid(raise_exception=True)
-        return Response(PatternSerializer(_guarded(services.update_pattern, row=row, **data.validated_data)).data)
+        return Response(
+            PatternSerializer(
+                _guarded(services.update_pattern, row=row, **data.validated_data)
+            ).data
+        )
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, slug: str, pk: int) -> Response:

@@ -6,8 +6,8 @@ class DiscoveryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from apps.discovery import signals  # noqa: F401 - dynamic endpoints hear catalog changes
         from apps.audit.registry import register
+        from apps.discovery import signals  # noqa: F401 - dynamic endpoints hear catalog changes
         from apps.discovery.models import ActivationPattern
 
         register(ActivationPattern)

@@ -22,8 +22,8 @@ from django.utils import timezone
 from apps.accounts.models import Membership
 from apps.catalog.models import McpServer, Tool
 from apps.catalog.selectors import visible_servers
-from apps.core.singleflight import single_flight
 from apps.connections.specs import ServerSpec
+from apps.core.singleflight import single_flight
 from apps.credentials.errors import CredentialsMissing
 from apps.credentials.selectors import specs_for_user
 from apps.discovery import regex, retrieval, text
@@ -35,10 +35,14 @@ from apps.toolsets.models import Endpoint, EndpointTool, ToolCall
 logger = logging.getLogger(__name__)
 
 USAGE_DAYS = 30
-USAGE_WEIGHT = 0.05  # 1 call: +3.5 %, 100 calls: +23 % — enough to break near-ties, not to override relevance
+USAGE_WEIGHT = (
+    0.05  # 1 call: +3.5 %, 100 calls: +23 % — enough to break near-ties, not to override relevance
+)
 CO_USE_SECONDS = 600
 CO_USE_CALLS = 5000
-CO_USE_WINDOW = 20  # calls after each one looked at: a burst of calls must not cost n² at build time
+CO_USE_WINDOW = (
+    20  # calls after each one looked at: a burst of calls must not cost n² at build time
+)
 PRIOR_DEPTH = 10  # extra hits considered so a used tool just below the cut can move up
 
 
@@ -81,9 +85,13 @@ class Catalog:
     fingerprint: str = ""
     retriever: retrieval.Retriever | None = None
     lexical: retrieval.Retriever | None = None  # BM25 alone, for pages that show every match
-    patterns: list[tuple[regex.Regex, list[str]]] = field(default_factory=list)  # activation: (RE2, targets)
+    patterns: list[tuple[regex.Regex, list[str]]] = field(
+        default_factory=list
+    )  # activation: (RE2, targets)
     calls: dict[int, int] = field(default_factory=dict)  # tool id → calls on this endpoint lately
-    co_used: dict[int, dict[int, int]] = field(default_factory=dict)  # tool id → tool id → times called together
+    co_used: dict[int, dict[int, int]] = field(
+        default_factory=dict
+    )  # tool id → tool id → times called together
 
     @property
     def pinned(self) -> list[Entry]:
@@ -106,9 +114,15 @@ class Catalog:
 
     def _targeted(self, target: str) -> list[Entry]:
         server, _, tool = target.partition(".")
-        return [e for e in self.entries.values() if e.exposed.server == server and tool in ("*", e.exposed.backend_name)]
+        return [
+            e
+            for e in self.entries.values()
+            if e.exposed.server == server and tool in ("*", e.exposed.backend_name)
+        ]
 
-    def search(self, query: str, limit: int, *, lexical: bool = False, beside: frozenset[int] = frozenset()) -> list[Hit]:
+    def search(
+        self, query: str, limit: int, *, lexical: bool = False, beside: frozenset[int] = frozenset()
+    ) -> list[Hit]:
         """The best `limit` tools for `query`; among relevant ones, tools used here lately, and
         tools often called together with those `beside` (tool ids a session holds), rank a little
         higher (a prior: it reorders what matched, it never adds what did not)."""
@@ -116,7 +130,10 @@ class Catalog:
         if retriever is None:
             return []
         order = list(self.entries.values())
-        hits = [Hit(order[i], score * self._prior(order[i], beside)) for i, score in retriever.search(query, limit + PRIOR_DEPTH)]
+        hits = [
+            Hit(order[i], score * self._prior(order[i], beside))
+            for i, score in retriever.search(query, limit + PRIOR_DEPTH)
+        ]
         hits.sort(key=lambda hit: -hit.score)
         return [Hit(hit.entry, round(hit.score, 4)) for hit in hits[:limit]]
 
@@ -133,10 +150,17 @@ def build(endpoint_id: int, version: object) -> Catalog | None:
     if endpoint is None:
         return None
     servers = {s.pk: s for s in visible_servers(endpoint.owner).filter(enabled=True)}
-    tools = list(Tool.objects.filter(server_id__in=servers, available=True).order_by("server__name", "name"))
-    enabled = {et.tool_id: et for et in EndpointTool.objects.filter(endpoint=endpoint, tool_id__in=[t.pk for t in tools])}
+    tools = list(
+        Tool.objects.filter(server_id__in=servers, available=True).order_by("server__name", "name")
+    )
+    enabled = {
+        et.tool_id: et
+        for et in EndpointTool.objects.filter(endpoint=endpoint, tool_id__in=[t.pk for t in tools])
+    }
     # Enabled tools keep the names clients saw; the rest name themselves around them.
-    candidates = [candidate(servers[tool.server_id].name, tool.name, enabled.get(tool.pk)) for tool in tools]
+    candidates = [
+        candidate(servers[tool.server_id].name, tool.name, enabled.get(tool.pk)) for tool in tools
+    ]
     names = naming.assign(candidates, endpoint.naming_strategy)
     pinned = [(enabled[tool.pk], name) for tool, name in zip(tools, names) if tool.pk in enabled]
     keep_names([et for et, _ in pinned], [name for _, name in pinned])
@@ -145,7 +169,13 @@ def build(endpoint_id: int, version: object) -> Catalog | None:
         server = servers[tool.server_id]
         override = getattr(enabled.get(tool.pk), "description_override", "")
         exposed = Exposed(name, server.name, tool.name, tool.pk, tool_entry(tool, name, override))
-        catalog.entries[name] = Entry(exposed, tool.token_estimate, tool.pk in enabled, f"{server.name}.{tool.name}", server.description)
+        catalog.entries[name] = Entry(
+            exposed,
+            tool.token_estimate,
+            tool.pk in enabled,
+            f"{server.name}.{tool.name}",
+            server.description,
+        )
     catalog.specs, catalog.missing = specs_for_user(servers.values(), endpoint.owner_id)
     catalog.patterns = activation_patterns(endpoint)
     catalog.calls = usage(endpoint.pk)
@@ -161,7 +191,9 @@ def activation_patterns(endpoint: Endpoint) -> list[tuple[regex.Regex, list[str]
         try:
             compiled.append((regex.compile_regex(row.pattern), row.targets))
         except regex.RegexRefused as exc:
-            logger.warning("activation pattern %s of endpoint %s skipped: %s", row.pk, endpoint.pk, exc)
+            logger.warning(
+                "activation pattern %s of endpoint %s skipped: %s", row.pk, endpoint.pk, exc
+            )
     return compiled
 
 
@@ -171,7 +203,8 @@ def co_use(endpoint_id: int) -> dict[int, dict[int, int]]:
     over its last CO_USE_CALLS calls."""
     rows = list(
         ToolCall.objects.filter(endpoint_id=endpoint_id, tool_id__isnull=False)
-        .order_by("-started_at").values_list("user_id", "tool_id", "started_at")[:CO_USE_CALLS]
+        .order_by("-started_at")
+        .values_list("user_id", "tool_id", "started_at")[:CO_USE_CALLS]
     )
     rows.reverse()
     pairs: dict[int, dict[int, int]] = {}
@@ -188,7 +221,9 @@ def co_use(endpoint_id: int) -> dict[int, dict[int, int]]:
 def usage(endpoint_id: int) -> dict[int, int]:
     """Calls per tool on the endpoint over the last USAGE_DAYS (one aggregate over the call log)."""
     since = timezone.now() - timedelta(days=USAGE_DAYS)
-    rows = ToolCall.objects.filter(endpoint_id=endpoint_id, started_at__gte=since, tool_id__isnull=False)
+    rows = ToolCall.objects.filter(
+        endpoint_id=endpoint_id, started_at__gte=since, tool_id__isnull=False
+    )
     return dict(rows.values_list("tool_id").annotate(n=Count("id")).values_list("tool_id", "n"))
 
 
@@ -200,12 +235,29 @@ def document(entry: Entry) -> retrieval.Document:
     tool = entry.exposed.entry
     schema = tool.get("inputSchema")
     full = text.tool_document(
-        name=entry.name, title=tool.get("title", ""), description=entry.description, schema=schema,
-        server=entry.exposed.server, server_description=entry.server_description,
+        name=entry.name,
+        title=tool.get("title", ""),
+        description=entry.description,
+        schema=schema,
+        server=entry.exposed.server,
+        server_description=entry.server_description,
     )
     properties = schema.get("properties") if isinstance(schema, dict) else None
-    params = " ".join(text.split_identifier(str(p)) for p in properties) if isinstance(properties, dict) else ""
-    gist = " ".join(part for part in (text.split_identifier(entry.name), tool.get("title", ""), entry.description, params) if part)
+    params = (
+        " ".join(text.split_identifier(str(p)) for p in properties)
+        if isinstance(properties, dict)
+        else ""
+    )
+    gist = " ".join(
+        part
+        for part in (
+            text.split_identifier(entry.name),
+            tool.get("title", ""),
+            entry.description,
+            params,
+        )
+        if part
+    )
     return retrieval.Document(full, gist)
 
 
@@ -229,18 +281,31 @@ def index(catalog: Catalog, *, method: str | None = None, background: bool = Tru
     catalog.fingerprint = digest.hexdigest()
     method = retrieval.resolve(method or settings.MCPHUB_DISCOVERY_METHOD)
     catalog.lexical = _retriever("bm25", catalog.fingerprint, docs, background)
-    catalog.retriever = catalog.lexical if method == "bm25" else _retriever(method, catalog.fingerprint, docs, background)
+    catalog.retriever = (
+        catalog.lexical
+        if method == "bm25"
+        else _retriever(method, catalog.fingerprint, docs, background)
+    )
     return catalog
 
 
-def _retriever(method: str, fingerprint: str, docs: list[retrieval.Document], background: bool) -> retrieval.Retriever:
+def _retriever(
+    method: str, fingerprint: str, docs: list[retrieval.Document], background: bool
+) -> retrieval.Retriever:
     key = f"{method}:{fingerprint}"
     retriever = _indexes.get(key)
     if retriever is None:
         if method == "hybrid":  # share the BM25 half with the lexical retriever
-            retriever = retrieval.Hybrid(_retriever("bm25", fingerprint, docs, background), _retriever("embedding", fingerprint, docs, background))
+            retriever = retrieval.Hybrid(
+                _retriever("bm25", fingerprint, docs, background),
+                _retriever("embedding", fingerprint, docs, background),
+            )
         else:
-            store = settings.DATA_DIR / "discovery" / f"{fingerprint}.npy" if method == "embedding" else None
+            store = (
+                settings.DATA_DIR / "discovery" / f"{fingerprint}.npy"
+                if method == "embedding"
+                else None
+            )
             retriever = retrieval.build(method, docs, background=background, store=store)
         if len(_indexes) > 256:
             _indexes.clear()  # bounded: a churn of catalogs cannot grow memory
@@ -272,16 +337,36 @@ def fresh(endpoint_id: int) -> Catalog | None:
 
 
 def _signature(endpoint_id: int) -> tuple:
-    endpoint = Endpoint.objects.filter(pk=endpoint_id).values_list("owner_id", "updated_at", "created_at").first()
+    endpoint = (
+        Endpoint.objects.filter(pk=endpoint_id)
+        .values_list("owner_id", "updated_at", "created_at")
+        .first()
+    )
     if endpoint is None:
         return ()
     return (
         endpoint,
-        tuple(Tool.objects.filter(available=True).aggregate(n=Count("id"), last=Max("last_seen_at"), top=Max("id")).values()),
+        tuple(
+            Tool.objects.filter(available=True)
+            .aggregate(n=Count("id"), last=Max("last_seen_at"), top=Max("id"))
+            .values()
+        ),
         tuple(McpServer.objects.aggregate(n=Count("id"), last=Max("updated_at")).values()),
-        tuple(EndpointTool.objects.filter(endpoint_id=endpoint_id).aggregate(n=Count("id"), top=Max("id")).values()),
-        tuple(Membership.objects.filter(user_id=endpoint[0]).aggregate(n=Count("id"), top=Max("id")).values()),
-        tuple(ActivationPattern.objects.filter(endpoint_id=endpoint_id).aggregate(n=Count("id"), top=Max("id")).values()),
+        tuple(
+            EndpointTool.objects.filter(endpoint_id=endpoint_id)
+            .aggregate(n=Count("id"), top=Max("id"))
+            .values()
+        ),
+        tuple(
+            Membership.objects.filter(user_id=endpoint[0])
+            .aggregate(n=Count("id"), top=Max("id"))
+            .values()
+        ),
+        tuple(
+            ActivationPattern.objects.filter(endpoint_id=endpoint_id)
+            .aggregate(n=Count("id"), top=Max("id"))
+            .values()
+        ),
     )
 
 
@@ -291,7 +376,9 @@ async def current(endpoint_id: int, version: object) -> Catalog | None:
     now = time.monotonic()
     if cached is not None and cached[1].version == version and now - cached[0] < CATALOG_MAX_AGE:
         return cached[1]
-    catalog = await single_flight("discovery", (endpoint_id, version), functools.partial(_build_indexed, endpoint_id, version))
+    catalog = await single_flight(
+        "discovery", (endpoint_id, version), functools.partial(_build_indexed, endpoint_id, version)
+    )
     if catalog is not None:
         _catalogs[endpoint_id] = (now, catalog)
     return catalog

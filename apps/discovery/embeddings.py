@@ -25,7 +25,10 @@ MODEL_PACKAGE = "all_minilm_l6_v2"
 
 def available() -> bool:
     try:
-        return all(importlib.util.find_spec(m) is not None for m in ("numpy", "tokenizers", "safetensors", MODEL_PACKAGE))
+        return all(
+            importlib.util.find_spec(m) is not None
+            for m in ("numpy", "tokenizers", "safetensors", MODEL_PACKAGE)
+        )
     except (ImportError, ValueError):
         return False
 
@@ -42,7 +45,9 @@ class MiniLM:
             self.tokenizer = Tokenizer.from_str(zipped.read("tokenizer.json").decode())
         self.tokenizer.enable_truncation(MAX_TOKENS)
         self.tokenizer.no_padding()
-        self.layers = 1 + max(int(k.split(".")[2]) for k in self.weights if k.startswith("encoder.layer."))
+        self.layers = 1 + max(
+            int(k.split(".")[2]) for k in self.weights if k.startswith("encoder.layer.")
+        )
         self._cache: dict[bytes, Any] = {}
         self._lock = threading.Lock()
 
@@ -56,13 +61,20 @@ class MiniLM:
             return self._forward(texts) if texts else np.zeros((0, 384), dtype=np.float32)
 
         keys = [hashlib.blake2b(t.encode(), digest_size=16).digest() for t in texts]
-        missing = sorted({k: t for k, t in zip(keys, texts) if k not in self._cache}.items(), key=lambda kv: len(kv[1]))
+        missing = sorted(
+            {k: t for k, t in zip(keys, texts) if k not in self._cache}.items(),
+            key=lambda kv: len(kv[1]),
+        )
         for start in range(0, len(missing), BATCH):
             chunk = missing[start : start + BATCH]
             vectors = self._forward([t for _, t in chunk])
             with self._lock:
                 self._cache.update((k, v) for (k, _), v in zip(chunk, vectors))
-        return np.stack([self._cache[k] for k in keys]) if keys else np.zeros((0, 384), dtype=np.float32)
+        return (
+            np.stack([self._cache[k] for k in keys])
+            if keys
+            else np.zeros((0, 384), dtype=np.float32)
+        )
 
     def export_cache(self) -> dict[str, Any]:
         return {k.hex(): v for k, v in self._cache.items()}
@@ -82,7 +94,10 @@ class MiniLM:
             ids[row, : len(encoding.ids)] = encoding.ids
             mask[row, : len(encoding.ids)] = 1.0
         w = self.weights
-        x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:width]
+        x = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][:width]
+        )
         x = _norm(x + w["embeddings.token_type_embeddings.weight"][0], w, "embeddings.LayerNorm")
         bias = (1.0 - mask)[:, None, None, :] * np.float32(-1e9)
         for layer in range(self.layers):
@@ -97,16 +112,32 @@ class MiniLM:
         head = dim // HEADS
 
         def heads(name: str):
-            return _dense(x, self.weights, p + name).reshape(batch, width, HEADS, head).transpose(0, 2, 1, 3)
+            return (
+                _dense(x, self.weights, p + name)
+                .reshape(batch, width, HEADS, head)
+                .transpose(0, 2, 1, 3)
+            )
 
-        q, k, v = heads("attention.self.query"), heads("attention.self.key"), heads("attention.self.value")
+        q, k, v = (
+            heads("attention.self.query"),
+            heads("attention.self.key"),
+            heads("attention.self.value"),
+        )
         scores = q @ k.transpose(0, 1, 3, 2) * np.float32(head**-0.5) + bias
         scores = np.exp(scores - scores.max(-1, keepdims=True))
         context = (scores / scores.sum(-1, keepdims=True)) @ v
         context = context.transpose(0, 2, 1, 3).reshape(batch, width, dim)
-        x = _norm(x + _dense(context, self.weights, p + "attention.output.dense"), self.weights, p + "attention.output.LayerNorm")
+        x = _norm(
+            x + _dense(context, self.weights, p + "attention.output.dense"),
+            self.weights,
+            p + "attention.output.LayerNorm",
+        )
         hidden = _gelu(_dense(x, self.weights, p + "intermediate.dense"))
-        return _norm(x + _dense(hidden, self.weights, p + "output.dense"), self.weights, p + "output.LayerNorm")
+        return _norm(
+            x + _dense(hidden, self.weights, p + "output.dense"),
+            self.weights,
+            p + "output.LayerNorm",
+        )
 
 
 def _dense(x, w: dict[str, Any], name: str):
@@ -135,7 +166,9 @@ def _blas_local_threads():
 
     import numpy as np
 
-    for library in sorted((Path(np.__file__).parent.parent / "numpy.libs").glob("libscipy_openblas*.so")):
+    for library in sorted(
+        (Path(np.__file__).parent.parent / "numpy.libs").glob("libscipy_openblas*.so")
+    ):
         setter = getattr(ctypes.CDLL(str(library)), "openblas_set_num_threads_local", None)
         if setter is not None:
             return setter

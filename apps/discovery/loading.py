@@ -32,30 +32,46 @@ class Outcome:
 
 
 def loaded_tokens(catalog: Catalog, state: dict[str, float]) -> int:
-    return catalog.pinned_tokens + sum(catalog.entries[n].tokens for n in state if n in catalog.entries)
+    return catalog.pinned_tokens + sum(
+        catalog.entries[n].tokens for n in state if n in catalog.entries
+    )
 
 
 def current(catalog: Catalog, state: dict[str, float]) -> dict[str, float]:
     """The session's loaded set, less tools the owner can no longer see or that became pinned."""
-    return {n: t for n, t in state.items() if n in catalog.entries and not catalog.entries[n].pinned}
+    return {
+        n: t for n, t in state.items() if n in catalog.entries and not catalog.entries[n].pinned
+    }
 
 
 def last_calls(endpoint_id: int, names: list[str]) -> dict[str, float]:
     """When each of `names` was last called on the endpoint, from the call log (sync ORM)."""
     rows = (
         ToolCall.objects.filter(endpoint_id=endpoint_id, exposed_name__in=names)
-        .values("exposed_name").annotate(last=Max("started_at"))
+        .values("exposed_name")
+        .annotate(last=Max("started_at"))
     )
     return {row["exposed_name"]: row["last"].timestamp() for row in rows}
 
 
 def _unknown(catalog: Catalog, name: str) -> str:
     suggestions = naming.suggest(name, list(catalog.entries))
-    hint = f" Did you mean: {', '.join(suggestions)}?" if suggestions else " Find tools with search_tools."
+    hint = (
+        f" Did you mean: {', '.join(suggestions)}?"
+        if suggestions
+        else " Find tools with search_tools."
+    )
     return f"Unknown tool: {name}.{hint}"
 
 
-def load(catalog: Catalog, state: dict[str, float], names: list[str], *, recency=last_calls, now: float | None = None) -> Outcome:
+def load(
+    catalog: Catalog,
+    state: dict[str, float],
+    names: list[str],
+    *,
+    recency=last_calls,
+    now: float | None = None,
+) -> Outcome:
     """Add `names` to the loaded set within the budget, evicting least recently used tools."""
     now = time.time() if now is None else now
     outcome = Outcome(state=current(catalog, state))
@@ -76,7 +92,9 @@ def load(catalog: Catalog, state: dict[str, float], names: list[str], *, recency
         else:
             _make_room(catalog, outcome, entry.tokens, keep=set(wanted), recency=recency)
             if loaded_tokens(catalog, outcome.state) + entry.tokens > catalog.token_budget:
-                outcome.errors[name] = f"{name} needs ~{entry.tokens} tokens: no room left by the other tools of this request."
+                outcome.errors[name] = (
+                    f"{name} needs ~{entry.tokens} tokens: no room left by the other tools of this request."
+                )
                 continue
             outcome.state[name] = now
             outcome.loaded.append(name)
@@ -103,7 +121,9 @@ def unload(catalog: Catalog, state: dict[str, float], names: list[str]) -> Outco
             del outcome.state[name]
             outcome.unloaded.append(name)
         elif name in catalog.entries and catalog.entries[name].pinned:
-            outcome.errors[name] = f"{name} is pinned (enabled on the endpoint): disable it on the Tools page instead."
+            outcome.errors[name] = (
+                f"{name} is pinned (enabled on the endpoint): disable it on the Tools page instead."
+            )
         elif name in catalog.entries:
             outcome.unchanged.append(name)
         else:

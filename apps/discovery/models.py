@@ -24,7 +24,9 @@ def validate_pattern(value: str) -> None:
     try:
         regex.compile_regex(value)
     except regex.RegexRefused as exc:
-        raise ValidationError(f"Not a valid regular expression for RE2 (the syntax accepted): {exc}.") from None
+        raise ValidationError(
+            f"Not a valid regular expression for RE2 (the syntax accepted): {exc}."
+        ) from None
 
 
 def validate_targets(value: object) -> None:
@@ -32,14 +34,27 @@ def validate_targets(value: object) -> None:
         raise ValidationError(f"List 1 to {MAX_TARGETS} targets: 'server.tool' or 'server.*'.")
     bad = [str(t) for t in value if not isinstance(t, str) or not TARGET_RE.match(t)]
     if bad:
-        raise ValidationError(f"Not a tool ('server.tool') or server ('server.*'): {', '.join(bad[:5])}.")
+        raise ValidationError(
+            f"Not a tool ('server.tool') or server ('server.*'): {', '.join(bad[:5])}."
+        )
 
 
 class ActivationPattern(models.Model):
-    endpoint = models.ForeignKey("toolsets.Endpoint", on_delete=models.CASCADE, related_name="activation_patterns")
-    pattern = models.CharField(max_length=500, validators=[validate_pattern], help_text="Regular expression, case-insensitive")
-    targets = models.JSONField(validators=[validate_targets], help_text="Tools ('server.tool') or servers ('server.*') to pre-load")
-    priority = models.IntegerField(default=0, help_text="Higher loads first when the budget is short")
+    endpoint = models.ForeignKey(
+        "toolsets.Endpoint", on_delete=models.CASCADE, related_name="activation_patterns"
+    )
+    pattern = models.CharField(
+        max_length=500,
+        validators=[validate_pattern],
+        help_text="Regular expression, case-insensitive",
+    )
+    targets = models.JSONField(
+        validators=[validate_targets],
+        help_text="Tools ('server.tool') or servers ('server.*') to pre-load",
+    )
+    priority = models.IntegerField(
+        default=0, help_text="Higher loads first when the budget is short"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -56,4 +71,3 @@ class ActivationPattern(models.Model):
         except ValidationError as exc:
             return " ".join(exc.messages)
         return ""
-

@@ -44,22 +44,52 @@ OPTIONS = _options()
 
 # RE2's own message → what the user can do about it.
 _HINTS = (
-    ("invalid perl operator: (?<", "lookbehind ((?<=…), (?<!…)) is not supported: match the text itself instead"),
-    ("invalid perl operator: (?=", "lookahead ((?=…)) is not supported: match the text itself instead"),
-    ("invalid perl operator: (?!", "negative lookahead ((?!…)) is not supported: use a separate, simpler pattern"),
-    ("invalid perl operator: (?>", "atomic groups ((?>…)) are not supported and not needed: RE2 never backtracks"),
+    (
+        "invalid perl operator: (?<",
+        "lookbehind ((?<=…), (?<!…)) is not supported: match the text itself instead",
+    ),
+    (
+        "invalid perl operator: (?=",
+        "lookahead ((?=…)) is not supported: match the text itself instead",
+    ),
+    (
+        "invalid perl operator: (?!",
+        "negative lookahead ((?!…)) is not supported: use a separate, simpler pattern",
+    ),
+    (
+        "invalid perl operator: (?>",
+        "atomic groups ((?>…)) are not supported and not needed: RE2 never backtracks",
+    ),
     ("invalid perl operator: (?P", "backreferences ((?P=name)) are not supported"),
     ("invalid perl operator: (?(", "conditionals ((?(1)…|…)) are not supported"),
-    ("invalid perl operator: (?x", "verbose mode (?x) is not supported: write the pattern without spaces or comments"),
+    (
+        "invalid perl operator: (?x",
+        "verbose mode (?x) is not supported: write the pattern without spaces or comments",
+    ),
     ("invalid escape sequence: \\1", "backreferences (\\1…\\9) are not supported"),
     ("invalid escape sequence: \\2", "backreferences (\\1…\\9) are not supported"),
     ("invalid escape sequence: \\Z", "write \\z for the end of the text"),
     ("invalid escape sequence: \\u", "write \\x{e9} for a character by its code"),
-    ("bad repetition operator: *+", "possessive repetition (*+, ++, ?+) is not supported and not needed: RE2 never backtracks"),
-    ("bad repetition operator: ++", "possessive repetition (*+, ++, ?+) is not supported and not needed: RE2 never backtracks"),
-    ("bad repetition operator: ?+", "possessive repetition (*+, ++, ?+) is not supported and not needed: RE2 never backtracks"),
-    ("invalid repetition size", "a counted repetition {m,n} needs m ≤ n ≤ 1000, nested repetitions multiplied"),
-    ("pattern too large", f"too costly: it compiles to more than {MAX_PROGRAM} steps; simplify it or split it into several patterns"),
+    (
+        "bad repetition operator: *+",
+        "possessive repetition (*+, ++, ?+) is not supported and not needed: RE2 never backtracks",
+    ),
+    (
+        "bad repetition operator: ++",
+        "possessive repetition (*+, ++, ?+) is not supported and not needed: RE2 never backtracks",
+    ),
+    (
+        "bad repetition operator: ?+",
+        "possessive repetition (*+, ++, ?+) is not supported and not needed: RE2 never backtracks",
+    ),
+    (
+        "invalid repetition size",
+        "a counted repetition {m,n} needs m ≤ n ≤ 1000, nested repetitions multiplied",
+    ),
+    (
+        "pattern too large",
+        f"too costly: it compiles to more than {MAX_PROGRAM} steps; simplify it or split it into several patterns",
+    ),
 )
 
 

@@ -47,7 +47,13 @@ def resolve(method: str) -> str:
     return method
 
 
-def build(method: str, documents: Sequence[Document], *, background: bool = False, store: Path | None = None) -> Retriever:
+def build(
+    method: str,
+    documents: Sequence[Document],
+    *,
+    background: bool = False,
+    store: Path | None = None,
+) -> Retriever:
     """A retriever over `documents`; with `background`, embeddings are computed in a thread and
     the hybrid answers with BM25 alone until they are ready (`store`: where vectors are kept)."""
     method = resolve(method)
@@ -93,7 +99,9 @@ class BM25:
 class Dense:
     """Cosine similarity of MiniLM sentence vectors."""
 
-    def __init__(self, documents: Sequence[str], *, background: bool = False, store: Path | None = None) -> None:
+    def __init__(
+        self, documents: Sequence[str], *, background: bool = False, store: Path | None = None
+    ) -> None:
         self.documents = list(documents)
         self.store = store  # a .npy file the vectors are kept in, shared by processes and restarts
         self.matrix = None
@@ -134,7 +142,9 @@ class Dense:
             partial = self.store.with_suffix(f".{threading.get_ident()}.tmp.npy")
             np.save(partial, self.matrix)
             partial.replace(self.store)  # atomic: a reader never sees half a file
-            kept = sorted(self.store.parent.glob("*.npy"), key=lambda f: f.stat().st_mtime, reverse=True)
+            kept = sorted(
+                self.store.parent.glob("*.npy"), key=lambda f: f.stat().st_mtime, reverse=True
+            )
             for old in kept[KEEP_STORED:]:  # catalogs change: vectors of old versions go
                 old.unlink(missing_ok=True)
         except OSError:

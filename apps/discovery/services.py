@@ -11,7 +11,9 @@ from apps.toolsets.events import announce_tools_changed
 from apps.toolsets.models import Endpoint
 
 
-def create_pattern(*, endpoint: Endpoint, pattern: str, targets: list[str], priority: int = 0) -> ActivationPattern:
+def create_pattern(
+    *, endpoint: Endpoint, pattern: str, targets: list[str], priority: int = 0
+) -> ActivationPattern:
     row = ActivationPattern(endpoint=endpoint, pattern=pattern, targets=targets, priority=priority)
     return _save(row, new=True)
 
@@ -36,8 +38,15 @@ def _save(row: ActivationPattern, *, new: bool = False) -> ActivationPattern:
         if new:
             # The endpoint's row lock makes the count and the insert one step for concurrent adds.
             Endpoint.objects.select_for_update().filter(pk=row.endpoint_id).first()
-            if ActivationPattern.objects.filter(endpoint_id=row.endpoint_id).count() >= MAX_PATTERNS:
-                raise ValidationError({"pattern": f"An endpoint holds at most {MAX_PATTERNS} activation patterns: remove one first."})
+            if (
+                ActivationPattern.objects.filter(endpoint_id=row.endpoint_id).count()
+                >= MAX_PATTERNS
+            ):
+                raise ValidationError(
+                    {
+                        "pattern": f"An endpoint holds at most {MAX_PATTERNS} activation patterns: remove one first."
+                    }
+                )
         row.save()
         announce_tools_changed([row.endpoint_id])
     return row

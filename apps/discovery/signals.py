@@ -14,7 +14,13 @@ def _announce(**filters) -> None:
     from apps.toolsets.events import announce_tools_changed
     from apps.toolsets.models import Endpoint
 
-    announce_tools_changed(set(Endpoint.objects.filter(mode=Endpoint.Mode.DYNAMIC, **filters).values_list("pk", flat=True)))
+    announce_tools_changed(
+        set(
+            Endpoint.objects.filter(mode=Endpoint.Mode.DYNAMIC, **filters).values_list(
+                "pk", flat=True
+            )
+        )
+    )
 
 
 @receiver(catalog_changed, dispatch_uid="discovery.catalog_changed")

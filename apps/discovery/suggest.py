@@ -1,4 +1,4 @@
-""""Which tools for this task?": the best-ranked tools that fit a token budget, each with why.
+""" "Which tools for this task?": the best-ranked tools that fit a token budget, each with why.
 
 A read (selector): it changes nothing. Applying a suggestion is the caller's next step
 (`PUT /api/endpoints/<slug>/enabled-tools/` replaces or, with the current keys added, merges).
@@ -54,7 +54,13 @@ def suggest_tools(*, endpoint: Endpoint, task: str, budget: int, limit: int = 10
 def _suggestion(hit: Hit, task: str) -> Suggestion:
     entry = hit.entry
     return Suggestion(
-        entry.key, entry.name, entry.exposed.server, entry.description, entry.tokens, hit.score, entry.pinned,
+        entry.key,
+        entry.name,
+        entry.exposed.server,
+        entry.description,
+        entry.tokens,
+        hit.score,
+        entry.pinned,
         _reason(task, discovery_catalog.document(entry).full),
     )
 

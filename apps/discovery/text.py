@@ -36,11 +36,26 @@ def parameter_text(schema: Any) -> str:
     return " ".join(parts)
 
 
-def tool_document(*, name: str, description: str, schema: Any, server: str = "", server_description: str = "", title: str = "") -> str:
+def tool_document(
+    *,
+    name: str,
+    description: str,
+    schema: Any,
+    server: str = "",
+    server_description: str = "",
+    title: str = "",
+) -> str:
     return " \n".join(
-        part for part in (
-            split_identifier(name), title, description, parameter_text(schema), split_identifier(server), server_description,
-        ) if part
+        part
+        for part in (
+            split_identifier(name),
+            title,
+            description,
+            parameter_text(schema),
+            split_identifier(server),
+            server_description,
+        )
+        if part
     )
 
 

@@ -8,7 +8,16 @@ from apps.toolsets.models import ToolCall
 class ToolCallAdmin(admin.ModelAdmin):
     """The call log is written by the gateway only: admins read and filter it, never edit it."""
 
-    list_display = ("started_at", "user", "endpoint", "server_name", "tool_name", "ok", "duration_ms", "error")
+    list_display = (
+        "started_at",
+        "user",
+        "endpoint",
+        "server_name",
+        "tool_name",
+        "ok",
+        "duration_ms",
+        "error",
+    )
     list_filter = ("ok", "server_name")
     search_fields = ("tool_name", "exposed_name", "server_name", "error", "user__username")
     date_hierarchy = "started_at"

@@ -82,7 +82,11 @@ def _lookup_principal(raw: str, epoch: int | None) -> Principal | None:
     token = authenticate_token(raw)
     if token is None:
         return None
-    limit = token.rate_limit_per_minute if token.rate_limit_per_minute is not None else settings.MCPHUB_RATE_LIMIT_PER_MINUTE
+    limit = (
+        token.rate_limit_per_minute
+        if token.rate_limit_per_minute is not None
+        else settings.MCPHUB_RATE_LIMIT_PER_MINUTE
+    )
     return Principal(token.user_id, token.prefix, token.endpoint_id, limit, token.allows_mcp)
 
 
@@ -91,13 +95,25 @@ def _lookup_oauth_principal(raw: str, epoch: int) -> Principal | None:
     if grant is None:
         return None
     return Principal(
-        grant.user_id, f"oauth:{grant.application_id}:{grant.user_id}", grant.endpoint_id,
-        settings.MCPHUB_RATE_LIMIT_PER_MINUTE, True, grant.endpoint_slug, grant.expires_at, epoch,
+        grant.user_id,
+        f"oauth:{grant.application_id}:{grant.user_id}",
+        grant.endpoint_id,
+        settings.MCPHUB_RATE_LIMIT_PER_MINUTE,
+        True,
+        grant.endpoint_slug,
+        grant.expires_at,
+        epoch,
     )
 
 
-def _lookup_endpoint(*, slug: str | None = None, endpoint_id: int | None = None) -> EndpointRef | None:
-    query = Endpoint.objects.filter(slug=slug) if slug is not None else Endpoint.objects.filter(pk=endpoint_id)
+def _lookup_endpoint(
+    *, slug: str | None = None, endpoint_id: int | None = None
+) -> EndpointRef | None:
+    query = (
+        Endpoint.objects.filter(slug=slug)
+        if slug is not None
+        else Endpoint.objects.filter(pk=endpoint_id)
+    )
     row = query.values_list("pk", "owner_id", "slug").first()
     return EndpointRef(*row) if row else None
 
@@ -113,7 +129,9 @@ async def principal_for(raw: str) -> Principal | None:
     if cached is not None and cached.epoch != epoch:
         cached = None  # something was revoked since it was cached: validate again
     if cached is None:
-        cached = await single_flight("auth:principal", f"{key}:{epoch}", functools.partial(_lookup_principal, raw, epoch))
+        cached = await single_flight(
+            "auth:principal", f"{key}:{epoch}", functools.partial(_lookup_principal, raw, epoch)
+        )
         if cached is not None:
             _principals.put(key, cached)
     if cached is not None and cached.expires_at is not None and cached.expires_at <= time.time():
@@ -127,7 +145,9 @@ async def endpoint_for(principal: Principal, slug: str | None) -> EndpointRef | 
     ref = _endpoints.get(key)
     if ref is None:
         ref = await single_flight(
-            "auth:endpoint", key, functools.partial(_lookup_endpoint, slug=slug, endpoint_id=principal.scope_endpoint_id)
+            "auth:endpoint",
+            key,
+            functools.partial(_lookup_endpoint, slug=slug, endpoint_id=principal.scope_endpoint_id),
         )
         if ref is not None:
             _endpoints.put(key, ref)

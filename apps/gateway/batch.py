@@ -24,28 +24,47 @@ BATCH_VERSION = "2025-03-26"
 MAX_BATCH = 100
 
 
-async def handle_batch(request: Request, send: Send, messages: list[Any], principal: Principal, endpoint: EndpointRef) -> None:
+async def handle_batch(
+    request: Request, send: Send, messages: list[Any], principal: Principal, endpoint: EndpointRef
+) -> None:
     from apps.gateway import transport
 
     version_header = request.headers.get("mcp-protocol-version")
     if version_header in MODERN_PROTOCOL_VERSIONS:
         raise transport.refuse_batch(version_header)
     session_id = request.headers.get("mcp-session-id")
-    snap = await state.snapshot(session_id=session_id, endpoint_id=endpoint.id, rate_key=principal.token_prefix, limit=principal.rate_limit)
+    snap = await state.snapshot(
+        session_id=session_id,
+        endpoint_id=endpoint.id,
+        rate_key=principal.token_prefix,
+        limit=principal.rate_limit,
+    )
     transport._check_rate(snap)
     session = transport._require_session(session_id, snap.session, principal, endpoint)
     if session.protocol_version != BATCH_VERSION:
         raise transport.refuse_batch(session.protocol_version)
     if not messages or len(messages) > MAX_BATCH:
-        problem = "an empty batch" if not messages else f"a batch of {len(messages)} messages (at most {MAX_BATCH})"
-        raise HttpError(400, jsonrpc.error(None, RpcError(jsonrpc.INVALID_REQUEST, f"Invalid Request: {problem}")))
+        problem = (
+            "an empty batch"
+            if not messages
+            else f"a batch of {len(messages)} messages (at most {MAX_BATCH})"
+        )
+        raise HttpError(
+            400,
+            jsonrpc.error(None, RpcError(jsonrpc.INVALID_REQUEST, f"Invalid Request: {problem}")),
+        )
     answers, requests = await _sort(messages, session)
     if not requests and not answers:
         await respond(send, 202)
         return
     stream = BatchStream(send, request.accepts("text/event-stream"), answers)
     view = await transport._view(endpoint, snap.endpoint_version)
-    tasks = [asyncio.ensure_future(_answer(transport, principal, endpoint, view, session, message, stream)) for message in requests]
+    tasks = [
+        asyncio.ensure_future(
+            _answer(transport, principal, endpoint, view, session, message, stream)
+        )
+        for message in requests
+    ]
     watcher = asyncio.ensure_future(transport._wait_disconnect(request))
     watcher.add_done_callback(lambda _: [task.cancel() for task in tasks])
     try:
@@ -57,7 +76,9 @@ async def handle_batch(request: Request, send: Send, messages: list[Any], princi
     await stream.close()
 
 
-async def _sort(messages: list[Any], session: state.Session) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+async def _sort(
+    messages: list[Any], session: state.Session
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(error answers for invalid members, the requests to run); notifications and responses are handled now."""
     from apps.gateway import transport
 
@@ -69,7 +90,15 @@ async def _sort(messages: list[Any], session: state.Session) -> tuple[list[dict[
             answers.append(jsonrpc.error(None, exc))
             continue
         if kind == "request" and message["method"] == "initialize":
-            answers.append(jsonrpc.error(message["id"], RpcError(jsonrpc.INVALID_REQUEST, "Invalid Request: initialize must not be part of a batch")))
+            answers.append(
+                jsonrpc.error(
+                    message["id"],
+                    RpcError(
+                        jsonrpc.INVALID_REQUEST,
+                        "Invalid Request: initialize must not be part of a batch",
+                    ),
+                )
+            )
         elif kind == "request":
             requests.append(message)
         else:
@@ -77,9 +106,21 @@ async def _sort(messages: list[Any], session: state.Session) -> tuple[list[dict[
     return answers, requests
 
 
-async def _answer(transport: Any, principal: Principal, endpoint: EndpointRef, view: Any, session: state.Session, message: dict[str, Any], stream: BatchStream) -> None:
-    ctx = protocol.Context(principal, endpoint, view, session, session.protocol_version, _Member(stream))
-    task = asyncio.ensure_future(protocol.dispatch(ctx, message["method"], message.get("params") or {}))
+async def _answer(
+    transport: Any,
+    principal: Principal,
+    endpoint: EndpointRef,
+    view: Any,
+    session: state.Session,
+    message: dict[str, Any],
+    stream: BatchStream,
+) -> None:
+    ctx = protocol.Context(
+        principal, endpoint, view, session, session.protocol_version, _Member(stream)
+    )
+    task = asyncio.ensure_future(
+        protocol.dispatch(ctx, message["method"], message.get("params") or {})
+    )
     try:
         outcome = await transport.outcome_of(message, task, session.id)
     except asyncio.CancelledError:

@@ -37,17 +37,39 @@ META_TOOLS: list[dict[str, Any]] = [
         "inputSchema": {
             "type": "object",
             "properties": {
-                "query": {"type": "string", "maxLength": MAX_QUERY, "description": "What you want to do, in a few words"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 10, "description": "How many tools to return"},
+                "query": {
+                    "type": "string",
+                    "maxLength": MAX_QUERY,
+                    "description": "What you want to do, in a few words",
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_LIMIT,
+                    "default": 10,
+                    "description": "How many tools to return",
+                },
             },
             "required": ["query"],
         },
         "outputSchema": {
             "type": "object",
-            "properties": {"tools": {"type": "array", "items": {"type": "object", "properties": {
-                "name": {"type": "string"}, "server": {"type": "string"}, "description": {"type": "string"},
-                "tokens": {"type": "integer"}, "score": {"type": "number"},
-            }, "required": ["name", "server", "description", "tokens", "score"]}}},
+            "properties": {
+                "tools": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "name": {"type": "string"},
+                            "server": {"type": "string"},
+                            "description": {"type": "string"},
+                            "tokens": {"type": "integer"},
+                            "score": {"type": "number"},
+                        },
+                        "required": ["name", "server", "description", "tokens", "score"],
+                    },
+                }
+            },
             "required": ["tools"],
         },
         "annotations": {"readOnlyHint": True},
@@ -97,7 +119,9 @@ async def tools_list(ctx: protocol.Context, params: dict[str, Any]) -> dict[str,
     return protocol._listing("tools", tools + META_TOOLS, params)
 
 
-async def tools_call(ctx: protocol.Context, name: str, arguments: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+async def tools_call(
+    ctx: protocol.Context, name: str, arguments: dict[str, Any], params: dict[str, Any]
+) -> dict[str, Any]:
     catalog = await _catalog(ctx)
     if name == SEARCH:
         payload = _search(catalog, arguments, _loaded(ctx, catalog))
@@ -108,29 +132,50 @@ async def tools_call(ctx: protocol.Context, name: str, arguments: dict[str, Any]
     if name == CALL:
         target = protocol._name(arguments)
         if target not in catalog.entries:
-            return _result({"error": str(_not_listed(catalog, target, known=False).message)}, error=True)
-        return await _call(ctx, catalog, target, protocol._mapping(arguments, "arguments"), params, anywhere=True)
+            return _result(
+                {"error": str(_not_listed(catalog, target, known=False).message)}, error=True
+            )
+        return await _call(
+            ctx, catalog, target, protocol._mapping(arguments, "arguments"), params, anywhere=True
+        )
     return await _call(ctx, catalog, name, arguments, params, anywhere=False)
 
 
 def _result(payload: dict[str, Any], *, error: bool = False) -> dict[str, Any]:
-    result = {"content": [{"type": "text", "text": json.dumps(payload, indent=1)}], "structuredContent": payload}
+    result = {
+        "content": [{"type": "text", "text": json.dumps(payload, indent=1)}],
+        "structuredContent": payload,
+    }
     if error:
         result["isError"] = True
     return result
 
 
-def _search(catalog: Catalog, arguments: dict[str, Any], loaded: dict[str, float]) -> dict[str, list[dict[str, Any]]]:
+def _search(
+    catalog: Catalog, arguments: dict[str, Any], loaded: dict[str, float]
+) -> dict[str, list[dict[str, Any]]]:
     query = protocol._string(arguments, "query")
     if len(query) > MAX_QUERY:
-        raise RpcError(INVALID_PARAMS, f"Invalid params: 'query' must be at most {MAX_QUERY} characters")
+        raise RpcError(
+            INVALID_PARAMS, f"Invalid params: 'query' must be at most {MAX_QUERY} characters"
+        )
     limit = arguments.get("limit", 10)
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
-        raise RpcError(INVALID_PARAMS, f"Invalid params: 'limit' must be an integer from 1 to {MAX_LIMIT}")
-    held = frozenset(catalog.entries[n].exposed.item_id for n in loaded) | {e.exposed.item_id for e in catalog.pinned}
+        raise RpcError(
+            INVALID_PARAMS, f"Invalid params: 'limit' must be an integer from 1 to {MAX_LIMIT}"
+        )
+    held = frozenset(catalog.entries[n].exposed.item_id for n in loaded) | {
+        e.exposed.item_id for e in catalog.pinned
+    }
     hits = catalog.search(query, limit, beside=held)
     tools = [
-        {"name": h.entry.name, "server": h.entry.exposed.server, "description": h.entry.description, "tokens": h.entry.tokens, "score": h.score}
+        {
+            "name": h.entry.name,
+            "server": h.entry.exposed.server,
+            "description": h.entry.description,
+            "tokens": h.entry.tokens,
+            "score": h.score,
+        }
         for h in hits
     ]
     return {"tools": tools}
@@ -140,16 +185,32 @@ def _names(arguments: dict[str, Any]) -> list[str]:
     names = arguments.get("names")
     if isinstance(names, str):
         names = [names]
-    if not (isinstance(names, list) and names and len(names) <= MAX_NAMES and all(isinstance(n, str) and n for n in names)):
-        raise RpcError(INVALID_PARAMS, f"Invalid params: 'names' must be a list of 1 to {MAX_NAMES} tool names")
+    if not (
+        isinstance(names, list)
+        and names
+        and len(names) <= MAX_NAMES
+        and all(isinstance(n, str) and n for n in names)
+    ):
+        raise RpcError(
+            INVALID_PARAMS, f"Invalid params: 'names' must be a list of 1 to {MAX_NAMES} tool names"
+        )
     return names
 
 
-async def _change(ctx: protocol.Context, catalog: Catalog, action: str, names: list[str]) -> dict[str, Any]:
+async def _change(
+    ctx: protocol.Context, catalog: Catalog, action: str, names: list[str]
+) -> dict[str, Any]:
     if ctx.session is None:
-        return _result({"error": "This protocol version keeps no session, so nothing can be loaded: use call_tool."}, error=True)
+        return _result(
+            {
+                "error": "This protocol version keeps no session, so nothing can be loaded: use call_tool."
+            },
+            error=True,
+        )
     if action == LOAD:
-        outcome = await sync_to_async(loading.load, thread_sensitive=False)(catalog, ctx.session.loaded, names)
+        outcome = await sync_to_async(loading.load, thread_sensitive=False)(
+            catalog, ctx.session.loaded, names
+        )
     else:
         outcome = loading.unload(catalog, ctx.session.loaded, names)
     ctx.session.loaded = outcome.state
@@ -157,20 +218,38 @@ async def _change(ctx: protocol.Context, catalog: Catalog, action: str, names: l
     if outcome.changed:
         await _announce(ctx)
     payload = {
-        "loaded": outcome.loaded, "unloaded": outcome.unloaded, "unchanged": outcome.unchanged,
-        "errors": outcome.errors, "tokens": loading.loaded_tokens(catalog, outcome.state), "budget": catalog.token_budget,
+        "loaded": outcome.loaded,
+        "unloaded": outcome.unloaded,
+        "unchanged": outcome.unchanged,
+        "errors": outcome.errors,
+        "tokens": loading.loaded_tokens(catalog, outcome.state),
+        "budget": catalog.token_budget,
     }
-    return _result(payload, error=bool(outcome.errors) and not outcome.changed and not outcome.unchanged)
+    return _result(
+        payload, error=bool(outcome.errors) and not outcome.changed and not outcome.unchanged
+    )
 
 
-async def _activate(ctx: protocol.Context, catalog: Catalog, text: str) -> dict[str, list[str]] | None:
+async def _activate(
+    ctx: protocol.Context, catalog: Catalog, text: str
+) -> dict[str, list[str]] | None:
     """Pre-load what the endpoint's activation patterns name for `text` (within the budget)."""
     # Up to milliseconds per pattern (RE2 releases the GIL): never on the event loop.
-    names = await sync_to_async(catalog.activated, thread_sensitive=False)(text) if catalog.patterns and ctx.session is not None else []
-    fresh = [n for n in names if n not in ctx.session.loaded and not catalog.entries[n].pinned] if names else []
+    names = (
+        await sync_to_async(catalog.activated, thread_sensitive=False)(text)
+        if catalog.patterns and ctx.session is not None
+        else []
+    )
+    fresh = (
+        [n for n in names if n not in ctx.session.loaded and not catalog.entries[n].pinned]
+        if names
+        else []
+    )
     if not fresh:
         return None
-    outcome = await sync_to_async(loading.load, thread_sensitive=False)(catalog, ctx.session.loaded, fresh)
+    outcome = await sync_to_async(loading.load, thread_sensitive=False)(
+        catalog, ctx.session.loaded, fresh
+    )
     ctx.session.loaded = outcome.state
     await state.save_session(ctx.session)
     if outcome.changed:
@@ -191,21 +270,35 @@ async def _announce(ctx: protocol.Context) -> None:
 
 
 async def _call(
-    ctx: protocol.Context, catalog: Catalog, name: str, arguments: dict[str, Any], params: dict[str, Any], *, anywhere: bool
+    ctx: protocol.Context,
+    catalog: Catalog,
+    name: str,
+    arguments: dict[str, Any],
+    params: dict[str, Any],
+    *,
+    anywhere: bool,
 ) -> dict[str, Any]:
     entry = catalog.entries.get(name)
     listed = entry is not None and (entry.pinned or name in _loaded(ctx, catalog))
     if entry is None or not (listed or anywhere):
         raise _not_listed(catalog, name, known=entry is not None)
     view = dataclasses.replace(
-        ctx.view, specs={**ctx.view.specs, **catalog.specs}, missing={**ctx.view.missing, **catalog.missing}
+        ctx.view,
+        specs={**ctx.view.specs, **catalog.specs},
+        missing={**ctx.view.missing, **catalog.missing},
     )
-    result = await protocol.call_exposed(dataclasses.replace(ctx, view=view), entry.exposed, arguments, params)
+    result = await protocol.call_exposed(
+        dataclasses.replace(ctx, view=view), entry.exposed, arguments, params
+    )
     await _activate(ctx, catalog, f"{name} {json.dumps(arguments)}")
     return result
 
 
 def _not_listed(catalog: Catalog, name: str, *, known: bool) -> RpcError:
     if known:
-        return RpcError(INVALID_PARAMS, f"Tool {name} is not loaded in this session: load_tools it first, or use call_tool.", {"tool": name})
+        return RpcError(
+            INVALID_PARAMS,
+            f"Tool {name} is not loaded in this session: load_tools it first, or use call_tool.",
+            {"tool": name},
+        )
     return protocol._unknown("tool", name, [*catalog.entries, *META_NAMES])

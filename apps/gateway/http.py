@@ -24,7 +24,12 @@ SSE_HEADERS = [
 class HttpError(Exception):
     """An HTTP-level refusal (before or instead of any JSON-RPC exchange)."""
 
-    def __init__(self, status: int, body: dict[str, Any] | bytes = b"", headers: list[tuple[bytes, bytes]] | None = None):
+    def __init__(
+        self,
+        status: int,
+        body: dict[str, Any] | bytes = b"",
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ):
         super().__init__(status)
         self.status = status
         self.body = body
@@ -37,7 +42,9 @@ class Request:
         self.receive = receive
         self.method: str = scope["method"]
         self.path: str = scope["path"]
-        self.headers: dict[str, str] = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        self.headers: dict[str, str] = {
+            k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]
+        }
         self.query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
 
     def query_value(self, name: str) -> str | None:
@@ -69,12 +76,19 @@ class Request:
 def too_large(limit: int) -> HttpError:
     """413 with a JSON-RPC error as its body: MCP clients show an error body of that shape (the SDK's
     does), where a bare status reads "Server returned an error response"."""
-    message = f"The request is larger than the hub accepts ({limit} bytes, MCPHUB_MAX_REQUEST_BYTES)"
+    message = (
+        f"The request is larger than the hub accepts ({limit} bytes, MCPHUB_MAX_REQUEST_BYTES)"
+    )
     error = RpcError(INVALID_REQUEST, message, {"reason": "payload_too_large", "limit": limit})
     return HttpError(413, jsonrpc.error(None, error))
 
 
-async def respond(send: Send, status: int, body: bytes | dict[str, Any] = b"", headers: list[tuple[bytes, bytes]] | None = None) -> None:
+async def respond(
+    send: Send,
+    status: int,
+    body: bytes | dict[str, Any] = b"",
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
     all_headers = list(headers or [])
     if isinstance(body, dict):
         body = json.dumps(body, separators=(",", ":")).encode()
@@ -85,17 +99,32 @@ async def respond(send: Send, status: int, body: bytes | dict[str, Any] = b"", h
 
 
 async def start_sse(send: Send, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS + list(headers or [])})
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": SSE_HEADERS + list(headers or [])}
+    )
 
 
-async def sse_event(send: Send, data: str, *, event: str | None = None, event_id: str | None = None, more: bool = True) -> None:
+async def sse_event(
+    send: Send,
+    data: str,
+    *,
+    event: str | None = None,
+    event_id: str | None = None,
+    more: bool = True,
+) -> None:
     lines = []
     if event_id is not None:
         lines.append(f"id: {event_id}")
     if event is not None:
         lines.append(f"event: {event}")
     lines.extend(f"data: {line}" for line in data.split("\n"))
-    await send({"type": "http.response.body", "body": ("\n".join(lines) + "\n\n").encode(), "more_body": more})
+    await send(
+        {
+            "type": "http.response.body",
+            "body": ("\n".join(lines) + "\n\n").encode(),
+            "more_body": more,
+        }
+    )
 
 
 async def sse_comment(send: Send, text: str = "ping") -> None:

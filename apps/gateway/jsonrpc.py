@@ -49,7 +49,9 @@ def loads(body: bytes) -> Any:
     if text.count("[") + text.count("{") > MAX_DEPTH and _depth_exceeds(message, MAX_DEPTH):
         raise RpcError(PARSE_ERROR, f"Parse error: JSON nested deeper than {MAX_DEPTH} levels")
     if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(message):
-        raise RpcError(PARSE_ERROR, "Parse error: a string holds a lone UTF-16 surrogate (not valid Unicode)")
+        raise RpcError(
+            PARSE_ERROR, "Parse error: a string holds a lone UTF-16 surrogate (not valid Unicode)"
+        )
     return message
 
 
@@ -65,7 +67,9 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
         item, depth = stack.pop()
         if depth > limit:
             return True
-        stack.extend((child, depth + 1) for child in _children(item) if isinstance(child, (dict, list)))
+        stack.extend(
+            (child, depth + 1) for child in _children(item) if isinstance(child, (dict, list))
+        )
     return False
 
 
@@ -90,7 +94,11 @@ class RawJson(str):
 def render(message: dict[str, Any]) -> str:
     """A message's JSON text, with any RawJson values of its result spliced in unparsed."""
     result = message.get("result")
-    raw = {k: v for k, v in result.items() if isinstance(v, RawJson)} if isinstance(result, dict) else {}
+    raw = (
+        {k: v for k, v in result.items() if isinstance(v, RawJson)}
+        if isinstance(result, dict)
+        else {}
+    )
     if not raw:
         return dumps(message)
     placeholders = {key: f"\x00raw:{key}\x00" for key in raw}

@@ -39,10 +39,14 @@ class Mailbox:
     async def start(self) -> None:
         async with self._started:
             if self.channel is None:
-                self.channel = await self.layer.new_channel(f"{INBOX_PREFIX}web.")  # replies are `send` here
+                self.channel = await self.layer.new_channel(
+                    f"{INBOX_PREFIX}web."
+                )  # replies are `send` here
                 self._reader = asyncio.create_task(self._read(), name="mcphub-mailbox")
                 if hotstate.async_redis() is None:  # embedded: hear what shells change, too
-                    self._watcher = asyncio.create_task(announce_changes_of_other_processes(), name="mcphub-changes")
+                    self._watcher = asyncio.create_task(
+                        announce_changes_of_other_processes(), name="mcphub-changes"
+                    )
 
     async def join(self, group: str, queue: asyncio.Queue[dict[str, Any]]) -> None:
         await self.start()

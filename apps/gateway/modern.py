@@ -5,7 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS, InboundLadderRejection, classify_inbound_request
+from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
+    InboundLadderRejection,
+    classify_inbound_request,
+)
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp_types import SERVER_INFO_META_KEY
 
@@ -13,15 +17,22 @@ from apps.gateway import jsonrpc, protocol
 from apps.gateway.auth import EndpointRef, Principal
 from apps.gateway.http import HttpError, Request, Send, respond, sse_event, start_sse
 from apps.gateway.jsonrpc import RpcError
-from apps.toolsets.exposure import current
 from apps.toolsets.events import TOOLS_CHANGED, endpoint_group
+from apps.toolsets.exposure import current
 
-
-CACHEABLE = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"})
+CACHEABLE = frozenset(
+    {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
+)
 
 
 async def handle_modern(
-    request: Request, send: Send, message: dict[str, Any], kind: str, principal: Principal, endpoint: EndpointRef, version: object
+    request: Request,
+    send: Send,
+    message: dict[str, Any],
+    kind: str,
+    principal: Principal,
+    endpoint: EndpointRef,
+    version: object,
 ) -> None:
     if kind != "request":
         await respond(send, 202)  # no client→server notifications exist on this wire
@@ -29,7 +40,9 @@ async def handle_modern(
     route = classify_inbound_request(message, headers=request.headers)
     if isinstance(route, InboundLadderRejection):
         error = RpcError(route.code, route.message, getattr(route, "data", None))
-        raise HttpError(ERROR_CODE_HTTP_STATUS.get(route.code, 400), jsonrpc.error(message["id"], error))
+        raise HttpError(
+            ERROR_CODE_HTTP_STATUS.get(route.code, 400), jsonrpc.error(message["id"], error)
+        )
     if message["method"] == "subscriptions/listen":
         await _listen(request, send, message, endpoint)
         return
@@ -46,7 +59,9 @@ async def handle_modern(
         outcome = jsonrpc.result(message["id"], result)
     except RpcError as exc:
         outcome = jsonrpc.error(message["id"], exc)
-    await respond(send, 200, jsonrpc.render(outcome).encode(), [(b"content-type", b"application/json")])
+    await respond(
+        send, 200, jsonrpc.render(outcome).encode(), [(b"content-type", b"application/json")]
+    )
 
 
 def _stamp_server_info(result: dict[str, Any]) -> None:
@@ -65,17 +80,23 @@ LISTENABLE = {
 }
 
 
-async def _listen(request: Request, send: Send, message: dict[str, Any], endpoint: EndpointRef) -> None:
+async def _listen(
+    request: Request, send: Send, message: dict[str, Any], endpoint: EndpointRef
+) -> None:
     """`subscriptions/listen`: the response is the stream; acknowledged first, then change events."""
     from apps.gateway.transport import relay_events
 
     wanted = (message.get("params") or {}).get("notifications")
-    honored = {key: True for key in LISTENABLE if isinstance(wanted, dict) and wanted.get(key) is True}
+    honored = {
+        key: True for key in LISTENABLE if isinstance(wanted, dict) and wanted.get(key) is True
+    }
     meta = {SUBSCRIPTION_ID_META_KEY: message["id"]}
     await start_sse(send)
 
     async def acknowledge() -> None:
-        ack = jsonrpc.notification("notifications/subscriptions/acknowledged", {"notifications": honored, "_meta": meta})
+        ack = jsonrpc.notification(
+            "notifications/subscriptions/acknowledged", {"notifications": honored, "_meta": meta}
+        )
         await sse_event(send, jsonrpc.dumps(ack), event="message")
 
     def translate(event: dict[str, Any]) -> list[dict[str, Any]]:
@@ -83,4 +104,11 @@ async def _listen(request: Request, send: Send, message: dict[str, Any], endpoin
             return []
         return [jsonrpc.notification(LISTENABLE[key], {"_meta": meta}) for key in honored]
 
-    await relay_events(request, send, [endpoint_group(endpoint.id)], translate, event_name="message", on_ready=acknowledge)
+    await relay_events(
+        request,
+        send,
+        [endpoint_group(endpoint.id)],
+        translate,
+        event_name="message",
+        on_ready=acknowledge,
+    )

@@ -18,7 +18,11 @@ import re2
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.urls import reverse
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    LATEST_HANDSHAKE_VERSION,
+    MODERN_PROTOCOL_VERSIONS,
+)
 
 from apps.catalog.models import BUILTIN_URL, Tool
 from apps.core import public_url
@@ -68,7 +72,11 @@ Handler = Callable[[Context, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 def negotiate(requested: Any) -> str:
-    return requested if isinstance(requested, str) and requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
+    return (
+        requested
+        if isinstance(requested, str) and requested in HANDSHAKE_PROTOCOL_VERSIONS
+        else LATEST_HANDSHAKE_VERSION
+    )
 
 
 def initialize_result(version: str) -> dict[str, Any]:
@@ -175,7 +183,10 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 def _name(params: dict[str, Any], key: str = "name") -> str:
     name = _string(params, key)
     if _CONTROL.search(name):
-        raise RpcError(INVALID_PARAMS, f"Invalid params: '{key}' holds a control character, which no tool or prompt name can")
+        raise RpcError(
+            INVALID_PARAMS,
+            f"Invalid params: '{key}' holds a control character, which no tool or prompt name can",
+        )
     return name
 
 
@@ -191,7 +202,11 @@ def _mapping(params: dict[str, Any], key: str) -> dict[str, Any]:
 def _unknown(kind: str, name: str, names: list[str]) -> RpcError:
     suggestions = naming.suggest(name, names)
     hint = f" Did you mean: {', '.join(suggestions)}?" if suggestions else ""
-    return RpcError(INVALID_PARAMS, f"Unknown {kind}: {name}.{hint}", {"suggestions": suggestions} if suggestions else None)
+    return RpcError(
+        INVALID_PARAMS,
+        f"Unknown {kind}: {name}.{hint}",
+        {"suggestions": suggestions} if suggestions else None,
+    )
 
 
 async def _missing_tool(ctx: Context, name: str) -> RpcError:
@@ -210,7 +225,11 @@ def _disabled_tool(endpoint_id: int, name: str) -> Tool | None:
 
 
 def _needs_credentials(exc: CredentialsMissing) -> RpcError:
-    return RpcError(INVALID_PARAMS, exc.message, {"server": exc.server, "missing": exc.missing, "fill_at": exc.fill_at, "api": exc.api})
+    return RpcError(
+        INVALID_PARAMS,
+        exc.message,
+        {"server": exc.server, "missing": exc.missing, "fill_at": exc.fill_at, "api": exc.api},
+    )
 
 
 def _dump(model: Any) -> dict[str, Any]:
@@ -230,20 +249,42 @@ async def tools_call(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     return await call_exposed(ctx, exposed, arguments, params)
 
 
-async def call_exposed(ctx: Context, exposed: Exposed, arguments: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+async def call_exposed(
+    ctx: Context, exposed: Exposed, arguments: dict[str, Any], params: dict[str, Any]
+) -> dict[str, Any]:
     """Call the backend of `exposed` and log the call."""
     started, clock = time.time(), time.perf_counter()
     try:
         result = await _backend_call(ctx, exposed, arguments, _meta(params))
     except RpcError as exc:
-        calllog.record(ctx.principal.user_id, ctx.endpoint.id, exposed, started, clock, ok=False, error=exc.message, arguments=arguments)
+        calllog.record(
+            ctx.principal.user_id,
+            ctx.endpoint.id,
+            exposed,
+            started,
+            clock,
+            ok=False,
+            error=exc.message,
+            arguments=arguments,
+        )
         raise
     error = calllog.error_text(result) if result.get("isError") else ""
-    calllog.record(ctx.principal.user_id, ctx.endpoint.id, exposed, started, clock, ok=not error, error=error, arguments=arguments)
+    calllog.record(
+        ctx.principal.user_id,
+        ctx.endpoint.id,
+        exposed,
+        started,
+        clock,
+        ok=not error,
+        error=error,
+        arguments=arguments,
+    )
     return result
 
 
-async def _backend_call(ctx: Context, exposed: Exposed, arguments: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+async def _backend_call(
+    ctx: Context, exposed: Exposed, arguments: dict[str, Any], meta: dict[str, Any]
+) -> dict[str, Any]:
     from mcp import MCPError
 
     from apps.connections.errors import PoolError
@@ -251,7 +292,10 @@ async def _backend_call(ctx: Context, exposed: Exposed, arguments: dict[str, Any
     try:
         spec = ctx.view.spec(exposed.server)  # the endpoint owner's own spec (apps.credentials)
     except PoolError as exc:
-        return {"content": [{"type": "text", "text": f"Tool {exposed.name} failed: {exc.message}"}], "isError": True}
+        return {
+            "content": [{"type": "text", "text": f"Tool {exposed.name} failed: {exc.message}"}],
+            "isError": True,
+        }
     if spec.url == BUILTIN_URL:
         return await _builtin_call(ctx, exposed, arguments, meta)
     from apps.credentials.upstream_calls import with_user_token
@@ -273,18 +317,31 @@ async def _backend_call(ctx: Context, exposed: Exposed, arguments: dict[str, Any
     except MCPError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None
     except PoolError as exc:
-        return {"content": [{"type": "text", "text": f"Tool {exposed.name} failed: {exc.message}"}], "isError": True}
+        return {
+            "content": [{"type": "text", "text": f"Tool {exposed.name} failed: {exc.message}"}],
+            "isError": True,
+        }
     return result
 
 
-async def _builtin_call(ctx: Context, exposed: Exposed, arguments: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+async def _builtin_call(
+    ctx: Context, exposed: Exposed, arguments: dict[str, Any], meta: dict[str, Any]
+) -> dict[str, Any]:
     """The hub's own tools (server `hub`) are answered here, as the caller, not by a backend."""
     from apps.chat.runs import hub_tools
 
     if exposed.server != hub_tools.services.HUB_SERVER:
-        return {"content": [{"type": "text", "text": f"Tool {exposed.name} has no built-in implementation."}], "isError": True}
+        return {
+            "content": [
+                {"type": "text", "text": f"Tool {exposed.name} has no built-in implementation."}
+            ],
+            "isError": True,
+        }
     return await hub_tools.call(
-        user_id=ctx.principal.user_id, endpoint_id=ctx.endpoint.id, tool=exposed.backend_name, arguments=arguments,
+        user_id=ctx.principal.user_id,
+        endpoint_id=ctx.endpoint.id,
+        tool=exposed.backend_name,
+        arguments=arguments,
         progress=_progress(ctx, meta.get("progressToken")),
     )
 
@@ -348,7 +405,11 @@ def _relay(ctx: Context):
 def _log_sink(ctx: Context):
     """Log lines at or above the level the client set (all of them if it never set one)."""
     emitter = ctx.emitter
-    threshold = LOG_LEVELS.index(ctx.session.log_level) if ctx.session and ctx.session.log_level in LOG_LEVELS else 0
+    threshold = (
+        LOG_LEVELS.index(ctx.session.log_level)
+        if ctx.session and ctx.session.log_level in LOG_LEVELS
+        else 0
+    )
 
     async def log(params: dict[str, Any]) -> None:
         level = params.get("level")
@@ -374,7 +435,9 @@ async def prompts_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         raise _unknown("prompt", name, list(ctx.view.prompts))
     arguments = {str(k): str(v) for k, v in _mapping(params, "arguments").items()}
     try:
-        result = await _get_pool().get_prompt(ctx.view.spec(exposed.server), exposed.backend_name, arguments, relay=_relay(ctx))
+        result = await _get_pool().get_prompt(
+            ctx.view.spec(exposed.server), exposed.backend_name, arguments, relay=_relay(ctx)
+        )
     except MCPError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None
     except CredentialsMissing as exc:
@@ -388,7 +451,8 @@ def _template_regex(template: str) -> Regex:
     their number (six and 120 characters: 23 s)."""
     parts = re.split(r"(\{[^}]*\})", template)
     pattern = "".join(
-        (".+" if part.startswith("{+") else "[^/]+") if part.startswith("{") else re2.escape(part) for part in parts
+        (".+" if part.startswith("{+") else "[^/]+") if part.startswith("{") else re2.escape(part)
+        for part in parts
     )
     return re2.compile(f"^{pattern}$", _TEMPLATE_OPTIONS)
 
@@ -434,15 +498,22 @@ async def completion_complete(ctx: Context, params: dict[str, Any]) -> dict[str,
         exposed = ctx.view.prompts.get(str(ref.get("name")))
         if exposed is None:
             raise _unknown("prompt", str(ref.get("name")), list(ctx.view.prompts))
-        server, backend_ref = exposed.server, mcp_types.PromptReference(type="ref/prompt", name=exposed.backend_name)
+        server, backend_ref = (
+            exposed.server,
+            mcp_types.PromptReference(type="ref/prompt", name=exposed.backend_name),
+        )
     elif ref.get("type") == "ref/resource":
         server = _resource_server(ctx.view, _string(ref, "uri"))
         backend_ref = mcp_types.ResourceTemplateReference(type="ref/resource", uri=ref["uri"])
     else:
-        raise RpcError(INVALID_PARAMS, "Invalid params: ref.type must be 'ref/prompt' or 'ref/resource'")
+        raise RpcError(
+            INVALID_PARAMS, "Invalid params: ref.type must be 'ref/prompt' or 'ref/resource'"
+        )
     context = _string_map(_mapping(params, "context"), "arguments", "context.arguments")
     try:
-        result = await _get_pool().complete(ctx.view.spec(server), backend_ref, argument, context or None)
+        result = await _get_pool().complete(
+            ctx.view.spec(server), backend_ref, argument, context or None
+        )
     except MCPError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None
     except CredentialsMissing as exc:
@@ -452,8 +523,15 @@ async def completion_complete(ctx: Context, params: dict[str, Any]) -> dict[str,
 
 def _completion_argument(params: dict[str, Any]) -> dict[str, str]:
     argument = params.get("argument")
-    if not (isinstance(argument, dict) and isinstance(argument.get("name"), str) and isinstance(argument.get("value"), str)):
-        raise RpcError(INVALID_PARAMS, "Invalid params: 'argument' must be an object with string 'name' and 'value'")
+    if not (
+        isinstance(argument, dict)
+        and isinstance(argument.get("name"), str)
+        and isinstance(argument.get("value"), str)
+    ):
+        raise RpcError(
+            INVALID_PARAMS,
+            "Invalid params: 'argument' must be an object with string 'name' and 'value'",
+        )
     return {"name": argument["name"], "value": argument["value"]}
 
 
@@ -476,7 +554,9 @@ async def set_level(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 
     level = params.get("level")
     if level not in LOG_LEVELS:
-        raise RpcError(INVALID_PARAMS, f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}")
+        raise RpcError(
+            INVALID_PARAMS, f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}"
+        )
     if ctx.session is not None:
         ctx.session.log_level = level
         await state.save_session(ctx.session)
@@ -502,13 +582,19 @@ async def _subscription(ctx: Context, params: dict[str, Any], *, add: bool) -> d
     if ctx.session is not None:
         try:
             if add:
-                await subscriptions.subscribe(server=server, spec=ctx.view.spec(server), uri=uri, session_id=ctx.session.id)
+                await subscriptions.subscribe(
+                    server=server, spec=ctx.view.spec(server), uri=uri, session_id=ctx.session.id
+                )
             else:
                 await subscriptions.unsubscribe(server=server, uri=uri, session_id=ctx.session.id)
         except MCPError as exc:
-            raise RpcError(exc.code, f"{server} cannot subscribe to {uri}: {exc.message}", exc.data) from None
+            raise RpcError(
+                exc.code, f"{server} cannot subscribe to {uri}: {exc.message}", exc.data
+            ) from None
         except PoolError as exc:
-            raise RpcError(jsonrpc.INTERNAL_ERROR, f"{server} is unavailable: {exc.message}") from None
+            raise RpcError(
+                jsonrpc.INTERNAL_ERROR, f"{server} is unavailable: {exc.message}"
+            ) from None
         subscriptions = set(ctx.session.subscriptions)
         subscriptions.add(uri) if add else subscriptions.discard(uri)
         ctx.session.subscriptions = sorted(subscriptions)

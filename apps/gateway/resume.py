@@ -78,7 +78,10 @@ async def replay(stream_id: str, after: str) -> list[Event]:
         entries = await client.xrange(PREFIX + stream_id, min="(" + after, max="+")
     except ResponseError:  # a malformed position from the client: nothing to replay
         return []
-    return [Event(f"{stream_id}/{xid.decode()}", fields[b"d"].decode(), bool(fields.get(b"l"))) for xid, fields in entries]
+    return [
+        Event(f"{stream_id}/{xid.decode()}", fields[b"d"].decode(), bool(fields.get(b"l")))
+        for xid, fields in entries
+    ]
 
 
 class _MemoryStreams:

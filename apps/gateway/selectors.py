@@ -20,8 +20,7 @@ from django.db.models import Case, Count, F, IntegerField, Q, QuerySet, Value, W
 from django.db.models.functions import Mod
 from django.utils import timezone
 
-from apps.toolsets.models import ToolCall
-from apps.toolsets.models import Endpoint
+from apps.toolsets.models import Endpoint, ToolCall
 
 MAX_DURATIONS = 50_000
 
@@ -203,16 +202,25 @@ def _durations(calls: QuerySet[ToolCall], total: int) -> tuple[Iterable[tuple], 
     return rows.iterator(chunk_size=5000), step > 1
 
 
-def _assemble(window: Window, bucket: str, starts: list[datetime], until: datetime, counts, durations,
-              sampled: bool) -> Usage:
+def _assemble(
+    window: Window,
+    bucket: str,
+    starts: list[datetime],
+    until: datetime,
+    counts,
+    durations,
+    sampled: bool,
+) -> Usage:
     totals, buckets = Stats(), [Bucket(start=start) for start in starts]
     servers: dict[str, ServerUsage] = {}
     tools: dict[tuple[str, str], ToolUsage] = {}
     for row in counts:
         name, slot = row["server_name"], row["slot"]
         server = servers.setdefault(name, ServerUsage(server=name, series=[0] * len(starts)))
-        tool = tools.setdefault((name, row["tool_name"]),
-                                ToolUsage(server=name, tool=row["tool_name"], series=[0] * len(starts)))
+        tool = tools.setdefault(
+            (name, row["tool_name"]),
+            ToolUsage(server=name, tool=row["tool_name"], series=[0] * len(starts)),
+        )
         for stats in (totals, buckets[slot], server, tool):
             stats.calls += row["calls"]
             stats.errors += row["errors"]
@@ -220,14 +228,26 @@ def _assemble(window: Window, bucket: str, starts: list[datetime], until: dateti
         tool.series[slot] += row["calls"]
     _fill_percentiles(durations, totals=totals, buckets=buckets, servers=servers, tools=tools)
     return Usage(
-        window=window, bucket=bucket, since=starts[0], until=until, totals=totals, buckets=buckets,
+        window=window,
+        bucket=bucket,
+        since=starts[0],
+        until=until,
+        totals=totals,
+        buckets=buckets,
         servers=sorted(servers.values(), key=lambda s: (-s.calls, s.server)),
-        tools=sorted(tools.values(), key=lambda t: (-t.calls, t.server, t.tool)), sampled=sampled,
+        tools=sorted(tools.values(), key=lambda t: (-t.calls, t.server, t.tool)),
+        sampled=sampled,
     )
 
 
-def _fill_percentiles(durations, *, totals: Stats, buckets: list[Bucket],
-                      servers: dict[str, ServerUsage], tools: dict[tuple[str, str], ToolUsage]) -> None:
+def _fill_percentiles(
+    durations,
+    *,
+    totals: Stats,
+    buckets: list[Bucket],
+    servers: dict[str, ServerUsage],
+    tools: dict[tuple[str, str], ToolUsage],
+) -> None:
     samples: dict[int, list[float]] = defaultdict(list)
     for slot, server, tool, duration in durations:
         if (server, tool) not in tools:

@@ -8,21 +8,35 @@ from apps.gateway.selectors import BUCKETS, WINDOWS
 
 
 class UsageQuerySerializer(serializers.Serializer):
-    window = serializers.ChoiceField(choices=list(WINDOWS), default="24h", help_text="How far back to count.")
-    bucket = serializers.ChoiceField(
-        choices=list(BUCKETS), required=False, help_text="Chart resolution (default: hour for 24h, else day)."
+    window = serializers.ChoiceField(
+        choices=list(WINDOWS), default="24h", help_text="How far back to count."
     )
-    server = serializers.CharField(max_length=40, required=False, default="", help_text="Only this server's calls.")
-    tool = serializers.CharField(max_length=255, required=False, default="", help_text="Only calls of this tool name.")
-    endpoint = serializers.CharField(max_length=64, required=False, default="", help_text="Only this endpoint's calls.")
-    user = serializers.CharField(max_length=150, required=False, default="", help_text="Staff: only this user's calls.")
+    bucket = serializers.ChoiceField(
+        choices=list(BUCKETS),
+        required=False,
+        help_text="Chart resolution (default: hour for 24h, else day).",
+    )
+    server = serializers.CharField(
+        max_length=40, required=False, default="", help_text="Only this server's calls."
+    )
+    tool = serializers.CharField(
+        max_length=255, required=False, default="", help_text="Only calls of this tool name."
+    )
+    endpoint = serializers.CharField(
+        max_length=64, required=False, default="", help_text="Only this endpoint's calls."
+    )
+    user = serializers.CharField(
+        max_length=150, required=False, default="", help_text="Staff: only this user's calls."
+    )
 
 
 class StatsSerializer(serializers.Serializer):
     calls = serializers.IntegerField()
     errors = serializers.IntegerField()
     error_rate = serializers.FloatField(help_text="errors / calls, 0 to 1.")
-    p50_ms = serializers.FloatField(allow_null=True, help_text="Median duration in ms (null without calls).")
+    p50_ms = serializers.FloatField(
+        allow_null=True, help_text="Median duration in ms (null without calls)."
+    )
     p95_ms = serializers.FloatField(allow_null=True)
 
 
@@ -44,7 +58,9 @@ class UsageSerializer(serializers.Serializer):
     bucket = serializers.ChoiceField(choices=list(BUCKETS))
     since = serializers.DateTimeField(help_text="Start of the first bucket.")
     until = serializers.DateTimeField()
-    sampled = serializers.BooleanField(help_text="True: percentiles come from an even sample of the calls.")
+    sampled = serializers.BooleanField(
+        help_text="True: percentiles come from an even sample of the calls."
+    )
     totals = StatsSerializer()
     buckets = BucketSerializer(many=True)
     servers = ServerUsageSerializer(many=True)

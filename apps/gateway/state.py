@@ -82,7 +82,9 @@ return {version, session, count}
 _scripts: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
-async def snapshot(*, session_id: str | None, endpoint_id: int, rate_key: str, limit: int) -> Snapshot:
+async def snapshot(
+    *, session_id: str | None, endpoint_id: int, rate_key: str, limit: int
+) -> Snapshot:
     """Session, endpoint version and this request's rate-limit verdict (`limit` per minute; 0 = none),
     in one round trip."""
     window, retry_after = _window()
@@ -90,7 +92,9 @@ async def snapshot(*, session_id: str | None, endpoint_id: int, rate_key: str, l
     if client is None:
         # The version from the database: a shell's change shows on the very next request.
         version = await hotstate.read_counter(endpoint_version_key(endpoint_id))
-        return _memory_snapshot(session_id, version, f"{RATE_PREFIX}{rate_key}:{window}", limit, retry_after)
+        return _memory_snapshot(
+            session_id, version, f"{RATE_PREFIX}{rate_key}:{window}", limit, retry_after
+        )
     script = _scripts.get(client)
     if script is None:
         script = _scripts[client] = client.register_script(_SNAPSHOT_LUA)
@@ -104,7 +108,9 @@ async def snapshot(*, session_id: str | None, endpoint_id: int, rate_key: str, l
     return Snapshot(session, version, retry_after if limit and count > limit else None)
 
 
-def _memory_snapshot(session_id: str | None, version: int | None, rate_key: str, limit: int, retry_after: int) -> Snapshot:
+def _memory_snapshot(
+    session_id: str | None, version: int | None, rate_key: str, limit: int, retry_after: int
+) -> Snapshot:
     store = hotstate.memory
     raw = store.get(SESSION_PREFIX + session_id) if session_id else None
     if raw is not None:
@@ -124,7 +130,11 @@ async def save_session(session: Session) -> None:
 
 async def load_session(session_id: str) -> Session | None:
     client = hotstate.async_redis()
-    raw = hotstate.memory.get(SESSION_PREFIX + session_id) if client is None else await client.get(SESSION_PREFIX + session_id)
+    raw = (
+        hotstate.memory.get(SESSION_PREFIX + session_id)
+        if client is None
+        else await client.get(SESSION_PREFIX + session_id)
+    )
     return Session.loads(raw) if raw else None
 
 

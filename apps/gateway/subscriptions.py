@@ -77,7 +77,9 @@ async def relay(server: str, notification: dict[str, Any]) -> int:
     for session_id in sessions:
         if await _claim(client, session_id, uri):
             event = await resume.append(resume.get_stream_id(session_id), data)
-            await mailbox().publish(session_group(session_id), {"type": STORED_MESSAGE, "id": event.id, "data": data})
+            await mailbox().publish(
+                session_group(session_id), {"type": STORED_MESSAGE, "id": event.id, "data": data}
+            )
             delivered += 1
     return delivered
 
@@ -95,7 +97,11 @@ async def on_backend_notification(server: str, notification: Any) -> None:
     from apps.catalog.watch import on_backend_notification as catalog_hook
 
     await catalog_hook(server, notification)
-    data = notification if isinstance(notification, dict) else notification.model_dump(by_alias=True, mode="json", exclude_none=True)
+    data = (
+        notification
+        if isinstance(notification, dict)
+        else notification.model_dump(by_alias=True, mode="json", exclude_none=True)
+    )
     if data.get("method") == UPDATED:
         await relay(server, data)
 
@@ -134,7 +140,9 @@ async def _listen_forever() -> None:
 
 
 async def _handle(raw: Any) -> None:
-    if not isinstance(raw, (bytes, str)) or b'resources/updated' not in (raw if isinstance(raw, bytes) else raw.encode()):
+    if not isinstance(raw, (bytes, str)) or b"resources/updated" not in (
+        raw if isinstance(raw, bytes) else raw.encode()
+    ):
         return  # most events are list_changed or logging: skip the parse
     data = json.loads(raw)
     notification = data.get("n") or {}

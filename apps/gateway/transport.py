@@ -22,23 +22,36 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from apps.core import hotstate, outage, public_url
 from apps.gateway import auth, jsonrpc, protocol, resume, state, subscriptions
 from apps.gateway.auth import EndpointRef, Principal
-from apps.gateway.http import HttpError, Request, Send, end_stream, respond, sse_comment, sse_event, start_sse
+from apps.gateway.http import (
+    HttpError,
+    Request,
+    Send,
+    end_stream,
+    respond,
+    sse_comment,
+    sse_event,
+    start_sse,
+)
 from apps.gateway.jsonrpc import RpcError
 from apps.gateway.mailbox import mailbox
 from apps.gateway.state import Session
 from apps.oauth import resources
-from apps.toolsets.exposure import EndpointView, current
 from apps.toolsets.events import TOOLS_CHANGED, endpoint_group
+from apps.toolsets.exposure import EndpointView, current
 
 logger = logging.getLogger(__name__)
 
-ROUTE = re.compile(r"^/mcp/(?:t/(?P<token>[A-Za-z0-9_-]{1,200})|(?P<slug>[a-z0-9][a-z0-9-]{2,63}))/?(?P<tail>sse|messages)?/?$")
+ROUTE = re.compile(
+    r"^/mcp/(?:t/(?P<token>[A-Za-z0-9_-]{1,200})|(?P<slug>[a-z0-9][a-z0-9-]{2,63}))/?(?P<tail>sse|messages)?/?$"
+)
 KEEPALIVE_SECONDS = 15.0
 CLIENT_REPLY_SECONDS = 300.0
 WEB_GROUP = "mcphub.web"
 SESSION_CLOSED = "session.closed"
 SESSION_MESSAGE = "session.message"
-STORED_MESSAGE = "session.stored"  # a message already in the session's GET stream store, with its event id
+STORED_MESSAGE = (
+    "session.stored"  # a message already in the session's GET stream store, with its event id
+)
 CANCEL = "request.cancel"
 LEGACY_VERSION = "2024-11-05"
 
@@ -92,7 +105,11 @@ class Gateway:
             # Never Daphne's HTML 500: a JSON-RPC internal error, if the response has not begun.
             logger.exception("gateway error on %s %s", request.method, request.path)
             if not tracked.started:
-                await respond(tracked, 500, jsonrpc.error(None, RpcError(jsonrpc.INTERNAL_ERROR, "Internal error")))
+                await respond(
+                    tracked,
+                    500,
+                    jsonrpc.error(None, RpcError(jsonrpc.INTERNAL_ERROR, "Internal error")),
+                )
 
     async def _handle(self, request: Request, send: Send) -> None:
         match = ROUTE.match(request.path)
@@ -132,29 +149,56 @@ def _check_origin(request: Request) -> None:
     origin = request.headers.get("origin")
     if origin and origin != "null":
         origin_host = re.sub(r"^[a-z][a-z0-9+.-]*://", "", origin.lower()).split("/")[0]
-        if not validate_host(split_domain_port(origin_host)[0], allowed) and origin not in settings.CSRF_TRUSTED_ORIGINS:
-            raise HttpError(403, {"error": "invalid_origin", "message": f"Origin {origin!r} is not allowed"})
+        if (
+            not validate_host(split_domain_port(origin_host)[0], allowed)
+            and origin not in settings.CSRF_TRUSTED_ORIGINS
+        ):
+            raise HttpError(
+                403, {"error": "invalid_origin", "message": f"Origin {origin!r} is not allowed"}
+            )
 
 
 async def _authenticate(request: Request, route: Route) -> Principal:
     header = request.headers.get("authorization", "")
     raw = route.url_token or (header[7:].strip() if header[:7].lower() == "bearer " else "")
     if not raw:
-        raise _unauthorized(request, route, "missing_token", "Send Authorization: Bearer <token> (create one on your endpoint page, or sign in with OAuth)")
+        raise _unauthorized(
+            request,
+            route,
+            "missing_token",
+            "Send Authorization: Bearer <token> (create one on your endpoint page, or sign in with OAuth)",
+        )
     principal = await auth.principal_for(raw)
     if principal is None:
-        raise _unauthorized(request, route, "invalid_token", "The access token is invalid, expired or revoked")
+        raise _unauthorized(
+            request, route, "invalid_token", "The access token is invalid, expired or revoked"
+        )
     if not principal.mcp_allowed:
         raise HttpError(
             403,
-            {"error": "insufficient_scope", "message": "This is an API token; MCP endpoints need a token with the mcp scope"},
-            [(b"www-authenticate", b'Bearer realm="mcphub", error="insufficient_scope", scope="mcp"')],
+            {
+                "error": "insufficient_scope",
+                "message": "This is an API token; MCP endpoints need a token with the mcp scope",
+            },
+            [
+                (
+                    b"www-authenticate",
+                    b'Bearer realm="mcphub", error="insufficient_scope", scope="mcp"',
+                )
+            ],
         )
     if route.url_token and principal.scope_endpoint_id is None:
-        raise _unauthorized(request, route, "invalid_token", "Only a token scoped to one endpoint may be used in the URL")
+        raise _unauthorized(
+            request,
+            route,
+            "invalid_token",
+            "Only a token scoped to one endpoint may be used in the URL",
+        )
     if principal.is_oauth and (route.url_token or route.slug != principal.audience_slug):
         # RFC 8707: the token's audience is one endpoint; OAuth tokens never travel in URLs.
-        raise _unauthorized(request, route, "invalid_token", "This access token was not issued for this endpoint")
+        raise _unauthorized(
+            request, route, "invalid_token", "This access token was not issued for this endpoint"
+        )
     return principal
 
 
@@ -164,20 +208,30 @@ def _unauthorized(request: Request, route: Route, code: str, message: str) -> Ht
     if route.slug is not None:
         # Host passed _check_origin (one of ALLOWED_HOSTS): safe to echo.
         origin = public_url.scope_origin(request.scope, request.headers)
-        params += [f'resource_metadata="{resources.metadata_url(origin, route.slug)}"', f'scope="{resources.SCOPE}"']
+        params += [
+            f'resource_metadata="{resources.metadata_url(origin, route.slug)}"',
+            f'scope="{resources.SCOPE}"',
+        ]
     if code != "missing_token":
         params += [f'error="{code}"', f'error_description="{message}"']
     challenge = "Bearer " + ", ".join(params)
-    return HttpError(401, {"error": code, "message": message}, [(b"www-authenticate", challenge.encode())])
+    return HttpError(
+        401, {"error": code, "message": message}, [(b"www-authenticate", challenge.encode())]
+    )
 
 
 # -- Streamable HTTP -----------------------------------------------------------------
 
 
-async def _post(request: Request, send: Send, principal: Principal, endpoint: EndpointRef, route: Route) -> None:
+async def _post(
+    request: Request, send: Send, principal: Principal, endpoint: EndpointRef, route: Route
+) -> None:
     _require_json_content(request)
     if not (request.accepts("application/json") or request.accepts("text/event-stream")):
-        raise HttpError(406, {"error": "not_acceptable", "message": "Accept application/json and text/event-stream"})
+        raise HttpError(
+            406,
+            {"error": "not_acceptable", "message": "Accept application/json and text/event-stream"},
+        )
     message = await _read_message(request)
     if isinstance(message, list):
         from apps.gateway.batch import handle_batch
@@ -189,19 +243,36 @@ async def _post(request: Request, send: Send, principal: Principal, endpoint: En
     version_header = request.headers.get("mcp-protocol-version")
     if kind == "request" and message["method"] == "initialize":
         session_id = None
-    snap = await state.snapshot(session_id=session_id, endpoint_id=endpoint.id, rate_key=principal.token_prefix, limit=principal.rate_limit)
+    snap = await state.snapshot(
+        session_id=session_id,
+        endpoint_id=endpoint.id,
+        rate_key=principal.token_prefix,
+        limit=principal.rate_limit,
+    )
     _check_rate(snap)
     if kind == "request" and message["method"] == "initialize":
         await _initialize(send, message, principal, endpoint, snap.endpoint_version)
         return
-    if version_header in MODERN_PROTOCOL_VERSIONS or (kind == "request" and message["method"] == "server/discover"):
+    if version_header in MODERN_PROTOCOL_VERSIONS or (
+        kind == "request" and message["method"] == "server/discover"
+    ):
         from apps.gateway.modern import handle_modern
 
-        await handle_modern(request, send, message, kind, principal, endpoint, snap.endpoint_version)
+        await handle_modern(
+            request, send, message, kind, principal, endpoint, snap.endpoint_version
+        )
         return
     session = _require_session(session_id, snap.session, principal, endpoint)
     if version_header is not None and version_header not in HANDSHAKE_PROTOCOL_VERSIONS:
-        raise HttpError(400, jsonrpc.error(message.get("id"), RpcError(jsonrpc.INVALID_REQUEST, f"Unsupported MCP-Protocol-Version: {version_header}")))
+        raise HttpError(
+            400,
+            jsonrpc.error(
+                message.get("id"),
+                RpcError(
+                    jsonrpc.INVALID_REQUEST, f"Unsupported MCP-Protocol-Version: {version_header}"
+                ),
+            ),
+        )
     if kind != "request":
         await _accept_non_request(message, kind, session)
         await respond(send, 202)
@@ -215,7 +286,10 @@ async def _post(request: Request, send: Send, principal: Principal, endpoint: En
 def _require_json_content(request: Request) -> None:
     content_type = request.headers.get("content-type", "")
     if content_type.split(";")[0].strip().lower() != "application/json":
-        raise HttpError(415, {"error": "unsupported_media_type", "message": "Content-Type must be application/json"})
+        raise HttpError(
+            415,
+            {"error": "unsupported_media_type", "message": "Content-Type must be application/json"},
+        )
 
 
 async def _read_message(request: Request) -> Any:
@@ -229,14 +303,27 @@ async def _read_message(request: Request) -> Any:
 
 def refuse_batch(version: str) -> HttpError:
     """Batches were in MCP 2025-03-26 only: later versions (and legacy SSE) answer -32600."""
-    return HttpError(400, jsonrpc.error(None, RpcError(jsonrpc.INVALID_REQUEST, f"Invalid Request: JSON-RPC batches are not supported in MCP {version}")))
+    return HttpError(
+        400,
+        jsonrpc.error(
+            None,
+            RpcError(
+                jsonrpc.INVALID_REQUEST,
+                f"Invalid Request: JSON-RPC batches are not supported in MCP {version}",
+            ),
+        ),
+    )
 
 
 def _kind(message: Any) -> str:
     try:
         return jsonrpc.kind(message)
     except RpcError as exc:
-        request_id = message.get("id") if isinstance(message, dict) and jsonrpc._valid_id(message.get("id")) else None
+        request_id = (
+            message.get("id")
+            if isinstance(message, dict) and jsonrpc._valid_id(message.get("id"))
+            else None
+        )
         raise HttpError(400, jsonrpc.error(request_id, exc)) from None
 
 
@@ -244,16 +331,40 @@ def _check_rate(snap: state.Snapshot) -> None:
     if snap.retry_after is not None:
         raise HttpError(
             429,
-            {"error": "rate_limited", "message": f"Too many requests for this token; retry in {snap.retry_after} s"},
+            {
+                "error": "rate_limited",
+                "message": f"Too many requests for this token; retry in {snap.retry_after} s",
+            },
             [(b"retry-after", str(snap.retry_after).encode())],
         )
 
 
-def _require_session(session_id: str | None, session: Session | None, principal: Principal, endpoint: EndpointRef) -> Session:
+def _require_session(
+    session_id: str | None, session: Session | None, principal: Principal, endpoint: EndpointRef
+) -> Session:
     if not session_id:
-        raise HttpError(400, jsonrpc.error(None, RpcError(jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required (send initialize first)")))
-    if session is None or session.endpoint_id != endpoint.id or session.user_id != principal.user_id:
-        raise HttpError(404, jsonrpc.error(None, RpcError(jsonrpc.SESSION_NOT_FOUND, "Session not found: initialize a new session")))
+        raise HttpError(
+            400,
+            jsonrpc.error(
+                None,
+                RpcError(
+                    jsonrpc.INVALID_REQUEST,
+                    "Bad Request: Mcp-Session-Id header is required (send initialize first)",
+                ),
+            ),
+        )
+    if (
+        session is None
+        or session.endpoint_id != endpoint.id
+        or session.user_id != principal.user_id
+    ):
+        raise HttpError(
+            404,
+            jsonrpc.error(
+                None,
+                RpcError(jsonrpc.SESSION_NOT_FOUND, "Session not found: initialize a new session"),
+            ),
+        )
     return session
 
 
@@ -264,7 +375,13 @@ async def _view(endpoint: EndpointRef, version: object) -> EndpointView:
     return view
 
 
-async def _initialize(send: Send, message: dict[str, Any], principal: Principal, endpoint: EndpointRef, version: object) -> None:
+async def _initialize(
+    send: Send,
+    message: dict[str, Any],
+    principal: Principal,
+    endpoint: EndpointRef,
+    version: object,
+) -> None:
     params = message.get("params") or {}
     negotiated = protocol.negotiate(params.get("protocolVersion"))
     session = Session.new(
@@ -275,8 +392,15 @@ async def _initialize(send: Send, message: dict[str, Any], principal: Principal,
         client_info=_dict(params.get("clientInfo")),
     )
     await state.save_session(session)
-    body = jsonrpc.dumps(jsonrpc.result(message["id"], protocol.initialize_result(negotiated))).encode()
-    await respond(send, 200, body, [(b"content-type", b"application/json"), (b"mcp-session-id", session.id.encode())])
+    body = jsonrpc.dumps(
+        jsonrpc.result(message["id"], protocol.initialize_result(negotiated))
+    ).encode()
+    await respond(
+        send,
+        200,
+        body,
+        [(b"content-type", b"application/json"), (b"mcp-session-id", session.id.encode())],
+    )
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -289,13 +413,25 @@ async def _accept_non_request(message: dict[str, Any], kind: str, session: Sessi
     elif message["method"] == "notifications/cancelled":
         request_id = (message.get("params") or {}).get("requestId")
         if request_id is not None:
-            await mailbox().publish(WEB_GROUP, {"type": CANCEL, "session": session.id, "request": str(request_id)})
+            await mailbox().publish(
+                WEB_GROUP, {"type": CANCEL, "session": session.id, "request": str(request_id)}
+            )
 
 
-async def _run_request(request: Request, ctx: protocol.Context, message: dict[str, Any], responder: StreamResponder, session_id: str) -> None:
+async def _run_request(
+    request: Request,
+    ctx: protocol.Context,
+    message: dict[str, Any],
+    responder: StreamResponder,
+    session_id: str,
+) -> None:
     """Run one request; a client that disconnects or cancels cancels the backend call too."""
-    task = asyncio.ensure_future(protocol.dispatch(ctx, message["method"], message.get("params") or {}))
-    watcher = asyncio.ensure_future(_watch_disconnect(request, lambda: task.cancel() if not responder.detach() else None))
+    task = asyncio.ensure_future(
+        protocol.dispatch(ctx, message["method"], message.get("params") or {})
+    )
+    watcher = asyncio.ensure_future(
+        _watch_disconnect(request, lambda: task.cancel() if not responder.detach() else None)
+    )
 
     async def conclude() -> None:
         try:
@@ -315,7 +451,9 @@ async def _run_request(request: Request, ctx: protocol.Context, message: dict[st
 _concluding: set[asyncio.Future[None]] = set()
 
 
-async def outcome_of(message: dict[str, Any], task: asyncio.Future[Any], session_id: str) -> dict[str, Any]:
+async def outcome_of(
+    message: dict[str, Any], task: asyncio.Future[Any], session_id: str
+) -> dict[str, Any]:
     """The JSON-RPC answer to `message` once its dispatch `task` ends (cancellable meanwhile)."""
     key = (session_id, str(message["id"]))
     _running[key] = task
@@ -379,7 +517,10 @@ async def ask_client(deliver: Any, method: str, params: dict[str, Any]) -> dict[
         box.forget_reply(request_id)
     if "error" in answer:
         error = answer["error"] if isinstance(answer["error"], dict) else {}
-        raise RpcError(int(error.get("code", jsonrpc.INTERNAL_ERROR)), str(error.get("message", "client error")))
+        raise RpcError(
+            int(error.get("code", jsonrpc.INTERNAL_ERROR)),
+            str(error.get("message", "client error")),
+        )
     return answer.get("result") or {}
 
 
@@ -390,7 +531,14 @@ class StreamResponder:
     drops mid-stream the request goes on, detached, and the client resumes with Last-Event-ID.
     """
 
-    def __init__(self, send: Send, request_id: Any, sse_ok: bool, session: Session | None, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    def __init__(
+        self,
+        send: Send,
+        request_id: Any,
+        sse_ok: bool,
+        session: Session | None,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
         self.send = send
         self.request_id = request_id
         self.can_request = sse_ok
@@ -420,7 +568,10 @@ class StreamResponder:
             return
         event = await resume.append(self.stream_id, data, last=last)
         if self.detached:
-            await mailbox().publish(resume.stream_group(self.stream_id), {"type": resume.STREAM_EVENT, "id": event.id, "data": data, "last": last})
+            await mailbox().publish(
+                resume.stream_group(self.stream_id),
+                {"type": resume.STREAM_EVENT, "id": event.id, "data": data, "last": last},
+            )
         else:
             await sse_event(self.send, data, event="message", event_id=event.id, more=not last)
 
@@ -439,14 +590,26 @@ class StreamResponder:
             elif self.detached:
                 return
             else:
-                await respond(self.send, 200, body.encode(), [(b"content-type", b"application/json"), *self.headers])
+                await respond(
+                    self.send,
+                    200,
+                    body.encode(),
+                    [(b"content-type", b"application/json"), *self.headers],
+                )
 
 
-async def _get_stream(request: Request, send: Send, principal: Principal, endpoint: EndpointRef, route: Route) -> None:
+async def _get_stream(
+    request: Request, send: Send, principal: Principal, endpoint: EndpointRef, route: Route
+) -> None:
     if not request.accepts("text/event-stream"):
         raise HttpError(406, {"error": "not_acceptable", "message": "Accept text/event-stream"})
     session_id = request.headers.get("mcp-session-id")
-    snap = await state.snapshot(session_id=session_id, endpoint_id=endpoint.id, rate_key=principal.token_prefix, limit=principal.rate_limit)
+    snap = await state.snapshot(
+        session_id=session_id,
+        endpoint_id=endpoint.id,
+        rate_key=principal.token_prefix,
+        limit=principal.rate_limit,
+    )
     _check_rate(snap)
     session = _require_session(session_id, snap.session, principal, endpoint)
     last_event_id = request.headers.get("last-event-id")
@@ -464,7 +627,9 @@ async def _get_stream(request: Request, send: Send, principal: Principal, endpoi
         for event in await resume.replay(stream_id, resumed[1]) if resumed else ():
             await sse_event(send, event.data, event="message", event_id=event.id)
 
-    await _pump(request, send, session, endpoint, event_name="message", on_ready=ready, stream_id=stream_id)
+    await _pump(
+        request, send, session, endpoint, event_name="message", on_ready=ready, stream_id=stream_id
+    )
 
 
 async def _resume_post_stream(request: Request, send: Send, stream_id: str, after: str) -> None:
@@ -472,7 +637,9 @@ async def _resume_post_stream(request: Request, send: Send, stream_id: str, afte
     seen: set[str] = set()
 
     async def replay() -> list[dict[str, Any]] | None:
-        events = await resume.replay(stream_id, after)  # after joining the group: no gap, maybe doubles
+        events = await resume.replay(
+            stream_id, after
+        )  # after joining the group: no gap, maybe doubles
         for event in events:
             await sse_event(send, event.data, event="message", event_id=event.id)
             seen.add(event.id)
@@ -483,19 +650,48 @@ async def _resume_post_stream(request: Request, send: Send, stream_id: str, afte
             return []
         return [resume.Event(event["id"], event["data"], event["last"])]
 
-    await relay_events(request, send, [resume.stream_group(stream_id)], translate, event_name="message", on_ready=replay)
+    await relay_events(
+        request,
+        send,
+        [resume.stream_group(stream_id)],
+        translate,
+        event_name="message",
+        on_ready=replay,
+    )
 
 
 async def _pump(
-    request: Request, send: Send, session: Session, endpoint: EndpointRef, *, event_name: str, on_ready: Any = None, stream_id: str | None = None
+    request: Request,
+    send: Send,
+    session: Session,
+    endpoint: EndpointRef,
+    *,
+    event_name: str,
+    on_ready: Any = None,
+    stream_id: str | None = None,
 ) -> None:
     """Relay this session's server→client messages until the client leaves or the session ends."""
     groups = [endpoint_group(endpoint.id), session_group(session.id)]
-    await relay_events(request, send, groups, _outgoing, event_name=event_name, on_ready=on_ready, stream_id=stream_id)
+    await relay_events(
+        request,
+        send,
+        groups,
+        _outgoing,
+        event_name=event_name,
+        on_ready=on_ready,
+        stream_id=stream_id,
+    )
 
 
 async def relay_events(
-    request: Request, send: Send, groups: list[str], translate: Any, *, event_name: str, on_ready: Any = None, stream_id: str | None = None
+    request: Request,
+    send: Send,
+    groups: list[str],
+    translate: Any,
+    *,
+    event_name: str,
+    on_ready: Any = None,
+    stream_id: str | None = None,
 ) -> None:
     """Write the messages `translate(event)` returns for each event of `groups` as SSE, with
     keepalives, until the client leaves, an event translates to STOP or `on_ready` returns STOP.
@@ -510,7 +706,9 @@ async def relay_events(
     try:
         while not stop and not disconnect.done():
             getter = asyncio.ensure_future(queue.get())
-            done, _ = await asyncio.wait({getter, disconnect}, timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                {getter, disconnect}, timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED
+            )
             if getter not in done:
                 getter.cancel()
                 if not disconnect.done():
@@ -556,7 +754,9 @@ async def _wait_disconnect(request: Request) -> None:
         pass
 
 
-async def _delete(request: Request, send: Send, principal: Principal, endpoint: EndpointRef, route: Route) -> None:
+async def _delete(
+    request: Request, send: Send, principal: Principal, endpoint: EndpointRef, route: Route
+) -> None:
     session_id = request.headers.get("mcp-session-id")
     session = await state.load_session(session_id) if session_id else None
     _require_session(session_id, session, principal, endpoint)
@@ -568,10 +768,22 @@ async def _delete(request: Request, send: Send, principal: Principal, endpoint: 
 # -- legacy SSE (2024-11-05) ---------------------------------------------------------
 
 
-async def _legacy_stream(request: Request, send: Send, principal: Principal, endpoint: EndpointRef, route: Route) -> None:
-    snap = await state.snapshot(session_id=None, endpoint_id=endpoint.id, rate_key=principal.token_prefix, limit=principal.rate_limit)
+async def _legacy_stream(
+    request: Request, send: Send, principal: Principal, endpoint: EndpointRef, route: Route
+) -> None:
+    snap = await state.snapshot(
+        session_id=None,
+        endpoint_id=endpoint.id,
+        rate_key=principal.token_prefix,
+        limit=principal.rate_limit,
+    )
     _check_rate(snap)
-    session = Session.new(endpoint_id=endpoint.id, user_id=principal.user_id, protocol_version=LEGACY_VERSION, transport="sse")
+    session = Session.new(
+        endpoint_id=endpoint.id,
+        user_id=principal.user_id,
+        protocol_version=LEGACY_VERSION,
+        transport="sse",
+    )
     await state.save_session(session)
     base = request.path.rstrip("/").rsplit("/", 1)[0]
     await start_sse(send)
@@ -585,10 +797,17 @@ async def _legacy_stream(request: Request, send: Send, principal: Principal, end
         await state.delete_session(session.id)
 
 
-async def _legacy_post(request: Request, send: Send, principal: Principal, endpoint: EndpointRef, route: Route) -> None:
+async def _legacy_post(
+    request: Request, send: Send, principal: Principal, endpoint: EndpointRef, route: Route
+) -> None:
     _require_json_content(request)
     session_id = request.query_value("session_id")
-    snap = await state.snapshot(session_id=session_id, endpoint_id=endpoint.id, rate_key=principal.token_prefix, limit=principal.rate_limit)
+    snap = await state.snapshot(
+        session_id=session_id,
+        endpoint_id=endpoint.id,
+        rate_key=principal.token_prefix,
+        limit=principal.rate_limit,
+    )
     _check_rate(snap)
     session = _require_session(session_id, snap.session, principal, endpoint)
     message = await _read_message(request)
@@ -599,10 +818,18 @@ async def _legacy_post(request: Request, send: Send, principal: Principal, endpo
     if kind != "request":
         await _accept_non_request(message, kind, session)
         return
-    asyncio.ensure_future(_legacy_request(message, session, principal, endpoint, snap.endpoint_version))
+    asyncio.ensure_future(
+        _legacy_request(message, session, principal, endpoint, snap.endpoint_version)
+    )
 
 
-async def _legacy_request(message: dict[str, Any], session: Session, principal: Principal, endpoint: EndpointRef, version: object) -> None:
+async def _legacy_request(
+    message: dict[str, Any],
+    session: Session,
+    principal: Principal,
+    endpoint: EndpointRef,
+    version: object,
+) -> None:
     emitter = SessionEmitter(session.id)
     params = message.get("params") or {}
     try:
@@ -611,11 +838,17 @@ async def _legacy_request(message: dict[str, Any], session: Session, principal: 
             session.client_capabilities = _dict(params.get("capabilities"))
             session.client_info = _dict(params.get("clientInfo"))
             await state.save_session(session)
-            outcome = jsonrpc.result(message["id"], protocol.initialize_result(session.protocol_version))
+            outcome = jsonrpc.result(
+                message["id"], protocol.initialize_result(session.protocol_version)
+            )
         else:
             view = await current(endpoint.id, version, page_size=settings.MCPHUB_LIST_PAGE_SIZE)
-            ctx = protocol.Context(principal, endpoint, view, session, session.protocol_version, emitter)
-            outcome = jsonrpc.result(message["id"], await protocol.dispatch(ctx, message["method"], params))
+            ctx = protocol.Context(
+                principal, endpoint, view, session, session.protocol_version, emitter
+            )
+            outcome = jsonrpc.result(
+                message["id"], await protocol.dispatch(ctx, message["method"], params)
+            )
     except RpcError as exc:
         outcome = jsonrpc.error(message["id"], exc)
     except Exception:
@@ -633,7 +866,9 @@ class SessionEmitter:
         self.session_id = session_id
 
     async def send_message(self, message: dict[str, Any]) -> None:
-        await mailbox().publish(session_group(self.session_id), {"type": SESSION_MESSAGE, "message": message})
+        await mailbox().publish(
+            session_group(self.session_id), {"type": SESSION_MESSAGE, "message": message}
+        )
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         await self.send_message(jsonrpc.notification(method, params))

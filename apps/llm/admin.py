@@ -24,29 +24,60 @@ class ProviderAdminForm(ProviderForm):
 @admin.register(Provider)
 class ProviderAdmin(admin.ModelAdmin):
     form = ProviderAdminForm
-    list_display = ("name", "kind", "base_url", "default_model", "scope", "is_default", "key_stored")
+    list_display = (
+        "name",
+        "kind",
+        "base_url",
+        "default_model",
+        "scope",
+        "is_default",
+        "key_stored",
+    )
     list_filter = ("kind", "is_default", ("owner", admin.EmptyFieldListFilter))
     search_fields = ("name", "base_url", "default_model", "owner__username")
     autocomplete_fields = ("owner",)
     actions = ("test_connection",)
     fieldsets = (
         (None, {"fields": ("name", "kind", "base_url", "default_model")}),
-        ("Model settings", {"fields": ("reasoning_effort", "thinking_budget", "max_output_tokens")}),
-        ("Secret", {"fields": ("api_key", "clear_api_key"), "description": "Encrypted at rest; never shown."}),
-        ("Access", {"fields": ("owner", "is_default"), "description": "No owner: shared with every user."}),
+        (
+            "Model settings",
+            {"fields": ("reasoning_effort", "thinking_budget", "max_output_tokens")},
+        ),
+        (
+            "Secret",
+            {
+                "fields": ("api_key", "clear_api_key"),
+                "description": "Encrypted at rest; never shown.",
+            },
+        ),
+        (
+            "Access",
+            {"fields": ("owner", "is_default"), "description": "No owner: shared with every user."},
+        ),
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Provider]:
         queryset = super().get_queryset(request).select_related("owner")
         # Other users' private providers (and keys) are theirs; superusers manage everything.
-        return queryset if request.user.is_superuser else queryset.filter(pk__in=selectors.editable_providers(request.user))
+        return (
+            queryset
+            if request.user.is_superuser
+            else queryset.filter(pk__in=selectors.editable_providers(request.user))
+        )
 
     def get_fieldsets(self, request: HttpRequest, obj: Provider | None = None):
         if obj is None:  # nothing stored yet to remove
-            return ((None, self.fieldsets[0][1]), self.fieldsets[1], ("Secret", {"fields": ("api_key",)}), self.fieldsets[3])
+            return (
+                (None, self.fieldsets[0][1]),
+                self.fieldsets[1],
+                ("Secret", {"fields": ("api_key",)}),
+                self.fieldsets[3],
+            )
         return self.fieldsets
 
-    def get_form(self, request: HttpRequest, obj: Provider | None = None, change: bool = False, **kwargs: Any):
+    def get_form(
+        self, request: HttpRequest, obj: Provider | None = None, change: bool = False, **kwargs: Any
+    ):
         # The admin would list every fieldset name as a model field, and construct_instance would
         # then blank the stored key on every save: the key fields stay form-only.
         fields = flatten_fieldsets(self.get_fieldsets(request, obj))
@@ -58,7 +89,9 @@ class ProviderAdmin(admin.ModelAdmin):
         # Error reports (500 mails, Sentry) must not carry the key an admin just typed.
         return super().changeform_view(request, *args, **kwargs)
 
-    def save_model(self, request: HttpRequest, obj: Provider, form: ProviderAdminForm, change: bool) -> None:
+    def save_model(
+        self, request: HttpRequest, obj: Provider, form: ProviderAdminForm, change: bool
+    ) -> None:
         services.save_provider(actor=request.user, provider=obj, api_key=form.new_api_key())
 
     def delete_model(self, request: HttpRequest, obj: Provider) -> None:
@@ -72,7 +105,11 @@ class ProviderAdmin(admin.ModelAdmin):
     def test_connection(self, request: HttpRequest, queryset: QuerySet[Provider]) -> None:
         for provider in queryset:
             check = services.list_models(provider)
-            self.message_user(request, f"{provider.name}: {check}", messages.SUCCESS if check.ok else messages.ERROR)
+            self.message_user(
+                request,
+                f"{provider.name}: {check}",
+                messages.SUCCESS if check.ok else messages.ERROR,
+            )
 
     @admin.display(description="scope", ordering="owner__username")
     def scope(self, provider: Provider) -> str:

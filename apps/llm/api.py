@@ -19,7 +19,9 @@ from apps.llm.serializers import ModelListSerializer, ProviderSerializer
 
 
 def _as_api_error(exc: DjangoValidationError) -> exceptions.ValidationError:
-    return exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages})
+    return exceptions.ValidationError(
+        exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
+    )
 
 
 class ProviderViewSet(viewsets.ModelViewSet):
@@ -41,7 +43,9 @@ class ProviderViewSet(viewsets.ModelViewSet):
         data.pop("shared", None)
         api_key = data.pop("api_key", None)
         try:
-            services.update_provider(actor=self.request.user, provider=serializer.instance, api_key=api_key, **data)
+            services.update_provider(
+                actor=self.request.user, provider=serializer.instance, api_key=api_key, **data
+            )
         except DjangoValidationError as exc:
             raise _as_api_error(exc) from None
 
@@ -54,7 +58,14 @@ class ProviderViewSet(viewsets.ModelViewSet):
         """The models the provider serves, asked live (doubles as "test connection")."""
         provider = self.get_object()
         check = services.list_models(provider)
-        return Response(ModelListSerializer({
-            "ok": check.ok, "models": check.models, "default_model": provider.default_model,
-            "error": check.error, "error_kind": check.kind,
-        }).data)
+        return Response(
+            ModelListSerializer(
+                {
+                    "ok": check.ok,
+                    "models": check.models,
+                    "default_model": provider.default_model,
+                    "error": check.error,
+                    "error_kind": check.kind,
+                }
+            ).data
+        )

@@ -14,7 +14,6 @@ from apps.core.fields import EncryptedJSONField
 from apps.core.models import TimeStampedModel
 from apps.core.outbound import literal_problem
 
-
 OLLAMA_PORT = 11434
 
 
@@ -22,9 +21,13 @@ def validate_base_url(value: str) -> None:
     # Not URLValidator: it refuses single-label hosts such as a compose service `http://ollama:11434/v1`.
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValidationError("Enter an http(s) URL such as http://127.0.0.1:1234/v1 or https://api.openai.com/v1.")
+        raise ValidationError(
+            "Enter an http(s) URL such as http://127.0.0.1:1234/v1 or https://api.openai.com/v1."
+        )
     if parts.query or parts.fragment or parts.username or parts.password:
-        raise ValidationError("The base URL takes no query, fragment or credentials; put the key in API key.")
+        raise ValidationError(
+            "The base URL takes no query, fragment or credentials; put the key in API key."
+        )
 
 
 # `reasoning_effort` values OpenAI-compatible servers know ("none": GPT-5.1 without reasoning).
@@ -49,21 +52,31 @@ class Provider(TimeStampedModel):
     default_model = models.CharField(max_length=200, blank=True)
     api_key = EncryptedJSONField(default="", blank=True)
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="llm_providers",
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="llm_providers",
         help_text="Empty: shared with every user.",
     )
     is_default = models.BooleanField(default=False)
     # Model settings (apps.llm.adapters.base.Tuning): empty means the provider's and model's defaults.
     reasoning_effort = models.CharField(
-        max_length=10, blank=True, choices=[(e, e) for e in REASONING_EFFORTS],
+        max_length=10,
+        blank=True,
+        choices=[(e, e) for e in REASONING_EFFORTS],
         help_text="OpenAI-compatible reasoning models: how hard they think (sent as reasoning_effort). Empty: the model's default.",
     )
     thinking_budget = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1024), MaxValueValidator(1_000_000)],
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1024), MaxValueValidator(1_000_000)],
         help_text="Anthropic: turns on extended thinking with this many tokens of budget (at least 1024). Empty: off.",
     )
     max_output_tokens = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(10_000_000)],
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(10_000_000)],
         help_text="The longest reply, in tokens. Empty: the model's own limit.",
     )
 
@@ -71,12 +84,15 @@ class Provider(TimeStampedModel):
         ordering = ["name", "pk"]
         constraints = [
             models.UniqueConstraint(
-                fields=["owner", "name"], name="llm_provider_unique_name_per_owner",
+                fields=["owner", "name"],
+                name="llm_provider_unique_name_per_owner",
                 violation_error_message="You already have a provider with this name.",
             ),
             # NULLs never clash in a unique index, so shared names need their own rule.
             models.UniqueConstraint(
-                fields=["name"], condition=Q(owner__isnull=True), name="llm_provider_unique_shared_name",
+                fields=["name"],
+                condition=Q(owner__isnull=True),
+                name="llm_provider_unique_shared_name",
                 violation_error_message="A shared provider with this name already exists.",
             ),
         ]
@@ -92,13 +108,25 @@ class Provider(TimeStampedModel):
         if problem:
             errors["base_url"] = problem
         elif ollama_root := self._ollama_without_v1():
-            errors["base_url"] = f"Ollama serves its OpenAI-compatible API under /v1: enter {ollama_root}/v1."
+            errors["base_url"] = (
+                f"Ollama serves its OpenAI-compatible API under /v1: enter {ollama_root}/v1."
+            )
         if self.reasoning_effort and self.kind != self.Kind.OPENAI:
-            errors["reasoning_effort"] = "Only OpenAI-compatible providers take a reasoning effort; for Anthropic set a thinking budget."
+            errors["reasoning_effort"] = (
+                "Only OpenAI-compatible providers take a reasoning effort; for Anthropic set a thinking budget."
+            )
         if self.thinking_budget and self.kind != self.Kind.ANTHROPIC:
-            errors["thinking_budget"] = "Only Anthropic providers take a thinking budget; OpenAI-compatible ones a reasoning effort."
-        elif self.thinking_budget and self.max_output_tokens and self.thinking_budget >= self.max_output_tokens:
-            errors["thinking_budget"] = "The thinking budget must be smaller than the output limit (Anthropic counts thinking in it)."
+            errors["thinking_budget"] = (
+                "Only Anthropic providers take a thinking budget; OpenAI-compatible ones a reasoning effort."
+            )
+        elif (
+            self.thinking_budget
+            and self.max_output_tokens
+            and self.thinking_budget >= self.max_output_tokens
+        ):
+            errors["thinking_budget"] = (
+                "The thinking budget must be smaller than the output limit (Anthropic counts thinking in it)."
+            )
         if errors:
             raise ValidationError(errors)
 

@@ -22,7 +22,11 @@ def provider_for(user, provider_id: int) -> Provider:
 def manages_shared_providers(user) -> bool:
     """Shared providers are changed by those the admin would let change them: staff status alone is
     not enough, the model permission is (superusers hold it)."""
-    return bool(getattr(user, "is_authenticated", False) and user.is_staff and user.has_perm("llm.change_provider"))
+    return bool(
+        getattr(user, "is_authenticated", False)
+        and user.is_staff
+        and user.has_perm("llm.change_provider")
+    )
 
 
 def editable_providers(user) -> QuerySet[Provider]:
@@ -37,4 +41,8 @@ def editable_providers(user) -> QuerySet[Provider]:
 def default_provider_for(user) -> Provider | None:
     """The user's own default, else the shared default, else their first provider (own first), else
     None: one query (defaults first, then own before shared), where asking in turn took up to three."""
-    return providers_for(user).order_by("-is_default", F("owner_id").asc(nulls_last=True), "name", "pk").first()
+    return (
+        providers_for(user)
+        .order_by("-is_default", F("owner_id").asc(nulls_last=True), "name", "pk")
+        .first()
+    )

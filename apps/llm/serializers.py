@@ -10,13 +10,17 @@ from apps.llm.services import can_edit
 
 class ProviderSerializer(serializers.ModelSerializer):
     api_key = serializers.CharField(
-        write_only=True, required=False, allow_blank=True, trim_whitespace=True,
+        write_only=True,
+        required=False,
+        allow_blank=True,
+        trim_whitespace=True,
         style={"input_type": "password"},
         help_text='Write-only. Omit to keep the stored key; "" removes it.',
     )
     has_api_key = serializers.BooleanField(read_only=True, help_text="Whether a key is stored.")
     shared = serializers.BooleanField(
-        required=False, default=False,
+        required=False,
+        default=False,
         help_text="Shared with every user (staff only; set on create).",
     )
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
@@ -25,8 +29,22 @@ class ProviderSerializer(serializers.ModelSerializer):
     class Meta:
         model = Provider
         fields = [
-            "id", "name", "kind", "base_url", "default_model", "reasoning_effort", "thinking_budget", "max_output_tokens",
-            "api_key", "has_api_key", "shared", "owner", "is_default", "editable", "created_at", "updated_at",
+            "id",
+            "name",
+            "kind",
+            "base_url",
+            "default_model",
+            "reasoning_effort",
+            "thinking_budget",
+            "max_output_tokens",
+            "api_key",
+            "has_api_key",
+            "shared",
+            "owner",
+            "is_default",
+            "editable",
+            "created_at",
+            "updated_at",
         ]
         read_only_fields = ["created_at", "updated_at"]
 
@@ -54,7 +72,9 @@ class ModelListSerializer(serializers.Serializer):
     ok = serializers.BooleanField()
     models = serializers.ListField(child=serializers.CharField(), help_text="Model ids, sorted.")
     default_model = serializers.CharField(allow_blank=True)
-    error = serializers.CharField(allow_blank=True, help_text="The provider's error in plain words, when not ok.")
+    error = serializers.CharField(
+        allow_blank=True, help_text="The provider's error in plain words, when not ok."
+    )
     error_kind = serializers.ChoiceField(
         choices=["", "auth", "quota", "rate_limit", "model", "unavailable", "bad_request", "other"],
         help_text="What kind of error, when not ok.",

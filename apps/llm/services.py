@@ -30,7 +30,10 @@ def adapter_for(provider: Provider, *, timeout: float = 120.0) -> Adapter:
     In async code, load the provider with its owner (`select_related("owner")`): see public_only."""
     tuning = Tuning(**{name: getattr(provider, name) for name in MODEL_SETTINGS})
     return adapter_class(provider.kind)(
-        base_url=provider.base_url, api_key=provider.api_key or None, timeout=timeout, tuning=tuning,
+        base_url=provider.base_url,
+        api_key=provider.api_key or None,
+        timeout=timeout,
+        tuning=tuning,
         public_only=provider.public_only,
     )
 
@@ -46,7 +49,9 @@ def can_edit(user, provider: Provider) -> bool:
 
 def _check_can_edit(actor, provider: Provider) -> None:
     if not can_edit(actor, provider):
-        raise PermissionDenied("Only staff change shared providers; only its owner changes a private one.")
+        raise PermissionDenied(
+            "Only staff change shared providers; only its owner changes a private one."
+        )
 
 
 @transaction.atomic
@@ -71,15 +76,23 @@ def create_provider(
     if not shared and owner is None:
         raise PermissionDenied("A private provider needs an owner.")
     provider = Provider(
-        name=name, kind=kind, base_url=base_url, default_model=default_model, api_key=api_key or "",
-        owner=owner, is_default=is_default, **settings,
+        name=name,
+        kind=kind,
+        base_url=base_url,
+        default_model=default_model,
+        api_key=api_key or "",
+        owner=owner,
+        is_default=is_default,
+        **settings,
     )
     _check_can_edit(actor, provider)
     return _save(provider)
 
 
 @transaction.atomic
-def update_provider(*, actor, provider: Provider, api_key: str | None = None, owner=..., **changes) -> Provider:
+def update_provider(
+    *, actor, provider: Provider, api_key: str | None = None, owner=..., **changes
+) -> Provider:
     """Change the given fields; `api_key=None` keeps the stored key, "" removes it.
 
     `owner` (staff and the operator only) moves a provider: None makes it shared.
@@ -121,7 +134,9 @@ def _save(provider: Provider) -> Provider:
     if provider.is_default:
         # One default per owner (and one shared default): the new one takes over. Rolled back
         # with everything else if the provider turns out invalid.
-        Provider.objects.filter(owner=provider.owner, is_default=True).exclude(pk=provider.pk).update(is_default=False)
+        Provider.objects.filter(owner=provider.owner, is_default=True).exclude(
+            pk=provider.pk
+        ).update(is_default=False)
     provider.full_clean()
     provider.save()
     return provider
@@ -139,7 +154,9 @@ class ConnectionCheck:
     def __str__(self) -> str:
         if not self.ok:
             return self.error
-        return f"Connected: {len(self.models)} model(s)" + (f", e.g. {', '.join(self.models[:3])}" if self.models else "")
+        return f"Connected: {len(self.models)} model(s)" + (
+            f", e.g. {', '.join(self.models[:3])}" if self.models else ""
+        )
 
 
 async def alist_models(provider: Provider, *, timeout: float = 15.0) -> ConnectionCheck:
@@ -148,7 +165,9 @@ async def alist_models(provider: Provider, *, timeout: float = 15.0) -> Connecti
 
 def list_models(provider: Provider, *, timeout: float = 15.0) -> ConnectionCheck:
     """Test the connection by listing the provider's models (sync views, admin, commands)."""
-    return async_to_sync(_check)(adapter_for(provider, timeout=timeout))  # built here: it reads the owner
+    return async_to_sync(_check)(
+        adapter_for(provider, timeout=timeout)
+    )  # built here: it reads the owner
 
 
 async def _check(adapter: Adapter) -> ConnectionCheck:
@@ -164,6 +183,11 @@ def add_local_server(*, actor, server: LocalServer) -> Provider:
     """A detected LM Studio / Ollama as a shared provider; the site default if there is none yet."""
     has_default = Provider.objects.filter(owner__isnull=True, is_default=True).exists()
     return create_provider(
-        actor=actor, name=server.name, kind="openai", base_url=server.base_url,
-        default_model=server.suggested_model, shared=True, is_default=not has_default,
+        actor=actor,
+        name=server.name,
+        kind="openai",
+        base_url=server.base_url,
+        default_model=server.suggested_model,
+        shared=True,
+        is_default=not has_default,
     )

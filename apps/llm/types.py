@@ -68,7 +68,9 @@ class Finish:
 
     reason: str  # "stop" | "tool_calls" | "length" | "refusal" | "content_filter" | other provider reason
     refusal: str = ""  # the model's refusal message (OpenAI `refusal`), shown marked as one
-    replay: dict[str, Any] | None = field(default=None, compare=False)  # becomes the message's `replay`
+    replay: dict[str, Any] | None = field(
+        default=None, compare=False
+    )  # becomes the message's `replay`
 
 
 Event = TextDelta | ReasoningDelta | ToolCall | Usage | Finish
@@ -83,7 +85,14 @@ class LLMError(Exception):
     provider's HTTP status when there was one.
     """
 
-    def __init__(self, message: str, *, kind: str = "other", status: int | None = None, received_chars: int = 0) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str = "other",
+        status: int | None = None,
+        received_chars: int = 0,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.kind = kind if kind in ERROR_KINDS else "other"

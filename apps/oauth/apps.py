@@ -13,4 +13,6 @@ class OAuthConfig(AppConfig):
         from apps.oauth.models import ConnectedApp
 
         signals.connect()
-        register(ConnectedApp, ignore_fields=["last_used_at"])  # who allowed which app, and revoked it
+        register(
+            ConnectedApp, ignore_fields=["last_used_at"]
+        )  # who allowed which app, and revoked it

@@ -25,7 +25,12 @@ def loopback_http_allowed(client_id: str) -> bool:
     if not settings.MCPHUB_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP or not client_id.startswith("http://"):
         return False
     parts = urlsplit(client_id)
-    return is_loopback(parts.hostname) and parts.path not in ("", "/") and not parts.username and not parts.fragment
+    return (
+        is_loopback(parts.hostname)
+        and parts.path not in ("", "/")
+        and not parts.username
+        and not parts.fragment
+    )
 
 
 def resolve_loopback(client_id: str):

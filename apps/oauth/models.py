@@ -13,15 +13,23 @@ class ConnectedApp(models.Model):
     endpoint page lists and revokes: when it was granted and when it was last used.
     """
 
-    application = models.ForeignKey(oauth2_settings.APPLICATION_MODEL, on_delete=models.CASCADE, related_name="+")
+    application = models.ForeignKey(
+        oauth2_settings.APPLICATION_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
     # Referenced by name: toolsets does not know about OAuth.
-    endpoint = models.ForeignKey("toolsets.Endpoint", on_delete=models.CASCADE, related_name="connected_apps")
+    endpoint = models.ForeignKey(
+        "toolsets.Endpoint", on_delete=models.CASCADE, related_name="connected_apps"
+    )
     granted_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-granted_at"]
-        constraints = [models.UniqueConstraint(fields=["application", "endpoint"], name="one_connection_per_app_and_endpoint")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["application", "endpoint"], name="one_connection_per_app_and_endpoint"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.application} on {self.endpoint_id}"

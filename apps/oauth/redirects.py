@@ -42,7 +42,10 @@ def redirect_uri_problem(uri: Any) -> str | None:
         return None
     if parts.scheme == "http" and is_loopback(parts.hostname):
         return None
-    if parts.scheme in settings.MCPHUB_OAUTH_NATIVE_REDIRECT_SCHEMES and parts.scheme not in ("http", "https"):
+    if parts.scheme in settings.MCPHUB_OAUTH_NATIVE_REDIRECT_SCHEMES and parts.scheme not in (
+        "http",
+        "https",
+    ):
         return None
     return f"{uri!r} must use https, or http on a loopback address (127.0.0.1, [::1], localhost)."
 
@@ -50,4 +53,8 @@ def redirect_uri_problem(uri: Any) -> str | None:
 def form_action_source(uri: str) -> str:
     """The CSP source that lets a form's redirect reach `uri`."""
     parts = urlsplit(uri)
-    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") else f"{parts.scheme}:"
+    return (
+        f"{parts.scheme}://{parts.netloc}"
+        if parts.scheme in ("http", "https")
+        else f"{parts.scheme}:"
+    )

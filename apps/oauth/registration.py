@@ -15,7 +15,10 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from oauth2_provider.views import DynamicClientRegistrationManagementView, DynamicClientRegistrationView
+from oauth2_provider.views import (
+    DynamicClientRegistrationManagementView,
+    DynamicClientRegistrationView,
+)
 
 from apps.core.client_address import request_client_address
 from apps.oauth.redirects import redirect_uri_problem
@@ -40,11 +43,18 @@ def metadata_problem(data: Any) -> tuple[str, str] | None:
         if problem:
             return "invalid_redirect_uri", problem
     grant_types = data.get("grant_types", ["authorization_code"])
-    if not isinstance(grant_types, list) or not set(grant_types) <= ALLOWED_GRANT_TYPES or "authorization_code" not in grant_types:
-        return "invalid_client_metadata", "grant_types may hold only authorization_code and refresh_token."
+    if (
+        not isinstance(grant_types, list)
+        or not set(grant_types) <= ALLOWED_GRANT_TYPES
+        or "authorization_code" not in grant_types
+    ):
+        return (
+            "invalid_client_metadata",
+            "grant_types may hold only authorization_code and refresh_token.",
+        )
     response_types = data.get("response_types", ["code"])
     if response_types != ["code"]:
-        return "invalid_client_metadata", "response_types must be [\"code\"]."
+        return "invalid_client_metadata", 'response_types must be ["code"].'
     name = data.get("client_name", "")
     if not isinstance(name, str) or len(name) > 100:
         return "invalid_client_metadata", "client_name must be a string of at most 100 characters."
@@ -78,7 +88,11 @@ class RegistrationView(DynamicClientRegistrationView):
         if refused:
             return refused
         if _over_rate(request):
-            response = _error("temporarily_unavailable", "Too many client registrations from this address; try later.", 429)
+            response = _error(
+                "temporarily_unavailable",
+                "Too many client registrations from this address; try later.",
+                429,
+            )
             response["Retry-After"] = str(RATE_WINDOW_SECONDS)
             return response
         response = super().post(request, *args, **kwargs)

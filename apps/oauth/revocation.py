@@ -21,5 +21,9 @@ def bump_after_commit() -> None:
 
 async def current_epoch() -> int:
     client = hotstate.async_redis()
-    value = await client.get(EPOCH_KEY) if client is not None else await hotstate.read_counter(EPOCH_KEY)
+    value = (
+        await client.get(EPOCH_KEY)
+        if client is not None
+        else await hotstate.read_counter(EPOCH_KEY)
+    )
     return int(value or 0)

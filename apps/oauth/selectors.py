@@ -37,22 +37,44 @@ def access_grant(raw: str) -> AccessGrant | None:
     whose connection was revoked, or one naming a deleted endpoint (even if its slug is reused) is refused.
     """
     checksum = hashlib.sha256(raw.encode()).hexdigest()
-    token = get_access_token_model().objects.select_related("user").filter(token_checksum=checksum).first()
+    token = (
+        get_access_token_model()
+        .objects.select_related("user")
+        .filter(token_checksum=checksum)
+        .first()
+    )
     if token is None or token.is_expired() or token.user is None or not token.user.is_active:
         return None
     slug = resources.audience_slug(token.resource or [])
-    connection = ConnectedApp.objects.filter(
-        application_id=token.application_id, endpoint__slug=slug, endpoint__owner_id=token.user_id
-    ).values("pk", "endpoint_id", "last_used_at").first() if slug else None
+    connection = (
+        ConnectedApp.objects.filter(
+            application_id=token.application_id,
+            endpoint__slug=slug,
+            endpoint__owner_id=token.user_id,
+        )
+        .values("pk", "endpoint_id", "last_used_at")
+        .first()
+        if slug
+        else None
+    )
     if connection is None:
         return None
     _touch(connection)
-    return AccessGrant(token.user_id, token.application_id, connection["endpoint_id"], slug, token.expires.timestamp())
+    return AccessGrant(
+        token.user_id,
+        token.application_id,
+        connection["endpoint_id"],
+        slug,
+        token.expires.timestamp(),
+    )
 
 
 def _touch(connection: dict) -> None:
     now = timezone.now()
-    if connection["last_used_at"] is None or now - connection["last_used_at"] > LAST_USED_RESOLUTION:
+    if (
+        connection["last_used_at"] is None
+        or now - connection["last_used_at"] > LAST_USED_RESOLUTION
+    ):
         ConnectedApp.objects.filter(pk=connection["pk"]).update(last_used_at=now)
 
 

@@ -24,7 +24,11 @@ from apps.toolsets.models import Endpoint
 def record_connection(*, application, user, resource: list[str]) -> ConnectedApp | None:
     """Note that `application` now holds tokens for the endpoint named by `resource` (idempotent)."""
     slug = resources.audience_slug(resource)
-    endpoint = Endpoint.objects.filter(slug=slug, owner=user).first() if slug and user is not None else None
+    endpoint = (
+        Endpoint.objects.filter(slug=slug, owner=user).first()
+        if slug and user is not None
+        else None
+    )
     if endpoint is None:
         return None
     connection, _ = ConnectedApp.objects.get_or_create(application=application, endpoint=endpoint)
@@ -34,7 +38,10 @@ def record_connection(*, application, user, resource: list[str]) -> ConnectedApp
 def _live_slugs(application_id: int, user_id: int) -> set[str | None]:
     """The endpoints the app still holds a usable access or refresh token for."""
     mine = {"application_id": application_id, "user_id": user_id}
-    rows = [*get_access_token_model().objects.filter(**mine), *get_refresh_token_model().objects.filter(revoked__isnull=True, **mine)]
+    rows = [
+        *get_access_token_model().objects.filter(**mine),
+        *get_refresh_token_model().objects.filter(revoked__isnull=True, **mine),
+    ]
     return {resources.audience_slug(row.resource or []) for row in rows}
 
 
@@ -44,7 +51,9 @@ def clear_expired() -> int:
     RedeemedCode.objects.filter(expires__lt=timezone.now()).delete()
     gone = 0
     for connection in ConnectedApp.objects.select_related("endpoint"):
-        if connection.endpoint.slug not in _live_slugs(connection.application_id, connection.endpoint.owner_id):
+        if connection.endpoint.slug not in _live_slugs(
+            connection.application_id, connection.endpoint.owner_id
+        ):
             connection.delete()
             gone += 1
     return gone
@@ -56,7 +65,11 @@ def revoke_connection(*, connection: ConnectedApp) -> None:
     endpoint = connection.endpoint
     mine = {"application_id": connection.application_id, "user_id": endpoint.owner_id}
     for model in (get_refresh_token_model(), get_access_token_model(), get_grant_model()):
-        rows = [row for row in model.objects.filter(**mine) if resources.audience_slug(row.resource or []) == endpoint.slug]
+        rows = [
+            row
+            for row in model.objects.filter(**mine)
+            if resources.audience_slug(row.resource or []) == endpoint.slug
+        ]
         for row in rows:
             if model is get_refresh_token_model():
                 row.revoke()
@@ -74,7 +87,12 @@ def record_redeemed_code(*, code: str, refresh_token: str | None) -> None:
     """Remember that `code` was exchanged for the token family of `refresh_token` (raw, just issued)."""
     family = None
     if refresh_token:
-        family = get_refresh_token_model().objects.filter(token_checksum=_checksum(refresh_token)).values_list("token_family", flat=True).first()
+        family = (
+            get_refresh_token_model()
+            .objects.filter(token_checksum=_checksum(refresh_token))
+            .values_list("token_family", flat=True)
+            .first()
+        )
     expires = timezone.now() + timedelta(seconds=oauth2_settings.AUTHORIZATION_CODE_EXPIRE_SECONDS)
     RedeemedCode.objects.create(code_checksum=_checksum(code), token_family=family, expires=expires)
 
@@ -82,7 +100,11 @@ def record_redeemed_code(*, code: str, refresh_token: str | None) -> None:
 def revoke_redeemed_code(*, code: str) -> bool:
     """A code came back after it was exchanged: revoke every token issued from it, rotations included
     (effective at once). False when the code was never exchanged."""
-    families = set(RedeemedCode.objects.filter(code_checksum=_checksum(code)).values_list("token_family", flat=True))
+    families = set(
+        RedeemedCode.objects.filter(code_checksum=_checksum(code)).values_list(
+            "token_family", flat=True
+        )
+    )
     if not families:
         return False
     for family in families - {None}:

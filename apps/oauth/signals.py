@@ -20,5 +20,9 @@ def _refresh_token_saved(sender: Any, instance: Any, **kwargs: Any) -> None:
 
 
 def connect() -> None:
-    post_delete.connect(_access_token_gone, sender=get_access_token_model(), dispatch_uid="oauth-access-token-gone")
-    post_save.connect(_refresh_token_saved, sender=get_refresh_token_model(), dispatch_uid="oauth-refresh-revoked")
+    post_delete.connect(
+        _access_token_gone, sender=get_access_token_model(), dispatch_uid="oauth-access-token-gone"
+    )
+    post_save.connect(
+        _refresh_token_saved, sender=get_refresh_token_model(), dispatch_uid="oauth-refresh-revoked"
+    )

@@ -9,15 +9,25 @@ from apps.oauth.cors import public_cors
 app_name = "oauth2_provider"  # the toolkit reverses its own views in this namespace
 
 oauth_patterns = [
-    path("authorize/", views.ConsentView.as_view(), name="authorize"),  # a page: no cross-origin access
+    path(
+        "authorize/", views.ConsentView.as_view(), name="authorize"
+    ),  # a page: no cross-origin access
     path("token/", public_cors(views.JsonTokenView.as_view()), name="token"),
     path("revoke/", public_cors(dot.RevokeTokenView.as_view()), name="revoke-token"),
     path("register/", public_cors(registration.RegistrationView.as_view()), name="dcr-register"),
-    path("register/<str:client_id>/", registration.RegistrationManagementView.as_view(), name="dcr-register-management"),
+    path(
+        "register/<str:client_id>/",
+        registration.RegistrationManagementView.as_view(),
+        name="dcr-register-management",
+    ),
 ]
 
 urlpatterns = [
-    path(".well-known/oauth-authorization-server", public_cors(dot.OAuthServerMetadataView.as_view()), name="oauth-server-metadata"),
+    path(
+        ".well-known/oauth-authorization-server",
+        public_cors(dot.OAuthServerMetadataView.as_view()),
+        name="oauth-server-metadata",
+    ),
     re_path(
         r"^\.well-known/oauth-protected-resource/mcp/(?P<slug>[a-z0-9][a-z0-9-]{2,63})(?:/(?:sse)?)?$",
         public_cors(views.EndpointResourceMetadataView.as_view()),

@@ -21,9 +21,13 @@ class HubOAuth2Validator(OAuth2Validator):
 
     def _save_bearer_token(self, token, request, *args, **kwargs):
         super()._save_bearer_token(token, request, *args, **kwargs)
-        services.record_connection(application=request.client, user=request.user, resource=request.resource or [])
+        services.record_connection(
+            application=request.client, user=request.user, resource=request.resource or []
+        )
         if request.grant_type == "authorization_code":
-            services.record_redeemed_code(code=request.code, refresh_token=token.get("refresh_token"))
+            services.record_redeemed_code(
+                code=request.code, refresh_token=token.get("refresh_token")
+            )
 
     def validate_code(self, client_id, code, client, request, *args, **kwargs):
         if super().validate_code(client_id, code, client, request, *args, **kwargs):

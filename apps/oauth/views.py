@@ -32,43 +32,66 @@ class ConsentView(AuthorizationView):
             return self.error_response(error, application=None)
         if credentials.get("code_challenge_method") != "S256":
             # The toolkit would refuse "plain" only after consent, when the code is made.
-            return self._refuse("invalid_request", 'PKCE with code_challenge_method "S256" is required.', credentials)
+            return self._refuse(
+                "invalid_request",
+                'PKCE with code_challenge_method "S256" is required.',
+                credentials,
+            )
         refusal = self._resource_refusal(request.GET.getlist("resource"), credentials)
         if refusal:
             return refusal
         response = super().get(request, *args, **kwargs)
         # The form posts here and is answered with a redirect to the client: CSP's form-action must
         # allow the client's (registered, validated) redirect URI, or browsers stop there.
-        response._csp_update = {"form-action": [redirects.form_action_source(credentials["redirect_uri"])]}
+        response._csp_update = {
+            "form-action": [redirects.form_action_source(credentials["redirect_uri"])]
+        }
         return response
 
     def form_valid(self, form):
         # The hidden field may have been tampered with: check the endpoint again before any code exists.
-        credentials = {"state": form.cleaned_data.get("state"), "redirect_uri": form.cleaned_data.get("redirect_uri"),
-                       "client_id": form.cleaned_data.get("client_id")}
-        refusal = self._resource_refusal((form.cleaned_data.get("resource") or "").split(), credentials)
+        credentials = {
+            "state": form.cleaned_data.get("state"),
+            "redirect_uri": form.cleaned_data.get("redirect_uri"),
+            "client_id": form.cleaned_data.get("client_id"),
+        }
+        refusal = self._resource_refusal(
+            (form.cleaned_data.get("resource") or "").split(), credentials
+        )
         return refusal or super().form_valid(form)
 
-    def _resource_refusal(self, resource: list[str], credentials: dict[str, Any]) -> HttpResponse | None:
+    def _resource_refusal(
+        self, resource: list[str], credentials: dict[str, Any]
+    ) -> HttpResponse | None:
         if len(resource) == 1 and selectors.owned_endpoint_for_resource(
             self.request.user, resource[0], origin_url=request_origin(self.request)
         ):
             return None
         code, description = (
-            ("invalid_request", "The resource parameter (the MCP endpoint URL) is required.") if not resource
-            else ("invalid_target", "The resource must be the URL of one of your MCP endpoints on this hub.")
+            ("invalid_request", "The resource parameter (the MCP endpoint URL) is required.")
+            if not resource
+            else (
+                "invalid_target",
+                "The resource must be the URL of one of your MCP endpoints on this hub.",
+            )
         )
         return self._refuse(code, description, credentials)
 
     def _refuse(self, code: str, description: str, credentials: dict[str, Any]) -> HttpResponse:
         """The error sent back to the client's redirect URI with its state, or shown here when that
         URI is not one the client registered (a tampered form must not make the hub an open redirect)."""
-        error = CustomOAuth2Error(error=code, description=description, state=credentials.get("state"))
-        application = get_application_model().objects.filter(client_id=credentials.get("client_id")).first()
+        error = CustomOAuth2Error(
+            error=code, description=description, state=credentials.get("state")
+        )
+        application = (
+            get_application_model().objects.filter(client_id=credentials.get("client_id")).first()
+        )
         redirect_uri = credentials.get("redirect_uri") or ""
         if application is None or not application.redirect_uri_allowed(redirect_uri):
             return self.render_to_response({"error": error}, status=400)
-        return self.error_response(OAuthToolkitError(error=error, redirect_uri=redirect_uri), application)
+        return self.error_response(
+            OAuthToolkitError(error=error, redirect_uri=redirect_uri), application
+        )
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
@@ -79,7 +102,9 @@ class ConsentView(AuthorizationView):
                 self.request.user, resource[0], origin_url=request_origin(self.request)
             )
             context["redirect_host"] = urlsplit(context.get("redirect_uri") or "").netloc
-            context["unverified"] = application.registration_source != application.RegistrationSource.MANUAL
+            context["unverified"] = (
+                application.registration_source != application.RegistrationSource.MANUAL
+            )
             context["client_label"] = application.name or application.client_id
         return context
 
@@ -89,7 +114,9 @@ class JsonTokenView(TokenView):
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         response = super().post(request, *args, **kwargs)
-        if response.get("Content-Type", "").startswith("text/html") and response.content.startswith(b"{"):
+        if response.get("Content-Type", "").startswith("text/html") and response.content.startswith(
+            b"{"
+        ):
             response["Content-Type"] = "application/json"
         return response
 

@@ -31,7 +31,9 @@ class EndpointToolInline(admin.TabularInline):
 
     def formfield_for_foreignkey(self, db_field, request: HttpRequest, **kwargs):
         if db_field.name == "tool":
-            kwargs["widget"] = KnownLabelsAutocompleteSelect(db_field, self.admin_site, using=kwargs.get("using"))
+            kwargs["widget"] = KnownLabelsAutocompleteSelect(
+                db_field, self.admin_site, using=kwargs.get("using")
+            )
             kwargs["queryset"] = Tool.objects.select_related("server")
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
@@ -42,7 +44,16 @@ class EndpointToolInline(admin.TabularInline):
 
 @admin.register(Endpoint)
 class EndpointAdmin(admin.ModelAdmin):
-    list_display = ("slug", "name", "owner", "naming_strategy", "mode", "enabled_count", "budget_usage", "is_default")
+    list_display = (
+        "slug",
+        "name",
+        "owner",
+        "naming_strategy",
+        "mode",
+        "enabled_count",
+        "budget_usage",
+        "is_default",
+    )
     list_filter = ("mode", "naming_strategy", "is_default")
     list_select_related = ("owner",)
     search_fields = ("slug", "name", "owner__username")
@@ -58,9 +69,13 @@ class EndpointAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Endpoint]:
         # Both aggregates follow the one endpoint_tools join, so neither multiplies the other.
-        return super().get_queryset(request).annotate(
-            enabled_count=Count("endpoint_tools"),
-            token_total=Coalesce(Sum("endpoint_tools__tool__token_estimate"), 0),
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                enabled_count=Count("endpoint_tools"),
+                token_total=Coalesce(Sum("endpoint_tools__tool__token_estimate"), 0),
+            )
         )
 
     @admin.display(description="enabled tools", ordering="enabled_count")
@@ -77,8 +92,14 @@ class EndpointAdmin(admin.ModelAdmin):
         total = getattr(endpoint, "token_total", None)
         if total is None:
             return "-"
-        style = "color: var(--error-fg, #ba2121); font-weight: bold" if total > endpoint.token_budget else ""
-        return format_html('<span style="{}">{} / {}</span>', style, f"{total:,}", f"{endpoint.token_budget:,}")
+        style = (
+            "color: var(--error-fg, #ba2121); font-weight: bold"
+            if total > endpoint.token_budget
+            else ""
+        )
+        return format_html(
+            '<span style="{}">{} / {}</span>', style, f"{total:,}", f"{endpoint.token_budget:,}"
+        )
 
 
 class PresetVersionInline(admin.TabularInline):

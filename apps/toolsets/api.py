@@ -48,7 +48,9 @@ class BudgetRefused(exceptions.APIException):
 
 
 class ToolFilter(django_filters.FilterSet):
-    search = django_filters.CharFilter(method="filter_search", label="Search name, title and description")
+    search = django_filters.CharFilter(
+        method="filter_search", label="Search name, title and description"
+    )
     server = django_filters.CharFilter(field_name="server__name", label="Server name")
     available = django_filters.BooleanFilter()
     enabled = django_filters.BooleanFilter(label="Enabled on the endpoint")
@@ -59,13 +61,17 @@ class ToolFilter(django_filters.FilterSet):
 
     def filter_search(self, queryset: QuerySet[Tool], name: str, value: str) -> QuerySet[Tool]:
         return queryset.filter(
-            Q(name__icontains=value) | Q(title__icontains=value) | Q(description__icontains=value)
+            Q(name__icontains=value)
+            | Q(title__icontains=value)
+            | Q(description__icontains=value)
             | Q(server__name__icontains=value)
         )
 
 
 class ToolListFilter(ToolFilter):
-    endpoint = django_filters.CharFilter(method="keep", label="Endpoint slug `enabled` refers to (default: yours)")
+    endpoint = django_filters.CharFilter(
+        method="keep", label="Endpoint slug `enabled` refers to (default: yours)"
+    )
 
     class Meta(ToolFilter.Meta):
         fields = [*ToolFilter.Meta.fields, "endpoint"]
@@ -88,9 +94,15 @@ class ToolViewSet(viewsets.ReadOnlyModelViewSet):
             return Tool.objects.none()
         slug = self.request.query_params.get("endpoint")
         endpoints = selectors.visible_endpoints(self.request.user)
-        endpoint = endpoints.filter(slug=slug).first() if slug else endpoints.filter(is_default=True).first()
+        endpoint = (
+            endpoints.filter(slug=slug).first()
+            if slug
+            else endpoints.filter(is_default=True).first()
+        )
         if endpoint is None:
-            tools = visible_tools(self.request.user).annotate(enabled=Value(False, output_field=BooleanField()))
+            tools = visible_tools(self.request.user).annotate(
+                enabled=Value(False, output_field=BooleanField())
+            )
             return tools.none() if slug else tools
         return selectors.endpoint_tools(self.request.user, endpoint)
 
@@ -103,7 +115,9 @@ def resolve_tool_keys(user, keys: list[str]) -> dict[str, Tool]:
     return {tool.key: tool for tool in tools if tool.key in wanted}
 
 
-KEY_PARAM = OpenApiParameter("key", OpenApiTypes.STR, OpenApiParameter.PATH, description="`server.tool`")
+KEY_PARAM = OpenApiParameter(
+    "key", OpenApiTypes.STR, OpenApiParameter.PATH, description="`server.tool`"
+)
 TOOL_FILTER_PARAMS = [
     OpenApiParameter("search", OpenApiTypes.STR, description="Search name, title and description"),
     OpenApiParameter("server", OpenApiTypes.STR, description="Server name"),
@@ -112,7 +126,9 @@ TOOL_FILTER_PARAMS = [
     OpenApiParameter("page", OpenApiTypes.INT),
     OpenApiParameter("page_size", OpenApiTypes.INT),
 ]
-SERVER_PARAM = OpenApiParameter("server", OpenApiTypes.STR, OpenApiParameter.PATH, description="Server name")
+SERVER_PARAM = OpenApiParameter(
+    "server", OpenApiTypes.STR, OpenApiParameter.PATH, description="Server name"
+)
 
 
 class EndpointViewSet(viewsets.ModelViewSet):
@@ -136,7 +152,9 @@ class EndpointViewSet(viewsets.ModelViewSet):
         return EndpointSerializer if self.action == "list" else EndpointDetailSerializer
 
     def perform_create(self, serializer: EndpointSerializer) -> None:
-        serializer.instance = services.create_endpoint(owner=self.request.user, **serializer.validated_data)
+        serializer.instance = services.create_endpoint(
+            owner=self.request.user, **serializer.validated_data
+        )
 
     def perform_update(self, serializer: EndpointSerializer) -> None:
         data = {k: v for k, v in serializer.validated_data.items() if k != "slug"}
@@ -150,7 +168,9 @@ class EndpointViewSet(viewsets.ModelViewSet):
 
     # --- The tools of one endpoint.
 
-    @extend_schema(parameters=TOOL_FILTER_PARAMS, responses=ToolSerializer(many=True), filters=False)
+    @extend_schema(
+        parameters=TOOL_FILTER_PARAMS, responses=ToolSerializer(many=True), filters=False
+    )
     @action(detail=True, methods=["get"])
     def tools(self, request: Request, slug: str) -> Response:
         """Every tool you may see, with its enabled state on this endpoint."""
@@ -163,7 +183,9 @@ class EndpointViewSet(viewsets.ModelViewSet):
     def tool(self, request: Request, slug: str, key: str) -> Response:
         return Response(ToolDetailSerializer(self._tool(key, self.get_object())).data)
 
-    @extend_schema(parameters=[KEY_PARAM], request=ToggleSerializer, responses=ToggleResultSerializer)
+    @extend_schema(
+        parameters=[KEY_PARAM], request=ToggleSerializer, responses=ToggleResultSerializer
+    )
     @tool.mapping.patch
     def toggle_tool(self, request: Request, slug: str, key: str) -> Response:
         """Enable or disable one tool; enabling beyond an enforced budget is refused (409)."""
@@ -171,12 +193,16 @@ class EndpointViewSet(viewsets.ModelViewSet):
         tool = self._tool(key, endpoint)
         enabled = self._valid(ToggleSerializer, request)["enabled"]
         if enabled and not tool.available:
-            raise exceptions.ValidationError({"enabled": ["This tool is unavailable: its server no longer offers it."]})
+            raise exceptions.ValidationError(
+                {"enabled": ["This tool is unavailable: its server no longer offers it."]}
+            )
         self._guard_budget(services.set_tool_enabled, endpoint=endpoint, tool=tool, enabled=enabled)
         tool = self._tool(key, endpoint)
         return Response({"tool": ToolSerializer(tool).data, "budget": self._budget(endpoint)})
 
-    @extend_schema(parameters=[SERVER_PARAM], request=ToggleSerializer, responses=ServerToggleResultSerializer)
+    @extend_schema(
+        parameters=[SERVER_PARAM], request=ToggleSerializer, responses=ServerToggleResultSerializer
+    )
     @action(detail=True, methods=["patch"], url_path=r"servers/(?P<server>[^/]+)")
     def toggle_server(self, request: Request, slug: str, server: str) -> Response:
         """Enable or disable every available tool of one server at once."""
@@ -185,11 +211,19 @@ class EndpointViewSet(viewsets.ModelViewSet):
         tools = list(visible_tools(request.user).filter(server__name=server, available=True))
         if not tools:
             raise exceptions.NotFound("No visible server with available tools by this name.")
-        self._guard_budget(services.set_tools_enabled, endpoint=endpoint, tools=tools, enabled=enabled)
+        self._guard_budget(
+            services.set_tools_enabled, endpoint=endpoint, tools=tools, enabled=enabled
+        )
         return Response({"server": server, "changed": len(tools), "budget": self._budget(endpoint)})
 
     @extend_schema(responses=EnabledToolsSerializer)
-    @action(detail=True, methods=["get"], url_path="enabled-tools", pagination_class=None, filter_backends=[])
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path="enabled-tools",
+        pagination_class=None,
+        filter_backends=[],
+    )
     def enabled_tools(self, request: Request, slug: str) -> Response:
         """Only the enabled tools, with the budget they use."""
         return Response(self._enabled(self.get_object()))
@@ -203,7 +237,9 @@ class EndpointViewSet(viewsets.ModelViewSet):
         tools = resolve_tool_keys(request.user, keys)
         unknown = sorted({key for key in keys if key not in tools or not tools[key].available})
         if unknown:
-            raise exceptions.ValidationError({"tools": [f"Unknown or unavailable tools: {', '.join(unknown[:10])}."]})
+            raise exceptions.ValidationError(
+                {"tools": [f"Unknown or unavailable tools: {', '.join(unknown[:10])}."]}
+            )
         self._guard_budget(services.set_enabled_tools, endpoint=endpoint, tools=tools.values())
         return Response(self._enabled(endpoint))
 
@@ -221,14 +257,23 @@ class EndpointViewSet(viewsets.ModelViewSet):
         """Load a preset (latest version unless one is named) by replacing or merging."""
         endpoint = self.get_object()
         data = self._valid(LoadPresetSerializer, request)
-        return Response(load_preset_onto(request, endpoint=endpoint, preset_id=data["preset"],
-                                         number=data["version"], mode=data["mode"]))
+        return Response(
+            load_preset_onto(
+                request,
+                endpoint=endpoint,
+                preset_id=data["preset"],
+                number=data["version"],
+                mode=data["mode"],
+            )
+        )
 
     # --- Helpers.
 
     def _tool(self, key: str, endpoint: Endpoint) -> Tool:
         server, _, name = key.partition(".")
-        return get_object_or_404(selectors.endpoint_tools(self.request.user, endpoint), server__name=server, name=name)
+        return get_object_or_404(
+            selectors.endpoint_tools(self.request.user, endpoint), server__name=server, name=name
+        )
 
     def _valid(self, serializer_class, request: Request) -> dict:
         serializer = serializer_class(data=request.data)
@@ -249,14 +294,20 @@ class EndpointViewSet(viewsets.ModelViewSet):
         return {"budget": self._budget(endpoint), "tools": ToolSerializer(tools, many=True).data}
 
 
-def load_preset_onto(request: Request, *, endpoint: Endpoint, preset_id: int, number: int | None, mode: str) -> dict:
+def load_preset_onto(
+    request: Request, *, endpoint: Endpoint, preset_id: int, number: int | None, mode: str
+) -> dict:
     preset = selectors.visible_presets(request.user).filter(pk=preset_id).first()
     if preset is None:
         raise exceptions.ValidationError({"preset": ["No preset you may see has this id."]})
     version = preset.versions.filter(number=number).first() if number else preset.latest_version
     if version is None:
         raise exceptions.ValidationError({"version": ["This preset has no such version."]})
-    tools = [tool for tool in resolve_tool_keys(request.user, version.tool_keys).values() if tool.available]
+    tools = [
+        tool
+        for tool in resolve_tool_keys(request.user, version.tool_keys).values()
+        if tool.available
+    ]
     try:
         result = services.load_preset(endpoint=endpoint, version=version, tools=tools, mode=mode)
     except services.BudgetExceeded as exc:
@@ -265,6 +316,10 @@ def load_preset_onto(request: Request, *, endpoint: Endpoint, preset_id: int, nu
     return {"loaded": result.loaded, "missing": result.missing, "budget": budget}
 
 
-
 def preset_queryset(user) -> QuerySet[Preset]:
-    return selectors.visible_presets(user).select_related("owner", "team").prefetch_related("versions").order_by("name", "pk")
+    return (
+        selectors.visible_presets(user)
+        .select_related("owner", "team")
+        .prefetch_related("versions")
+        .order_by("name", "pk")
+    )

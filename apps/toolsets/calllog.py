@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
@@ -29,8 +29,17 @@ FLUSH_SECONDS = 0.5
 MAX_BUFFER = 5000
 # The buffered row: ToolCall's columns in this order.
 COLUMNS = (
-    "user_id", "endpoint_id", "tool_id", "server_name", "tool_name", "exposed_name",
-    "started_at", "duration_ms", "ok", "error", "arguments",
+    "user_id",
+    "endpoint_id",
+    "tool_id",
+    "server_name",
+    "tool_name",
+    "exposed_name",
+    "started_at",
+    "duration_ms",
+    "ok",
+    "error",
+    "arguments",
 )
 STARTED, ARGUMENTS = COLUMNS.index("started_at"), COLUMNS.index("arguments")
 
@@ -39,8 +48,15 @@ _flusher: asyncio.Task[None] | None = None
 
 
 def record(
-    user_id: int | None, endpoint_id: int | None, exposed: Exposed, started: float, clock: float,
-    *, ok: bool, error: str, arguments: dict[str, Any],
+    user_id: int | None,
+    endpoint_id: int | None,
+    exposed: Exposed,
+    started: float,
+    clock: float,
+    *,
+    ok: bool,
+    error: str,
+    arguments: dict[str, Any],
 ) -> None:
     global _flusher
     duration = time.perf_counter() - clock
@@ -49,26 +65,32 @@ def record(
     if len(_buffer) >= MAX_BUFFER:
         logger.warning("call log buffer full: dropping a record (database too slow?)")
         return
-    _buffer.append((
-        user_id,
-        endpoint_id,
-        exposed.item_id,
-        exposed.server,
-        exposed.backend_name,
-        exposed.name,
-        started,
-        duration * 1000,
-        ok,
-        error,
-        arguments if settings.MCPHUB_LOG_TOOL_ARGUMENTS else None,
-    ))
+    _buffer.append(
+        (
+            user_id,
+            endpoint_id,
+            exposed.item_id,
+            exposed.server,
+            exposed.backend_name,
+            exposed.name,
+            started,
+            duration * 1000,
+            ok,
+            error,
+            arguments if settings.MCPHUB_LOG_TOOL_ARGUMENTS else None,
+        )
+    )
     if _flusher is None or _flusher.done():
         _flusher = asyncio.create_task(_flush_soon(), name="mcphub-calllog")
 
 
 def error_text(result: dict[str, Any]) -> str:
     """An `isError` tool result's text, as the log keeps it."""
-    texts = [c.get("text", "") for c in result.get("content", []) if isinstance(c, dict) and c.get("type") == "text"]
+    texts = [
+        c.get("text", "")
+        for c in result.get("content", [])
+        if isinstance(c, dict) and c.get("type") == "text"
+    ]
     return " ".join(texts)[:2000] or "isError"
 
 
@@ -114,14 +136,16 @@ def _insert(batch: list[tuple[Any, ...]]) -> None:
         rows.append(values)
     quote = connection.ops.quote_name
     sql = "INSERT INTO {} ({}) VALUES ({})".format(
-        quote(ToolCall._meta.db_table), ", ".join(quote(c) for c in COLUMNS), ", ".join(["%s"] * len(COLUMNS))
+        quote(ToolCall._meta.db_table),
+        ", ".join(quote(c) for c in COLUMNS),
+        ", ".join(["%s"] * len(COLUMNS)),
     )
     with transaction.atomic(using=alias), connection.cursor() as cursor:
         cursor.executemany(sql, rows)
 
 
 def _when(started: float) -> datetime:
-    return datetime.fromtimestamp(started, tz=timezone.utc)
+    return datetime.fromtimestamp(started, tz=UTC)
 
 
 def _model(row: tuple[Any, ...]) -> ToolCall:

@@ -12,11 +12,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-
 from apps.catalog.models import McpServer, Prompt, Resource, ResourceTemplate, Tool
 from apps.catalog.selectors import visible_servers
-from apps.core.singleflight import single_flight
 from apps.connections.specs import ServerSpec
+from apps.core.singleflight import single_flight
 from apps.credentials.errors import CredentialsMissing
 from apps.credentials.selectors import specs_for_user
 from apps.toolsets import naming
@@ -59,12 +58,16 @@ class EndpointView:
         return spec_or_missing(self.specs, self.missing, server)
 
 
-def spec_or_missing(specs: dict[str, ServerSpec], missing: dict[str, CredentialsMissing], server: str) -> ServerSpec:
+def spec_or_missing(
+    specs: dict[str, ServerSpec], missing: dict[str, CredentialsMissing], server: str
+) -> ServerSpec:
     found = specs.get(server)
     if found is not None:
         return found
     why = missing[server]  # neither: a KeyError, as for any server the view does not hold
-    raise CredentialsMissing(why.server, why.message, missing=why.missing, fill_at=why.fill_at, api=why.api)
+    raise CredentialsMissing(
+        why.server, why.message, missing=why.missing, fill_at=why.fill_at, api=why.api
+    )
 
 
 def build(endpoint_id: int, version: object, *, page_size: int) -> EndpointView | None:
@@ -75,7 +78,9 @@ def build(endpoint_id: int, version: object, *, page_size: int) -> EndpointView 
     view = EndpointView(endpoint.pk, endpoint.owner_id, endpoint.slug, version, endpoint.mode)
     servers = {s.pk: s for s in visible_servers(endpoint.owner).filter(enabled=True)}
     enabled = list(
-        EndpointTool.objects.filter(endpoint=endpoint, tool__available=True, tool__server_id__in=servers)
+        EndpointTool.objects.filter(
+            endpoint=endpoint, tool__available=True, tool__server_id__in=servers
+        )
         .select_related("tool")
         .order_by("tool__server__name", "tool__name")
     )
@@ -89,13 +94,21 @@ def build(endpoint_id: int, version: object, *, page_size: int) -> EndpointView 
     return view
 
 
-def _add_tools(view: EndpointView, enabled: list[EndpointTool], servers: dict[int, McpServer], strategy: str) -> None:
+def _add_tools(
+    view: EndpointView, enabled: list[EndpointTool], servers: dict[int, McpServer], strategy: str
+) -> None:
     candidates = [candidate(servers[et.tool.server_id].name, et.tool.name, et) for et in enabled]
     names = naming.assign(candidates, strategy)
     keep_names(enabled, names)
     for et, name in zip(enabled, names):
         tool = et.tool
-        view.tools[name] = Exposed(name, servers[tool.server_id].name, tool.name, tool.pk, tool_entry(tool, name, et.description_override))
+        view.tools[name] = Exposed(
+            name,
+            servers[tool.server_id].name,
+            tool.name,
+            tool.pk,
+            tool_entry(tool, name, et.description_override),
+        )
 
 
 def candidate(server_name: str, tool_name: str, et: EndpointTool | None) -> naming.Candidate:
@@ -134,7 +147,11 @@ def _fresh_until(oauth_server_ids: list[int], user_id: int) -> float:
 
 def tool_entry(tool: Tool, name: str, description_override: str = "") -> dict[str, Any]:
     """The tool's definition as `tools/list` shows it, under its exposed name."""
-    entry = {"name": name, "description": description_override or tool.description, "inputSchema": tool.input_schema}
+    entry = {
+        "name": name,
+        "description": description_override or tool.description,
+        "inputSchema": tool.input_schema,
+    }
     if tool.title:
         entry["title"] = tool.title
     if tool.output_schema:
@@ -145,7 +162,11 @@ def tool_entry(tool: Tool, name: str, description_override: str = "") -> dict[st
 
 
 def _add_prompts(view: EndpointView, servers: set[McpServer], strategy: str) -> None:
-    prompts = list(Prompt.objects.filter(server__in=servers, available=True).select_related("server").order_by("server__name", "name"))
+    prompts = list(
+        Prompt.objects.filter(server__in=servers, available=True)
+        .select_related("server")
+        .order_by("server__name", "name")
+    )
     names = naming.assign([naming.Candidate(p.server.name, p.name) for p in prompts], strategy)
     for prompt, name in zip(prompts, names):
         entry = {"name": name, "description": prompt.description, "arguments": prompt.arguments}
@@ -155,17 +176,34 @@ def _add_prompts(view: EndpointView, servers: set[McpServer], strategy: str) -> 
 
 
 def _add_resources(view: EndpointView, servers: set[McpServer]) -> None:
-    for resource in Resource.objects.filter(server__in=servers, available=True).select_related("server").order_by("server__name", "uri"):
+    for resource in (
+        Resource.objects.filter(server__in=servers, available=True)
+        .select_related("server")
+        .order_by("server__name", "uri")
+    ):
         entry = {"uri": resource.uri, "name": resource.name}
-        _optional(entry, title=resource.title, description=resource.description, mimeType=resource.mime_type,
-                  size=resource.size, annotations=resource.annotations)
+        _optional(
+            entry,
+            title=resource.title,
+            description=resource.description,
+            mimeType=resource.mime_type,
+            size=resource.size,
+            annotations=resource.annotations,
+        )
         view.resources.append(entry)
         view.resource_servers.setdefault(resource.uri, resource.server.name)
-    templates = ResourceTemplate.objects.filter(server__in=servers, available=True).select_related("server")
+    templates = ResourceTemplate.objects.filter(server__in=servers, available=True).select_related(
+        "server"
+    )
     for template in templates.order_by("server__name", "uri_template"):
         entry = {"uriTemplate": template.uri_template, "name": template.name}
-        _optional(entry, title=template.title, description=template.description, mimeType=template.mime_type,
-                  annotations=template.annotations)
+        _optional(
+            entry,
+            title=template.title,
+            description=template.description,
+            mimeType=template.mime_type,
+            annotations=template.annotations,
+        )
         view.templates.append((template.server.name, entry))
 
 
@@ -175,7 +213,10 @@ def _optional(entry: dict[str, Any], **values: Any) -> None:
 
 def _pages(entries: list[dict[str, Any]], page_size: int) -> list[str]:
     """Each page's `"tools": [...]` JSON, serialized once per view rather than per request."""
-    return [json.dumps(entries[i : i + page_size], separators=(",", ":")) for i in range(0, len(entries), page_size)] or ["[]"]
+    return [
+        json.dumps(entries[i : i + page_size], separators=(",", ":"))
+        for i in range(0, len(entries), page_size)
+    ] or ["[]"]
 
 
 # -- the per-process cache -----------------------------------------------------------
@@ -189,10 +230,17 @@ async def current(endpoint_id: int, version: object, *, page_size: int) -> Endpo
     """The endpoint's view at `version`, built at most once per version per process."""
     cached = _views.get(endpoint_id)
     now = time.monotonic()
-    if cached is not None and cached[1].version == version and now - cached[0] < VIEW_MAX_AGE and now < cached[1].fresh_until:
+    if (
+        cached is not None
+        and cached[1].version == version
+        and now - cached[0] < VIEW_MAX_AGE
+        and now < cached[1].fresh_until
+    ):
         return cached[1]
     view = await single_flight(
-        "exposure", (endpoint_id, version), functools.partial(build, endpoint_id, version, page_size=page_size)
+        "exposure",
+        (endpoint_id, version),
+        functools.partial(build, endpoint_id, version, page_size=page_size),
     )
     if view is not None:
         _views[endpoint_id] = (now, view)

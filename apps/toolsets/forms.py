@@ -26,7 +26,9 @@ class KnownLabelsAutocompleteSelect(AutocompleteSelect):
         if not selected or any(v not in self.known_labels for v in selected):
             return super().optgroups(name, value, attr)
         options = [] if self.is_required else [self.create_option(name, "", "", False, 0)]
-        options += [self.create_option(name, v, self.known_labels[v], True, len(options)) for v in selected]
+        options += [
+            self.create_option(name, v, self.known_labels[v], True, len(options)) for v in selected
+        ]
         return [(None, options, 0)]
 
 

@@ -9,7 +9,8 @@ from django.db import models
 from apps.core.models import TimeStampedModel
 
 endpoint_slug_validator = RegexValidator(
-    r"^[a-z0-9][a-z0-9-]{2,63}$", "Use 3-64 lowercase letters, digits or '-', starting with a letter or digit."
+    r"^[a-z0-9][a-z0-9-]{2,63}$",
+    "Use 3-64 lowercase letters, digits or '-', starting with a letter or digit.",
 )
 
 
@@ -49,7 +50,10 @@ class Endpoint(TimeStampedModel):
 
     class Approval(models.TextChoices):
         OFF = "off", "Off (tools run without asking)"
-        DESTRUCTIVE = "destructive", "Tools that may change data (all but those marked read-only or non-destructive)"
+        DESTRUCTIVE = (
+            "destructive",
+            "Tools that may change data (all but those marked read-only or non-destructive)",
+        )
         ALL = "all", "Every call"
 
     def approval_reason(self, annotations: object) -> str | None:
@@ -60,11 +64,15 @@ class Endpoint(TimeStampedModel):
         reason = destructive_reason(annotations)
         return reason or (EVERY_CALL if self.approval == self.Approval.ALL else None)
 
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="endpoints")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="endpoints"
+    )
     slug = models.CharField(max_length=64, unique=True, validators=[endpoint_slug_validator])
     name = models.CharField(max_length=100)
     is_default = models.BooleanField(default=False, editable=False)
-    tools = models.ManyToManyField("catalog.Tool", through="EndpointTool", related_name="endpoints", blank=True)
+    tools = models.ManyToManyField(
+        "catalog.Tool", through="EndpointTool", related_name="endpoints", blank=True
+    )
     naming_strategy = models.CharField(max_length=10, choices=Naming.choices, default=Naming.HYBRID)
     token_budget = models.PositiveIntegerField(default=default_token_budget)
     budget_enforced = models.BooleanField(
@@ -72,7 +80,9 @@ class Endpoint(TimeStampedModel):
     )
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.STATIC)
     approval = models.CharField(
-        max_length=12, choices=Approval.choices, default=Approval.DESTRUCTIVE,
+        max_length=12,
+        choices=Approval.choices,
+        default=Approval.DESTRUCTIVE,
         help_text=(
             "Which tool calls by an LLM (chat, autonomous runs) wait for the user's approval. As MCP's defaults "
             "say, a tool may change data unless its server marks it readOnlyHint: true or destructiveHint: false."
@@ -83,7 +93,9 @@ class Endpoint(TimeStampedModel):
         ordering = ["owner__username", "name"]
         constraints = [
             models.UniqueConstraint(
-                fields=["owner"], condition=models.Q(is_default=True), name="one_default_endpoint_per_user"
+                fields=["owner"],
+                condition=models.Q(is_default=True),
+                name="one_default_endpoint_per_user",
             )
         ]
 
@@ -99,11 +111,15 @@ class EndpointTool(models.Model):
     """A tool enabled on an endpoint, with optional per-endpoint name and description overrides."""
 
     endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="endpoint_tools")
-    tool = models.ForeignKey("catalog.Tool", on_delete=models.CASCADE, related_name="endpoint_tools")
+    tool = models.ForeignKey(
+        "catalog.Tool", on_delete=models.CASCADE, related_name="endpoint_tools"
+    )
     name_override = models.CharField(
         max_length=64,
         blank=True,
-        validators=[RegexValidator(r"^[A-Za-z0-9_-]{1,64}$", "Use 1-64 letters, digits, '_' or '-'.")],
+        validators=[
+            RegexValidator(r"^[A-Za-z0-9_-]{1,64}$", "Use 1-64 letters, digits, '_' or '-'.")
+        ],
     )
     description_override = models.TextField(blank=True)
     # The name clients first saw it under (apps/toolsets/naming.py): kept whatever is added later,
@@ -112,7 +128,9 @@ class EndpointTool(models.Model):
     enabled_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["endpoint", "tool"], name="unique_endpoint_tool")]
+        constraints = [
+            models.UniqueConstraint(fields=["endpoint", "tool"], name="unique_endpoint_tool")
+        ]
 
     def __str__(self) -> str:
         return f"{self.endpoint.slug}: {self.tool_id}"
@@ -129,12 +147,18 @@ class Preset(TimeStampedModel):
     description = models.TextField(blank=True)
     # SET_NULL: a member leaving (or being deleted) must never delete what they shared with the team.
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="presets"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="presets",
     )
     team = models.ForeignKey(
         "accounts.Team", null=True, blank=True, on_delete=models.SET_NULL, related_name="presets"
     )
-    visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.PRIVATE)
+    visibility = models.CharField(
+        max_length=10, choices=Visibility.choices, default=Visibility.PRIVATE
+    )
 
     class Meta:
         ordering = ["name"]
@@ -167,7 +191,9 @@ class PresetVersion(models.Model):
 
     class Meta:
         ordering = ["preset", "-number"]
-        constraints = [models.UniqueConstraint(fields=["preset", "number"], name="unique_preset_version")]
+        constraints = [
+            models.UniqueConstraint(fields=["preset", "number"], name="unique_preset_version")
+        ]
 
     def __str__(self) -> str:
         return f"{self.preset.name} v{self.number}"
@@ -177,8 +203,12 @@ class ToolCall(models.Model):
     """The tool-call log: who called what, how long it took, and whether it worked (gateway and chat)."""
 
     # Names are copied, not only linked: the log must outlive renamed or deleted servers/tools.
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
-    endpoint = models.ForeignKey("toolsets.Endpoint", null=True, on_delete=models.SET_NULL, related_name="+")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    endpoint = models.ForeignKey(
+        "toolsets.Endpoint", null=True, on_delete=models.SET_NULL, related_name="+"
+    )
     tool = models.ForeignKey("catalog.Tool", null=True, on_delete=models.SET_NULL, related_name="+")
     server_name = models.CharField(max_length=40)
     tool_name = models.CharField(max_length=255)
@@ -193,7 +223,12 @@ class ToolCall(models.Model):
         # Moved here from `gateway` (the chat records its calls too): table and index keep their names.
         db_table = "gateway_toolcall"
         ordering = ["-started_at"]
-        indexes = [models.Index(fields=["server_name", "tool_name", "started_at"], name="gateway_too_server__336e58_idx")]
+        indexes = [
+            models.Index(
+                fields=["server_name", "tool_name", "started_at"],
+                name="gateway_too_server__336e58_idx",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.exposed_name} ({'ok' if self.ok else 'error'}, {self.duration_ms:.1f} ms)"

@@ -84,7 +84,9 @@ def _dedupe(names: list[str], candidates: Sequence[Candidate]) -> list[str]:
         if name in seen:
             name = prefixed(candidate.server, candidate.name)
         if name in seen:
-            name = fit(f"{candidate.server}{SEPARATOR}{candidate.name}{SEPARATOR}{_short_hash(candidate)}")
+            name = fit(
+                f"{candidate.server}{SEPARATOR}{candidate.name}{SEPARATOR}{_short_hash(candidate)}"
+            )
         seen.add(name)
         result.append((candidate, name))
     order = {id(candidate): name for candidate, name in result}
@@ -103,6 +105,10 @@ def _short_hash(candidate: Candidate) -> str:
 def suggest(requested: str, names: Iterable[str], limit: int = 3) -> list[str]:
     """The exposed names a caller most likely meant (same tool under a prefix first)."""
     names = list(names)
-    same_tool = sorted(n for n in names if n.endswith(f"{SEPARATOR}{requested}") or requested.endswith(f"{SEPARATOR}{n}"))
+    same_tool = sorted(
+        n
+        for n in names
+        if n.endswith(f"{SEPARATOR}{requested}") or requested.endswith(f"{SEPARATOR}{n}")
+    )
     close = difflib.get_close_matches(requested, names, n=limit, cutoff=0.5)
     return list(dict.fromkeys([*same_tool, *close]))[: max(limit, len(same_tool))]

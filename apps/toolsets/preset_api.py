@@ -32,7 +32,9 @@ READ_ACTIONS = {"list", "retrieve", "versions", "diff", "load"}
 
 
 class PresetFilter(django_filters.FilterSet):
-    search = django_filters.CharFilter(field_name="name", lookup_expr="icontains", label="Name contains")
+    search = django_filters.CharFilter(
+        field_name="name", lookup_expr="icontains", label="Name contains"
+    )
     team = django_filters.CharFilter(field_name="team__slug", label="Team slug")
 
     class Meta:
@@ -50,8 +52,12 @@ class PresetViewSet(viewsets.ModelViewSet):
 
     def get_object(self) -> Preset:
         preset = super().get_object()
-        if self.action not in READ_ACTIONS and not selectors.can_edit_preset(self.request.user, preset):
-            raise exceptions.PermissionDenied("Only the preset's owner (or its team's admins) may change it.")
+        if self.action not in READ_ACTIONS and not selectors.can_edit_preset(
+            self.request.user, preset
+        ):
+            raise exceptions.PermissionDenied(
+                "Only the preset's owner (or its team's admins) may change it."
+            )
         return preset
 
     def perform_create(self, serializer: PresetSerializer) -> None:
@@ -68,7 +74,9 @@ class PresetViewSet(viewsets.ModelViewSet):
     def perform_update(self, serializer: PresetSerializer) -> None:
         data = dict(serializer.validated_data)
         if data.pop("share_with", None) or data.pop("from_endpoint", None):
-            raise exceptions.ValidationError({"detail": "Use share/ to share; send tool_keys to change tools."})
+            raise exceptions.ValidationError(
+                {"detail": "Use share/ to share; send tool_keys to change tools."}
+            )
         services.update_preset(preset=serializer.instance, user=self.request.user, **data)
 
     def _keys(self, data: dict) -> list[str]:
@@ -77,7 +85,9 @@ class PresetViewSet(viewsets.ModelViewSet):
             return data.get("tool_keys", [])
         endpoint = selectors.visible_endpoints(self.request.user).filter(slug=slug).first()
         if endpoint is None:
-            raise exceptions.ValidationError({"from_endpoint": ["You have no endpoint with this slug."]})
+            raise exceptions.ValidationError(
+                {"from_endpoint": ["You have no endpoint with this slug."]}
+            )
         return [tool.key for tool in endpoint.tools.select_related("server")]
 
     def _team(self, slug: str | None) -> Team | None:
@@ -85,7 +95,9 @@ class PresetViewSet(viewsets.ModelViewSet):
             return None
         team = Team.objects.filter(slug=slug, memberships__user=self.request.user).first()
         if team is None:
-            raise exceptions.ValidationError({"share_with": ["You are not a member of a team with this slug."]})
+            raise exceptions.ValidationError(
+                {"share_with": ["You are not a member of a team with this slug."]}
+            )
         return team
 
     @extend_schema(request=ShareSerializer, responses=PresetSerializer)
@@ -114,8 +126,12 @@ class PresetViewSet(viewsets.ModelViewSet):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("from", OpenApiTypes.INT, description="Older version (default: the one before `to`)"),
-            OpenApiParameter("to", OpenApiTypes.INT, description="Newer version (default: the latest)"),
+            OpenApiParameter(
+                "from", OpenApiTypes.INT, description="Older version (default: the one before `to`)"
+            ),
+            OpenApiParameter(
+                "to", OpenApiTypes.INT, description="Newer version (default: the latest)"
+            ),
         ],
         responses=DiffSerializer,
     )
@@ -126,7 +142,10 @@ class PresetViewSet(viewsets.ModelViewSet):
         newest = preset.latest_version.number if preset.latest_version else 0
         to_number = self._int_param("to", newest)
         from_number = self._int_param("from", max(to_number - 1, 1))
-        old, new = self._version(preset, from_number, "from"), self._version(preset, to_number, "to")
+        old, new = (
+            self._version(preset, from_number, "from"),
+            self._version(preset, to_number, "to"),
+        )
         diff = selectors.diff_versions(old, new)
         return Response({"from_version": old.number, "to_version": new.number, **diff.__dict__})
 
@@ -148,11 +167,22 @@ class PresetViewSet(viewsets.ModelViewSet):
         preset = self.get_object()
         data = PresetLoadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        endpoint = selectors.visible_endpoints(request.user).filter(slug=data.validated_data["endpoint"]).first()
+        endpoint = (
+            selectors.visible_endpoints(request.user)
+            .filter(slug=data.validated_data["endpoint"])
+            .first()
+        )
         if endpoint is None:
             raise exceptions.ValidationError({"endpoint": ["You have no endpoint with this slug."]})
-        return Response(load_preset_onto(request, endpoint=endpoint, preset_id=preset.pk,
-                                         number=data.validated_data["version"], mode=data.validated_data["mode"]))
+        return Response(
+            load_preset_onto(
+                request,
+                endpoint=endpoint,
+                preset_id=preset.pk,
+                number=data.validated_data["version"],
+                mode=data.validated_data["mode"],
+            )
+        )
 
     def _int_param(self, name: str, default: int) -> int:
         raw = self.request.query_params.get(name)

@@ -41,7 +41,9 @@ def endpoint_tools(user, endpoint: Endpoint) -> QuerySet[Tool]:
 
 
 def enabled_tools(endpoint: Endpoint) -> QuerySet[Tool]:
-    return endpoint.tools.select_related("server").annotate(enabled=Value(True, output_field=BooleanField()))
+    return endpoint.tools.select_related("server").annotate(
+        enabled=Value(True, output_field=BooleanField())
+    )
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,11 @@ class VersionDiff:
 
 def diff_versions(old: PresetVersion, new: PresetVersion) -> VersionDiff:
     before, after = set(old.tool_keys), set(new.tool_keys)
-    return VersionDiff(added=sorted(after - before), removed=sorted(before - after), unchanged=sorted(before & after))
+    return VersionDiff(
+        added=sorted(after - before),
+        removed=sorted(before - after),
+        unchanged=sorted(before & after),
+    )
 
 
 def disabled_tool_named(*, endpoint: Endpoint, name: str) -> Tool | None:
@@ -100,4 +106,8 @@ def disabled_tool_named(*, endpoint: Endpoint, name: str) -> Tool | None:
         if found:
             match |= Q(server__name=server, name=tool)
     candidates = visible_tools(endpoint.owner).filter(match, server__enabled=True, available=True)
-    return candidates.exclude(endpoint_tools__endpoint=endpoint).order_by("server__name", "name").first()
+    return (
+        candidates.exclude(endpoint_tools__endpoint=endpoint)
+        .order_by("server__name", "name")
+        .first()
+    )

@@ -26,12 +26,24 @@ class BudgetSerializer(serializers.Serializer):
 
 class ToolSerializer(serializers.ModelSerializer):
     server = serializers.CharField(source="server.name", read_only=True)
-    key = serializers.CharField(read_only=True, help_text="`server.tool`, the identity presets use.")
+    key = serializers.CharField(
+        read_only=True, help_text="`server.tool`, the identity presets use."
+    )
     enabled = serializers.BooleanField(read_only=True, default=False)
 
     class Meta:
         model = Tool
-        fields = ["id", "key", "server", "name", "title", "description", "available", "token_estimate", "enabled"]
+        fields = [
+            "id",
+            "key",
+            "server",
+            "name",
+            "title",
+            "description",
+            "available",
+            "token_estimate",
+            "enabled",
+        ]
         read_only_fields = fields
 
 
@@ -43,7 +55,9 @@ class ToolDetailSerializer(ToolSerializer):
 
 class EndpointSerializer(serializers.ModelSerializer):
     slug = serializers.RegexField(
-        r"^[a-z0-9][a-z0-9-]{2,63}$", max_length=64, required=False,
+        r"^[a-z0-9][a-z0-9-]{2,63}$",
+        max_length=64,
+        required=False,
         help_text="3-64 lowercase letters, digits or '-'; derived from your username when omitted.",
     )
     url = serializers.SerializerMethodField()
@@ -53,8 +67,19 @@ class EndpointSerializer(serializers.ModelSerializer):
     class Meta:
         model = Endpoint
         fields = [
-            "slug", "name", "url", "is_default", "naming_strategy", "token_budget", "budget_enforced", "mode", "approval",
-            "enabled_count", "budget", "created_at", "updated_at",
+            "slug",
+            "name",
+            "url",
+            "is_default",
+            "naming_strategy",
+            "token_budget",
+            "budget_enforced",
+            "mode",
+            "approval",
+            "enabled_count",
+            "budget",
+            "created_at",
+            "updated_at",
         ]
         read_only_fields = ["is_default", "created_at", "updated_at"]
 
@@ -70,14 +95,18 @@ class EndpointSerializer(serializers.ModelSerializer):
 
     def validate_slug(self, slug: str) -> str:
         if self.instance is not None and slug != self.instance.slug:
-            raise serializers.ValidationError("An endpoint's slug cannot change: clients have its URL.")
+            raise serializers.ValidationError(
+                "An endpoint's slug cannot change: clients have its URL."
+            )
         if self.instance is None and Endpoint.objects.filter(slug=slug).exists():
             raise serializers.ValidationError("This slug is taken.")
         return slug
 
 
 class EndpointDetailSerializer(EndpointSerializer):
-    snippets = serializers.SerializerMethodField(help_text="Client configurations, with YOUR_TOKEN to replace.")
+    snippets = serializers.SerializerMethodField(
+        help_text="Client configurations, with YOUR_TOKEN to replace."
+    )
 
     class Meta(EndpointSerializer.Meta):
         fields = [*EndpointSerializer.Meta.fields, "snippets"]
@@ -93,7 +122,9 @@ class EnabledToolsSerializer(serializers.Serializer):
 
 class ReplaceToolsSerializer(serializers.Serializer):
     tools = serializers.ListField(
-        child=serializers.CharField(max_length=300), max_length=10000, help_text="`server.tool` keys to enable."
+        child=serializers.CharField(max_length=300),
+        max_length=10000,
+        help_text="`server.tool` keys to enable.",
     )
 
 
@@ -120,7 +151,9 @@ class LoadPresetSerializer(serializers.Serializer):
 
 class LoadResultSerializer(serializers.Serializer):
     loaded = serializers.ListField(child=serializers.CharField())
-    missing = serializers.ListField(child=serializers.CharField(), help_text="Keys no visible tool matches.")
+    missing = serializers.ListField(
+        child=serializers.CharField(), help_text="Keys no visible tool matches."
+    )
     budget = BudgetSerializer()
 
 
@@ -150,23 +183,43 @@ class PresetSerializer(serializers.ModelSerializer):
     team = serializers.CharField(source="team.slug", read_only=True, default=None)
     version = serializers.SerializerMethodField()
     tool_keys = serializers.ListField(
-        child=serializers.CharField(max_length=300), max_length=10000, required=False,
+        child=serializers.CharField(max_length=300),
+        max_length=10000,
+        required=False,
         help_text="`server.tool` keys; a change saves a new version.",
     )
     note = serializers.CharField(max_length=200, required=False, allow_blank=True, write_only=True)
     share_with = serializers.SlugField(
-        max_length=50, required=False, allow_null=True, write_only=True, help_text="Team slug to share with at creation."
+        max_length=50,
+        required=False,
+        allow_null=True,
+        write_only=True,
+        help_text="Team slug to share with at creation.",
     )
     from_endpoint = serializers.SlugField(
-        max_length=64, required=False, allow_null=True, write_only=True,
+        max_length=64,
+        required=False,
+        allow_null=True,
+        write_only=True,
         help_text="Take the tool keys from this endpoint's enabled tools.",
     )
 
     class Meta:
         model = Preset
         fields = [
-            "id", "name", "description", "owner", "team", "visibility", "version", "tool_keys", "note", "share_with",
-            "from_endpoint", "created_at", "updated_at",
+            "id",
+            "name",
+            "description",
+            "owner",
+            "team",
+            "visibility",
+            "version",
+            "tool_keys",
+            "note",
+            "share_with",
+            "from_endpoint",
+            "created_at",
+            "updated_at",
         ]
         read_only_fields = ["id", "owner", "team", "visibility", "created_at", "updated_at"]
 
@@ -204,4 +257,3 @@ class PresetLoadSerializer(serializers.Serializer):
     endpoint = serializers.SlugField(max_length=64)
     version = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
     mode = serializers.ChoiceField(choices=["replace", "merge"], default="replace")
-

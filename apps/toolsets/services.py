@@ -34,7 +34,9 @@ def _new_slug(base: str) -> str:
     return f"{stem}-{secrets.token_hex(3)}"
 
 
-def create_endpoint(*, owner, name: str, slug: str | None = None, is_default: bool = False, **fields) -> Endpoint:
+def create_endpoint(
+    *, owner, name: str, slug: str | None = None, is_default: bool = False, **fields
+) -> Endpoint:
     """Create an endpoint; without a slug one is derived from its name (retried on collision).
 
     Never from the owner's username: the URL goes into client configs, logs and screenshots.
@@ -44,7 +46,11 @@ def create_endpoint(*, owner, name: str, slug: str | None = None, is_default: bo
         try:
             with transaction.atomic():
                 return Endpoint.objects.create(
-                    owner=owner, name=name, slug=slug or _new_slug(name), is_default=is_default, **fields
+                    owner=owner,
+                    name=name,
+                    slug=slug or _new_slug(name),
+                    is_default=is_default,
+                    **fields,
                 )
         except IntegrityError:
             if slug:
@@ -66,7 +72,9 @@ def enabled_token_total(endpoint: Endpoint) -> int:
 
 
 @transaction.atomic
-def set_enabled_tools(*, endpoint: Endpoint, tools: Iterable[Tool], enforce_budget: bool | None = None) -> None:
+def set_enabled_tools(
+    *, endpoint: Endpoint, tools: Iterable[Tool], enforce_budget: bool | None = None
+) -> None:
     """Make `tools` exactly the endpoint's enabled set (overrides of kept tools survive)."""
     wanted = {tool.pk: tool for tool in tools}
     enforce = endpoint.budget_enforced if enforce_budget is None else enforce_budget
@@ -79,7 +87,9 @@ def set_enabled_tools(*, endpoint: Endpoint, tools: Iterable[Tool], enforce_budg
         leaving.delete()
     present = set(EndpointTool.objects.filter(endpoint=endpoint).values_list("tool_id", flat=True))
     new_ids = [pk for pk in wanted if pk not in present]
-    EndpointTool.objects.bulk_create([EndpointTool(endpoint=endpoint, tool_id=pk) for pk in new_ids])
+    EndpointTool.objects.bulk_create(
+        [EndpointTool(endpoint=endpoint, tool_id=pk) for pk in new_ids]
+    )
     record_set_change(instance=endpoint, field="tools", added=_tool_keys(new_ids), removed=removed)
     announce_tools_changed([endpoint.pk])
 
@@ -91,7 +101,9 @@ def _tool_keys(tool_ids: Iterable[int]) -> list[str]:
 
 
 @transaction.atomic
-def enable_tools(*, endpoint: Endpoint, tools: Iterable[Tool], enforce_budget: bool | None = None) -> None:
+def enable_tools(
+    *, endpoint: Endpoint, tools: Iterable[Tool], enforce_budget: bool | None = None
+) -> None:
     """Add `tools` to the enabled set; only the new ones are written (a toggle stays cheap at 2,000 tools)."""
     present = set(EndpointTool.objects.filter(endpoint=endpoint).values_list("tool_id", flat=True))
     new = {tool.pk: tool for tool in tools if tool.pk not in present}
@@ -117,7 +129,9 @@ def disable_tools(*, endpoint: Endpoint, tools: Iterable[Tool]) -> None:
 
 
 @transaction.atomic
-def save_preset_version(*, preset: Preset, tool_keys: Iterable[str], user, note: str = "") -> PresetVersion:
+def save_preset_version(
+    *, preset: Preset, tool_keys: Iterable[str], user, note: str = ""
+) -> PresetVersion:
     """Append a version; earlier versions stay loadable forever."""
     Preset.objects.select_for_update().filter(pk=preset.pk).first()
     last = preset.versions.order_by("-number").values_list("number", flat=True).first() or 0
@@ -187,7 +201,13 @@ class LoadResult:
 
 @transaction.atomic
 def create_preset(
-    *, owner, name: str, tool_keys: Iterable[str], description: str = "", team: Team | None = None, note: str = ""
+    *,
+    owner,
+    name: str,
+    tool_keys: Iterable[str],
+    description: str = "",
+    team: Team | None = None,
+    note: str = "",
 ) -> Preset:
     """A new preset with its first version; shared with `team` when one is given."""
     if team is not None:
@@ -217,7 +237,9 @@ class PresetSave:
 
 
 @transaction.atomic
-def save_endpoint_as_preset(*, endpoint: Endpoint, name: str, team: Team | None = None) -> PresetSave:
+def save_endpoint_as_preset(
+    *, endpoint: Endpoint, name: str, team: Team | None = None
+) -> PresetSave:
     """Save the endpoint's tools as a new version of its owner's preset `name` (any case), or a new preset.
 
     A chosen team shares the preset with it; choosing none leaves an existing preset's sharing as it is.
@@ -225,8 +247,12 @@ def save_endpoint_as_preset(*, endpoint: Endpoint, name: str, team: Team | None 
     owner = endpoint.owner
     keys = [tool.key for tool in endpoint.tools.select_related("server")]
     # Several presets may share a name from before saves became versions: the latest touched one wins.
-    preset = (Preset.objects.select_for_update().filter(owner=owner, name__iexact=name.strip())
-              .order_by("-updated_at", "-pk").first())
+    preset = (
+        Preset.objects.select_for_update()
+        .filter(owner=owner, name__iexact=name.strip())
+        .order_by("-updated_at", "-pk")
+        .first()
+    )
     if preset is None:
         preset = create_preset(owner=owner, name=name.strip(), tool_keys=keys, team=team)
         return PresetSave(preset=preset, version=preset.latest_version, previous=None)
@@ -235,7 +261,9 @@ def save_endpoint_as_preset(*, endpoint: Endpoint, name: str, team: Team | None 
     if team is not None and preset.team_id != team.pk:
         share_preset(preset=preset, team=team, user=owner)
     latest = preset.latest_version
-    return PresetSave(preset=preset, version=None if latest == previous else latest, previous=previous)
+    return PresetSave(
+        preset=preset, version=None if latest == previous else latest, previous=previous
+    )
 
 
 @transaction.atomic
@@ -275,7 +303,9 @@ def unshare_preset(*, preset: Preset) -> Preset:
 def rollback_preset(*, preset: Preset, number: int, user) -> PresetVersion:
     """Roll back by appending a copy of version `number`: the versions after it stay, too."""
     old = preset.versions.get(number=number)
-    return save_preset_version(preset=preset, tool_keys=old.tool_keys, user=user, note=f"Rolled back to v{number}")
+    return save_preset_version(
+        preset=preset, tool_keys=old.tool_keys, user=user, note=f"Rolled back to v{number}"
+    )
 
 
 @transaction.atomic

@@ -25,7 +25,9 @@ def announce_catalog_change(sender, server_ids: list[int], **kwargs) -> None:
     from apps.toolsets.events import announce_tools_changed
     from apps.toolsets.models import EndpointTool
 
-    endpoint_ids = EndpointTool.objects.filter(tool__server_id__in=server_ids).values_list("endpoint_id", flat=True)
+    endpoint_ids = EndpointTool.objects.filter(tool__server_id__in=server_ids).values_list(
+        "endpoint_id", flat=True
+    )
     announce_tools_changed(set(endpoint_ids))
 
 
@@ -35,4 +37,6 @@ def announce_credentials_change(sender, user_id: int, server_id: int, **kwargs) 
     from apps.toolsets.events import announce_tools_changed
     from apps.toolsets.models import Endpoint
 
-    announce_tools_changed(set(Endpoint.objects.filter(owner_id=user_id).values_list("pk", flat=True)))
+    announce_tools_changed(
+        set(Endpoint.objects.filter(owner_id=user_id).values_list("pk", flat=True))
+    )

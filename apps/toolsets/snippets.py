@@ -32,7 +32,13 @@ def client_snippets(endpoint: Endpoint, token: str = TOKEN_PLACEHOLDER) -> dict[
                 "mcpServers": {
                     name: {
                         "command": "npx",
-                        "args": ["-y", "mcp-remote", url, "--header", "Authorization:${AUTH_HEADER}"],
+                        "args": [
+                            "-y",
+                            "mcp-remote",
+                            url,
+                            "--header",
+                            "Authorization:${AUTH_HEADER}",
+                        ],
                         "env": {"AUTH_HEADER": auth},
                     }
                 }

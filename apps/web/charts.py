@@ -86,46 +86,80 @@ def nice_ceiling(value: float) -> float:
 
 def _frame(labels: Sequence[str], top_value: float, fmt: Callable[[float], str]) -> dict:
     plot_height = HEIGHT - TOP - BOTTOM
-    ticks = [Tick(y=round(HEIGHT - BOTTOM - plot_height * i / 4, 1), label=fmt(top_value * i / 4)) for i in range(5)]
+    ticks = [
+        Tick(y=round(HEIGHT - BOTTOM - plot_height * i / 4, 1), label=fmt(top_value * i / 4))
+        for i in range(5)
+    ]
     slot = (WIDTH - LEFT - RIGHT) / max(len(labels), 1)
     every = math.ceil(len(labels) / MAX_X_LABELS) or 1
-    x_labels = [XLabel(x=round(LEFT + slot * (i + 0.5), 1), label=label) for i, label in enumerate(labels) if i % every == 0]
-    return {"width": WIDTH, "height": HEIGHT, "left": LEFT, "right": WIDTH - RIGHT, "top": TOP,
-            "bottom": HEIGHT - BOTTOM, "ticks": ticks, "x_labels": x_labels}
+    x_labels = [
+        XLabel(x=round(LEFT + slot * (i + 0.5), 1), label=label)
+        for i, label in enumerate(labels)
+        if i % every == 0
+    ]
+    return {
+        "width": WIDTH,
+        "height": HEIGHT,
+        "left": LEFT,
+        "right": WIDTH - RIGHT,
+        "top": TOP,
+        "bottom": HEIGHT - BOTTOM,
+        "ticks": ticks,
+        "x_labels": x_labels,
+    }
 
 
 def _y(value: float, top_value: float) -> float:
     return HEIGHT - BOTTOM - (HEIGHT - TOP - BOTTOM) * value / top_value
 
 
-def bar_chart(labels: Sequence[str], ok: Sequence[int], errors: Sequence[int], titles: Sequence[str]) -> Chart:
+def bar_chart(
+    labels: Sequence[str], ok: Sequence[int], errors: Sequence[int], titles: Sequence[str]
+) -> Chart:
     """Stacked bars of successful and failed calls per bucket."""
-    top_value = nice_scale(max((a + b for a, b in zip(ok, errors, strict=True)), default=0), whole=True)
+    top_value = nice_scale(
+        max((a + b for a, b in zip(ok, errors, strict=True)), default=0), whole=True
+    )
     slot = (WIDTH - LEFT - RIGHT) / max(len(labels), 1)
     gap = min(4.0, slot * 0.2)
     columns = []
     for i, (good, bad) in enumerate(zip(ok, errors, strict=True)):
         ok_y, error_y = _y(good, top_value), _y(good + bad, top_value)
-        columns.append(Column(
-            x=round(LEFT + slot * i + gap / 2, 1), width=round(slot - gap, 1), title=titles[i],
-            ok_y=round(ok_y, 1), ok_height=round(HEIGHT - BOTTOM - ok_y, 1),
-            error_y=round(error_y, 1), error_height=round(ok_y - error_y, 1),
-        ))
+        columns.append(
+            Column(
+                x=round(LEFT + slot * i + gap / 2, 1),
+                width=round(slot - gap, 1),
+                title=titles[i],
+                ok_y=round(ok_y, 1),
+                ok_height=round(HEIGHT - BOTTOM - ok_y, 1),
+                error_y=round(error_y, 1),
+                error_height=round(ok_y - error_y, 1),
+            )
+        )
     return Chart(**_frame(labels, top_value, lambda v: f"{v:g}"), columns=columns, lines=[])
 
 
-def line_chart(labels: Sequence[str], series: dict[str, tuple[str, Sequence[float | None]]],
-               titles: Sequence[str], fmt: Callable[[float], str]) -> Chart:
+def line_chart(
+    labels: Sequence[str],
+    series: dict[str, tuple[str, Sequence[float | None]]],
+    titles: Sequence[str],
+    fmt: Callable[[float], str],
+) -> Chart:
     """One line per series (name → (css class, values)); None is a gap."""
     values = [v for _, points in series.values() for v in points if v is not None]
     top_value = nice_scale(max(values, default=0))
     slot = (WIDTH - LEFT - RIGHT) / max(len(labels), 1)
     lines = [_line(name, css, points, slot, top_value) for name, (css, points) in series.items()]
-    columns = [Column(x=round(LEFT + slot * i, 1), width=round(slot, 1), title=title) for i, title in enumerate(titles)]
+    columns = [
+        Column(x=round(LEFT + slot * i, 1), width=round(slot, 1), title=title)
+        for i, title in enumerate(titles)
+    ]
     return Chart(**_frame(labels, top_value, fmt), columns=columns, lines=lines)
 
 
-def _line(name: str, css: str, points: Sequence[float | None], slot: float, top_value: float) -> Line:
+def _line(
+    name: str, css: str, points: Sequence[float | None], slot: float, top_value: float
+) -> Line:
     runs: list[list[tuple[float, float]]] = [[]]
     for i, value in enumerate(points):
         if value is None:
@@ -142,5 +176,6 @@ def sparkline(values: Sequence[int], width: int = 120, height: int = 24) -> str:
     top_value = max(values, default=0) or 1
     step = width / max(len(values) - 1, 1)
     return " ".join(
-        f"{round(i * step, 1)},{round(height - 2 - (height - 4) * value / top_value, 1)}" for i, value in enumerate(values)
+        f"{round(i * step, 1)},{round(height - 2 - (height - 4) * value / top_value, 1)}"
+        for i, value in enumerate(values)
     )

@@ -22,9 +22,16 @@ class CredentialsForm(forms.Form):
     def __init__(self, *args, states: list[selectors.VariableState], **kwargs) -> None:
         super().__init__(*args, **kwargs)
         for state in states:
-            status = "set — leave empty to keep it" if state.is_set else ("required" if state.required else "optional")
+            status = (
+                "set — leave empty to keep it"
+                if state.is_set
+                else ("required" if state.required else "optional")
+            )
             self.fields[state.name] = forms.CharField(
-                label=state.label, required=False, max_length=8192, strip=True,
+                label=state.label,
+                required=False,
+                max_length=8192,
+                strip=True,
                 help_text=" · ".join(filter(None, [state.help_text, f"{state.name} ({status})"])),
                 widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
             )
@@ -57,7 +64,15 @@ def server_credentials(request: HttpRequest, name: str) -> HttpResponse:
             for field, message in exc.errors.items():
                 form.add_error(field if field in form.fields else None, message)
         else:
-            messages.success(request, f"Saved your credentials for {server.name}." if values else "Nothing to change.")
+            messages.success(
+                request,
+                f"Saved your credentials for {server.name}." if values else "Nothing to change.",
+            )
             return redirect("web:server_credentials", name=server.name)
-    context = {"server": server, "form": form, "states": states, "any_set": any(s.is_set for s in states)}
+    context = {
+        "server": server,
+        "form": form,
+        "states": states,
+        "any_set": any(s.is_set for s in states),
+    }
     return render(request, "web/server_credentials.html", context)

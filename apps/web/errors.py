@@ -26,16 +26,34 @@ class ErrorPage:
 
 
 PAGES = {
-    400: ErrorPage(400, "bad_request", "Bad request", "The hub could not make sense of that request."),
-    403: ErrorPage(403, "permission_denied", "Not allowed",
-                   "Your account may not open this page. Ask an admin if you need it."),
-    404: ErrorPage(404, "not_found", "Page not found",
-                   "There is nothing here. The link may be old, or what it pointed to was deleted or is not yours."),
-    413: ErrorPage(413, "request_too_large", "Too large to read",
-                   "The hub reads at most {limit} of a form or request body, and this one was larger. "
-                   "Go back: remove what you do not need, or split it."),
-    500: ErrorPage(500, "server_error", "Something went wrong on the hub",
-                   "The error is logged for the admins. Try again in a moment; if it keeps happening, tell your admin."),
+    400: ErrorPage(
+        400, "bad_request", "Bad request", "The hub could not make sense of that request."
+    ),
+    403: ErrorPage(
+        403,
+        "permission_denied",
+        "Not allowed",
+        "Your account may not open this page. Ask an admin if you need it.",
+    ),
+    404: ErrorPage(
+        404,
+        "not_found",
+        "Page not found",
+        "There is nothing here. The link may be old, or what it pointed to was deleted or is not yours.",
+    ),
+    413: ErrorPage(
+        413,
+        "request_too_large",
+        "Too large to read",
+        "The hub reads at most {limit} of a form or request body, and this one was larger. "
+        "Go back: remove what you do not need, or split it.",
+    ),
+    500: ErrorPage(
+        500,
+        "server_error",
+        "Something went wrong on the hub",
+        "The error is logged for the admins. Try again in a moment; if it keeps happening, tell your admin.",
+    ),
 }
 
 
@@ -56,13 +74,17 @@ def _respond(request: HttpRequest, status: int, detail: str = "") -> HttpRespons
     page = PAGES[status]
     if _wants_json(request):
         if request.path.startswith("/mcp"):
-            return JsonResponse({"error": page.code, "message": detail or page.title}, status=status)
+            return JsonResponse(
+                {"error": page.code, "message": detail or page.title}, status=status
+            )
         return JsonResponse({"detail": detail or page.title}, status=status)
     context = {"page": page, "detail": detail, "path": request.path}
     if status == 500:
         # No request context: whatever broke (the database, a context processor) must not break this too.
         return HttpResponse(loader.render_to_string("web/error.html", context), status=status)
-    return HttpResponse(loader.render_to_string("web/error.html", context, request=request), status=status)
+    return HttpResponse(
+        loader.render_to_string("web/error.html", context, request=request), status=status
+    )
 
 
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

@@ -13,11 +13,19 @@ from apps.toolsets.models import Endpoint
 
 
 class TokenForm(forms.Form):
-    name = forms.CharField(max_length=100, required=False, help_text="Where you will use it, e.g. 'laptop'.")
+    name = forms.CharField(
+        max_length=100, required=False, help_text="Where you will use it, e.g. 'laptop'."
+    )
     # An endpoint page's token is for MCP clients of that endpoint; scripts ask for an API token.
     scope = forms.ChoiceField(
-        choices=[("mcp", "MCP: this endpoint"), ("api_read", "REST API: read-only"), ("api_write", "REST API: read-write")],
-        initial="mcp", required=False, label="For",
+        choices=[
+            ("mcp", "MCP: this endpoint"),
+            ("api_read", "REST API: read-only"),
+            ("api_write", "REST API: read-write"),
+        ],
+        initial="mcp",
+        required=False,
+        label="For",
     )
 
 
@@ -50,7 +58,13 @@ class McpJsonForm(forms.Form):
 
     MAX_BYTES = 1_000_000
 
-    text = forms.CharField(required=False, widget=forms.Textarea, label="Paste a config", strip=False, max_length=MAX_BYTES)
+    text = forms.CharField(
+        required=False,
+        widget=forms.Textarea,
+        label="Paste a config",
+        strip=False,
+        max_length=MAX_BYTES,
+    )
     file = forms.FileField(required=False, label="or upload a file")
     audience = forms.ChoiceField(label="Who sees them", required=False)
     # The text the preview was made of: Apply writes only what the page showed.
@@ -59,9 +73,12 @@ class McpJsonForm(forms.Form):
     def __init__(self, *args, user, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.user = user
-        self.teams = {team.slug: team for team in Team.objects.filter(memberships__user=user).order_by("name")}
+        self.teams = {
+            team.slug: team for team in Team.objects.filter(memberships__user=user).order_by("name")
+        }
         self.fields["audience"].choices = [
-            ("global", "Everyone (global)"), ("me", "Only me"),
+            ("global", "Everyone (global)"),
+            ("me", "Only me"),
             *((f"team:{slug}", f"Team {team.name}") for slug, team in self.teams.items()),
         ]
 
@@ -79,7 +96,9 @@ class McpJsonForm(forms.Form):
         upload = data.get("file")
         if upload is not None:
             if upload.size > self.MAX_BYTES:
-                raise forms.ValidationError(f"The file is larger than {self.MAX_BYTES // 1_000_000} MB.")
+                raise forms.ValidationError(
+                    f"The file is larger than {self.MAX_BYTES // 1_000_000} MB."
+                )
             try:
                 data["text"] = upload.read().decode("utf-8-sig")
             except UnicodeDecodeError:
@@ -97,12 +116,16 @@ class EndpointSettingsForm(forms.Form):
     mode = forms.ChoiceField(choices=Endpoint.Mode.choices)
     token_budget = forms.IntegerField(min_value=0, max_value=10_000_000, label="Token budget")
     budget_enforced = forms.BooleanField(required=False, label="Refuse tools beyond the budget")
-    approval = forms.ChoiceField(choices=Endpoint.Approval.choices, label="Ask before a tool runs", required=False)
+    approval = forms.ChoiceField(
+        choices=Endpoint.Approval.choices, label="Ask before a tool runs", required=False
+    )
 
     def clean(self) -> dict:
         data = super().clean()
         if not data.get("approval"):
-            data.pop("approval", None)  # a form without the field (an older page): the setting stays
+            data.pop(
+                "approval", None
+            )  # a form without the field (an older page): the setting stays
         return data
 
     @classmethod
@@ -111,17 +134,24 @@ class EndpointSettingsForm(forms.Form):
 
     @classmethod
     def for_new(cls) -> EndpointSettingsForm:
-        return cls(initial={
-            "name": "", "naming_strategy": Endpoint.Naming.HYBRID, "mode": Endpoint.Mode.STATIC,
-            "token_budget": settings.MCPHUB_DEFAULT_TOKEN_BUDGET, "budget_enforced": True,
-            "approval": Endpoint.Approval.DESTRUCTIVE,
-        })
+        return cls(
+            initial={
+                "name": "",
+                "naming_strategy": Endpoint.Naming.HYBRID,
+                "mode": Endpoint.Mode.STATIC,
+                "token_budget": settings.MCPHUB_DEFAULT_TOKEN_BUDGET,
+                "budget_enforced": True,
+                "approval": Endpoint.Approval.DESTRUCTIVE,
+            }
+        )
 
 
 class UsageForm(forms.Form):
     """The usage page's filters; anything invalid falls back to the whole last day."""
 
-    window = forms.ChoiceField(choices=[(key, w.label) for key, w in WINDOWS.items()], required=False)
+    window = forms.ChoiceField(
+        choices=[(key, w.label) for key, w in WINDOWS.items()], required=False
+    )
     server = forms.CharField(max_length=40, required=False)
     tool = forms.CharField(max_length=255, required=False)
     endpoint = forms.CharField(max_length=64, required=False)
@@ -130,8 +160,11 @@ class UsageForm(forms.Form):
     def selection(self) -> UsageFilter:
         data = self.cleaned_data if self.is_valid() else {}
         return UsageFilter(
-            window=data.get("window") or "24h", server=data.get("server", ""), tool=data.get("tool", ""),
-            endpoint=data.get("endpoint", ""), user=data.get("user", ""),
+            window=data.get("window") or "24h",
+            server=data.get("server", ""),
+            tool=data.get("tool", ""),
+            endpoint=data.get("endpoint", ""),
+            user=data.get("user", ""),
         )
 
 
@@ -139,19 +172,35 @@ class ConversationForm(forms.Form):
     """Title, provider/model and endpoint of one conversation, choices limited to the user's own."""
 
     title = forms.CharField(max_length=200, required=False)
-    provider = forms.ModelChoiceField(queryset=Provider.objects.none(), required=False, empty_label="No provider")
-    model = forms.CharField(max_length=200, required=False, help_text="Empty: the provider's default model.",
-                            widget=forms.TextInput(attrs={"list": "model-options", "placeholder": "provider default"}))
-    endpoint = forms.ModelChoiceField(queryset=Endpoint.objects.none(), required=False, empty_label="No tools",
-                                      to_field_name="slug")
+    provider = forms.ModelChoiceField(
+        queryset=Provider.objects.none(), required=False, empty_label="No provider"
+    )
+    model = forms.CharField(
+        max_length=200,
+        required=False,
+        help_text="Empty: the provider's default model.",
+        widget=forms.TextInput(attrs={"list": "model-options", "placeholder": "provider default"}),
+    )
+    endpoint = forms.ModelChoiceField(
+        queryset=Endpoint.objects.none(),
+        required=False,
+        empty_label="No tools",
+        to_field_name="slug",
+    )
 
     def __init__(self, *args, user, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["provider"].queryset = providers_for(user)
-        self.fields["endpoint"].queryset = Endpoint.objects.filter(owner=user).order_by("-is_default", "name")
+        self.fields["endpoint"].queryset = Endpoint.objects.filter(owner=user).order_by(
+            "-is_default", "name"
+        )
 
     @classmethod
     def for_conversation(cls, conversation, *, user) -> ConversationForm:
-        initial = {"title": conversation.title, "provider": conversation.provider_id, "model": conversation.model,
-                   "endpoint": conversation.endpoint.slug if conversation.endpoint else None}
+        initial = {
+            "title": conversation.title,
+            "provider": conversation.provider_id,
+            "model": conversation.model,
+            "endpoint": conversation.endpoint.slug if conversation.endpoint else None,
+        }
         return cls(initial=initial, user=user)

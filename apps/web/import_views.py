@@ -24,7 +24,11 @@ from apps.web.forms import McpJsonForm
 # Pasted text is not the hub host's config: never expand ${VAR} from the hub's own environment
 # (it holds SECRET_KEY and the encryption keys).
 NO_ENVIRONMENT: dict[str, str] = {}
-LABELS = {"created": "will be created", "updated": "will change", "unchanged": "unchanged (skipped)"}
+LABELS = {
+    "created": "will be created",
+    "updated": "will change",
+    "unchanged": "unchanged (skipped)",
+}
 
 
 def _digest(form: McpJsonForm) -> str:
@@ -42,13 +46,20 @@ def import_page(request: HttpRequest) -> HttpResponse:
     if "apply" in request.POST:
         if form.cleaned_data["previewed"] == _digest(form):
             return _apply(request, form)
-        messages.warning(request, "The config changed after its preview: check this preview, then apply.")
+        messages.warning(
+            request, "The config changed after its preview: check this preview, then apply."
+        )
     return _preview(request, form)
 
 
 def _import(request: HttpRequest, form: McpJsonForm, *, dry_run: bool) -> ImportResult:
-    return import_mcp_json(text=form.cleaned_data["text"], environ=NO_ENVIRONMENT, dry_run=dry_run,
-                           stdio_allowed=permissions.may_touch_stdio(request.user), **form.scope())
+    return import_mcp_json(
+        text=form.cleaned_data["text"],
+        environ=NO_ENVIRONMENT,
+        dry_run=dry_run,
+        stdio_allowed=permissions.may_touch_stdio(request.user),
+        **form.scope(),
+    )
 
 
 def _preview(request: HttpRequest, form: McpJsonForm) -> HttpResponse:
@@ -65,21 +76,44 @@ def _apply(request: HttpRequest, form: McpJsonForm) -> HttpResponse:
     except McpJsonError as exc:
         return _render(request, form, errors=exc.errors)
     counts = Counter(change.action for change in result.changes)
-    messages.success(request, f"Imported {len(result.changes)} server(s): {counts['created']} created, "
-                              f"{counts['updated']} changed, {counts['unchanged']} unchanged.")
+    messages.success(
+        request,
+        f"Imported {len(result.changes)} server(s): {counts['created']} created, "
+        f"{counts['updated']} changed, {counts['unchanged']} unchanged.",
+    )
     return redirect("web:servers")
 
 
-def _render(request: HttpRequest, form: McpJsonForm, *, result: ImportResult | None = None,
-            errors: list[str] | None = None, digest: str = "") -> HttpResponse:
+def _render(
+    request: HttpRequest,
+    form: McpJsonForm,
+    *,
+    result: ImportResult | None = None,
+    errors: list[str] | None = None,
+    digest: str = "",
+) -> HttpResponse:
     text = getattr(form, "cleaned_data", {}).get("text", "")
     transports = dict(McpServer.Transport.choices)
-    rows = [(change, transports.get(change.transport, change.transport), LABELS[change.action])
-            for change in result.changes] if result else []
+    rows = (
+        [
+            (change, transports.get(change.transport, change.transport), LABELS[change.action])
+            for change in result.changes
+        ]
+        if result
+        else []
+    )
     counts = Counter(change.action for change in result.changes) if result else Counter()
-    context = {"nav": "servers", "form": form, "text": text, "result": result, "rows": rows, "counts": counts,
-               "errors": errors or [], "digest": digest,
-               "export": export_servers() if request.user.has_perm(permissions.VIEW_ALL) else None}
+    context = {
+        "nav": "servers",
+        "form": form,
+        "text": text,
+        "result": result,
+        "rows": rows,
+        "counts": counts,
+        "errors": errors or [],
+        "digest": digest,
+        "export": export_servers() if request.user.has_perm(permissions.VIEW_ALL) else None,
+    }
     return render(request, "web/servers_import.html", context, status=400 if errors else 200)
 
 

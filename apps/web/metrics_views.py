@@ -41,7 +41,9 @@ def _refusal(request: HttpRequest) -> HttpResponse | None:
     if header[:7].lower() == "bearer ":
         token = authenticate_token(header[7:].strip())
         if token is None or not token.allows_api(write=False):
-            return _unauthorized("Invalid, expired or revoked token, or one without the api_read scope")
+            return _unauthorized(
+                "Invalid, expired or revoked token, or one without the api_read scope"
+            )
         return None if token.user.is_staff else _forbidden()
     if request.user.is_authenticated:
         return None if request.user.is_staff else _forbidden()
@@ -55,7 +57,10 @@ def _allowed_address(address: str) -> bool:
         ip = ipaddress.ip_address(address)
     except ValueError:
         return False
-    return any(ip in ipaddress.ip_network(cidr, strict=False) for cidr in settings.MCPHUB_METRICS_ALLOW_CIDRS)
+    return any(
+        ip in ipaddress.ip_network(cidr, strict=False)
+        for cidr in settings.MCPHUB_METRICS_ALLOW_CIDRS
+    )
 
 
 def _unauthorized(message: str) -> HttpResponse:
@@ -72,13 +77,22 @@ class PresentState(Collector):
     """Gauges of the moment: sessions in shared state, and the pool's per-server counters."""
 
     def collect(self) -> Iterator[Metric]:
-        yield GaugeMetricFamily("mcphub_mcp_sessions_open", "MCP sessions open (Streamable HTTP and legacy SSE)", value=state.count_sessions())
+        yield GaugeMetricFamily(
+            "mcphub_mcp_sessions_open",
+            "MCP sessions open (Streamable HTTP and legacy SSE)",
+            value=state.count_sessions(),
+        )
         yield from _pool_metrics()
 
 
 def _pool_metrics() -> Iterator[Metric]:
-    up = GaugeMetricFamily("mcphub_pool_up", "1 if the connection pool answered this scrape (0: no worker, or it failed)")
-    workers = GaugeMetricFamily("mcphub_pool_workers", "Pool workers that answered this scrape (1 when embedded)")
+    up = GaugeMetricFamily(
+        "mcphub_pool_up",
+        "1 if the connection pool answered this scrape (0: no worker, or it failed)",
+    )
+    workers = GaugeMetricFamily(
+        "mcphub_pool_workers", "Pool workers that answered this scrape (1 when embedded)"
+    )
     try:
         overview = operations.pool_overview()
     except Exception as exc:  # boundary: a scrape without a worker still reports everything else
@@ -91,13 +105,29 @@ def _pool_metrics() -> Iterator[Metric]:
     workers.add_metric([], overview.workers)
     yield workers
     families = {
-        "open_sessions": GaugeMetricFamily("mcphub_pool_sessions", "Backend sessions the pool holds open", labels=["server"]),
-        "live_processes": GaugeMetricFamily("mcphub_pool_processes", "Backend child processes alive", labels=["server"]),
-        "inflight": GaugeMetricFamily("mcphub_pool_inflight", "Backend calls in flight", labels=["server"]),
-        "restarts": CounterMetricFamily("mcphub_pool_restarts", "Backend restarts since the workers started", labels=["server"]),
-        "failures": CounterMetricFamily("mcphub_pool_failures", "Backend connection failures (crash, hang, failed start)", labels=["server"]),
+        "open_sessions": GaugeMetricFamily(
+            "mcphub_pool_sessions", "Backend sessions the pool holds open", labels=["server"]
+        ),
+        "live_processes": GaugeMetricFamily(
+            "mcphub_pool_processes", "Backend child processes alive", labels=["server"]
+        ),
+        "inflight": GaugeMetricFamily(
+            "mcphub_pool_inflight", "Backend calls in flight", labels=["server"]
+        ),
+        "restarts": CounterMetricFamily(
+            "mcphub_pool_restarts", "Backend restarts since the workers started", labels=["server"]
+        ),
+        "failures": CounterMetricFamily(
+            "mcphub_pool_failures",
+            "Backend connection failures (crash, hang, failed start)",
+            labels=["server"],
+        ),
     }
-    breaker = GaugeMetricFamily("mcphub_pool_breaker_state", "1 for the circuit breaker's current state", labels=["server", "state"])
+    breaker = GaugeMetricFamily(
+        "mcphub_pool_breaker_state",
+        "1 for the circuit breaker's current state",
+        labels=["server", "state"],
+    )
     for stats in overview.servers:
         for field, family in families.items():
             family.add_metric([stats.server], getattr(stats, field))

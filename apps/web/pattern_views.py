@@ -20,11 +20,19 @@ def add_pattern(request: HttpRequest, slug: str) -> HttpResponse:
     targets = [t.strip() for t in request.POST.get("targets", "").split(",") if t.strip()]
     try:
         priority = int(request.POST.get("priority") or 0)
-        services.create_pattern(endpoint=endpoint, pattern=request.POST.get("pattern", ""), targets=targets, priority=priority)
+        services.create_pattern(
+            endpoint=endpoint,
+            pattern=request.POST.get("pattern", ""),
+            targets=targets,
+            priority=priority,
+        )
     except ValueError:
         messages.error(request, "Pattern not added: the priority must be a whole number.")
     except ValidationError as exc:
-        messages.error(request, "Pattern not added: " + " ".join(m for ms in exc.message_dict.values() for m in ms))
+        messages.error(
+            request,
+            "Pattern not added: " + " ".join(m for ms in exc.message_dict.values() for m in ms),
+        )
     else:
         messages.success(request, "Activation pattern added.")
     return redirect("web:endpoint", slug=endpoint.slug)

@@ -18,7 +18,12 @@ from apps.web.tool_views import own_endpoint
 
 
 def _presets(user):
-    return selectors.visible_presets(user).select_related("owner", "team").prefetch_related("versions").order_by("name")
+    return (
+        selectors.visible_presets(user)
+        .select_related("owner", "team")
+        .prefetch_related("versions")
+        .order_by("name")
+    )
 
 
 def _editable(request: HttpRequest, preset_id: int) -> Preset:
@@ -59,21 +64,32 @@ def save_preset(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, "Preset not saved: give it a name (and a team you belong to).")
         return redirect(f"/presets/?endpoint={endpoint.slug}")
-    saved = services.save_endpoint_as_preset(endpoint=endpoint, name=form.cleaned_data["name"],
-                                             team=form.cleaned_data["team"])
+    saved = services.save_endpoint_as_preset(
+        endpoint=endpoint, name=form.cleaned_data["name"], team=form.cleaned_data["team"]
+    )
     preset, version, previous = saved.preset, saved.version, saved.previous
     shared = f", shared with {preset.team}" if preset.team else ""
     if previous is None:
-        messages.success(request, f"Saved “{preset.name}” with {len(version.tool_keys)} tools{shared}.")
+        messages.success(
+            request, f"Saved “{preset.name}” with {len(version.tool_keys)} tools{shared}."
+        )
         return redirect(f"/presets/?endpoint={endpoint.slug}")
     if version is None:
-        messages.info(request, f"“{preset.name}” v{previous.number} already has exactly these "
-                               f"{len(previous.tool_keys)} tools: no new version saved.")
+        messages.info(
+            request,
+            f"“{preset.name}” v{previous.number} already has exactly these "
+            f"{len(previous.tool_keys)} tools: no new version saved.",
+        )
         return redirect("web:preset", preset_id=preset.pk)
     diff = selectors.diff_versions(previous, version)
-    messages.success(request, f"Saved “{preset.name}” v{version.number}{shared}: "
-                              f"{len(diff.added)} added, {len(diff.removed)} removed since v{previous.number}.")
-    return redirect(reverse("web:preset", args=[preset.pk]) + f"?from={previous.number}&to={version.number}")
+    messages.success(
+        request,
+        f"Saved “{preset.name}” v{version.number}{shared}: "
+        f"{len(diff.added)} added, {len(diff.removed)} removed since v{previous.number}.",
+    )
+    return redirect(
+        reverse("web:preset", args=[preset.pk]) + f"?from={previous.number}&to={version.number}"
+    )
 
 
 @login_required
@@ -106,16 +122,28 @@ def load_preset(request: HttpRequest, preset_id: int) -> HttpResponse:
         messages.error(request, "Choose an endpoint and how to load.")
         return redirect("web:presets")
     endpoint = own_endpoint(request, form.cleaned_data["endpoint"])
-    version = preset.versions.filter(number=request.POST.get("version") or 0).first() or preset.latest_version
-    tools = [t for t in visible_tools(request.user).filter(available=True) if t.key in set(version.tool_keys)]
+    version = (
+        preset.versions.filter(number=request.POST.get("version") or 0).first()
+        or preset.latest_version
+    )
+    tools = [
+        t
+        for t in visible_tools(request.user).filter(available=True)
+        if t.key in set(version.tool_keys)
+    ]
     try:
-        result = services.load_preset(endpoint=endpoint, version=version, tools=tools, mode=form.cleaned_data["mode"])
+        result = services.load_preset(
+            endpoint=endpoint, version=version, tools=tools, mode=form.cleaned_data["mode"]
+        )
     except services.BudgetExceeded as exc:
         messages.error(request, f"Not loaded: {exc}")
         return redirect(f"/presets/?endpoint={endpoint.slug}")
     missing = f" Not found: {', '.join(result.missing)}." if result.missing else ""
-    messages.success(request, f"Loaded “{preset.name}” v{version.number} onto {endpoint.name} "
-                              f"({form.cleaned_data['mode']}): {len(result.loaded)} tools.{missing}")
+    messages.success(
+        request,
+        f"Loaded “{preset.name}” v{version.number} onto {endpoint.name} "
+        f"({form.cleaned_data['mode']}): {len(result.loaded)} tools.{missing}",
+    )
     return redirect(f"/tools/?endpoint={endpoint.slug}")
 
 
@@ -128,10 +156,19 @@ def preset_detail(request: HttpRequest, preset_id: int) -> HttpResponse:
     if len(versions) > 1:
         by_number = {v.number: v for v in versions}
         new = by_number.get(_int(request.GET.get("to")), versions[0])
-        old = by_number.get(_int(request.GET.get("from")), by_number.get(new.number - 1, versions[-1]))
+        old = by_number.get(
+            _int(request.GET.get("from")), by_number.get(new.number - 1, versions[-1])
+        )
         diff = selectors.diff_versions(old, new)
-    context = {"nav": "presets", "preset": preset, "versions": versions, "diff": diff, "old": old, "new": new,
-               "editable": selectors.can_edit_preset(request.user, preset)}
+    context = {
+        "nav": "presets",
+        "preset": preset,
+        "versions": versions,
+        "diff": diff,
+        "old": old,
+        "new": new,
+        "editable": selectors.can_edit_preset(request.user, preset),
+    }
     return render(request, "web/preset_detail.html", context)
 
 

@@ -18,7 +18,11 @@ from apps.llm.models import Provider
 
 def _providers(user) -> list[Provider]:
     # Your own first, then the shared ones.
-    providers = selectors.providers_for(user).select_related("owner").order_by(F("owner_id").asc(nulls_last=True), "name")
+    providers = (
+        selectors.providers_for(user)
+        .select_related("owner")
+        .order_by(F("owner_id").asc(nulls_last=True), "name")
+    )
     providers = list(providers)
     for provider in providers:
         provider.editable = services.can_edit(user, provider)
@@ -52,7 +56,10 @@ def add_provider(request: HttpRequest) -> HttpResponse:
     if form.is_valid():
         try:
             provider = services.create_provider(
-                actor=request.user, shared=shared, api_key=form.new_api_key() or "", **form.model_fields()
+                actor=request.user,
+                shared=shared,
+                api_key=form.new_api_key() or "",
+                **form.model_fields(),
             )
         except ValidationError as exc:
             form.add_error(None, exc)
@@ -70,15 +77,24 @@ def edit_provider(request: HttpRequest, provider_id: int) -> HttpResponse:
     form = ProviderForm(request.POST or None, instance=provider)
     if request.method == "POST" and form.is_valid():
         try:
-            services.update_provider(actor=request.user, provider=provider, api_key=form.new_api_key(),
-                                     **form.model_fields())
+            services.update_provider(
+                actor=request.user,
+                provider=provider,
+                api_key=form.new_api_key(),
+                **form.model_fields(),
+            )
         except ValidationError as exc:
             form.add_error(None, exc)
         else:
             messages.success(request, f"Saved {provider.name}.")
             return redirect("web:models")
     status = 400 if request.method == "POST" else 200
-    return render(request, "web/model_edit.html", {"nav": "models", "form": form, "provider": provider}, status=status)
+    return render(
+        request,
+        "web/model_edit.html",
+        {"nav": "models", "form": form, "provider": provider},
+        status=status,
+    )
 
 
 @login_required
@@ -94,14 +110,22 @@ def delete_provider(request: HttpRequest, provider_id: int) -> HttpResponse:
 @require_POST
 def test_provider(request: HttpRequest, provider_id: int) -> HttpResponse:
     provider = get_object_or_404(selectors.providers_for(request.user), pk=provider_id)
-    return render(request, "web/_provider_check.html", {"provider": provider, "check": services.list_models(provider)})
+    return render(
+        request,
+        "web/_provider_check.html",
+        {"provider": provider, "check": services.list_models(provider)},
+    )
 
 
 @login_required
 @require_GET
 def detected_servers(request: HttpRequest) -> HttpResponse:
     """Staff: local LM Studio / Ollama servers that answer and are not providers yet (loaded lazily)."""
-    servers = detect.detect_unconfigured(timeout=1.5) if selectors.manages_shared_providers(request.user) else []
+    servers = (
+        detect.detect_unconfigured(timeout=1.5)
+        if selectors.manages_shared_providers(request.user)
+        else []
+    )
     return render(request, "web/_detected.html", {"servers": servers})
 
 
@@ -111,10 +135,17 @@ def add_detected(request: HttpRequest) -> HttpResponse:
     if not selectors.manages_shared_providers(request.user):
         raise PermissionDenied("Only staff allowed to change providers add shared ones.")
     wanted = request.POST.get("base_url", "")
-    server = next((s for s in detect.detect_unconfigured(timeout=1.5) if s.base_url == wanted), None)
+    server = next(
+        (s for s in detect.detect_unconfigured(timeout=1.5) if s.base_url == wanted), None
+    )
     if server is None:
-        messages.error(request, f"Nothing answers at {wanted} any more, or it is already a provider.")
+        messages.error(
+            request, f"Nothing answers at {wanted} any more, or it is already a provider."
+        )
     else:
         provider = services.add_local_server(actor=request.user, server=server)
-        messages.success(request, f"Added {server.label} as shared provider {provider.name} (model {provider.default_model}).")
+        messages.success(
+            request,
+            f"Added {server.label} as shared provider {provider.name} (model {provider.default_model}).",
+        )
     return redirect("web:models")

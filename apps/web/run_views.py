@@ -45,9 +45,13 @@ def start_run(request: HttpRequest) -> HttpResponse:
     servers = [s.strip() for s in post.get("servers", "").split(",") if s.strip()]
     try:
         run = services.start_run(
-            owner=request.user, task=post.get("task", ""), servers=servers or None,
-            endpoint=post.get("endpoint") or None, model=post.get("model", ""),
-            max_rounds=_number(post.get("max_rounds", "")), token_budget=_number(post.get("token_budget", "")),
+            owner=request.user,
+            task=post.get("task", ""),
+            servers=servers or None,
+            endpoint=post.get("endpoint") or None,
+            model=post.get("model", ""),
+            max_rounds=_number(post.get("max_rounds", "")),
+            token_budget=_number(post.get("token_budget", "")),
             time_limit_s=_number(post.get("time_limit_s", "")),
         )
     except services.RunError as exc:
@@ -68,7 +72,10 @@ def run_from_conversation(request: HttpRequest, conversation_id: str) -> HttpRes
     asked = [m.text for m in chat_selectors.history(conversation).filter(role="user")]
     try:
         run = services.start_run(
-            owner=request.user, task="\n\n".join(asked), provider=conversation.provider, model=conversation.model,
+            owner=request.user,
+            task="\n\n".join(asked),
+            provider=conversation.provider,
+            model=conversation.model,
             endpoint=conversation.endpoint,
         )
     except services.RunError as exc:
@@ -81,7 +88,9 @@ def run_from_conversation(request: HttpRequest, conversation_id: str) -> HttpRes
 @require_GET
 def run_page(request: HttpRequest, run_id: str) -> HttpResponse:
     run = _own(request, run_id)
-    return render(request, "web/run.html", {"nav": "runs", "run": run, "steps": selectors.steps_of(run)})
+    return render(
+        request, "web/run.html", {"nav": "runs", "run": run, "steps": selectors.steps_of(run)}
+    )
 
 
 @login_required

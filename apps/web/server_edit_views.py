@@ -31,13 +31,23 @@ def _form(request: HttpRequest, instance: McpServer | None) -> McpServerForm:
     return form
 
 
-def _page(request: HttpRequest, form: McpServerForm, server: McpServer | None, verdict=None, status: int = 200) -> HttpResponse:
+def _page(
+    request: HttpRequest,
+    form: McpServerForm,
+    server: McpServer | None,
+    verdict=None,
+    status: int = 200,
+) -> HttpResponse:
     groups = {"local": LOCAL_FIELDS, "remote": REMOTE_FIELDS}
     grouped = {name for names in groups.values() for name in names}
     context = {
-        "nav": "servers", "form": form, "server": server, "verdict": verdict,
+        "nav": "servers",
+        "form": form,
+        "server": server,
+        "verdict": verdict,
         "common": [f for f in form.visible_fields() if f.name not in grouped],
-        "local": [form[name] for name in LOCAL_FIELDS], "remote": [form[name] for name in REMOTE_FIELDS],
+        "local": [form[name] for name in LOCAL_FIELDS],
+        "remote": [form[name] for name in REMOTE_FIELDS],
     }
     return render(request, "web/server_form.html", context, status=status)
 
@@ -47,11 +57,16 @@ def _submit(request: HttpRequest, form: McpServerForm, server: McpServer | None)
         return _page(request, form, server, status=400)
     if "test" in request.POST:
         draft = form.save(commit=False)
-        return _page(request, form, server, verdict=operations.test_draft(server=draft, user=request.user))
+        return _page(
+            request, form, server, verdict=operations.test_draft(server=draft, user=request.user)
+        )
     with transaction.atomic():
         saved = form.save()
         operations.discover_if_due(servers=[saved], user=request.user)
-    messages.success(request, f"Server “{saved.name}” saved{'; discovering its tools now' if saved.discovery_due else ''}.")
+    messages.success(
+        request,
+        f"Server “{saved.name}” saved{'; discovering its tools now' if saved.discovery_due else ''}.",
+    )
     return redirect("web:servers")
 
 
@@ -69,7 +84,9 @@ def _writable(request: HttpRequest, name: str, permission: str) -> McpServer:
     if server.is_builtin:
         raise PermissionDenied("The hub's own server is built in: there is nothing to edit.")
     if not permissions.may_write_server(request.user, server, permission=permission):
-        raise PermissionDenied("Changing this server needs the permission to (a stdio server: it runs a command on the hub's host).")
+        raise PermissionDenied(
+            "Changing this server needs the permission to (a stdio server: it runs a command on the hub's host)."
+        )
     return server
 
 
@@ -91,5 +108,12 @@ def delete_server(request: HttpRequest, name: str) -> HttpResponse:
         server.delete()
         messages.success(request, f"Server “{name}” deleted, with its tools on every endpoint.")
         return redirect("web:servers")
-    uses = server.tools.filter(endpoint_tools__isnull=False).values("endpoint_tools__endpoint").distinct().count()
-    return render(request, "web/server_delete.html", {"nav": "servers", "server": server, "endpoints": uses})
+    uses = (
+        server.tools.filter(endpoint_tools__isnull=False)
+        .values("endpoint_tools__endpoint")
+        .distinct()
+        .count()
+    )
+    return render(
+        request, "web/server_delete.html", {"nav": "servers", "server": server, "endpoints": uses}
+    )

@@ -1,4 +1,4 @@
-""""Which tools for this task?" on the Tools page: suggestions within a budget, each with its
+""" "Which tools for this task?" on the Tools page: suggestions within a budget, each with its
 reason, applied in one click (replace or merge the enabled set, or save as a preset)."""
 
 from __future__ import annotations
@@ -25,7 +25,14 @@ def suggest(request: HttpRequest, slug: str) -> HttpResponse:
     task = request.POST.get("task", "").strip()[:4000]
     budget = _budget(request.POST.get("budget"), endpoint.token_budget)
     if not task or budget is None:
-        return render(request, "web/_suggestions.html", {"error": "Describe the task, and give a budget of at least 1 token.", "endpoint": endpoint})
+        return render(
+            request,
+            "web/_suggestions.html",
+            {
+                "error": "Describe the task, and give a budget of at least 1 token.",
+                "endpoint": endpoint,
+            },
+        )
     result = suggest_tools(endpoint=endpoint, task=task, budget=budget)
     return render(request, "web/_suggestions.html", {"result": result, "endpoint": endpoint})
 
@@ -48,11 +55,18 @@ def apply_suggestion(request: HttpRequest, slug: str) -> HttpResponse:
     mode, keys = request.POST.get("mode"), request.POST.getlist("tools")
     tools = [t for t in visible_tools(request.user).filter(available=True) if t.key in set(keys)]
     if mode not in MODES or not tools or len(tools) != len(set(keys)):
-        messages.error(request, "Nothing applied: choose replace, merge or preset, and tools you may use.")
+        messages.error(
+            request, "Nothing applied: choose replace, merge or preset, and tools you may use."
+        )
         return redirect(back)
     if mode == "preset":
         name = request.POST.get("name", "").strip()[:100] or "Suggested tools"
-        services.create_preset(owner=request.user, name=name, tool_keys=[t.key for t in tools], note="From a suggestion")
+        services.create_preset(
+            owner=request.user,
+            name=name,
+            tool_keys=[t.key for t in tools],
+            note="From a suggestion",
+        )
         messages.success(request, f"Saved the {len(tools)} suggested tools as the preset “{name}”.")
         return redirect(back)
     write = services.set_enabled_tools if mode == "replace" else services.enable_tools
@@ -61,5 +75,8 @@ def apply_suggestion(request: HttpRequest, slug: str) -> HttpResponse:
     except services.BudgetExceeded as exc:
         messages.error(request, f"Nothing applied: {exc}")
         return redirect(back)
-    messages.success(request, f"{'Replaced the enabled set with' if mode == 'replace' else 'Enabled'} {len(tools)} suggested tools.")
+    messages.success(
+        request,
+        f"{'Replaced the enabled set with' if mode == 'replace' else 'Enabled'} {len(tools)} suggested tools.",
+    )
     return redirect(back)

@@ -21,13 +21,17 @@ from apps.accounts.models import Membership, Team, User
 
 def _my_team(request: HttpRequest, team: str) -> Team:
     # Someone else's team looks exactly like a missing one.
-    return get_object_or_404(Team.objects.filter(memberships__user=request.user).distinct(), slug=team)
+    return get_object_or_404(
+        Team.objects.filter(memberships__user=request.user).distinct(), slug=team
+    )
 
 
 @login_required
 @require_GET
 def teams_page(request: HttpRequest) -> HttpResponse:
-    memberships = Membership.objects.filter(user=request.user).select_related("team").order_by("team__name")
+    memberships = (
+        Membership.objects.filter(user=request.user).select_related("team").order_by("team__name")
+    )
     return render(request, "web/teams.html", {"nav": "presets", "memberships": memberships})
 
 
@@ -39,7 +43,10 @@ def create_team(request: HttpRequest) -> HttpResponse:
     except services.TeamError as exc:
         messages.error(request, str(exc))
         return redirect("web:teams")
-    messages.success(request, f"Team “{team.name}” created: add people below; share presets with it on the Presets page.")
+    messages.success(
+        request,
+        f"Team “{team.name}” created: add people below; share presets with it on the Presets page.",
+    )
     return redirect("web:team", team=team.slug)
 
 
@@ -49,9 +56,15 @@ def team_page(request: HttpRequest, team: str) -> HttpResponse:
     team = _my_team(request, team)
     members = team.memberships.select_related("user").order_by("user__username")
     role = services.role_in(team, request.user)
-    context = {"nav": "presets", "team": team, "members": members, "my_role": role,
-               "manages": role in services.MANAGERS, "owns": role == Membership.Role.OWNER,
-               "roles": Membership.Role.choices}
+    context = {
+        "nav": "presets",
+        "team": team,
+        "members": members,
+        "my_role": role,
+        "manages": role in services.MANAGERS,
+        "owns": role == Membership.Role.OWNER,
+        "roles": Membership.Role.choices,
+    }
     return render(request, "web/team.html", context)
 
 
@@ -67,7 +80,9 @@ def _act(request: HttpRequest, team_slug: str, action: Callable[[Team], str]) ->
 
 
 def _member(team: Team, user_id: str) -> User:
-    user = User.objects.filter(pk=user_id if user_id.isdigit() else None, memberships__team=team).first()
+    user = User.objects.filter(
+        pk=user_id if user_id.isdigit() else None, memberships__team=team
+    ).first()
     if user is None:
         raise Http404("No such member.")
     return user
@@ -77,7 +92,9 @@ def _member(team: Team, user_id: str) -> User:
 @require_POST
 def add_member(request: HttpRequest, team: str) -> HttpResponse:
     def add(team: Team) -> str:
-        membership = services.invite_member(team=team, actor=request.user, who=request.POST.get("who", ""))
+        membership = services.invite_member(
+            team=team, actor=request.user, who=request.POST.get("who", "")
+        )
         return f"{membership.user.get_username()} is now a member of {team.name}."
 
     return _act(request, team, add)
@@ -89,7 +106,11 @@ def remove_member(request: HttpRequest, team: str, user_id: str) -> HttpResponse
     def remove(team: Team) -> str:
         user = _member(team, user_id)
         services.remove_member(team=team, actor=request.user, user=user)
-        return f"You left {team.name}." if user.pk == request.user.pk else f"{user.get_username()} left {team.name}."
+        return (
+            f"You left {team.name}."
+            if user.pk == request.user.pk
+            else f"{user.get_username()} left {team.name}."
+        )
 
     return _act(request, team, remove)
 
@@ -98,8 +119,12 @@ def remove_member(request: HttpRequest, team: str, user_id: str) -> HttpResponse
 @require_POST
 def set_role(request: HttpRequest, team: str, user_id: str) -> HttpResponse:
     def change(team: Team) -> str:
-        membership = services.set_role(team=team, actor=request.user, user=_member(team, user_id),
-                                       role=request.POST.get("role", ""))
+        membership = services.set_role(
+            team=team,
+            actor=request.user,
+            user=_member(team, user_id),
+            role=request.POST.get("role", ""),
+        )
         return f"{membership.user.get_username()} is now {membership.role} of {team.name}."
 
     return _act(request, team, change)

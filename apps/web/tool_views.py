@@ -7,8 +7,8 @@ group's count and the message area. With 2,000 tools, closed groups load their r
 from __future__ import annotations
 
 import json
-from urllib.parse import urlencode
 from dataclasses import dataclass, field
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q, QuerySet
@@ -49,21 +49,35 @@ def own_endpoint(request: HttpRequest, slug: str | None = None) -> Endpoint:
     endpoints = selectors.visible_endpoints(request.user)
     if slug:
         return get_object_or_404(endpoints, slug=slug)
-    return endpoints.filter(is_default=True).first() or services.ensure_default_endpoint(user=request.user)
+    return endpoints.filter(is_default=True).first() or services.ensure_default_endpoint(
+        user=request.user
+    )
 
 
 def _rows(request: HttpRequest, endpoint: Endpoint) -> QuerySet[Tool]:
     return (
         selectors.endpoint_tools(request.user, endpoint)
         .select_related("server")
-        .only("id", "name", "description", "token_estimate", "available", "server__name", "server__status")
+        .only(
+            "id",
+            "name",
+            "description",
+            "token_estimate",
+            "available",
+            "server__name",
+            "server__status",
+        )
         .order_by("server__name", "name")
     )
 
 
 def _search(tools: QuerySet[Tool], query: str) -> QuerySet[Tool]:
     for word in query.split():
-        tools = tools.filter(Q(name__icontains=word) | Q(description__icontains=word) | Q(server__name__icontains=word))
+        tools = tools.filter(
+            Q(name__icontains=word)
+            | Q(description__icontains=word)
+            | Q(server__name__icontains=word)
+        )
     return tools
 
 
@@ -94,16 +108,33 @@ def list_context(request: HttpRequest, endpoint: Endpoint) -> dict:
         matches = _ranked(tools, endpoint, query)
         shown = matches[:MAX_SEARCH_ROWS]
         groups = mark_credentials(build_groups(shown, open_all=True), request.user.pk)
-        return {"query": query, "groups": groups, "match_count": len(shown), "shown": len(shown),
-                "truncated": len(matches) > MAX_SEARCH_ROWS, "endpoint": endpoint}
+        return {
+            "query": query,
+            "groups": groups,
+            "match_count": len(shown),
+            "shown": len(shown),
+            "truncated": len(matches) > MAX_SEARCH_ROWS,
+            "endpoint": endpoint,
+        }
     total = tools.count()
-    groups = build_groups(list(tools), open_all=True) if total <= OPEN_ALL_UP_TO else _closed_groups(tools)
-    return {"query": "", "groups": mark_credentials(groups, request.user.pk), "total": total, "endpoint": endpoint}
+    groups = (
+        build_groups(list(tools), open_all=True)
+        if total <= OPEN_ALL_UP_TO
+        else _closed_groups(tools)
+    )
+    return {
+        "query": "",
+        "groups": mark_credentials(groups, request.user.pk),
+        "total": total,
+        "endpoint": endpoint,
+    }
 
 
 def mark_credentials(groups: list[Group], user_id: int) -> list[Group]:
     """Flag the servers that take each user's own credentials, and those this user still has to fill."""
-    servers = list(McpServer.objects.filter(pk__in=[g.server.pk for g in groups]))  # whole rows: one query
+    servers = list(
+        McpServer.objects.filter(pk__in=[g.server.pk for g in groups])
+    )  # whole rows: one query
     personal = {s.pk for s in servers if s.has_user_variables}
     needing = servers_needing_credentials([s for s in servers if s.pk in personal], user_id)
     for group in groups:
@@ -119,8 +150,13 @@ def _closed_groups(tools: QuerySet[Tool]) -> list[Group]:
         .values("server_id")
         .annotate(total=Count("id"), on=Count("id", filter=Q(enabled=True)))
     )
-    servers = McpServer.objects.only("id", "name", "status").in_bulk([row["server_id"] for row in counts])
-    groups = [Group(server=servers[row["server_id"]], total=row["total"], enabled=row["on"]) for row in counts]
+    servers = McpServer.objects.only("id", "name", "status").in_bulk(
+        [row["server_id"] for row in counts]
+    )
+    groups = [
+        Group(server=servers[row["server_id"]], total=row["total"], enabled=row["on"])
+        for row in counts
+    ]
     return sorted(groups, key=lambda group: group.server.name)
 
 
@@ -153,7 +189,9 @@ def tool_list(request: HttpRequest, slug: str) -> HttpResponse:
 def tool_group(request: HttpRequest, slug: str, server: str) -> HttpResponse:
     endpoint = own_endpoint(request, slug)
     tools = list(_rows(request, endpoint).filter(server__name=server))
-    group = Group(server=tools[0].server if tools else McpServer(name=server), tools=tools, open=True)
+    group = Group(
+        server=tools[0].server if tools else McpServer(name=server), tools=tools, open=True
+    )
     return render(request, "web/_tool_rows.html", {"group": group, "endpoint": endpoint})
 
 
@@ -172,7 +210,9 @@ def toggle_tool(request: HttpRequest, slug: str, tool_id: int) -> HttpResponse:
         except services.BudgetExceeded as exc:
             error = f"Not enabled: {exc}"
     tool = _rows(request, endpoint).get(pk=tool_id)
-    return _fragment(request, endpoint, "web/_tool_row.html", {"tool": tool}, error=error, server=tool.server)
+    return _fragment(
+        request, endpoint, "web/_tool_row.html", {"tool": tool}, error=error, server=tool.server
+    )
 
 
 @login_required
@@ -184,20 +224,37 @@ def toggle_server(request: HttpRequest, slug: str, server: str) -> HttpResponse:
         return HttpResponse(status=404)
     error = ""
     try:
-        services.set_tools_enabled(endpoint=endpoint, tools=tools, enabled=request.POST.get("enabled") == "on")
+        services.set_tools_enabled(
+            endpoint=endpoint, tools=tools, enabled=request.POST.get("enabled") == "on"
+        )
     except services.BudgetExceeded as exc:
         error = f"Not enabled: {exc}"
     rows = _rows(request, endpoint).filter(server__name=server)
     query = request.POST.get("q", "").strip()
-    group = mark_credentials(build_groups(list(_search(rows, query) if query else rows), open_all=True), request.user.pk)[0]
-    return _fragment(request, endpoint, "web/_tool_group.html", {"group": group, "query": query}, error=error)
+    group = mark_credentials(
+        build_groups(list(_search(rows, query) if query else rows), open_all=True), request.user.pk
+    )[0]
+    return _fragment(
+        request, endpoint, "web/_tool_group.html", {"group": group, "query": query}, error=error
+    )
 
 
-def _fragment(request: HttpRequest, endpoint: Endpoint, template: str, context: dict, *, error: str,
-              server: McpServer | None = None) -> HttpResponse:
+def _fragment(
+    request: HttpRequest,
+    endpoint: Endpoint,
+    template: str,
+    context: dict,
+    *,
+    error: str,
+    server: McpServer | None = None,
+) -> HttpResponse:
     """The swapped fragment, then out-of-band: budget bar, the server's count, and the message area."""
     budget = selectors.endpoint_budget(endpoint)
-    warning = "" if error or budget.state != "over" else f"Over budget by {budget.over_by} tokens (warn-only endpoint)."
+    warning = (
+        ""
+        if error or budget.state != "over"
+        else f"Over budget by {budget.over_by} tokens (warn-only endpoint)."
+    )
     parts = [
         render_to_string(template, {**context, "endpoint": endpoint}, request=request),
         render_to_string("web/_budget.html", {"budget": budget, "oob": True}, request=request),

@@ -25,7 +25,9 @@ def _server(request: HttpRequest, name: str):
 
 def _next(request: HttpRequest) -> str:
     target = request.POST.get("next", "")
-    safe = url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure())
+    safe = url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
     return target if target and safe else reverse("web:tools") + "#connections"
 
 
@@ -36,7 +38,11 @@ def connect(request: HttpRequest, name: str) -> HttpResponse:
     callback = request.build_absolute_uri(reverse("web:upstream_oauth_callback"))
     try:
         url = upstream_services.start_connect(
-            server=server, user=request.user, session=request.session, redirect_uri=callback, next_url=_next(request)
+            server=server,
+            user=request.user,
+            session=request.session,
+            redirect_uri=callback,
+            next_url=_next(request),
         )
     except upstream_services.ConnectFailed as exc:
         messages.error(request, f"Could not connect {server.name}: {exc}")
@@ -51,7 +57,9 @@ def connect(request: HttpRequest, name: str) -> HttpResponse:
 @require_GET
 def callback(request: HttpRequest) -> HttpResponse:
     try:
-        connected, next_url = upstream_services.finish_connect(user=request.user, session=request.session, params=request.GET.dict())
+        connected, next_url = upstream_services.finish_connect(
+            user=request.user, session=request.session, params=request.GET.dict()
+        )
     except upstream_services.ConnectFailed as exc:
         messages.error(request, str(exc))
         return redirect(reverse("web:tools") + "#connections")
@@ -64,5 +72,8 @@ def callback(request: HttpRequest) -> HttpResponse:
 def disconnect(request: HttpRequest, name: str) -> HttpResponse:
     server = _server(request, name)
     if upstream_services.disconnect(server=server, user=request.user):
-        messages.success(request, f"Disconnected {server.name}: your calls to it stop until you connect it again.")
+        messages.success(
+            request,
+            f"Disconnected {server.name}: your calls to it stop until you connect it again.",
+        )
     return redirect(_next(request))

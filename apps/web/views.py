@@ -14,8 +14,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from apps.accounts.models import AccessToken
 from apps.accounts.services import create_access_token, revoke_access_token
-from apps.core.crypto import decrypt, encrypt
 from apps.catalog.selectors import visible_servers
+from apps.core.crypto import decrypt, encrypt
 from apps.gateway.dynamic import META_TOKENS
 from apps.oauth import selectors as oauth_selectors
 from apps.oauth.models import ConnectedApp
@@ -42,9 +42,20 @@ def _servers_at_a_glance(user):
 @login_required
 @require_GET
 def dashboard(request: HttpRequest) -> HttpResponse:
-    endpoints = selectors.visible_endpoints(request.user).annotate(enabled=Count("tools")).order_by("-is_default", "name")
-    cards = [{"endpoint": e, "url": endpoint_url(e), "budget": selectors.endpoint_budget(e)} for e in endpoints]
-    return render(request, "web/dashboard.html", {"cards": cards, "servers": _servers_at_a_glance(request.user)})
+    endpoints = (
+        selectors.visible_endpoints(request.user)
+        .annotate(enabled=Count("tools"))
+        .order_by("-is_default", "name")
+    )
+    cards = [
+        {"endpoint": e, "url": endpoint_url(e), "budget": selectors.endpoint_budget(e)}
+        for e in endpoints
+    ]
+    return render(
+        request,
+        "web/dashboard.html",
+        {"cards": cards, "servers": _servers_at_a_glance(request.user)},
+    )
 
 
 # The raw token crosses one redirect in the session, encrypted: a reload of the page must neither
@@ -65,16 +76,22 @@ def endpoint_page(request: HttpRequest, slug: str) -> HttpResponse:
         "url": endpoint_url(endpoint),
         "budget": selectors.endpoint_budget(endpoint),
         "raw_token": raw_token,
-        "snippets": client_snippets(endpoint, raw_token) if stashed.get("mcp") else client_snippets(endpoint),
+        "snippets": client_snippets(endpoint, raw_token)
+        if stashed.get("mcp")
+        else client_snippets(endpoint),
         # This endpoint's MCP tokens, and the account-wide ones (API, or older full tokens) that reach it too.
         "tokens": AccessToken.objects.filter(user=request.user)
-        .filter(Q(endpoint=endpoint) | Q(endpoint__isnull=True)).select_related("endpoint"),
+        .filter(Q(endpoint=endpoint) | Q(endpoint__isnull=True))
+        .select_related("endpoint"),
         "form": TokenForm(),
         "connected_apps": oauth_selectors.connected_apps(endpoint),
         "settings_form": EndpointSettingsForm.for_endpoint(endpoint),
     }
     # What a client's tools/list costs in each mode: the enabled tools, plus the meta-tools when dynamic.
-    context["listing"] = {"static": context["budget"].used, "dynamic": context["budget"].used + META_TOKENS}
+    context["listing"] = {
+        "static": context["budget"].used,
+        "dynamic": context["budget"].used + META_TOKENS,
+    }
     return render(request, "web/endpoint.html", context)
 
 
@@ -83,19 +100,26 @@ def _create_token(request: HttpRequest, endpoint) -> HttpResponse:
     if form.is_valid():
         scope = form.cleaned_data["scope"] or "mcp"
         _, raw = create_access_token(
-            user=request.user, name=form.cleaned_data["name"] or f"{endpoint.name} token",
-            endpoint=endpoint if scope == "mcp" else None, scope=scope,
+            user=request.user,
+            name=form.cleaned_data["name"] or f"{endpoint.name} token",
+            endpoint=endpoint if scope == "mcp" else None,
+            scope=scope,
         )
         # Shown once, on the redirected GET: snippets carry the token only when it works on this endpoint.
-        request.session[_NEW_TOKEN_KEY.format(endpoint_id=endpoint.pk)] = {"token": encrypt(raw), "mcp": scope == "mcp"}
+        request.session[_NEW_TOKEN_KEY.format(endpoint_id=endpoint.pk)] = {
+            "token": encrypt(raw),
+            "mcp": scope == "mcp",
+        }
     else:
         messages.error(request, "Token not created. " + _form_errors(form))
     return redirect(reverse("web:endpoint", args=[endpoint.slug]) + "#token")
 
 
 def _form_errors(form) -> str:
-    return "; ".join(f"{form.fields[name].label or name.capitalize()}: {' '.join(errors)}"
-                     for name, errors in form.errors.items())
+    return "; ".join(
+        f"{form.fields[name].label or name.capitalize()}: {' '.join(errors)}"
+        for name, errors in form.errors.items()
+    )
 
 
 @login_required
@@ -114,10 +138,16 @@ def endpoint_settings(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def new_endpoint(request: HttpRequest) -> HttpResponse:
-    form = EndpointSettingsForm(request.POST) if request.method == "POST" else EndpointSettingsForm.for_new()
+    form = (
+        EndpointSettingsForm(request.POST)
+        if request.method == "POST"
+        else EndpointSettingsForm.for_new()
+    )
     if form.is_valid():
         endpoint = services.create_endpoint(owner=request.user, **form.cleaned_data)
-        messages.success(request, f"Endpoint “{endpoint.name}” created. Create a token to connect a client.")
+        messages.success(
+            request, f"Endpoint “{endpoint.name}” created. Create a token to connect a client."
+        )
         return redirect("web:endpoint", slug=endpoint.slug)
     return render(request, "web/endpoint_new.html", {"form": form})
 
@@ -136,7 +166,9 @@ def delete_endpoint(request: HttpRequest, slug: str) -> HttpResponse:
         messages.success(request, f"Endpoint “{endpoint.name}” deleted.")
         return redirect("web:dashboard")
     context = {
-        "endpoint": endpoint, "url": endpoint_url(endpoint), "enabled": endpoint.tools.count(),
+        "endpoint": endpoint,
+        "url": endpoint_url(endpoint),
+        "enabled": endpoint.tools.count(),
         "tokens": AccessToken.objects.filter(endpoint=endpoint).active().count(),
     }
     return render(request, "web/endpoint_delete.html", context)
@@ -155,7 +187,11 @@ def revoke_token(request: HttpRequest, slug: str, token_id: int) -> HttpResponse
 @require_POST
 def revoke_connected_app(request: HttpRequest, slug: str, connection_id: int) -> HttpResponse:
     endpoint = own_endpoint(request, slug)
-    connection = get_object_or_404(ConnectedApp.objects.select_related("application", "endpoint"), pk=connection_id, endpoint=endpoint)
+    connection = get_object_or_404(
+        ConnectedApp.objects.select_related("application", "endpoint"),
+        pk=connection_id,
+        endpoint=endpoint,
+    )
     revoke_connection(connection=connection)
     messages.success(request, f"{connection.application} can no longer use this endpoint.")
     return redirect("web:endpoint", slug=slug)
@@ -172,4 +208,8 @@ def default_endpoint(request: HttpRequest) -> HttpResponse:
 def servers_page(request: HttpRequest) -> HttpResponse:
     if not request.user.is_staff:
         raise PermissionDenied("The servers page is for staff.")
-    return render(request, "web/servers.html", {"servers": _servers_at_a_glance(request.user), "nav": "servers"})
+    return render(
+        request,
+        "web/servers.html",
+        {"servers": _servers_at_a_glance(request.user), "nav": "servers"},
+    )

@@ -20,7 +20,11 @@ def tool_defs(count: int = 1000) -> list[dict[str, Any]]:
                 "type": "object",
                 "properties": {
                     "query": {"type": "string", "description": "What to look for"},
-                    "limit": {"type": "integer", "description": "Maximum number of records", "default": 10},
+                    "limit": {
+                        "type": "integer",
+                        "description": "Maximum number of records",
+                        "default": 10,
+                    },
                 },
                 "required": ["query"],
             },
@@ -36,7 +40,10 @@ def main() -> None:
 
     port = int(sys.argv[1])
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
-    tools = [types.Tool(name=d["name"], description=d["description"], input_schema=d["inputSchema"]) for d in tool_defs(count)]
+    tools = [
+        types.Tool(name=d["name"], description=d["description"], input_schema=d["inputSchema"])
+        for d in tool_defs(count)
+    ]
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)

@@ -84,7 +84,9 @@ def test_use_is_recorded_without_a_write_per_request(alice, django_assert_num_qu
     authenticate_token(raw)
     assert AccessToken.objects.get(pk=token.pk).last_used_at is not None
 
-    with django_assert_num_queries(0):  # remembered (token_cache), and last_used_at is fresh: no write
+    with django_assert_num_queries(
+        0
+    ):  # remembered (token_cache), and last_used_at is fresh: no write
         assert authenticate_token(raw).user == alice
 
 

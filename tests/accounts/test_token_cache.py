@@ -42,7 +42,9 @@ def test_a_deactivated_user_is_refused_at_once(remembered, alice):
     assert authenticate_token(raw) is None
 
 
-@pytest.mark.django_db(transaction=True)  # the epoch is read outside this test's transaction (embedded: SQLite)
+@pytest.mark.django_db(
+    transaction=True
+)  # the epoch is read outside this test's transaction (embedded: SQLite)
 def test_a_change_made_by_another_process_is_seen_through_the_epoch(remembered):
     """Another process's change reaches this one only as a bumped epoch (its signal ran there)."""
     token, raw = remembered
@@ -74,14 +76,18 @@ def test_each_request_gets_its_own_copy(remembered):
     assert not second.user.is_superuser and second.scope != "mcp"
 
 
-def test_without_the_epoch_tokens_are_checked_in_the_database_every_time(alice, monkeypatch, django_assert_num_queries):
+def test_without_the_epoch_tokens_are_checked_in_the_database_every_time(
+    alice, monkeypatch, django_assert_num_queries
+):
     def down(key: str) -> int:
         raise ConnectionError("redis is down")
 
     monkeypatch.setattr(hotstate, "counter", down)
     _, raw = create_access_token(user=alice)
     for _ in range(2):
-        with django_assert_num_queries(2):  # the lookup, and last_used_at written (nothing remembered)
+        with django_assert_num_queries(
+            2
+        ):  # the lookup, and last_used_at written (nothing remembered)
             assert authenticate_token(raw).user == alice
         AccessToken.objects.update(last_used_at=None)
 

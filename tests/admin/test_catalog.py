@@ -43,7 +43,7 @@ def test_tool_detail_is_read_only_with_pretty_printed_schemas(logged_in, global_
     response = logged_in.get(url)
 
     html = response.content.decode()
-    assert '<pre>{\n  &quot;properties&quot;: {\n    &quot;tz&quot;' in html
+    assert "<pre>{\n  &quot;properties&quot;: {\n    &quot;tz&quot;" in html
     assert "&quot;readOnlyHint&quot;: true" in html
     assert response.context["adminform"].form.fields == {}
     assert logged_in.post(url, {"name": "renamed"}).status_code == 403
@@ -56,7 +56,9 @@ def test_tool_changelist_filters_by_server_and_searches_descriptions(
     make_tool(alice_private_server, "notes_search")
     url = reverse("admin:catalog_tool_changelist")
 
-    by_server = logged_in.get(url, {"server__id__exact": global_server.pk}).context["cl"].result_list
+    by_server = (
+        logged_in.get(url, {"server__id__exact": global_server.pk}).context["cl"].result_list
+    )
     by_search = logged_in.get(url, {"q": "notes_search tool"}).context["cl"].result_list
 
     assert [tool.name for tool in by_server] == ["now"]
@@ -68,7 +70,8 @@ def test_server_page_lists_its_tools_and_still_saves_with_hundreds_of_them(
 ):
     make_tool(global_server, "convert_time", tokens=321)
     Tool.objects.bulk_create(
-        Tool(server=global_server, name=f"other_{number:04d}", input_schema={}) for number in range(1200)
+        Tool(server=global_server, name=f"other_{number:04d}", input_schema={})
+        for number in range(1200)
     )
     url = reverse("admin:catalog_mcpserver_change", args=[global_server.pk])
 
@@ -76,15 +79,21 @@ def test_server_page_lists_its_tools_and_still_saves_with_hundreds_of_them(
         html = logged_in.get(url).content.decode()
 
     assert "convert_time</a></td><td>yes</td><td>321" in html
-    assert f"?server__id__exact={global_server.pk}\">All 1201 tools" in html
+    assert f'?server__id__exact={global_server.pk}">All 1201 tools' in html
     assert submit(logged_in, url, {"description": "clock"}).status_code == 302
 
 
 @pytest.mark.parametrize(
     ("model", "fields"),
     [
-        (Resource, {"uri": "file:///notes.md", "name": "notes", "annotations": {"audience": ["user"]}}),
-        (ResourceTemplate, {"uri_template": "file:///{path}", "name": "files", "annotations": {"priority": 1}}),
+        (
+            Resource,
+            {"uri": "file:///notes.md", "name": "notes", "annotations": {"audience": ["user"]}},
+        ),
+        (
+            ResourceTemplate,
+            {"uri_template": "file:///{path}", "name": "files", "annotations": {"priority": 1}},
+        ),
         (Prompt, {"name": "summarize", "arguments": [{"name": "text", "required": True}]}),
     ],
 )
@@ -92,7 +101,9 @@ def test_other_discovered_items_show_read_only(logged_in, global_server, model, 
     item = model.objects.create(server=global_server, **fields)
     meta = model._meta
 
-    response = logged_in.get(reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[item.pk]))
+    response = logged_in.get(
+        reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[item.pk])
+    )
 
     assert response.status_code == 200
     assert response.context["adminform"].form.fields == {}

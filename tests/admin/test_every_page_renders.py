@@ -15,9 +15,28 @@ REGISTERED = sorted(admin.site._registry, key=lambda model: model._meta.label)
 # Discovery, the gateway's call log, upstream OAuth sign-ins, sign-in attempts (django-axes), the
 # audit trail and the OAuth flow (codes, tokens stored as checksums, connected apps) fill these in;
 # nobody adds them by hand (nor another user's credentials: each user fills their own).
-DISCOVERED = {Tool, Resource, ResourceTemplate, Prompt, ToolCall, UserCredential, UpstreamOAuthClient, UpstreamOAuthGrant} | {
-    model for model in REGISTERED if model._meta.app_label in ("axes", "auditlog", "audit", "oauth")
-} | {model for model in REGISTERED if model._meta.app_label == "oauth2_provider" and model._meta.model_name != "application"}
+DISCOVERED = (
+    {
+        Tool,
+        Resource,
+        ResourceTemplate,
+        Prompt,
+        ToolCall,
+        UserCredential,
+        UpstreamOAuthClient,
+        UpstreamOAuthGrant,
+    }
+    | {
+        model
+        for model in REGISTERED
+        if model._meta.app_label in ("axes", "auditlog", "audit", "oauth")
+    }
+    | {
+        model
+        for model in REGISTERED
+        if model._meta.app_label == "oauth2_provider" and model._meta.model_name != "application"
+    }
+)
 
 
 def admin_url(model, view: str) -> str:
@@ -25,7 +44,9 @@ def admin_url(model, view: str) -> str:
 
 
 @pytest.mark.parametrize("model", REGISTERED, ids=lambda model: model._meta.label)
-def test_admin_sees_the_changelist(client, admin_user, model, global_server, alice_private_server, alice_token):
+def test_admin_sees_the_changelist(
+    client, admin_user, model, global_server, alice_private_server, alice_token
+):
     client.force_login(admin_user)
 
     assert client.get(admin_url(model, "changelist")).status_code == 200
@@ -55,7 +76,14 @@ def test_every_hub_model_is_registered():
     labels = {model._meta.label for model in REGISTERED}
 
     assert {
-        "accounts.User", "accounts.Team", "accounts.AccessToken",
-        "catalog.McpServer", "catalog.Tool", "catalog.Resource", "catalog.ResourceTemplate", "catalog.Prompt",
-        "toolsets.Endpoint", "toolsets.Preset",
+        "accounts.User",
+        "accounts.Team",
+        "accounts.AccessToken",
+        "catalog.McpServer",
+        "catalog.Tool",
+        "catalog.Resource",
+        "catalog.ResourceTemplate",
+        "catalog.Prompt",
+        "toolsets.Endpoint",
+        "toolsets.Preset",
     } <= labels

@@ -15,8 +15,15 @@ KEY = "sk-admin-very-secret-0123456789"
 
 @pytest.fixture
 def openai(db) -> Provider:
-    return services.create_provider(actor=None, name="openai", kind="openai", base_url="https://api.openai.com/v1",
-                                     default_model="gpt-4o-mini", api_key=KEY, shared=True)
+    return services.create_provider(
+        actor=None,
+        name="openai",
+        kind="openai",
+        base_url="https://api.openai.com/v1",
+        default_model="gpt-4o-mini",
+        api_key=KEY,
+        shared=True,
+    )
 
 
 @pytest.fixture
@@ -60,10 +67,18 @@ def test_the_key_is_encrypted_at_rest(openai):
 
 
 def test_add_a_provider_in_the_admin(admin_client, alice):
-    response = admin_client.post(reverse("admin:llm_provider_add"), {
-        "name": "alice-local", "kind": "openai", "base_url": "http://ollama:11434/v1", "default_model": "qwen3",
-        "api_key": "", "owner": alice.pk, "is_default": "on",
-    })
+    response = admin_client.post(
+        reverse("admin:llm_provider_add"),
+        {
+            "name": "alice-local",
+            "kind": "openai",
+            "base_url": "http://ollama:11434/v1",
+            "default_model": "qwen3",
+            "api_key": "",
+            "owner": alice.pk,
+            "is_default": "on",
+        },
+    )
 
     assert response.status_code == 302, response.content.decode()[:2000]
     provider = Provider.objects.get(name="alice-local")
@@ -72,13 +87,20 @@ def test_add_a_provider_in_the_admin(admin_client, alice):
 
 def test_test_connection_action_reports_models_or_the_error(admin_client, db):
     with ScriptedLLM(models=["qwen3-8b"], api_key="right") as llm:
-        good = services.create_provider(actor=None, name="good", kind="openai", base_url=llm.url, api_key="right",
-                                        shared=True)
-        bad = services.create_provider(actor=None, name="bad", kind="anthropic", base_url=llm.url, api_key="wrong",
-                                       shared=True)
-        response = admin_client.post(reverse("admin:llm_provider_changelist"), {
-            "action": "test_connection", "_selected_action": [good.pk, bad.pk],
-        }, follow=True)
+        good = services.create_provider(
+            actor=None, name="good", kind="openai", base_url=llm.url, api_key="right", shared=True
+        )
+        bad = services.create_provider(
+            actor=None, name="bad", kind="anthropic", base_url=llm.url, api_key="wrong", shared=True
+        )
+        response = admin_client.post(
+            reverse("admin:llm_provider_changelist"),
+            {
+                "action": "test_connection",
+                "_selected_action": [good.pk, bad.pk],
+            },
+            follow=True,
+        )
 
     html = response.content.decode()
     assert "Good: Connected: 1 model(s), e.g. qwen3-8b" in html

@@ -57,19 +57,26 @@ def test_saving_the_masked_values_keeps_every_secret(logged_in, change_url, gith
     assert github_server.headers == {"Authorization": HEADER_SECRET}
 
 
-def test_a_new_value_replaces_the_secret_and_a_new_key_is_added(logged_in, change_url, github_server):
+def test_a_new_value_replaces_the_secret_and_a_new_key_is_added(
+    logged_in, change_url, github_server
+):
     env = f"GITHUB_TOKEN=ghp_rotated\nLOG_LEVEL={MASK}\nGITHUB_HOST=github.example.com"
 
     assert submit(logged_in, change_url, {"env": env}).status_code == 302
 
     github_server.refresh_from_db()
     assert github_server.env == {
-        "GITHUB_TOKEN": "ghp_rotated", "LOG_LEVEL": "debug", "GITHUB_HOST": "github.example.com",
+        "GITHUB_TOKEN": "ghp_rotated",
+        "LOG_LEVEL": "debug",
+        "GITHUB_HOST": "github.example.com",
     }
 
 
 def test_removing_the_line_removes_the_key(logged_in, change_url, github_server):
-    assert submit(logged_in, change_url, {"env": f"GITHUB_TOKEN={MASK}", "headers": ""}).status_code == 302
+    assert (
+        submit(logged_in, change_url, {"env": f"GITHUB_TOKEN={MASK}", "headers": ""}).status_code
+        == 302
+    )
 
     github_server.refresh_from_db()
     assert github_server.env == {"GITHUB_TOKEN": GITHUB_TOKEN}
@@ -77,7 +84,11 @@ def test_removing_the_line_removes_the_key(logged_in, change_url, github_server)
 
 
 def test_a_rejected_save_echoes_no_value_and_changes_nothing(logged_in, change_url, github_server):
-    response = submit(logged_in, change_url, {"env": "GITHUB_TOKEN=ghp_typed-by-admin\nnot a line", "name": "Bad Name"})
+    response = submit(
+        logged_in,
+        change_url,
+        {"env": "GITHUB_TOKEN=ghp_typed-by-admin\nnot a line", "name": "Bad Name"},
+    )
 
     assert response.status_code == 200
     html = response.content.decode()
@@ -101,8 +112,14 @@ def test_a_new_server_gets_its_secrets_and_args(logged_in):
     response = logged_in.post(
         reverse("admin:catalog_mcpserver_add"),
         {
-            "name": "brave", "transport": "stdio", "command": "npx", "args": "-y\n@brave/brave-search-mcp-server",
-            "env": "BRAVE_API_KEY=brave-secret", "headers": "", "timeout": "30", "visibility": "global",
+            "name": "brave",
+            "transport": "stdio",
+            "command": "npx",
+            "args": "-y\n@brave/brave-search-mcp-server",
+            "env": "BRAVE_API_KEY=brave-secret",
+            "headers": "",
+            "timeout": "30",
+            "visibility": "global",
             "enabled": "on",
         },
     )
@@ -111,7 +128,12 @@ def test_a_new_server_gets_its_secrets_and_args(logged_in):
     server = McpServer.objects.get(name="brave")
     assert server.args == ["-y", "@brave/brave-search-mcp-server"]
     assert server.env == {"BRAVE_API_KEY": "brave-secret"}
-    assert "brave-secret" not in logged_in.get(reverse("admin:catalog_mcpserver_change", args=[server.pk])).content.decode()
+    assert (
+        "brave-secret"
+        not in logged_in.get(
+            reverse("admin:catalog_mcpserver_change", args=[server.pk])
+        ).content.decode()
+    )
 
 
 def test_error_reports_would_hide_the_typed_secrets(logged_in, change_url):

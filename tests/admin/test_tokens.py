@@ -24,7 +24,14 @@ def logged_in(client, admin_user):
 
 
 def issue(client, **fields):
-    data = {"user": "", "name": "", "endpoint": "", "expires_at_0": "", "expires_at_1": "", **fields}
+    data = {
+        "user": "",
+        "name": "",
+        "endpoint": "",
+        "expires_at_0": "",
+        "expires_at_1": "",
+        **fields,
+    }
     return client.post(reverse("admin:accounts_accesstoken_add"), data)
 
 
@@ -39,8 +46,10 @@ def test_issuing_shows_the_raw_token_once_and_stores_only_its_digest(logged_in, 
     assert token.digest == tokens.digest(raw)
     assert raw not in {token.prefix, token.digest, token.name}
     assert authenticate_token(raw) == token
-    for url in (reverse("admin:accounts_accesstoken_change", args=[token.pk]),
-                reverse("admin:accounts_accesstoken_changelist")):
+    for url in (
+        reverse("admin:accounts_accesstoken_change", args=[token.pk]),
+        reverse("admin:accounts_accesstoken_changelist"),
+    ):
         html = logged_in.get(url).content.decode()
         assert raw not in html and token.digest not in html
 
@@ -59,8 +68,13 @@ def test_a_token_scoped_to_the_users_own_endpoint_with_an_expiry(logged_in, alic
     endpoint = Endpoint.objects.get(owner=alice)
     expiry = timezone.now() + timedelta(days=30)
 
-    response = issue(logged_in, user=alice.pk, endpoint=endpoint.pk,
-                     expires_at_0=expiry.strftime("%Y-%m-%d"), expires_at_1="12:00:00")
+    response = issue(
+        logged_in,
+        user=alice.pk,
+        endpoint=endpoint.pk,
+        expires_at_0=expiry.strftime("%Y-%m-%d"),
+        expires_at_1="12:00:00",
+    )
 
     assert response.status_code == 200
     token = AccessToken.objects.get(user=alice)
@@ -83,7 +97,9 @@ def test_the_change_page_edits_only_name_and_expiry(logged_in, alice, bob):
     assert set(page.context["adminform"].form.fields) == {"name", "expires_at"}
     assert token.digest not in page.content.decode()
 
-    response = logged_in.post(url, {"name": "old laptop", "expires_at_0": "", "expires_at_1": "", "user": bob.pk})
+    response = logged_in.post(
+        url, {"name": "old laptop", "expires_at_0": "", "expires_at_1": "", "user": bob.pk}
+    )
 
     assert response.status_code == 302
     token.refresh_from_db()
@@ -114,6 +130,8 @@ def test_changelist_filters_by_state(logged_in, alice):
     revoked.revoked_at = timezone.now()
     revoked.save()
 
-    html = logged_in.get(reverse("admin:accounts_accesstoken_changelist") + "?state=active").content.decode()
+    html = logged_in.get(
+        reverse("admin:accounts_accesstoken_changelist") + "?state=active"
+    ).content.decode()
 
     assert "active one" in html and "revoked one" not in html

@@ -47,11 +47,18 @@ def fuzz_every_operation(api_schema, headers: dict[str, str], examples: int) -> 
         operation = result.ok()
 
         @given(case=operation.as_strategy())
-        @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        @settings(
+            max_examples=examples,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            database=None,
+        )
         def fuzz(case) -> None:
             response = case.call(headers=headers)
             if response.status_code >= 500:
-                failures.append(f"{case.method} {case.formatted_path} -> {response.status_code}: {case.body!r}")
+                failures.append(
+                    f"{case.method} {case.formatted_path} -> {response.status_code}: {case.body!r}"
+                )
 
         fuzz()
     return failures
@@ -61,7 +68,9 @@ def test_the_api_never_answers_500(api_schema, alice_auth):
     assert fuzz_every_operation(api_schema, alice_auth, 15) == []
 
 
-def test_scoped_tokens_and_staff_without_permissions_never_get_a_500_either(api_schema, alice_auth, alice, dave):
+def test_scoped_tokens_and_staff_without_permissions_never_get_a_500_either(
+    api_schema, alice_auth, alice, dave
+):
     """Refusals (403 for a read-only or MCP token, for dave's writes) are answers, not crashes."""
     credentials = [
         create_access_token(user=alice, scope=TokenScope.API_READ)[1],
@@ -77,12 +86,64 @@ def test_scoped_tokens_and_staff_without_permissions_never_get_a_500_either(api_
 # Pieces of regular expressions: the catastrophic shapes of backtracking engines, what RE2 refuses
 # (lookaround, backreferences, possessive), huge counts and classes, and plain syntax errors.
 PATTERN_ATOMS = [
-    "a", "aa", "b", ".", r"\w", r"\d", r"\s", r"\W", "[a-z]", "[^x]", r"[\s\S]", "é", "😀", r"\b", "^", "$", r"\p{Greek}",
-    r"\pL", "(?i)", r"\1", "(?=a)", "(?<=a)", "(?!a)", "(?P=n)", "(", ")", "[", "]", "{", "|", "\\", "*", "+", "?", "{2,}",
-    "{1000}", "{1,32000}", "*+", r"\Z", "\x00",
+    "a",
+    "aa",
+    "b",
+    ".",
+    r"\w",
+    r"\d",
+    r"\s",
+    r"\W",
+    "[a-z]",
+    "[^x]",
+    r"[\s\S]",
+    "é",
+    "😀",
+    r"\b",
+    "^",
+    "$",
+    r"\p{Greek}",
+    r"\pL",
+    "(?i)",
+    r"\1",
+    "(?=a)",
+    "(?<=a)",
+    "(?!a)",
+    "(?P=n)",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "|",
+    "\\",
+    "*",
+    "+",
+    "?",
+    "{2,}",
+    "{1000}",
+    "{1,32000}",
+    "*+",
+    r"\Z",
+    "\x00",
 ]
-CATASTROPHIC = [r"(a|a)+$", r"((a+))+$", r"(?:a|a)*$", r"(a|aa)+$", r"(\w|\d)+$", r"a*a*a*a*a*a*a*b", r"(.*a){20}$", r"(x+x+)+y"]
-LONG_TEXTS = ["a" * 2000, "a" * 1999 + "!", "1" * 2000, ("a😀" * 1000)[:2000], ("ab é," * 400)[:2000]]
+CATASTROPHIC = [
+    r"(a|a)+$",
+    r"((a+))+$",
+    r"(?:a|a)*$",
+    r"(a|aa)+$",
+    r"(\w|\d)+$",
+    r"a*a*a*a*a*a*a*b",
+    r"(.*a){20}$",
+    r"(x+x+)+y",
+]
+LONG_TEXTS = [
+    "a" * 2000,
+    "a" * 1999 + "!",
+    "1" * 2000,
+    ("a😀" * 1000)[:2000],
+    ("ab é," * 400)[:2000],
+]
 
 
 def _patterns():
@@ -99,7 +160,12 @@ def _patterns():
         )
 
     shaped = st.recursive(st.sampled_from(PATTERN_ATOMS), grow, max_leaves=12)
-    return st.one_of(shaped, st.sampled_from(CATASTROPHIC), st.text(max_size=80), st.text(alphabet="a(|)+*?{}0123456789,.$", max_size=600))
+    return st.one_of(
+        shaped,
+        st.sampled_from(CATASTROPHIC),
+        st.text(max_size=80),
+        st.text(alphabet="a(|)+*?{}0123456789,.$", max_size=600),
+    )
 
 
 def test_activation_patterns_are_saved_or_refused_clearly_and_never_make_matching_slow(alice):
@@ -114,15 +180,21 @@ def test_activation_patterns_are_saved_or_refused_clearly_and_never_make_matchin
 
     endpoint = alice.endpoints.get()
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {create_access_token(user=alice, name='fuzz', scope=TokenScope.API_WRITE)[1]}")
+    client.credentials(
+        HTTP_AUTHORIZATION=f"Bearer {create_access_token(user=alice, name='fuzz', scope=TokenScope.API_WRITE)[1]}"
+    )
     url = f"/api/endpoints/{endpoint.slug}/patterns/"
     failures, answers = [], []
 
     @given(pattern=_patterns(), edit=st.booleans())
-    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(
+        max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None
+    )
     def fuzz(pattern: str, edit: bool) -> None:
         if edit:  # through PATCH of an existing pattern instead of POST
-            pk = client.post(url, {"pattern": "seed", "targets": ["time.now"]}, format="json").json()["id"]
+            pk = client.post(
+                url, {"pattern": "seed", "targets": ["time.now"]}, format="json"
+            ).json()["id"]
             reply = client.patch(f"{url}{pk}/", {"pattern": pattern}, format="json")
         else:
             reply = client.post(url, {"pattern": pattern, "targets": ["time.now"]}, format="json")
@@ -137,7 +209,9 @@ def test_activation_patterns_are_saved_or_refused_clearly_and_never_make_matchin
             for text in LONG_TEXTS:
                 built.activated(text)
             if time.thread_time() - started > 0.25:  # measured ≤ 3 ms a search
-                failures.append(f"{pattern!r} took {time.thread_time() - started:.3f} s of CPU over {len(LONG_TEXTS)} texts")
+                failures.append(
+                    f"{pattern!r} took {time.thread_time() - started:.3f} s of CPU over {len(LONG_TEXTS)} texts"
+                )
         endpoint.activation_patterns.all().delete()
 
     fuzz()

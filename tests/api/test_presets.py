@@ -19,15 +19,24 @@ def review(alice, team):
 
 
 def test_alice_saves_a_preset_from_keys(as_alice):
-    response = as_alice.post("/api/presets/", {"name": "mine", "tool_keys": ["time.now", "time.now"]}, format="json")
+    response = as_alice.post(
+        "/api/presets/", {"name": "mine", "tool_keys": ["time.now", "time.now"]}, format="json"
+    )
 
     assert response.status_code == 201, response.json()
     body = response.json()
-    assert (body["owner"], body["visibility"], body["version"], body["tool_keys"]) == ("alice", "private", 1, ["time.now"])
+    assert (body["owner"], body["visibility"], body["version"], body["tool_keys"]) == (
+        "alice",
+        "private",
+        1,
+        ["time.now"],
+    )
 
 
 def test_alice_saves_her_current_selection(as_alice, alice_enabled):
-    body = as_alice.post("/api/presets/", {"name": "now", "from_endpoint": alice_enabled.slug}, format="json").json()
+    body = as_alice.post(
+        "/api/presets/", {"name": "now", "from_endpoint": alice_enabled.slug}, format="json"
+    ).json()
 
     assert body["tool_keys"] == ["time.now"]
 
@@ -48,7 +57,9 @@ def test_bad_preset_input_gets_a_field_error(as_alice, payload, field):
     assert field in response.json()
 
 
-def test_sharing_with_the_team_lets_bob_see_it_and_not_charlie(as_alice, as_bob, as_charlie, alice, team):
+def test_sharing_with_the_team_lets_bob_see_it_and_not_charlie(
+    as_alice, as_bob, as_charlie, alice, team
+):
     preset = create_preset(owner=alice, name="solo", tool_keys=["time.now"])
     assert as_bob.get(f"/api/presets/{preset.pk}/").status_code == 404
 
@@ -63,7 +74,9 @@ def test_sharing_with_the_team_lets_bob_see_it_and_not_charlie(as_alice, as_bob,
 def test_only_members_may_share_with_a_team(as_charlie, charlie, team):
     preset = create_preset(owner=charlie, name="c", tool_keys=[])
 
-    response = as_charlie.post(f"/api/presets/{preset.pk}/share/", {"team": team.slug}, format="json")
+    response = as_charlie.post(
+        f"/api/presets/{preset.pk}/share/", {"team": team.slug}, format="json"
+    )
 
     assert response.status_code == 400
     assert Preset.objects.get(pk=preset.pk).team is None
@@ -72,7 +85,9 @@ def test_only_members_may_share_with_a_team(as_charlie, charlie, team):
 def test_bob_loads_a_shared_preset_onto_his_endpoint(as_bob, bob, review, time_tools):
     endpoint = bob.endpoints.get()
 
-    response = as_bob.post(f"/api/presets/{review.pk}/load/", {"endpoint": endpoint.slug}, format="json")
+    response = as_bob.post(
+        f"/api/presets/{review.pk}/load/", {"endpoint": endpoint.slug}, format="json"
+    )
 
     assert response.status_code == 200, response.json()
     assert sorted(response.json()["loaded"]) == ["time.convert", "time.now"]
@@ -94,7 +109,9 @@ def test_loading_merges_or_replaces(as_bob, bob, review, time_tools):
 def test_loading_reports_tools_that_are_gone(as_bob, bob, alice, time_tools):
     preset = create_preset(owner=bob, name="old", tool_keys=["time.now", "gone.tool"])
 
-    body = as_bob.post(f"/api/presets/{preset.pk}/load/", {"endpoint": bob.endpoints.get().slug}, format="json").json()
+    body = as_bob.post(
+        f"/api/presets/{preset.pk}/load/", {"endpoint": bob.endpoints.get().slug}, format="json"
+    ).json()
 
     assert (body["loaded"], body["missing"]) == (["time.now"], ["gone.tool"])
 
@@ -104,7 +121,9 @@ def test_loading_beyond_the_budget_is_refused(as_bob, bob, review, time_tools):
     endpoint.token_budget = 150
     endpoint.save()
 
-    response = as_bob.post(f"/api/presets/{review.pk}/load/", {"endpoint": endpoint.slug}, format="json")
+    response = as_bob.post(
+        f"/api/presets/{review.pk}/load/", {"endpoint": endpoint.slug}, format="json"
+    )
 
     assert response.status_code == 409
     assert response.json()["over_by"] == 250
@@ -112,7 +131,9 @@ def test_loading_beyond_the_budget_is_refused(as_bob, bob, review, time_tools):
 
 
 def test_nobody_loads_onto_someone_elses_endpoint(as_bob, alice_endpoint, review):
-    response = as_bob.post(f"/api/presets/{review.pk}/load/", {"endpoint": alice_endpoint.slug}, format="json")
+    response = as_bob.post(
+        f"/api/presets/{review.pk}/load/", {"endpoint": alice_endpoint.slug}, format="json"
+    )
 
     assert response.status_code == 400
     assert alice_endpoint.tools.count() == 0
@@ -121,7 +142,9 @@ def test_nobody_loads_onto_someone_elses_endpoint(as_bob, alice_endpoint, review
 def test_charlie_cannot_load_alices_preset(as_charlie, charlie, review):
     endpoint = charlie.endpoints.get()
 
-    response = as_charlie.post(f"/api/endpoints/{endpoint.slug}/load-preset/", {"preset": review.pk}, format="json")
+    response = as_charlie.post(
+        f"/api/endpoints/{endpoint.slug}/load-preset/", {"preset": review.pk}, format="json"
+    )
 
     assert response.status_code == 400
     assert "preset" in response.json()
@@ -155,20 +178,30 @@ def test_every_change_of_tools_is_a_new_version(as_alice, review):
 
     versions = as_alice.get(f"{url}versions/").json()
     assert [(v["number"], v["tool_keys"]) for v in versions] == [
-        (3, ["time.zones"]), (2, ["time.convert", "time.now"]), (1, ["time.now"]),
+        (3, ["time.zones"]),
+        (2, ["time.convert", "time.now"]),
+        (1, ["time.now"]),
     ]
     assert versions[0]["note"] == "zones only"
     assert versions[0]["created_by"] == "alice"
 
 
 def test_diff_between_versions(as_alice, as_bob, review):
-    as_alice.patch(f"/api/presets/{review.pk}/", {"tool_keys": ["time.zones", "time.now"]}, format="json")
+    as_alice.patch(
+        f"/api/presets/{review.pk}/", {"tool_keys": ["time.zones", "time.now"]}, format="json"
+    )
 
     latest = as_bob.get(f"/api/presets/{review.pk}/diff/").json()
     assert latest == {
-        "from_version": 2, "to_version": 3, "added": ["time.zones"], "removed": ["time.convert"], "unchanged": ["time.now"],
+        "from_version": 2,
+        "to_version": 3,
+        "added": ["time.zones"],
+        "removed": ["time.convert"],
+        "unchanged": ["time.now"],
     }
-    assert as_bob.get(f"/api/presets/{review.pk}/diff/?from=1&to=2").json()["added"] == ["time.convert"]
+    assert as_bob.get(f"/api/presets/{review.pk}/diff/?from=1&to=2").json()["added"] == [
+        "time.convert"
+    ]
     assert as_bob.get(f"/api/presets/{review.pk}/diff/?from=9").status_code == 400
     assert as_bob.get(f"/api/presets/{review.pk}/diff/?from=x").status_code == 400
 
@@ -179,7 +212,12 @@ def test_rollback_appends_a_copy_of_the_old_version(as_alice, review):
     assert response.status_code == 201
     assert (response.json()["number"], response.json()["tool_keys"]) == (3, ["time.now"])
     assert review.versions.count() == 3
-    assert as_alice.post(f"/api/presets/{review.pk}/rollback/", {"version": 42}, format="json").status_code == 400
+    assert (
+        as_alice.post(
+            f"/api/presets/{review.pk}/rollback/", {"version": 42}, format="json"
+        ).status_code
+        == 400
+    )
 
 
 def test_deleting_a_member_never_deletes_the_presets_they_shared(as_alice, bob, team):
@@ -195,7 +233,9 @@ def test_team_owners_may_look_after_a_departed_members_preset(as_alice, bob, tea
     shared = create_preset(owner=bob, name="bob's", tool_keys=["time.now"], team=team)
     bob.delete()
 
-    response = as_alice.patch(f"/api/presets/{shared.pk}/", {"tool_keys": ["time.zones"]}, format="json")
+    response = as_alice.patch(
+        f"/api/presets/{shared.pk}/", {"tool_keys": ["time.zones"]}, format="json"
+    )
 
     assert response.status_code == 200
 

@@ -19,14 +19,18 @@ def three_an_hour(monkeypatch):
     monkeypatch.setattr(TokenRateThrottle, "rate", "3/hour", raising=False)
 
 
-def test_a_token_over_its_rate_is_refused_with_when_to_retry_and_others_go_on(three_an_hour, alice, as_alice):
+def test_a_token_over_its_rate_is_refused_with_when_to_retry_and_others_go_on(
+    three_an_hour, alice, as_alice
+):
     assert [as_alice.get("/api/endpoints/").status_code for _ in range(3)] == [200, 200, 200]
 
     refused = as_alice.get("/api/endpoints/")
 
     assert refused.status_code == 429
     assert 1 <= int(refused["Retry-After"]) <= 3600
-    assert _client_for(alice).get("/api/endpoints/").status_code == 200  # another token: its own count
+    assert (
+        _client_for(alice).get("/api/endpoints/").status_code == 200
+    )  # another token: its own count
 
 
 def test_requests_arriving_together_are_each_counted():

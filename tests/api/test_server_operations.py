@@ -21,7 +21,9 @@ def staff_token(admin_user) -> str:
 
 @pytest.fixture
 def tiny(transactional_db) -> McpServer:
-    return McpServer.objects.create(name="tiny", command=sys.executable, args=["-I", "-S", str(SERVERS / "tiny.py")])
+    return McpServer.objects.create(
+        name="tiny", command=sys.executable, args=["-I", "-S", str(SERVERS / "tiny.py")]
+    )
 
 
 def api(hub, token: str, method: str, path: str) -> httpx2.Response:

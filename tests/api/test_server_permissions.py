@@ -24,7 +24,9 @@ def api_client(user) -> APIClient:
 
 
 def grant(user, *codenames: str) -> None:
-    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="catalog", codename__in=codenames))
+    user.user_permissions.add(
+        *Permission.objects.filter(content_type__app_label="catalog", codename__in=codenames)
+    )
 
 
 @pytest.fixture
@@ -32,10 +34,15 @@ def as_dave(dave) -> APIClient:
     return api_client(dave)
 
 
-def test_dave_is_refused_every_server_write_by_the_api(as_dave, global_server, alice_private_server):
+def test_dave_is_refused_every_server_write_by_the_api(
+    as_dave, global_server, alice_private_server
+):
     assert as_dave.post("/api/servers/", STDIO, format="json").status_code == 403
     assert as_dave.post("/api/servers/", REMOTE, format="json").status_code == 403
-    assert as_dave.patch("/api/servers/time/", {"args": ["-c", "id"]}, format="json").status_code == 403
+    assert (
+        as_dave.patch("/api/servers/time/", {"args": ["-c", "id"]}, format="json").status_code
+        == 403
+    )
     assert as_dave.post("/api/servers/time/test/").status_code == 403
     assert as_dave.post("/api/servers/time/discover/").status_code == 403
     assert as_dave.get("/api/servers/time/live/").status_code == 403
@@ -48,25 +55,51 @@ def test_dave_is_refused_every_server_write_by_the_api(as_dave, global_server, a
 
 
 def test_a_superuser_defines_changes_and_deletes_servers(as_admin, global_server):
-    assert as_admin.post("/api/servers/", {**STDIO, "enabled": False}, format="json").status_code == 201
-    assert as_admin.patch("/api/servers/shell/", {"args": ["-c", "true"]}, format="json").status_code == 200
+    assert (
+        as_admin.post("/api/servers/", {**STDIO, "enabled": False}, format="json").status_code
+        == 201
+    )
+    assert (
+        as_admin.patch("/api/servers/shell/", {"args": ["-c", "true"]}, format="json").status_code
+        == 200
+    )
     assert as_admin.delete("/api/servers/shell/").status_code == 204
 
 
-def test_change_permission_without_the_stdio_permission_reaches_remote_servers_only(dave, global_server):
+def test_change_permission_without_the_stdio_permission_reaches_remote_servers_only(
+    dave, global_server
+):
     grant(dave, "add_mcpserver", "change_mcpserver", "view_mcpserver")
     as_dave = api_client(dave)
 
-    assert as_dave.post("/api/servers/", {**REMOTE, "enabled": False}, format="json").status_code == 201
-    assert as_dave.patch("/api/servers/remote/", {"description": "ok"}, format="json").status_code == 200
+    assert (
+        as_dave.post("/api/servers/", {**REMOTE, "enabled": False}, format="json").status_code
+        == 201
+    )
+    assert (
+        as_dave.patch("/api/servers/remote/", {"description": "ok"}, format="json").status_code
+        == 200
+    )
     refused = as_dave.post("/api/servers/", STDIO, format="json")
     assert refused.status_code == 403 and "stdio" in refused.json()["detail"]
-    assert as_dave.patch("/api/servers/time/", {"description": "x"}, format="json").status_code == 403
-    assert as_dave.patch("/api/servers/remote/", {"transport": "stdio", "command": "/bin/sh"}, format="json").status_code == 403
+    assert (
+        as_dave.patch("/api/servers/time/", {"description": "x"}, format="json").status_code == 403
+    )
+    assert (
+        as_dave.patch(
+            "/api/servers/remote/", {"transport": "stdio", "command": "/bin/sh"}, format="json"
+        ).status_code
+        == 403
+    )
     assert as_dave.delete("/api/servers/remote/").status_code == 403  # no delete permission
 
     grant(dave, "manage_stdio_server")
-    assert api_client(dave).post("/api/servers/", {**STDIO, "enabled": False}, format="json").status_code == 201
+    assert (
+        api_client(dave)
+        .post("/api/servers/", {**STDIO, "enabled": False}, format="json")
+        .status_code
+        == 201
+    )
 
 
 def test_dave_is_refused_server_operations_on_the_pages(client, dave, global_server):
@@ -77,14 +110,29 @@ def test_dave_is_refused_server_operations_on_the_pages(client, dave, global_ser
     assert client.get("/servers/time/live/").status_code == 403
 
 
-def test_the_admin_keeps_stdio_servers_read_only_without_the_stdio_permission(client, dave, global_server):
+def test_the_admin_keeps_stdio_servers_read_only_without_the_stdio_permission(
+    client, dave, global_server
+):
     grant(dave, "add_mcpserver", "change_mcpserver", "view_mcpserver", "delete_mcpserver")
     client.force_login(dave)
-    form = {"name": "shell2", "transport": "stdio", "command": "/bin/sh", "args": "", "env": "", "headers": "",
-            "timeout": "", "visibility": "global", "enabled": "on", "cwd": "", "url": ""}
+    form = {
+        "name": "shell2",
+        "transport": "stdio",
+        "command": "/bin/sh",
+        "args": "",
+        "env": "",
+        "headers": "",
+        "timeout": "",
+        "visibility": "global",
+        "enabled": "on",
+        "cwd": "",
+        "url": "",
+    }
 
     added = client.post("/admin/catalog/mcpserver/add/", form)
-    changed = client.post(f"/admin/catalog/mcpserver/{global_server.pk}/change/", {**form, "name": "time"})
+    changed = client.post(
+        f"/admin/catalog/mcpserver/{global_server.pk}/change/", {**form, "name": "time"}
+    )
     deleted = client.post(f"/admin/catalog/mcpserver/{global_server.pk}/delete/", {"post": "yes"})
 
     assert added.status_code == 200 and "manage stdio servers" in added.content.decode()
@@ -96,12 +144,29 @@ def test_the_admin_keeps_stdio_servers_read_only_without_the_stdio_permission(cl
 def test_shared_llm_providers_follow_the_model_permission_not_staff_status(as_dave, dave, as_admin):
     from apps.llm.services import create_provider
 
-    shared = create_provider(actor=None, name="Team LM Studio", kind="openai", base_url="http://127.0.0.1:9/v1", shared=True)
+    shared = create_provider(
+        actor=None,
+        name="Team LM Studio",
+        kind="openai",
+        base_url="http://127.0.0.1:9/v1",
+        shared=True,
+    )
 
-    assert as_dave.patch(f"/api/llm/providers/{shared.pk}/", {"default_model": "x"}, format="json").status_code in (403, 404)
+    assert as_dave.patch(
+        f"/api/llm/providers/{shared.pk}/", {"default_model": "x"}, format="json"
+    ).status_code in (403, 404)
     assert as_dave.delete(f"/api/llm/providers/{shared.pk}/").status_code in (403, 404)
-    assert as_admin.patch(f"/api/llm/providers/{shared.pk}/", {"default_model": "x"}, format="json").status_code == 200
+    assert (
+        as_admin.patch(
+            f"/api/llm/providers/{shared.pk}/", {"default_model": "x"}, format="json"
+        ).status_code
+        == 200
+    )
 
-    dave.user_permissions.add(Permission.objects.get(content_type__app_label="llm", codename="change_provider"))
-    allowed = api_client(dave).patch(f"/api/llm/providers/{shared.pk}/", {"default_model": "y"}, format="json")
+    dave.user_permissions.add(
+        Permission.objects.get(content_type__app_label="llm", codename="change_provider")
+    )
+    allowed = api_client(dave).patch(
+        f"/api/llm/providers/{shared.pk}/", {"default_model": "y"}, format="json"
+    )
     assert allowed.status_code == 200

@@ -6,12 +6,21 @@ import pytest
 
 from apps.catalog.models import McpServer
 
-REMOTE = {"name": "search", "transport": "streamable_http", "url": "https://search.example.com/mcp",
-          "headers": {"Authorization": "Bearer s3cret-header"}}
+REMOTE = {
+    "name": "search",
+    "transport": "streamable_http",
+    "url": "https://search.example.com/mcp",
+    "headers": {"Authorization": "Bearer s3cret-header"},
+}
 
 
-def test_each_persona_lists_the_servers_they_may_see(as_alice, as_charlie, alice_private_server, global_server):
-    assert [s["name"] for s in as_alice.get("/api/servers/").json()["results"]] == ["alice-notes", "time"]
+def test_each_persona_lists_the_servers_they_may_see(
+    as_alice, as_charlie, alice_private_server, global_server
+):
+    assert [s["name"] for s in as_alice.get("/api/servers/").json()["results"]] == [
+        "alice-notes",
+        "time",
+    ]
     assert [s["name"] for s in as_charlie.get("/api/servers/").json()["results"]] == ["time"]
     assert as_charlie.get("/api/servers/alice-notes/").status_code == 404
 
@@ -33,7 +42,13 @@ def test_a_server_row_shows_status_and_tool_count(as_alice, global_server, time_
 def test_staff_create_a_stdio_server_with_a_secret_env(as_admin):
     response = as_admin.post(
         "/api/servers/",
-        {"name": "gh", "transport": "stdio", "command": "npx", "args": ["-y", "gh-mcp"], "env": {"GH_TOKEN": "ghp_x"}},
+        {
+            "name": "gh",
+            "transport": "stdio",
+            "command": "npx",
+            "args": ["-y", "gh-mcp"],
+            "env": {"GH_TOKEN": "ghp_x"},
+        },
         format="json",
     )
 
@@ -74,7 +89,10 @@ def test_non_staff_may_not_create_change_or_delete_servers(request, persona, glo
     client = request.getfixturevalue(persona)
 
     assert client.post("/api/servers/", REMOTE, format="json").status_code == 403
-    assert client.patch("/api/servers/time/", {"description": "mine"}, format="json").status_code == 403
+    assert (
+        client.patch("/api/servers/time/", {"description": "mine"}, format="json").status_code
+        == 403
+    )
     assert client.delete("/api/servers/time/").status_code == 403
     assert McpServer.objects.get(name="time").description == ""
 
@@ -88,7 +106,9 @@ def test_staff_delete_a_server(as_admin, global_server):
     assert not McpServer.objects.filter(name="time").exists()
 
 
-def test_when_allowed_users_add_remote_servers_private_to_themselves(as_alice, as_charlie, settings, alice):
+def test_when_allowed_users_add_remote_servers_private_to_themselves(
+    as_alice, as_charlie, settings, alice
+):
     settings.MCPHUB_USERS_MAY_ADD_SERVERS = True
 
     response = as_alice.post("/api/servers/", {**REMOTE, "visibility": "global"}, format="json")
@@ -102,12 +122,18 @@ def test_when_allowed_users_add_remote_servers_private_to_themselves(as_alice, a
 def test_stdio_servers_stay_staff_only_even_when_users_may_add_servers(as_alice, settings):
     settings.MCPHUB_USERS_MAY_ADD_SERVERS = True
 
-    response = as_alice.post("/api/servers/", {"name": "evil", "transport": "stdio", "command": "rm"}, format="json")
+    response = as_alice.post(
+        "/api/servers/", {"name": "evil", "transport": "stdio", "command": "rm"}, format="json"
+    )
 
     assert response.status_code == 403
     assert not McpServer.objects.filter(name="evil").exists()
 
 
 def test_servers_filter_by_transport_and_search(as_admin, global_server, alice_private_server):
-    assert [s["name"] for s in as_admin.get("/api/servers/?transport=stdio").json()["results"]] == ["time"]
-    assert [s["name"] for s in as_admin.get("/api/servers/?search=notes").json()["results"]] == ["alice-notes"]
+    assert [s["name"] for s in as_admin.get("/api/servers/?transport=stdio").json()["results"]] == [
+        "time"
+    ]
+    assert [s["name"] for s in as_admin.get("/api/servers/?search=notes").json()["results"]] == [
+        "alice-notes"
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
@@ -31,7 +32,9 @@ def alice_read_token(alice) -> str:
 
 @pytest.fixture
 def alice_write_token(alice) -> str:
-    return create_access_token(user=alice, name="provisioning script", scope=TokenScope.API_WRITE)[1]
+    return create_access_token(user=alice, name="provisioning script", scope=TokenScope.API_WRITE)[
+        1
+    ]
 
 
 def test_a_token_naming_an_endpoint_is_mcp_only(alice, alice_endpoint):
@@ -62,18 +65,28 @@ def test_a_read_only_api_token_reads_but_never_writes(alice_read_token, alice_en
     assert reader.get("/api/endpoints/").status_code == 200
     assert reader.get(f"/api/endpoints/{alice_endpoint.slug}/tools/").status_code == 200
     assert reader.post("/api/tokens/", {"scope": "api_read"}, format="json").status_code == 403
-    assert reader.patch(f"/api/endpoints/{alice_endpoint.slug}/", {"name": "x"}, format="json").status_code == 403
+    assert (
+        reader.patch(
+            f"/api/endpoints/{alice_endpoint.slug}/", {"name": "x"}, format="json"
+        ).status_code
+        == 403
+    )
     assert reader.post("/api/teams/", {"name": "T", "slug": "t"}, format="json").status_code == 403
 
 
-def test_a_write_token_creates_only_api_tokens_no_broader_than_itself(alice_write_token, alice_endpoint):
+def test_a_write_token_creates_only_api_tokens_no_broader_than_itself(
+    alice_write_token, alice_endpoint
+):
     writer = client_with(alice_write_token)
 
     read = writer.post("/api/tokens/", {"scope": "api_read"}, format="json")
     assert read.status_code == 201
     assert read.json()["scope"] == "api_read"
     assert writer.post("/api/tokens/", {"scope": "api_write"}, format="json").status_code == 201
-    assert writer.post("/api/tokens/", {"name": "no scope asked"}, format="json").json()["scope"] == "api_write"
+    assert (
+        writer.post("/api/tokens/", {"name": "no scope asked"}, format="json").json()["scope"]
+        == "api_write"
+    )
     for broader in ({"scope": "full"}, {"scope": "mcp"}, {"endpoint": alice_endpoint.slug}):
         assert writer.post("/api/tokens/", broader, format="json").status_code == 403, broader
 
@@ -85,15 +98,30 @@ def test_an_expiring_token_cannot_create_one_that_outlives_it(alice):
 
     assert writer.post("/api/tokens/", {"scope": "api_read"}, format="json").status_code == 403
     later = (soon + timedelta(days=1)).isoformat()
-    assert writer.post("/api/tokens/", {"scope": "api_read", "expires_at": later}, format="json").status_code == 403
+    assert (
+        writer.post(
+            "/api/tokens/", {"scope": "api_read", "expires_at": later}, format="json"
+        ).status_code
+        == 403
+    )
     earlier = (soon - timedelta(minutes=5)).isoformat()
-    assert writer.post("/api/tokens/", {"scope": "api_read", "expires_at": earlier}, format="json").status_code == 201
+    assert (
+        writer.post(
+            "/api/tokens/", {"scope": "api_read", "expires_at": earlier}, format="json"
+        ).status_code
+        == 201
+    )
 
 
 def test_an_unscoped_token_keeps_todays_rights(alice_token, alice_endpoint):
     full = client_with(alice_token)
 
-    assert full.patch(f"/api/endpoints/{alice_endpoint.slug}/", {"name": "Renamed"}, format="json").status_code == 200
+    assert (
+        full.patch(
+            f"/api/endpoints/{alice_endpoint.slug}/", {"name": "Renamed"}, format="json"
+        ).status_code
+        == 200
+    )
     created = full.post("/api/tokens/", {"endpoint": alice_endpoint.slug}, format="json")
     assert created.status_code == 201
     assert created.json()["scope"] == "mcp"
@@ -105,7 +133,9 @@ def test_the_migration_makes_endpoint_tokens_mcp_only(alice, alice_endpoint):
     before, after = [("accounts", "0003_token_rate_limit")], [("accounts", "0004_token_scopes")]
     executor.migrate(before)
     old = executor.loader.project_state(before).apps.get_model("accounts", "AccessToken")
-    old.objects.create(user_id=alice.pk, prefix="scopedxxxx", digest="d", endpoint_id=alice_endpoint.pk)
+    old.objects.create(
+        user_id=alice.pk, prefix="scopedxxxx", digest="d", endpoint_id=alice_endpoint.pk
+    )
     old.objects.create(user_id=alice.pk, prefix="unscopedxx", digest="d")
 
     MigrationExecutor(connection).migrate(after)

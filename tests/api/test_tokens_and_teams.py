@@ -8,7 +8,9 @@ from apps.accounts.models import AccessToken
 
 
 def test_a_new_token_is_returned_once_and_works(as_alice, alice_endpoint):
-    response = as_alice.post("/api/tokens/", {"name": "cursor", "endpoint": alice_endpoint.slug}, format="json")
+    response = as_alice.post(
+        "/api/tokens/", {"name": "cursor", "endpoint": alice_endpoint.slug}, format="json"
+    )
 
     assert response.status_code == 201
     raw = response.json()["token"]
@@ -20,7 +22,9 @@ def test_a_new_token_is_returned_once_and_works(as_alice, alice_endpoint):
     fresh = APIClient()
     fresh.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
     assert fresh.get("/api/endpoints/").status_code == 403  # an endpoint's token is for MCP only
-    api = as_alice.post("/api/tokens/", {"name": "script", "scope": "api_read"}, format="json").json()["token"]
+    api = as_alice.post(
+        "/api/tokens/", {"name": "script", "scope": "api_read"}, format="json"
+    ).json()["token"]
     fresh.credentials(HTTP_AUTHORIZATION=f"Bearer {api}")
     assert fresh.get("/api/endpoints/").status_code == 200
 
@@ -38,14 +42,18 @@ def test_revoking_a_token_keeps_its_row_and_stops_it(as_alice, alice):
 
 
 def test_a_token_cannot_be_scoped_to_someone_elses_endpoint(as_bob, alice_endpoint):
-    response = as_bob.post("/api/tokens/", {"name": "x", "endpoint": alice_endpoint.slug}, format="json")
+    response = as_bob.post(
+        "/api/tokens/", {"name": "x", "endpoint": alice_endpoint.slug}, format="json"
+    )
 
     assert response.status_code == 400
     assert "endpoint" in response.json()
 
 
 def test_token_input_is_validated(as_alice):
-    response = as_alice.post("/api/tokens/", {"name": "x" * 101, "expires_at": "soon"}, format="json")
+    response = as_alice.post(
+        "/api/tokens/", {"name": "x" * 101, "expires_at": "soon"}, format="json"
+    )
 
     assert response.status_code == 400
     assert {"name", "expires_at"} <= response.json().keys()
@@ -69,14 +77,24 @@ def test_members_see_their_team_and_charlie_does_not(as_bob, as_charlie, team):
     body = as_bob.get("/api/teams/").json()["results"]
 
     assert [t["slug"] for t in body] == ["alices-team"]
-    assert {m["username"]: m["role"] for m in body[0]["members"]} == {"alice": "owner", "bob": "member"}
+    assert {m["username"]: m["role"] for m in body[0]["members"]} == {
+        "alice": "owner",
+        "bob": "member",
+    }
     assert as_charlie.get("/api/teams/").json()["results"] == []
     assert as_charlie.get(f"/api/teams/{team.slug}/").status_code == 404
 
 
 def test_creating_a_team_makes_you_its_owner(as_charlie, team):
-    response = as_charlie.post("/api/teams/", {"name": "Charlie's", "slug": "charlies"}, format="json")
+    response = as_charlie.post(
+        "/api/teams/", {"name": "Charlie's", "slug": "charlies"}, format="json"
+    )
 
     assert response.status_code == 201
     assert response.json()["members"] == [{"username": "charlie", "role": "owner"}]
-    assert as_charlie.post("/api/teams/", {"name": "Dup", "slug": team.slug}, format="json").status_code == 400
+    assert (
+        as_charlie.post(
+            "/api/teams/", {"name": "Dup", "slug": team.slug}, format="json"
+        ).status_code
+        == 400
+    )

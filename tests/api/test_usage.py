@@ -11,10 +11,19 @@ from apps.gateway import selectors
 from apps.toolsets.models import ToolCall
 
 
-def log_call(user, endpoint, server: str, tool: str, *, ago: timedelta, ms: float, ok: bool = True) -> ToolCall:
+def log_call(
+    user, endpoint, server: str, tool: str, *, ago: timedelta, ms: float, ok: bool = True
+) -> ToolCall:
     return ToolCall.objects.create(
-        user=user, endpoint=endpoint, server_name=server, tool_name=tool, exposed_name=f"{server}__{tool}",
-        started_at=timezone.now() - ago, duration_ms=ms, ok=ok, error="" if ok else "backend said no",
+        user=user,
+        endpoint=endpoint,
+        server_name=server,
+        tool_name=tool,
+        exposed_name=f"{server}__{tool}",
+        started_at=timezone.now() - ago,
+        duration_ms=ms,
+        ok=ok,
+        error="" if ok else "backend said no",
     )
 
 
@@ -53,7 +62,10 @@ def test_the_series_has_one_bucket_per_hour_and_sums_to_the_totals(as_alice, ali
     assert sum(b["calls"] for b in body["buckets"]) == 5
     assert sum(body["tools"][0]["series"]) == body["tools"][0]["calls"]
     starts = [datetime.fromisoformat(b["start"]) for b in body["buckets"]]
-    assert all(later - earlier == timedelta(hours=1) for earlier, later in zip(starts, starts[1:], strict=False))
+    assert all(
+        later - earlier == timedelta(hours=1)
+        for earlier, later in zip(starts, starts[1:], strict=False)
+    )
 
 
 def test_a_longer_window_reaches_older_calls_by_day(as_alice, alice_calls):
@@ -73,11 +85,19 @@ def test_usage_narrows_to_one_server_or_tool(as_alice, alice_calls):
 def test_without_calls_the_numbers_are_zero_not_errors(as_alice, alice_endpoint):
     body = as_alice.get("/api/usage/?window=30d").json()
 
-    assert body["totals"] == {"calls": 0, "errors": 0, "error_rate": 0.0, "p50_ms": None, "p95_ms": None}
+    assert body["totals"] == {
+        "calls": 0,
+        "errors": 0,
+        "error_rate": 0.0,
+        "p50_ms": None,
+        "p95_ms": None,
+    }
     assert len(body["buckets"]) == 30 and body["servers"] == [] and body["tools"] == []
 
 
-def test_bob_on_alices_team_and_charlie_see_none_of_her_calls(as_bob, as_charlie, team, alice_calls, charlie_calls):
+def test_bob_on_alices_team_and_charlie_see_none_of_her_calls(
+    as_bob, as_charlie, team, alice_calls, charlie_calls
+):
     assert as_bob.get("/api/usage/").json()["totals"]["calls"] == 0
     charlie_sees = as_charlie.get("/api/usage/").json()
     assert [(t["server"], t["tool"]) for t in charlie_sees["tools"]] == [("fetch", "get")]
@@ -87,7 +107,12 @@ def test_charlie_cannot_ask_for_alices_usage(as_charlie, alice_calls):
     response = as_charlie.get("/api/usage/?user=alice")
 
     assert response.status_code == 403
-    assert as_charlie.get("/api/usage/?endpoint=" + ToolCall.objects.first().endpoint.slug).json()["totals"]["calls"] == 0
+    assert (
+        as_charlie.get("/api/usage/?endpoint=" + ToolCall.objects.first().endpoint.slug).json()[
+            "totals"
+        ]["calls"]
+        == 0
+    )
 
 
 def test_anonymous_gets_401(anonymous, alice_calls):
@@ -119,24 +144,50 @@ def test_bad_usage_queries_get_a_field_error(as_alice, query):
 def test_calls_land_in_the_bucket_of_their_hour(alice, alice_endpoint, settings):
     settings.TIME_ZONE = "UTC"
     now = datetime(2025, 3, 10, 12, 30, tzinfo=UTC)
-    for started, ms in [(now - timedelta(minutes=20), 5), (now - timedelta(minutes=50), 15), (now - timedelta(hours=23), 9)]:
-        ToolCall.objects.create(user=alice, endpoint=alice_endpoint, server_name="time", tool_name="now",
-                                exposed_name="now", started_at=started, duration_ms=ms, ok=True)
+    for started, ms in [
+        (now - timedelta(minutes=20), 5),
+        (now - timedelta(minutes=50), 15),
+        (now - timedelta(hours=23), 9),
+    ]:
+        ToolCall.objects.create(
+            user=alice,
+            endpoint=alice_endpoint,
+            server_name="time",
+            tool_name="now",
+            exposed_name="now",
+            started_at=started,
+            duration_ms=ms,
+            ok=True,
+        )
 
     result = selectors.usage(alice, selectors.UsageFilter(), now=now)
 
     assert result.buckets[0].start == datetime(2025, 3, 9, 13, tzinfo=UTC)
-    assert [(b.start.hour, b.calls) for b in result.buckets if b.calls] == [(13, 1), (11, 1), (12, 1)]
+    assert [(b.start.hour, b.calls) for b in result.buckets if b.calls] == [
+        (13, 1),
+        (11, 1),
+        (12, 1),
+    ]
     assert result.buckets[-1].p50_ms == 5
 
 
 def test_percentiles_sample_evenly_beyond_the_bound(alice, alice_endpoint, monkeypatch):
     monkeypatch.setattr(selectors, "MAX_DURATIONS", 10)
-    ToolCall.objects.bulk_create([
-        ToolCall(user=alice, endpoint=alice_endpoint, server_name="time", tool_name="now", exposed_name="now",
-                 started_at=timezone.now() - timedelta(minutes=1), duration_ms=ms, ok=True)
-        for ms in range(1, 41)
-    ])
+    ToolCall.objects.bulk_create(
+        [
+            ToolCall(
+                user=alice,
+                endpoint=alice_endpoint,
+                server_name="time",
+                tool_name="now",
+                exposed_name="now",
+                started_at=timezone.now() - timedelta(minutes=1),
+                duration_ms=ms,
+                ok=True,
+            )
+            for ms in range(1, 41)
+        ]
+    )
 
     result = selectors.usage(alice, selectors.UsageFilter())
 
@@ -150,15 +201,30 @@ def test_percentile_interpolates_like_percentile_cont():
     assert selectors.percentile([1.0, 2.0, 3.0, 4.0, 5.0], 0.95) == pytest.approx(4.8)
 
 
-@pytest.mark.parametrize(("zone", "window"), [("America/New_York", "24h"), ("America/New_York", "7d"), ("Asia/Kolkata", "24h")])
-def test_buckets_follow_the_hub_time_zone_across_a_dst_change(alice, alice_endpoint, settings, zone, window):
+@pytest.mark.parametrize(
+    ("zone", "window"),
+    [("America/New_York", "24h"), ("America/New_York", "7d"), ("Asia/Kolkata", "24h")],
+)
+def test_buckets_follow_the_hub_time_zone_across_a_dst_change(
+    alice, alice_endpoint, settings, zone, window
+):
     settings.TIME_ZONE = zone
     now = datetime(2025, 3, 9, 12, 0, tzinfo=UTC)  # New York moved its clocks at 07:00 UTC that day
-    ToolCall.objects.bulk_create([
-        ToolCall(user=alice, endpoint=alice_endpoint, server_name="time", tool_name="now", exposed_name="now",
-                 started_at=now - timedelta(minutes=37 * i), duration_ms=i, ok=True)
-        for i in range(38)
-    ])
+    ToolCall.objects.bulk_create(
+        [
+            ToolCall(
+                user=alice,
+                endpoint=alice_endpoint,
+                server_name="time",
+                tool_name="now",
+                exposed_name="now",
+                started_at=now - timedelta(minutes=37 * i),
+                duration_ms=i,
+                ok=True,
+            )
+            for i in range(38)
+        ]
+    )
 
     with timezone.override(zone):
         result = selectors.usage(alice, selectors.UsageFilter(window=window), now=now)

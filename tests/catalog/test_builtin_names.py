@@ -29,12 +29,16 @@ def builtin_state() -> tuple:
 def test_an_imported_server_named_hub_is_refused_and_the_builtin_is_untouched(hub_server, tmp_path):
     before = builtin_state()
     path = tmp_path / "mcp.json"
-    path.write_text(json.dumps({"mcpServers": {"hub": {"command": "npx", "args": ["-y", "other-hub"]}}}))
+    path.write_text(
+        json.dumps({"mcpServers": {"hub": {"command": "npx", "args": ["-y", "other-hub"]}}})
+    )
 
     with pytest.raises(CommandError) as failure:
         call_command("mcp_import", str(path), stdout=io.StringIO(), stderr=io.StringIO())
 
-    assert "mcpServers.hub.name: The name “hub” is reserved for the hub's own tools" in str(failure.value)
+    assert "mcpServers.hub.name: The name “hub” is reserved for the hub's own tools" in str(
+        failure.value
+    )
     assert builtin_state() == before
 
 
@@ -50,7 +54,8 @@ def test_an_import_before_the_builtin_exists_cannot_take_its_name(db, tmp_path):
 
 def test_the_api_refuses_the_reserved_name(admin_client, db):
     response = admin_client.post(
-        "/api/servers/", {"name": "hub", "transport": "streamable_http", "url": "https://x.example.com/mcp"},
+        "/api/servers/",
+        {"name": "hub", "transport": "streamable_http", "url": "https://x.example.com/mcp"},
         content_type="application/json",
     )
 
@@ -60,8 +65,18 @@ def test_the_api_refuses_the_reserved_name(admin_client, db):
 
 
 def test_the_admin_form_refuses_the_reserved_name(db):
-    form = McpServerForm(data={"name": "hub", "transport": "streamable_http", "url": "https://x.example.com/mcp",
-                               "visibility": "global", "timeout": 30, "args": "", "env": "", "headers": ""})
+    form = McpServerForm(
+        data={
+            "name": "hub",
+            "transport": "streamable_http",
+            "url": "https://x.example.com/mcp",
+            "visibility": "global",
+            "timeout": 30,
+            "args": "",
+            "env": "",
+            "headers": "",
+        }
+    )
 
     assert not form.is_valid()
     assert "reserved for the hub's own tools" in form.errors["name"][0]

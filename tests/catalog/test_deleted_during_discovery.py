@@ -14,13 +14,22 @@ pytestmark = pytest.mark.django_db
 
 def _discovery() -> Discovery:
     tool = types.Tool(name="echo", description="Echo.", inputSchema={"type": "object"})
-    return Discovery(server="gone", config_hash="x", protocol_version="2025-06-18", server_info=None,
-                     capabilities=None, instructions=None, tools=[tool])
+    return Discovery(
+        server="gone",
+        config_hash="x",
+        protocol_version="2025-06-18",
+        server_info=None,
+        capabilities=None,
+        instructions=None,
+        tools=[tool],
+    )
 
 
 def test_the_outcome_says_it_was_deleted_and_nothing_is_written():
     server = McpServer.objects.create(name="gone", command="true")
-    McpServer.objects.filter(pk=server.pk).delete()  # the row is gone; the task still holds `server`
+    McpServer.objects.filter(
+        pk=server.pk
+    ).delete()  # the row is gone; the task still holds `server`
 
     outcome = operations._outcome(server, _discovery())
 

@@ -19,7 +19,9 @@ TINY_TOOLS = ["argv", "crash", "echo", "env", "env_keys", "pid", "sleep", "spam"
 
 
 def _tools(name: str) -> list[str]:
-    return sorted(McpServer.objects.get(name=name).tools.filter(available=True).values_list("name", flat=True))
+    return sorted(
+        McpServer.objects.get(name=name).tools.filter(available=True).values_list("name", flat=True)
+    )
 
 
 def _status(name: str) -> tuple[str, str]:
@@ -35,8 +37,15 @@ def _config(tmp_path, servers: dict) -> str:
 
 def test_a_server_added_in_the_admin_shows_its_tools(pool_host, admin_client):
     form = {
-        "name": "tiny", "transport": "stdio", "command": sys.executable, "args": "\n".join(tiny_args()),
-        "timeout": "30", "enabled": "on", "visibility": "global", "env": "", "headers": "",
+        "name": "tiny",
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": "\n".join(tiny_args()),
+        "timeout": "30",
+        "enabled": "on",
+        "visibility": "global",
+        "env": "",
+        "headers": "",
     }
     response = admin_client.post("/admin/catalog/mcpserver/add/", form)
 
@@ -44,26 +53,41 @@ def test_a_server_added_in_the_admin_shows_its_tools(pool_host, admin_client):
     assert wait_for(lambda: _tools("tiny")) == TINY_TOOLS
     assert _status("tiny") == ("healthy", "")
     said = [str(m) for m in get_messages(response.wsgi_request)]
-    assert "tiny: healthy, 8 tool(s) discovered." in said or "tiny: being discovered" in " ".join(said), said
+    assert "tiny: healthy, 8 tool(s) discovered." in said or "tiny: being discovered" in " ".join(
+        said
+    ), said
 
 
 def test_the_admin_says_why_a_new_server_offers_nothing(admin_client, transactional_db, settings):
     if settings.REDIS_URL:
         pytest.skip("with a worker the outcome arrives after the page: the changelist shows it")
     form = {
-        "name": "broken", "transport": "stdio", "command": "/nonexistent/mcp-server", "args": "",
-        "timeout": "30", "enabled": "on", "visibility": "global", "env": "", "headers": "",
+        "name": "broken",
+        "transport": "stdio",
+        "command": "/nonexistent/mcp-server",
+        "args": "",
+        "timeout": "30",
+        "enabled": "on",
+        "visibility": "global",
+        "env": "",
+        "headers": "",
     }
     response = admin_client.post("/admin/catalog/mcpserver/add/", form, follow=True)
 
     said = [str(message) for message in response.context["messages"]]
-    assert any(line.startswith("broken: down: ") and "/nonexistent/mcp-server" in line for line in said), said
+    assert any(
+        line.startswith("broken: down: ") and "/nonexistent/mcp-server" in line for line in said
+    ), said
 
 
 def test_a_server_changed_through_the_api_is_discovered_again(pool_host, admin_user):
     api = APIClient()
     api.force_authenticate(admin_user)
-    created = api.post("/api/servers/", {"name": "tiny", "command": sys.executable, "args": tiny_args()}, format="json")
+    created = api.post(
+        "/api/servers/",
+        {"name": "tiny", "command": sys.executable, "args": tiny_args()},
+        format="json",
+    )
     assert created.status_code == 201, created.json()
     assert wait_for(lambda: _tools("tiny")) == TINY_TOOLS
 
@@ -85,13 +109,17 @@ def test_an_import_discovers_what_it_created_or_changed_and_nothing_else(pool_ho
     checked = McpServer.objects.get(name="tiny").last_checked_at
 
     call_command("mcp_import", config)  # unchanged: nothing to discover
-    call_command("mcp_import", _config(tmp_path, {"tiny": {**tiny, "env": {"A": "1"}}}), "--no-discover")
+    call_command(
+        "mcp_import", _config(tmp_path, {"tiny": {**tiny, "env": {"A": "1"}}}), "--no-discover"
+    )
 
     assert McpServer.objects.get(name="tiny").last_checked_at == checked
 
 
 def test_a_disabled_server_is_not_discovered_until_enabled(pool_host):
-    server = McpServer.objects.create(name="tiny", command=sys.executable, args=tiny_args(), enabled=False)
+    server = McpServer.objects.create(
+        name="tiny", command=sys.executable, args=tiny_args(), enabled=False
+    )
 
     server.description = "still disabled"
     server.save()
@@ -116,7 +144,9 @@ def test_a_server_imported_on_the_servers_page_shows_its_tools(pool_host, admin_
     text = json.dumps({"mcpServers": {"tiny": {"command": sys.executable, "args": tiny_args()}}})
     digest = admin_client.post("/servers/import/", {"text": text, "preview": "1"}).context["digest"]
 
-    response = admin_client.post("/servers/import/", {"text": text, "previewed": digest, "apply": "1"})
+    response = admin_client.post(
+        "/servers/import/", {"text": text, "previewed": digest, "apply": "1"}
+    )
 
     assert response.status_code == 302
     assert wait_for(lambda: _tools("tiny")) == TINY_TOOLS

@@ -30,7 +30,16 @@ def found(tmp_path, monkeypatch):
 def start(*args: str) -> str:
     """What `./hub run` does at start-up."""
     out = io.StringIO()
-    call_command("mcp_import", "--if-found", "--no-discover", "-v", "0", *args, stdout=out, stderr=io.StringIO())
+    call_command(
+        "mcp_import",
+        "--if-found",
+        "--no-discover",
+        "-v",
+        "0",
+        *args,
+        stdout=out,
+        stderr=io.StringIO(),
+    )
     return out.getvalue()
 
 
@@ -88,11 +97,16 @@ def test_sync_makes_the_file_win(found):
     found({"time": {"command": "mcp-server-time"}})
 
     out = start()
-    assert "kept git: no longer in the file" in out and McpServer.objects.filter(name="git").exists()
+    assert (
+        "kept git: no longer in the file" in out and McpServer.objects.filter(name="git").exists()
+    )
 
     out = start("--sync")
     assert "updated time (stdio): command" in out and "removed git: no longer in the file" in out
-    assert command_of("time") == "mcp-server-time" and not McpServer.objects.filter(name="git").exists()
+    assert (
+        command_of("time") == "mcp-server-time"
+        and not McpServer.objects.filter(name="git").exists()
+    )
 
 
 def test_a_server_that_was_there_before_is_left_alone_unless_it_says_the_same(found):

@@ -13,7 +13,11 @@ from apps.catalog.models import McpServer
 
 
 def snapshot() -> list[tuple]:
-    return list(McpServer.objects.order_by("name").values_list("name", "config_hash", "enabled", "display_name"))
+    return list(
+        McpServer.objects.order_by("name").values_list(
+            "name", "config_hash", "enabled", "display_name"
+        )
+    )
 
 
 @pytest.fixture
@@ -37,22 +41,52 @@ GOOD = {"command": "npx", "args": ["-y", "server-github"]}
 BAD_ENTRIES = [
     ({"command": "npx", "args": "-y server"}, "mcpServers.broken.args: must be a list of strings"),
     ({"command": "npx", "args": ["-y", 3]}, "mcpServers.broken.args: must be a list of strings"),
-    ({"command": "npx", "env": ["A=b"]}, "mcpServers.broken.env: must be an object mapping names to string values"),
-    ({"command": "npx", "env": {"PORT": 8080}}, "mcpServers.broken.env: must be an object mapping names"),
-    ({"command": "npx", "env": {"BAD NAME": "x"}}, 'mcpServers.broken.env.BAD NAME: "BAD NAME" is not an environment'),
-    ({"url": "https://x.example.com", "headers": {"A": 1}}, "mcpServers.broken.headers: must be an object mapping"),
-    ({"url": "https://x.example.com", "headers": {"Bad Header": "v"}}, "mcpServers.broken.headers.Bad Header:"),
+    (
+        {"command": "npx", "env": ["A=b"]},
+        "mcpServers.broken.env: must be an object mapping names to string values",
+    ),
+    (
+        {"command": "npx", "env": {"PORT": 8080}},
+        "mcpServers.broken.env: must be an object mapping names",
+    ),
+    (
+        {"command": "npx", "env": {"BAD NAME": "x"}},
+        'mcpServers.broken.env.BAD NAME: "BAD NAME" is not an environment',
+    ),
+    (
+        {"url": "https://x.example.com", "headers": {"A": 1}},
+        "mcpServers.broken.headers: must be an object mapping",
+    ),
+    (
+        {"url": "https://x.example.com", "headers": {"Bad Header": "v"}},
+        "mcpServers.broken.headers.Bad Header:",
+    ),
     ({"args": ["x"]}, "mcpServers.broken: needs a command (local server) or a url (remote server)"),
-    ({"command": "npx", "url": "https://x.example.com"}, "mcpServers.broken: has both command and url; add a type"),
-    ({"type": "websocket", "url": "wss://x.example.com"}, 'mcpServers.broken.type: unknown type "websocket"'),
-    ({"type": "http", "command": "npx"}, "mcpServers.broken.url: missing: a http server needs a url"),
+    (
+        {"command": "npx", "url": "https://x.example.com"},
+        "mcpServers.broken: has both command and url; add a type",
+    ),
+    (
+        {"type": "websocket", "url": "wss://x.example.com"},
+        'mcpServers.broken.type: unknown type "websocket"',
+    ),
+    (
+        {"type": "http", "command": "npx"},
+        "mcpServers.broken.url: missing: a http server needs a url",
+    ),
     ({"type": "stdio", "url": "https://x.example.com"}, "mcpServers.broken.command: missing"),
-    ({"url": "ftp://files.example.com/mcp"}, "mcpServers.broken.url: must be an http:// or https:// URL"),
+    (
+        {"url": "ftp://files.example.com/mcp"},
+        "mcpServers.broken.url: must be an http:// or https:// URL",
+    ),
     ({"url": "not a url"}, "mcpServers.broken.url: must be an http:// or https:// URL"),
     ({"command": ""}, "mcpServers.broken.command: must not be empty"),
     ({"command": ["npx"]}, "mcpServers.broken.command: must be a string"),
     ({"command": "npx", "disabled": "yes"}, "mcpServers.broken.disabled: must be true or false"),
-    ({"command": "npx", "timeout": 0}, "mcpServers.broken.timeout: must be a whole number of seconds"),
+    (
+        {"command": "npx", "timeout": 0},
+        "mcpServers.broken.timeout: must be a whole number of seconds",
+    ),
     ({"command": "x" * 2000}, "mcpServers.broken.command: too long"),
     ("npx server", "mcpServers.broken: must be an object"),
 ]
@@ -60,7 +94,9 @@ BAD_ENTRIES = [
 
 @pytest.mark.parametrize("entry,message", BAD_ENTRIES)
 def test_a_bad_entry_is_named_and_nothing_is_imported(existing, tmp_path, entry, message):
-    error = import_text(tmp_path, json.dumps({"mcpServers": {"github": GOOD, "fresh": GOOD, "broken": entry}}))
+    error = import_text(
+        tmp_path, json.dumps({"mcpServers": {"github": GOOD, "fresh": GOOD, "broken": entry}})
+    )
 
     assert message in error
     assert "nothing imported" in error
@@ -86,7 +122,11 @@ def test_a_file_of_the_wrong_shape_is_refused(existing, tmp_path, text, message)
 
 def test_an_unset_variable_names_entry_field_and_variable(existing, tmp_path, monkeypatch):
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
-    config = {"servers": {"github": {"type": "stdio", "command": "npx", "env": {"TOKEN": "${env:GITHUB_TOKEN}"}}}}
+    config = {
+        "servers": {
+            "github": {"type": "stdio", "command": "npx", "env": {"TOKEN": "${env:GITHUB_TOKEN}"}}
+        }
+    }
 
     error = import_text(tmp_path, json.dumps(config))
 
@@ -125,7 +165,10 @@ def test_two_keys_that_normalize_to_one_name_are_an_error(existing, tmp_path):
 
     error = import_text(tmp_path, json.dumps(config))
 
-    assert "mcpServers.my-server: its server name 'my-server' is also the name of mcpServers[\"My Server\"]" in error
+    assert (
+        "mcpServers.my-server: its server name 'my-server' is also the name of mcpServers[\"My Server\"]"
+        in error
+    )
     assert snapshot() == existing
 
 
@@ -146,14 +189,23 @@ def test_what_only_the_model_can_check_is_reported_the_same_way(existing, tmp_pa
 
     error = import_text(tmp_path, json.dumps({"mcpServers": {"fresh": GOOD, key: GOOD}}))
 
-    assert f'mcpServers["{key}"].display_name: Ensure this value has at most 200 characters' in error
+    assert (
+        f'mcpServers["{key}"].display_name: Ensure this value has at most 200 characters' in error
+    )
     assert snapshot() == existing
 
 
 def test_a_preview_gets_the_sound_entries_beside_every_problem():
-    text = json.dumps({"mcpServers": {
-        "good": {"command": "ok"}, "bad": {"command": 7}, "Twin": {"command": "a"}, "twin": {"command": "b"},
-    }})
+    text = json.dumps(
+        {
+            "mcpServers": {
+                "good": {"command": "ok"},
+                "bad": {"command": 7},
+                "Twin": {"command": "a"},
+                "twin": {"command": "b"},
+            }
+        }
+    )
 
     parsed, errors = parse_mcp_json_entries(text, environ={})
 

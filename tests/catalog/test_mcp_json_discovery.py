@@ -46,13 +46,16 @@ def test_search_order(places, monkeypatch):
     assert candidate_paths() == [places[k] for k in ("env", "lmstudio", "cwd", "home", "parent")]
 
 
-@pytest.mark.parametrize("winner,losers", [
-    ("env", ["lmstudio", "cwd", "home", "parent"]),
-    ("lmstudio", ["cwd", "home", "parent"]),
-    ("cwd", ["home", "parent"]),
-    ("home", ["parent"]),
-    ("parent", []),
-])
+@pytest.mark.parametrize(
+    "winner,losers",
+    [
+        ("env", ["lmstudio", "cwd", "home", "parent"]),
+        ("lmstudio", ["cwd", "home", "parent"]),
+        ("cwd", ["home", "parent"]),
+        ("home", ["parent"]),
+        ("parent", []),
+    ],
+)
 def test_the_first_file_found_wins_and_is_named(places, monkeypatch, winner, losers):
     monkeypatch.setenv("MCP_JSON_PATH", str(places["env"]))
     for place in [winner, *losers]:

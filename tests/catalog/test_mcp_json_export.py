@@ -15,7 +15,10 @@ from apps.catalog.models import McpServer
 @pytest.fixture
 def catalog(db) -> None:
     McpServer.objects.create(
-        name="github", command="npx", args=["-y", "server-github"], env={"GITHUB_TOKEN": "ghp_secret"}
+        name="github",
+        command="npx",
+        args=["-y", "server-github"],
+        env={"GITHUB_TOKEN": "ghp_secret"},
     )
     McpServer.objects.create(
         name="alice-notes",
@@ -25,7 +28,9 @@ def catalog(db) -> None:
         headers={"Authorization": "Bearer notes-secret"},
         timeout=120,
     )
-    McpServer.objects.create(name="legacy", transport="sse", url="http://legacy:9000/sse", enabled=False)
+    McpServer.objects.create(
+        name="legacy", transport="sse", url="http://legacy:9000/sse", enabled=False
+    )
 
 
 def export(*args: str) -> tuple[str, str]:
@@ -99,7 +104,9 @@ def test_round_trip_with_secrets_restores_the_same_servers(catalog, tmp_path, mo
     assert after == before
 
 
-def test_round_trip_without_secrets_needs_the_variables_and_then_matches(catalog, tmp_path, monkeypatch):
+def test_round_trip_without_secrets_needs_the_variables_and_then_matches(
+    catalog, tmp_path, monkeypatch
+):
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret")
     monkeypatch.setenv("MCP_ALICE_NOTES_AUTHORIZATION", "Bearer notes-secret")
 
@@ -109,7 +116,9 @@ def test_round_trip_without_secrets_needs_the_variables_and_then_matches(catalog
     assert McpServer.objects.get(name="github").env == {"GITHUB_TOKEN": "ghp_secret"}
 
 
-def test_a_file_without_secrets_is_refused_until_the_variables_are_set(catalog, tmp_path, monkeypatch):
+def test_a_file_without_secrets_is_refused_until_the_variables_are_set(
+    catalog, tmp_path, monkeypatch
+):
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     monkeypatch.delenv("MCP_ALICE_NOTES_AUTHORIZATION", raising=False)
     target = tmp_path / "export.json"
@@ -118,7 +127,10 @@ def test_a_file_without_secrets_is_refused_until_the_variables_are_set(catalog, 
     with pytest.raises(CommandError) as failure:
         call_command("mcp_import", str(target), stdout=io.StringIO())
 
-    assert "mcpServers.github.env.GITHUB_TOKEN: environment variable GITHUB_TOKEN is not set" in str(failure.value)
+    assert (
+        "mcpServers.github.env.GITHUB_TOKEN: environment variable GITHUB_TOKEN is not set"
+        in str(failure.value)
+    )
     assert McpServer.objects.get(name="github").env == {"GITHUB_TOKEN": "ghp_secret"}
 
 

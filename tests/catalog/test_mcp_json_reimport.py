@@ -25,8 +25,15 @@ def hashes() -> dict[str, str]:
 
 
 CONFIG = {
-    "github": {"command": "npx", "args": ["-y", "server-github"], "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}},
-    "Docs Search": {"url": "https://docs.example.com/mcp", "headers": {"Authorization": "Bearer d0cs"}},
+    "github": {
+        "command": "npx",
+        "args": ["-y", "server-github"],
+        "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"},
+    },
+    "Docs Search": {
+        "url": "https://docs.example.com/mcp",
+        "headers": {"Authorization": "Bearer d0cs"},
+    },
     "old": {"command": "old-server", "disabled": True},
 }
 
@@ -98,7 +105,9 @@ def test_what_the_file_cannot_say_is_left_as_the_admin_set_it(db, tmp_path):
     path = tmp_path / ".mcp.json"
     write(path, {"time": {"command": "mcp-server-time"}})
     run_import(path)
-    McpServer.objects.filter(name="time").update(display_name="Clock", description="What time is it", timeout=90)
+    McpServer.objects.filter(name="time").update(
+        display_name="Clock", description="What time is it", timeout=90
+    )
 
     out = run_import(path)
 
@@ -109,7 +118,9 @@ def test_what_the_file_cannot_say_is_left_as_the_admin_set_it(db, tmp_path):
 
 def test_dry_run_reports_the_plan_and_writes_nothing(db, tmp_path, monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_1")
-    McpServer.objects.create(name="github", command="npx", args=["-y", "server-github"], env={"GITHUB_TOKEN": "ghp_1"})
+    McpServer.objects.create(
+        name="github", command="npx", args=["-y", "server-github"], env={"GITHUB_TOKEN": "ghp_1"}
+    )
     McpServer.objects.create(name="old", command="older-server")
     before = hashes()
     path = tmp_path / ".mcp.json"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -103,7 +104,10 @@ def test_vscode_config_with_comments_inputs_and_disabled_entries(db, monkeypatch
     assert perplexity.display_name == "Perplexity"
     assert perplexity.env == {"PERPLEXITY_API_KEY": "pplx-secret"}
     github = McpServer.objects.get(name="github")
-    assert (github.transport, github.headers) == ("streamable_http", {"Authorization": "Bearer gho_secret"})
+    assert (github.transport, github.headers) == (
+        "streamable_http",
+        {"Authorization": "Bearer gho_secret"},
+    )
     assert McpServer.objects.get(name="fetch").enabled is False
     memory = McpServer.objects.get(name="memory")
     assert (memory.transport, memory.url) == ("sse", "http://memory-mcp:8080/sse")
@@ -115,7 +119,9 @@ def test_vscode_config_with_comments_inputs_and_disabled_entries(db, monkeypatch
 @pytest.mark.parametrize("kind", ["http", "streamable-http", "streamableHttp", "sse", "SSE"])
 def test_every_spelling_of_a_remote_type_is_understood(db, tmp_path, kind):
     path = tmp_path / "mcp.json"
-    path.write_text('{"mcpServers": {"remote": {"type": "%s", "url": "https://r.example.com/mcp"}}}' % kind)
+    path.write_text(
+        json.dumps({"mcpServers": {"remote": {"type": kind, "url": "https://r.example.com/mcp"}}})
+    )
 
     run_import(str(path))
 

@@ -19,7 +19,10 @@ def test_the_raw_row_of_an_imported_server_holds_no_plaintext_secret(db, tmp_pat
             {
                 "mcpServers": {
                     "github": {"command": "npx", "env": {"GITHUB_TOKEN": "ghp_plaintextSecret42"}},
-                    "notes": {"url": "https://notes.example.com/mcp", "headers": {"Authorization": "${NOTES_TOKEN}"}},
+                    "notes": {
+                        "url": "https://notes.example.com/mcp",
+                        "headers": {"Authorization": "${NOTES_TOKEN}"},
+                    },
                 }
             }
         )

@@ -61,12 +61,20 @@ def test_an_import_cannot_take_over_another_users_private_server(config_file, al
     run_import(config_file, "--owner", "alice")
     before = list(McpServer.objects.values_list("name", "visibility", "owner", "config_hash"))
 
-    with pytest.raises(CommandError, match="mcpServers.notes: server 'notes' already exists and is private to alice"):
+    with pytest.raises(
+        CommandError,
+        match="mcpServers.notes: server 'notes' already exists and is private to alice",
+    ):
         run_import(config_file, "--owner", "charlie")
-    with pytest.raises(CommandError, match="already exists and is private to alice; this import would make it global"):
+    with pytest.raises(
+        CommandError,
+        match="already exists and is private to alice; this import would make it global",
+    ):
         run_import(config_file)
 
-    assert list(McpServer.objects.values_list("name", "visibility", "owner", "config_hash")) == before
+    assert (
+        list(McpServer.objects.values_list("name", "visibility", "owner", "config_hash")) == before
+    )
 
 
 @pytest.mark.parametrize(

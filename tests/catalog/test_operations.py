@@ -29,13 +29,17 @@ async def test_discover_now_fills_the_catalog_from_the_real_echo_server(shared_p
     outcome = await discover_now(server=server)
 
     assert outcome.ok, outcome.error
-    assert {"echo", "add", "touch_tools"} <= set(await sync_to_async(lambda: set(server.tools.values_list("name", flat=True)))())
+    assert {"echo", "add", "touch_tools"} <= set(
+        await sync_to_async(lambda: set(server.tools.values_list("name", flat=True)))()
+    )
     assert outcome.report.counts["prompts"] == 1
     await sync_to_async(server.refresh_from_db)()
     assert server.status == McpServer.Status.HEALTHY
 
 
-async def test_a_broken_command_is_down_with_its_error_then_healthy_once_fixed(shared_pool, make_server):
+async def test_a_broken_command_is_down_with_its_error_then_healthy_once_fixed(
+    shared_pool, make_server
+):
     server = await sync_to_async(make_server)("tiny", tiny_args())
     first = await check_health(server=server)
     assert first.status == McpServer.Status.HEALTHY, first
@@ -88,7 +92,12 @@ async def test_stderr_tail_and_counters_come_from_the_live_connection(shared_poo
     assert live.error == ""
     assert "3" in live.stderr or live.stderr.count("\n") >= 2
     stats = live.stats
-    assert (stats.state, stats.open_sessions, stats.live_processes, stats.restarts) == ("open", 1, 1, 0)
+    assert (stats.state, stats.open_sessions, stats.live_processes, stats.restarts) == (
+        "open",
+        1,
+        1,
+        0,
+    )
     assert stats.calls >= 1
 
 
@@ -99,7 +108,9 @@ async def test_disabling_a_server_closes_its_connection(shared_pool, make_server
 
     await _save(server, enabled=False)
 
-    closed = await await_for(lambda: operations.live_state(server_name="tiny").stats.live_processes == 0)
+    closed = await await_for(
+        lambda: operations.live_state(server_name="tiny").stats.live_processes == 0
+    )
     assert closed
 
 

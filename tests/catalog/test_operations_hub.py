@@ -38,7 +38,12 @@ class AdminBrowser:
 
     def action(self, name: str, server: McpServer) -> list[str]:
         page = self.http.get(SERVERS_URL)
-        data = {"csrfmiddlewaretoken": _csrf(page.text), "action": name, "_selected_action": str(server.pk), "index": "0"}
+        data = {
+            "csrfmiddlewaretoken": _csrf(page.text),
+            "action": name,
+            "_selected_action": str(server.pk),
+            "index": "0",
+        }
         return _messages(self.http.post(SERVERS_URL, data=data).text)
 
     def change_page(self, server: McpServer) -> str:
@@ -61,24 +66,33 @@ def admin(hub, admin_user) -> AdminBrowser:
 
 @pytest.fixture
 def tiny(transactional_db) -> McpServer:
-    return McpServer.objects.create(name="tiny", command=sys.executable, args=tiny_args("--stderr-lines", "3", "--tag", "one"))
+    return McpServer.objects.create(
+        name="tiny", command=sys.executable, args=tiny_args("--stderr-lines", "3", "--tag", "one")
+    )
 
 
 def test_test_connection_and_discover_now_report_per_server(admin, tiny):
-    broken = McpServer.objects.create(name="broken", command=sys.executable, args=tiny_args("--fail", "no token"))
+    broken = McpServer.objects.create(
+        name="broken", command=sys.executable, args=tiny_args("--fail", "no token")
+    )
 
     tested = admin.action("test_connection", tiny) + admin.action("test_connection", broken)
     discovered = admin.action("discover_now", tiny)
 
     assert re.fullmatch(r"Tiny: healthy \(\d+\.\d ms\)", tested[0]), tested
-    assert tested[1].startswith("Broken: down: server 'broken' failed to start") and "no token" in tested[1]
+    assert (
+        tested[1].startswith("Broken: down: server 'broken' failed to start")
+        and "no token" in tested[1]
+    )
     assert discovered == ["Tiny: 8 tools, 0 resources, 0 templates, 0 prompts (8 new)"]
     assert set(tiny.tools.values_list("name", flat=True)) >= {"argv", "env", "pid"}
 
 
 def test_the_server_page_shows_the_live_stderr_and_pool_counters(admin):
     # A name no other test uses: the hub's pool outlives tests and keeps counting per name.
-    noisy = McpServer.objects.create(name="noisy-page", command=sys.executable, args=tiny_args("--stderr-lines", "3"))
+    noisy = McpServer.objects.create(
+        name="noisy-page", command=sys.executable, args=tiny_args("--stderr-lines", "3")
+    )
     admin.action("test_connection", noisy)
 
     html = admin.change_page(noisy)
@@ -86,11 +100,17 @@ def test_the_server_page_shows_the_live_stderr_and_pool_counters(admin):
     assert "startup noise 2 " in html
     counters = dict(re.findall(r"<tr><th>([^<]+)</th><td>([^<]*)</td></tr>", html))
     assert counters["state"] == "open"
-    assert (counters["open sessions"], counters["live processes"], counters["restarts"]) == ("1", "1", "0")
+    assert (counters["open sessions"], counters["live processes"], counters["restarts"]) == (
+        "1",
+        "1",
+        "0",
+    )
 
 
 @pytest.mark.anyio
-async def test_a_changed_config_takes_effect_on_the_next_call_without_restart(hub, admin, admin_user, tiny, alice):
+async def test_a_changed_config_takes_effect_on_the_next_call_without_restart(
+    hub, admin, admin_user, tiny, alice
+):
     await sync_to_async(admin.action)("discover_now", tiny)
     endpoint = await sync_to_async(alice.endpoints.get)()
     await sync_to_async(lambda: enable_tools(endpoint=endpoint, tools=tiny.tools.all()))()

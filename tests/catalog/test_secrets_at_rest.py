@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from cryptography.fernet import Fernet
 from django.db import connection
 from django.test import override_settings
-from cryptography.fernet import Fernet
 
 from apps.catalog.models import McpServer
 from apps.core import crypto

@@ -19,7 +19,10 @@ def test_changing_connection_config_changes_the_config_hash(db):
     assert McpServer.objects.get(pk=server.pk).config_hash != before
 
 
-@pytest.mark.parametrize("field,value", [("env", {"K": "v2"}), ("url", "http://127.0.0.1:9/mcp"), ("timeout", 5), ("cwd", "/tmp")])
+@pytest.mark.parametrize(
+    "field,value",
+    [("env", {"K": "v2"}), ("url", "http://127.0.0.1:9/mcp"), ("timeout", 5), ("cwd", "/tmp")],
+)
 def test_every_connection_field_feeds_the_hash(db, field, value):
     server = McpServer.objects.create(name="fs", command="npx", env={"K": "v"})
     before = server.config_hash
@@ -68,7 +71,9 @@ def test_bad_server_names_are_refused_by_validation(db, name):
 
 
 def test_validation_explains_what_is_missing(db, alice):
-    server = McpServer(name="t", transport="sse", url="", visibility="team", args="not-a-list", env={"K": 1})
+    server = McpServer(
+        name="t", transport="sse", url="", visibility="team", args="not-a-list", env={"K": 1}
+    )
 
     with pytest.raises(ValidationError) as error:
         server.full_clean()

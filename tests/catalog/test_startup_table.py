@@ -13,7 +13,12 @@ from tests.live_hub import ROOT, hub_env
 
 def _discover(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "manage.py", "mcp_discover", *args], cwd=ROOT, env=hub_env(), capture_output=True, text=True, timeout=120
+        [sys.executable, "manage.py", "mcp_discover", *args],
+        cwd=ROOT,
+        env=hub_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -25,11 +30,22 @@ def test_start_up_shows_a_table_and_each_error_once(pool_host):
 
     output = result.stdout + result.stderr
     assert result.returncode == 1
-    assert "WARNING" not in output and "CommandError" not in output and "Traceback" not in output, output
+    assert "WARNING" not in output and "CommandError" not in output and "Traceback" not in output, (
+        output
+    )
     assert output.count("/nonexistent/mcp-server") == 1, output
     lines = result.stdout.splitlines()
     header, rows = lines[0], lines[1:3]
-    assert header.split() == ["server", "status", "tools", "resources", "prompts", "since", "last", "discovery"]
+    assert header.split() == [
+        "server",
+        "status",
+        "tools",
+        "resources",
+        "prompts",
+        "since",
+        "last",
+        "discovery",
+    ]
     assert [row.split()[:3] for row in rows] == [["broken", "down", "-"], ["tiny", "healthy", "8"]]
     assert {row.index(row.split()[1]) for row in rows} == {header.index("status")}  # aligned
     assert rows[1].endswith("8 new"), output  # counts in words, not `(+8 ~0 -0)`

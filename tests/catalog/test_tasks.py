@@ -11,17 +11,34 @@ from tests.catalog.conftest import echo_args, tiny_args, wait_for
 
 
 def test_task_names_are_stable_and_beat_refers_to_them():
-    names = {t.name for t in (tasks.discover_server, tasks.discover_servers, tasks.discover_all, tasks.check_health,
-                              tasks.check_health_all, tasks.close_server, tasks.watch_mcp_json)}
+    names = {
+        t.name
+        for t in (
+            tasks.discover_server,
+            tasks.discover_servers,
+            tasks.discover_all,
+            tasks.check_health,
+            tasks.check_health_all,
+            tasks.close_server,
+            tasks.watch_mcp_json,
+        )
+    }
 
     assert names == {
-        "catalog.discover_server", "catalog.discover_servers", "catalog.discover_all", "catalog.check_health",
-        "catalog.check_health_all", "catalog.close_server", "catalog.watch_mcp_json",
+        "catalog.discover_server",
+        "catalog.discover_servers",
+        "catalog.discover_all",
+        "catalog.check_health",
+        "catalog.check_health_all",
+        "catalog.close_server",
+        "catalog.watch_mcp_json",
     }
     scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert {name for name in scheduled if name.startswith("catalog.")} <= names
     celery_app.loader.import_default_modules()  # what a worker, beat and the embedded schedule load
-    assert scheduled <= set(celery_app.tasks)  # every app's scheduled task is registered under its name
+    assert scheduled <= set(
+        celery_app.tasks
+    )  # every app's scheduled task is registered under its name
     assert settings.CELERY_TASK_ROUTES["catalog.*"] == {"queue": "mcp"}
 
 
@@ -44,7 +61,12 @@ def test_discover_all_discovers_every_enabled_server(pool_host, make_server):
 
     tasks.discover_all.delay()
 
-    assert wait_for(lambda: echo.tools.filter(name="touch_tools").exists() and tiny.tools.filter(name="argv").exists())
+    assert wait_for(
+        lambda: (
+            echo.tools.filter(name="touch_tools").exists()
+            and tiny.tools.filter(name="argv").exists()
+        )
+    )
     assert not off.tools.exists()
 
 

@@ -17,7 +17,9 @@ from tests.catalog.conftest import REDIS_MODE, await_for, echo_args, tiny_args, 
 @pytest.mark.anyio
 async def test_a_backend_announcing_list_changed_is_discovered_again(shared_pool, make_server):
     if not REDIS_MODE:  # embedded: the in-process pool gets its hook from settings.MCPHUB_POOL
-        from apps.gateway import subscriptions  # which relays resources/updated, then calls the catalog's
+        from apps.gateway import (
+            subscriptions,
+        )  # which relays resources/updated, then calls the catalog's
 
         assert shared_pool.on_notification is subscriptions.on_backend_notification
     server = await sync_to_async(make_server)("echo", echo_args())
@@ -26,19 +28,27 @@ async def test_a_backend_announcing_list_changed_is_discovered_again(shared_pool
     await sync_to_async(Tool.objects.filter(server=server, name="add").update)(available=False)
 
     spec = server.to_spec()
-    await sync_to_async(operations.run_on_pool)(lambda pool: pool.call_tool(spec, "touch_tools", {}))
+    await sync_to_async(operations.run_on_pool)(
+        lambda pool: pool.call_tool(spec, "touch_tools", {})
+    )
 
     assert await await_for(lambda: Tool.objects.get(server=server, name="add").available)
 
 
-def test_other_backend_notifications_do_not_trigger_discovery(transactional_db, make_server, monkeypatch):
+def test_other_backend_notifications_do_not_trigger_discovery(
+    transactional_db, make_server, monkeypatch
+):
     make_server("echo", echo_args())
     asked = []
     monkeypatch.setattr(operations, "request_rediscovery", lambda **kw: asked.append(kw))
     listener = watch.EventsListener("redis://unused", "mcphub:pool")
 
-    listener.handle(json.dumps({"s": "echo", "n": {"method": "notifications/message", "params": {}}}))
-    listener.handle(json.dumps({"s": "echo", "n": {"method": "notifications/prompts/list_changed"}}))
+    listener.handle(
+        json.dumps({"s": "echo", "n": {"method": "notifications/message", "params": {}}})
+    )
+    listener.handle(
+        json.dumps({"s": "echo", "n": {"method": "notifications/prompts/list_changed"}})
+    )
 
     assert asked == [{"server_name": "echo"}]
 
@@ -77,11 +87,17 @@ def test_a_broken_mcp_json_logs_why_and_changes_nothing(pool_host, make_server, 
         result = watch.reimport_if_changed(path=config)
 
     assert result is None
-    assert "was not imported; nothing changed" in caplog.text and "tiny" in caplog.text and "other" in caplog.text
+    assert (
+        "was not imported; nothing changed" in caplog.text
+        and "tiny" in caplog.text
+        and "other" in caplog.text
+    )
     assert McpServer.objects.get(name="tiny").config_hash == before
     assert not McpServer.objects.filter(name="other").exists()
     caplog.clear()
-    assert watch.reimport_if_changed(path=config) is None and caplog.text == ""  # said once, not every tick
+    assert (
+        watch.reimport_if_changed(path=config) is None and caplog.text == ""
+    )  # said once, not every tick
 
 
 def test_the_beat_task_watches_only_when_asked(transactional_db, tmp_path, settings):

@@ -38,7 +38,12 @@ def llm() -> Iterator[ScriptedLLM]:
 @pytest.fixture
 def alice_provider(alice, llm) -> Iterator[Provider]:
     yield Provider.objects.create(
-        name="scripted", kind="openai", base_url=llm.url, default_model="scripted-model", owner=alice, is_default=True
+        name="scripted",
+        kind="openai",
+        base_url=llm.url,
+        default_model="scripted-model",
+        owner=alice,
+        is_default=True,
     )
     settle_turns_and_runs()
 
@@ -53,8 +58,13 @@ def flavour(request) -> Flavour:
 def flavour_provider(flavour, alice, llm) -> Iterator[Provider]:
     """Alice's default provider, speaking as the flavour's product does."""
     yield Provider.objects.create(
-        name=flavour.name, kind=flavour.kind, base_url=llm.url, default_model=flavour.model, owner=alice,
-        is_default=True, **flavour.settings,
+        name=flavour.name,
+        kind=flavour.kind,
+        base_url=llm.url,
+        default_model=flavour.model,
+        owner=alice,
+        is_default=True,
+        **flavour.settings,
     )
     settle_turns_and_runs()
 
@@ -74,8 +84,13 @@ def settle_turns_and_runs(timeout: float = 20.0) -> None:
         with contextlib.suppress(chat_services.ChatError):
             chat_services.request_stop(conversation=turn.conversation)
     deadline = time.monotonic() + timeout
-    while Run.objects.filter(status__in=Run.ACTIVE).exists() or Turn.objects.filter(status=Turn.Status.RUNNING).exists():
-        assert time.monotonic() < deadline, "a turn or run did not stop within 20 s of its test's end"
+    while (
+        Run.objects.filter(status__in=Run.ACTIVE).exists()
+        or Turn.objects.filter(status=Turn.Status.RUNNING).exists()
+    ):
+        assert time.monotonic() < deadline, (
+            "a turn or run did not stop within 20 s of its test's end"
+        )
         time.sleep(0.1)
 
 
@@ -90,7 +105,9 @@ class Api:
     """The hub's REST API as a script uses it (bearer token)."""
 
     def __init__(self, base_url: str, token: str) -> None:
-        self.client = httpx2.AsyncClient(base_url=base_url + "/api", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        self.client = httpx2.AsyncClient(
+            base_url=base_url + "/api", headers={"Authorization": f"Bearer {token}"}, timeout=30
+        )
 
     async def __aenter__(self) -> Api:
         return self
@@ -126,7 +143,9 @@ class ChatSocket:
         """Events up to and including the first of `kind` whose payload has these values."""
         while True:
             event = await self.next(timeout)
-            if event["type"] == kind and all(event["payload"].get(k) == v for k, v in payload.items()):
+            if event["type"] == kind and all(
+                event["payload"].get(k) == v for k, v in payload.items()
+            ):
                 return event
 
     def text(self) -> str:

@@ -33,7 +33,9 @@ class Flavour:
     reasoning: str = ""  # what the user sees of the model's thinking over the turn
     finish_reason: str = ""  # of the last assistant message
     turn_status: str = "complete"
-    run_replies: Callable[[], list[Reply]] | None = None  # a run's script, when it differs from a turn's
+    run_replies: Callable[[], list[Reply]] | None = (
+        None  # a run's script, when it differs from a turn's
+    )
     run_status: str = "succeeded"
     run_answer: str | None = None  # None: `answer`
     run_error: str = ""
@@ -67,7 +69,11 @@ def _anthropic_sent(requests: list[dict]) -> None:
     assert requests[0]["max_tokens"] == 64000  # the model's own output limit
     blocks = _assistant(requests[1])["content"]
     assert [b["type"] for b in blocks] == ["thinking", "redacted_thinking", "tool_use", "tool_use"]
-    assert blocks[0] == {"type": "thinking", "thinking": "".join(THOUGHT), "signature": signature("".join(THOUGHT))}
+    assert blocks[0] == {
+        "type": "thinking",
+        "thinking": "".join(THOUGHT),
+        "signature": signature("".join(THOUGHT)),
+    }
 
 
 def _limit_sent(requests: list[dict]) -> None:
@@ -79,54 +85,115 @@ CUT = "Echo said hi and 2+"
 
 FLAVOURS = [
     Flavour(
-        "deepseek-reasoner", "openai", "deepseek-reasoner",
-        lambda: [Reply(reasoning=THOUGHT, tool_calls=TWO_CALLS, require=["reasoning_content"]),
-                 Reply(reasoning=["Both done."], text=["Echo said hi ", "and 2+3=5"], require=["reasoning_content"])],
-        _deepseek_sent, reasoning="The user wants echo and add.Both done.",
+        "deepseek-reasoner",
+        "openai",
+        "deepseek-reasoner",
+        lambda: [
+            Reply(reasoning=THOUGHT, tool_calls=TWO_CALLS, require=["reasoning_content"]),
+            Reply(
+                reasoning=["Both done."],
+                text=["Echo said hi ", "and 2+3=5"],
+                require=["reasoning_content"],
+            ),
+        ],
+        _deepseek_sent,
+        reasoning="The user wants echo and add.Both done.",
     ),
     Flavour(
-        "gemini-3", "openai", "gemini-3-pro-preview",
-        lambda: [Reply(tool_calls=TWO_CALLS, thought_signatures=True, require=["thought_signature"]),
-                 Reply(text=["Echo said hi ", "and 2+3=5"], require=["thought_signature"])],
+        "gemini-3",
+        "openai",
+        "gemini-3-pro-preview",
+        lambda: [
+            Reply(tool_calls=TWO_CALLS, thought_signatures=True, require=["thought_signature"]),
+            Reply(text=["Echo said hi ", "and 2+3=5"], require=["thought_signature"]),
+        ],
         _gemini_sent,
     ),
     Flavour(
-        "openrouter", "openai", "anthropic/claude-sonnet-4.5",
-        lambda: [Reply(reasoning=THOUGHT, reasoning_format="openrouter", tool_calls=TWO_CALLS, require=["reasoning_details"]),
-                 Reply(text=["Echo said hi ", "and 2+3=5"], require=["reasoning_details"])],
-        _openrouter_sent, reasoning="The user wants echo and add.",
+        "openrouter",
+        "openai",
+        "anthropic/claude-sonnet-4.5",
+        lambda: [
+            Reply(
+                reasoning=THOUGHT,
+                reasoning_format="openrouter",
+                tool_calls=TWO_CALLS,
+                require=["reasoning_details"],
+            ),
+            Reply(text=["Echo said hi ", "and 2+3=5"], require=["reasoning_details"]),
+        ],
+        _openrouter_sent,
+        reasoning="The user wants echo and add.",
     ),
     Flavour(
-        "anthropic-thinking", "anthropic", "claude-sonnet-4-5",
-        lambda: [Reply(reasoning=THOUGHT, redacted_thinking=True, tool_calls=ANTHROPIC_CALLS, require=["thinking"]),
-                 Reply(reasoning=["Both done."], text=["Echo said hi ", "and 2+3=5"], require=["thinking"])],
-        _anthropic_sent, settings={"thinking_budget": 2048}, reasoning="The user wants echo and add.Both done.",
+        "anthropic-thinking",
+        "anthropic",
+        "claude-sonnet-4-5",
+        lambda: [
+            Reply(
+                reasoning=THOUGHT,
+                redacted_thinking=True,
+                tool_calls=ANTHROPIC_CALLS,
+                require=["thinking"],
+            ),
+            Reply(
+                reasoning=["Both done."], text=["Echo said hi ", "and 2+3=5"], require=["thinking"]
+            ),
+        ],
+        _anthropic_sent,
+        settings={"thinking_budget": 2048},
+        reasoning="The user wants echo and add.Both done.",
     ),
     Flavour(
-        "anthropic-max-tokens", "anthropic", "claude-sonnet-4-5",
+        "anthropic-max-tokens",
+        "anthropic",
+        "claude-sonnet-4-5",
         lambda: [Reply(tool_calls=ANTHROPIC_CALLS), Reply(text=[LONG], tokens=10_000)],
-        _limit_sent, answer=LONG,
+        _limit_sent,
+        answer=LONG,
     ),
     Flavour(
-        "length-cut", "openai", "gpt-4o",
-        lambda: [Reply(tool_calls=TWO_CALLS), Reply(text=["Echo said hi ", "and 2+"], finish="length")],
-        answer=CUT, finish_reason="length", turn_status="incomplete",
+        "length-cut",
+        "openai",
+        "gpt-4o",
+        lambda: [
+            Reply(tool_calls=TWO_CALLS),
+            Reply(text=["Echo said hi ", "and 2+"], finish="length"),
+        ],
+        answer=CUT,
+        finish_reason="length",
+        turn_status="incomplete",
         # A run asks the model to go on, and answers with the parts joined.
-        run_replies=lambda: [Reply(tool_calls=TWO_CALLS), Reply(text=["Echo said hi ", "and 2+"], finish="length"),
-                             Reply(text=["3=5"])],
+        run_replies=lambda: [
+            Reply(tool_calls=TWO_CALLS),
+            Reply(text=["Echo said hi ", "and 2+"], finish="length"),
+            Reply(text=["3=5"]),
+        ],
         run_answer="Echo said hi and 2+3=5",
     ),
     Flavour(
-        "openai-refusal", "openai", "gpt-4o",
+        "openai-refusal",
+        "openai",
+        "gpt-4o",
         lambda: [Reply(tool_calls=TWO_CALLS), Reply(refusal=["I can't help ", "with that."])],
-        answer="I can't help with that.", finish_reason="refusal", run_status="failed", run_answer="",
+        answer="I can't help with that.",
+        finish_reason="refusal",
+        run_status="failed",
+        run_answer="",
         run_error="The model refused: I can't help with that.",
     ),
     Flavour(
-        "anthropic-refusal", "anthropic", "claude-sonnet-4-5",
-        lambda: [Reply(tool_calls=ANTHROPIC_CALLS), Reply(text=["I won't continue"], finish="content_filter")],
-        answer="I won't continue", finish_reason="refusal", run_status="failed", run_answer="",
+        "anthropic-refusal",
+        "anthropic",
+        "claude-sonnet-4-5",
+        lambda: [
+            Reply(tool_calls=ANTHROPIC_CALLS),
+            Reply(text=["I won't continue"], finish="content_filter"),
+        ],
+        answer="I won't continue",
+        finish_reason="refusal",
+        run_status="failed",
+        run_answer="",
         run_error="The model refused: I won't continue",
     ),
 ]
-

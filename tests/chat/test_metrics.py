@@ -5,13 +5,15 @@ from __future__ import annotations
 import pytest
 
 from tests.chat.conftest import Api, chat_socket
-from tests.llm_server import Reply
 from tests.live_hub import metric, scrape_metrics
+from tests.llm_server import Reply
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
 
 
-async def test_chat_turns_and_their_tool_calls_are_counted(hub, llm, alice_provider, alice_endpoint, alice_hub_token, scrape_token):
+async def test_chat_turns_and_their_tool_calls_are_counted(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token, scrape_token
+):
     llm.script([Reply(tool_calls=[("c1", "echo", {"text": "hi"})]), Reply(text=["It said hi"])])
     before = await scrape_metrics(hub, scrape_token)
     async with Api(hub.base_url, alice_hub_token) as api:
@@ -22,12 +24,22 @@ async def test_chat_turns_and_their_tool_calls_are_counted(hub, llm, alice_provi
     after = await scrape_metrics(hub, scrape_token)
 
     assert end["payload"]["status"] == "complete"
-    assert metric(after, "mcphub_chat_turns_total", status="complete") - metric(before, "mcphub_chat_turns_total", status="complete") == 1
+    assert (
+        metric(after, "mcphub_chat_turns_total", status="complete")
+        - metric(before, "mcphub_chat_turns_total", status="complete")
+        == 1
+    )
     echo = {"server": "echo", "tool": "echo"}
-    assert metric(after, "mcphub_tool_calls_total", **echo) - metric(before, "mcphub_tool_calls_total", **echo) == 1
+    assert (
+        metric(after, "mcphub_tool_calls_total", **echo)
+        - metric(before, "mcphub_tool_calls_total", **echo)
+        == 1
+    )
 
 
-async def test_runs_are_counted_by_how_they_ended(hub, llm, alice_provider, alice_endpoint, alice_hub_token, scrape_token):
+async def test_runs_are_counted_by_how_they_ended(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token, scrape_token
+):
     from tests.chat.runs.conftest import start_run, wait_run
 
     llm.script([Reply(tool_calls=[("c1", "add", {"a": 1, "b": 1})]), Reply(text=["2"])])
@@ -38,6 +50,14 @@ async def test_runs_are_counted_by_how_they_ended(hub, llm, alice_provider, alic
     after = await scrape_metrics(hub, scrape_token)
 
     assert done["status"] == "succeeded", done["error"]
-    assert metric(after, "mcphub_runs_total", status="succeeded") - metric(before, "mcphub_runs_total", status="succeeded") == 1
+    assert (
+        metric(after, "mcphub_runs_total", status="succeeded")
+        - metric(before, "mcphub_runs_total", status="succeeded")
+        == 1
+    )
     add = {"server": "echo", "tool": "add"}
-    assert metric(after, "mcphub_tool_calls_total", **add) - metric(before, "mcphub_tool_calls_total", **add) == 1
+    assert (
+        metric(after, "mcphub_tool_calls_total", **add)
+        - metric(before, "mcphub_tool_calls_total", **add)
+        == 1
+    )

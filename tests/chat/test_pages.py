@@ -13,7 +13,13 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def provider(alice) -> Provider:
-    return Provider.objects.create(name="local", kind="openai", base_url="http://127.0.0.1:1/v1", default_model="m", owner=alice)
+    return Provider.objects.create(
+        name="local",
+        kind="openai",
+        base_url="http://127.0.0.1:1/v1",
+        default_model="m",
+        owner=alice,
+    )
 
 
 def test_without_a_provider_the_page_says_how_to_add_one(client, alice):
@@ -29,10 +35,16 @@ def test_alice_creates_renames_and_deletes_a_conversation(client, alice, provide
     assert response.url == f"/chat/{conversation.pk}/"
     assert conversation.provider == provider and conversation.endpoint == alice.endpoints.get()
 
-    client.post(f"/chat/{conversation.pk}/settings/", {"title": "Trip plans", "provider": provider.pk, "model": "big",
-                                                       "endpoint": ""})
+    client.post(
+        f"/chat/{conversation.pk}/settings/",
+        {"title": "Trip plans", "provider": provider.pk, "model": "big", "endpoint": ""},
+    )
     conversation.refresh_from_db()
-    assert (conversation.title, conversation.model, conversation.endpoint) == ("Trip plans", "big", None)
+    assert (conversation.title, conversation.model, conversation.endpoint) == (
+        "Trip plans",
+        "big",
+        None,
+    )
     assert "Trip plans" in client.get(f"/chat/{conversation.pk}/").content.decode()
 
     client.post(f"/chat/{conversation.pk}/delete/")
@@ -51,7 +63,9 @@ def test_charlie_cannot_open_or_change_alices_conversation(client, alice, charli
 
 
 def test_a_conversation_cannot_use_someone_elses_provider_or_endpoint(alice, charlie):
-    charlies = Provider.objects.create(name="c", kind="openai", base_url="http://127.0.0.1:1/v1", owner=charlie)
+    charlies = Provider.objects.create(
+        name="c", kind="openai", base_url="http://127.0.0.1:1/v1", owner=charlie
+    )
     with pytest.raises(services.ChatError):
         services.create_conversation(owner=alice, provider=charlies)
     with pytest.raises(services.ChatError):

@@ -27,7 +27,9 @@ async def _turn(hub, token: str, text: str) -> tuple[dict, list[dict]]:
     return end, [e["payload"]["message"] for e in chat.of("error")]
 
 
-async def test_a_turn_cut_short_says_after_how_much(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
+async def test_a_turn_cut_short_says_after_how_much(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token
+):
     llm.script([TOOLS, CUT])
 
     end, errors = await _turn(hub, alice_hub_token, "Use the tools")
@@ -37,7 +39,9 @@ async def test_a_turn_cut_short_says_after_how_much(hub, llm, alice_provider, al
     assert "transfer length" not in errors[0] and "Cannot reach" not in errors[0]
 
 
-async def test_a_run_cut_short_says_after_how_much(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
+async def test_a_run_cut_short_says_after_how_much(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token
+):
     llm.script([TOOLS, CUT])
     async with Api(hub.base_url, alice_hub_token) as api:
         run = await start_run(api, task="Use echo and add", servers=["echo"])
@@ -50,13 +54,28 @@ async def test_a_run_cut_short_says_after_how_much(hub, llm, alice_provider, ali
 @pytest.fixture
 def gemini(alice):
     with ScriptedLLM(flavour="gemini") as server:
-        Provider.objects.create(name="gemini", kind="openai", base_url=server.url, default_model="scripted-model",
-                                owner=alice, is_default=True)
+        Provider.objects.create(
+            name="gemini",
+            kind="openai",
+            base_url=server.url,
+            default_model="scripted-model",
+            owner=alice,
+            is_default=True,
+        )
         yield server
 
 
-async def test_a_spent_gemini_quota_reads_as_such_in_a_turn_and_a_run(hub, gemini, alice_endpoint, alice_hub_token):
-    gemini.script([TOOLS, Reply(error=429, error_code="daily_quota"), TOOLS, Reply(error=429, error_code="daily_quota")])
+async def test_a_spent_gemini_quota_reads_as_such_in_a_turn_and_a_run(
+    hub, gemini, alice_endpoint, alice_hub_token
+):
+    gemini.script(
+        [
+            TOOLS,
+            Reply(error=429, error_code="daily_quota"),
+            TOOLS,
+            Reply(error=429, error_code="daily_quota"),
+        ]
+    )
 
     end, errors = await _turn(hub, alice_hub_token, "Use the tools")
     async with Api(hub.base_url, alice_hub_token) as api:
@@ -69,35 +88,61 @@ async def test_a_spent_gemini_quota_reads_as_such_in_a_turn_and_a_run(hub, gemin
     assert len(gemini.requests) == 4  # a spent quota is not retried
 
 
-async def test_ollama_without_v1_is_told_to_add_it_at_save_and_at_list_models(hub, alice, alice_hub_token):
+async def test_ollama_without_v1_is_told_to_add_it_at_save_and_at_list_models(
+    hub, alice, alice_hub_token
+):
     with ScriptedLLM(flavour="ollama") as ollama:
         # Saved before this check existed, or on another port: listing its models says what to change.
-        saved = await db(lambda: Provider.objects.create(name="old", kind="openai", base_url=ollama.base, owner=alice))()
+        saved = await db(
+            lambda: Provider.objects.create(
+                name="old", kind="openai", base_url=ollama.base, owner=alice
+            )
+        )()
         async with Api(hub.base_url, alice_hub_token) as api:
-            created = await api.client.post("/llm/providers/", json={
-                "name": "ollama", "kind": "openai", "base_url": "http://127.0.0.1:11434"})
+            created = await api.client.post(
+                "/llm/providers/",
+                json={"name": "ollama", "kind": "openai", "base_url": "http://127.0.0.1:11434"},
+            )
             listed = (await api.client.get(f"/llm/providers/{saved.pk}/models/")).json()
 
-    assert created.status_code == 400 and "http://127.0.0.1:11434/v1" in created.json()["base_url"][0]
-    assert listed["ok"] is False and "Ollama's own API" in listed["error"] and f"{ollama.base}/v1" in listed["error"]
+    assert (
+        created.status_code == 400 and "http://127.0.0.1:11434/v1" in created.json()["base_url"][0]
+    )
+    assert (
+        listed["ok"] is False
+        and "Ollama's own API" in listed["error"]
+        and f"{ollama.base}/v1" in listed["error"]
+    )
     assert not await db(Provider.objects.filter(name="ollama").exists)()
 
 
-async def test_a_runs_page_hears_that_the_model_is_loading(hub, alice, alice_endpoint, alice_hub_token):
+async def test_a_runs_page_hears_that_the_model_is_loading(
+    hub, alice, alice_endpoint, alice_hub_token
+):
     import asyncio
     import json
 
     import websockets
 
     with ScriptedLLM(flavour="llamacpp") as llamacpp:
-        await db(lambda: Provider.objects.create(name="llama", kind="openai", base_url=llamacpp.url,
-                                                 default_model="scripted-model", owner=alice, is_default=True))()
+        await db(
+            lambda: Provider.objects.create(
+                name="llama",
+                kind="openai",
+                base_url=llamacpp.url,
+                default_model="scripted-model",
+                owner=alice,
+                is_default=True,
+            )
+        )()
         # Four seconds of "Loading model" (Retry-After: 1), time for the page to connect meanwhile.
         llamacpp.script([Reply(loading=True, retry_after=1)] * 4 + [TOOLS, Reply(text=["done"])])
         async with Api(hub.base_url, alice_hub_token) as api:
             run = await start_run(api, task="Use echo and add", servers=["echo"])
             url = hub.url(f"/ws/runs/{run['id']}/").replace("http://", "ws://")
-            async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {alice_hub_token}"}) as ws:
+            async with websockets.connect(
+                url, additional_headers={"Authorization": f"Bearer {alice_hub_token}"}
+            ) as ws:
                 await ws.send(json.dumps({"type": "resume", "payload": {"after": 0}}))
                 events: list[dict] = []
                 while not events or events[-1]["type"] != "end":

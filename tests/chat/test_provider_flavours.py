@@ -14,13 +14,25 @@ from tests.llm_server import Reply, ScriptedLLM
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
-TOOLS = Reply(text=["Let me ", "check"], tool_calls=[("c1", "echo", {"text": "héllo ☃"}), ("c2", "add", {"a": 2, "b": 3})])
+TOOLS = Reply(
+    text=["Let me ", "check"],
+    tool_calls=[("c1", "echo", {"text": "héllo ☃"}), ("c2", "add", {"a": 2, "b": 3})],
+)
 ANSWER = Reply(text=["Echo said héllo ", "and 2+3=5"])
 
 # flavour -> (what the server says before it answers, what the page shows meanwhile)
 CASES = {
-    "gemini": ([Reply(error=429, retry_after=0, error_message="You exceeded your current quota, please check "
-                      "your plan and billing details.")], None),  # a per-minute limit, with Google's RetryInfo
+    "gemini": (
+        [
+            Reply(
+                error=429,
+                retry_after=0,
+                error_message="You exceeded your current quota, please check "
+                "your plan and billing details.",
+            )
+        ],
+        None,
+    ),  # a per-minute limit, with Google's RetryInfo
     "tgi": ([], None),
     "ollama": ([Reply(loading=True)], "The provider is busy"),
     "vllm": ([], None),
@@ -50,13 +62,21 @@ async def test_a_two_tool_turn(hub, llm, alice_provider, alice_endpoint, alice_h
     assert end["payload"]["status"] == "complete", chat.of("error")
     assert chat.text() == "Let me checkEcho said héllo and 2+3=5"
     assert [c["payload"]["name"] for c in chat.of("tool_call")] == ["echo", "add"]
-    assert [c["payload"]["arguments"] for c in chat.of("tool_call")] == [{"text": "héllo ☃"}, {"a": 2, "b": 3}]
+    assert [c["payload"]["arguments"] for c in chat.of("tool_call")] == [
+        {"text": "héllo ☃"},
+        {"a": 2, "b": 3},
+    ]
     results = {r["payload"]["name"]: r["payload"] for r in chat.of("tool_result")}
-    assert results["echo"]["content"][0]["text"] == "héllo ☃" and results["add"]["content"][0]["text"] == "5"
+    assert (
+        results["echo"]["content"][0]["text"] == "héllo ☃"
+        and results["add"]["content"][0]["text"] == "5"
+    )
     # The results went back to the model, answering the calls by the ids they were given.
     tool_messages = [m for m in llm.requests[-1]["messages"] if m["role"] == "tool"]
     call_ids = [c["payload"]["id"] for c in chat.of("tool_call")]
-    assert [(m["tool_call_id"], m["content"]) for m in tool_messages] == list(zip(call_ids, ["héllo ☃", "5"]))
+    assert [(m["tool_call_id"], m["content"]) for m in tool_messages] == list(
+        zip(call_ids, ["héllo ☃", "5"])
+    )
     if status:
         said = [s["payload"]["message"] for s in chat.of("status")]
         assert sum(message.startswith(status) for message in said) == len(before)
@@ -75,5 +95,7 @@ async def test_a_two_tool_run(hub, llm, alice_provider, alice_endpoint, alice_hu
     assert done["answer"] == "Echo said héllo and 2+3=5"
     calls = done["steps"][0]["tool_calls"]
     assert [(c["name"], c["arguments"], c["result"]["content"][0]["text"]) for c in calls] == [
-        ("echo", {"text": "héllo ☃"}, "héllo ☃"), ("add", {"a": 2, "b": 3}, "5")]
+        ("echo", {"text": "héllo ☃"}, "héllo ☃"),
+        ("add", {"a": 2, "b": 3}, "5"),
+    ]
     assert llm.pending == 0

@@ -23,13 +23,19 @@ def conversation(alice):
     return services.create_conversation(owner=alice)
 
 
-def test_a_turn_lost_with_its_worker_no_longer_blocks_the_conversation(conversation, django_capture_on_commit_callbacks):
-    lost = Turn.objects.create(conversation=conversation, heartbeat_at=timezone.now() - timedelta(minutes=5))
+def test_a_turn_lost_with_its_worker_no_longer_blocks_the_conversation(
+    conversation, django_capture_on_commit_callbacks
+):
+    lost = Turn.objects.create(
+        conversation=conversation, heartbeat_at=timezone.now() - timedelta(minutes=5)
+    )
     with django_capture_on_commit_callbacks() as enqueued:
         turn = services.start_turn(conversation=conversation, text="still there?")
     lost.refresh_from_db()
     assert lost.status == "failed" and "Interrupted" in lost.error
-    assert turn.status == "running" and len(enqueued) == 2  # the lost turn's closing events, this turn's task
+    assert (
+        turn.status == "running" and len(enqueued) == 2
+    )  # the lost turn's closing events, this turn's task
     closing = list(Event.objects.filter(conversation=conversation).values_list("seq", "type"))
     assert closing == [(1, "error"), (2, "end")]
 
@@ -63,14 +69,23 @@ def test_bad_text_is_refused_and_changes_nothing(conversation, text):
 
 def test_a_stopped_call_is_answered_in_the_history(conversation):
     Message.objects.create(conversation=conversation, role="user", text="go")
-    Message.objects.create(conversation=conversation, role="assistant", tool_calls=[
-        {"id": "a", "name": "echo", "arguments": {}}, {"id": "b", "name": "echo", "arguments": {}},
-    ])
+    Message.objects.create(
+        conversation=conversation,
+        role="assistant",
+        tool_calls=[
+            {"id": "a", "name": "echo", "arguments": {}},
+            {"id": "b", "name": "echo", "arguments": {}},
+        ],
+    )
     Message.objects.create(conversation=conversation, role="tool", tool_call_id="a", text="done")
     Message.objects.create(conversation=conversation, role="user", text="next")
     history = to_messages(conversation.messages.order_by("id"))
     assert [(m.role, m.tool_call_id, m.text) for m in history] == [
-        ("user", None, "go"), ("assistant", None, ""), ("tool", "a", "done"), ("tool", "b", CANCELLED), ("user", None, "next"),
+        ("user", None, "go"),
+        ("assistant", None, ""),
+        ("tool", "a", "done"),
+        ("tool", "b", CANCELLED),
+        ("user", None, "next"),
     ]
 
 
@@ -78,9 +93,15 @@ def test_a_replys_provider_fields_go_back_only_to_the_provider_that_sent_them(co
     deepseek = conversation.provider
     Message.objects.create(conversation=conversation, role="user", text="go")
     Message.objects.create(
-        conversation=conversation, role="assistant", reasoning="I think", tool_calls=[{"id": "a", "name": "echo", "arguments": {}}],
-        replay={"provider": deepseek.pk, "message": {"reasoning_content": "I think"},
-                "calls": {"a": {"extra_content": {"google": {"thought_signature": "sig"}}}}},
+        conversation=conversation,
+        role="assistant",
+        reasoning="I think",
+        tool_calls=[{"id": "a", "name": "echo", "arguments": {}}],
+        replay={
+            "provider": deepseek.pk,
+            "message": {"reasoning_content": "I think"},
+            "calls": {"a": {"extra_content": {"google": {"thought_signature": "sig"}}}},
+        },
     )
     Message.objects.create(conversation=conversation, role="tool", tool_call_id="a", text="done")
 

@@ -30,23 +30,44 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 WAIT = 10.0
 ACTIONS = ("message", "stop", "approve")
 KINDS = (*ACTIONS, "resume", "cancel", "dance", "", "MESSAGE")
-PROBE = json.dumps({"type": "__probe__"})  # its error marks the end of the answers to the frame before it
+PROBE = json.dumps(
+    {"type": "__probe__"}
+)  # its error marks the end of the answers to the frame before it
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=40))
-json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=12)
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=40)
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
 payloads = st.one_of(
     json_values,
-    st.fixed_dictionaries({}, optional={
-        "text": json_values, "call_id": json_values, "allow": json_values, "after": json_values | st.integers(-5, 10**20),
-    }),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "text": json_values,
+            "call_id": json_values,
+            "allow": json_values,
+            "after": json_values | st.integers(-5, 10**20),
+        },
+    ),
 )
 messages = st.one_of(
-    st.fixed_dictionaries({"type": st.sampled_from(KINDS) | json_values}, optional={"payload": payloads}),
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(KINDS) | json_values}, optional={"payload": payloads}
+    ),
     json_values,
 ).map(json.dumps)
 oversized = st.builds(
-    lambda kind, size: json.dumps({"type": kind, "payload": {"text": "x" * size, "after": 0, "call_id": "c" * size}}),
-    st.sampled_from(KINDS), st.integers(100_001, 1_200_000),
+    lambda kind, size: json.dumps(
+        {"type": kind, "payload": {"text": "x" * size, "after": 0, "call_id": "c" * size}}
+    ),
+    st.sampled_from(KINDS),
+    st.integers(100_001, 1_200_000),
 )
 frames = st.one_of(
     messages.map(lambda text: ("text", text)),
@@ -59,7 +80,9 @@ frames = st.one_of(
 class Socket:
     """One socket on the test's loop; `answers(frame)` is everything it sent back for that frame."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, path: str, headers: list[tuple[bytes, bytes]]) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, path: str, headers: list[tuple[bytes, bytes]]
+    ) -> None:
         self.loop, self.path, self.headers = loop, path, headers
         self.socket: WebsocketCommunicator | None = None
 
@@ -78,7 +101,9 @@ class Socket:
 
     async def _answers(self, kind: str, data: str | bytes) -> list[dict[str, Any]] | None:
         assert self.socket is not None
-        await self.socket.send_input({"type": "websocket.receive", kind: data})  # empty frames too (send_to refuses them)
+        await self.socket.send_input(
+            {"type": "websocket.receive", kind: data}
+        )  # empty frames too (send_to refuses them)
         await self.socket.send_to(text_data=PROBE)
         answers = []
         while True:
@@ -107,28 +132,54 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
 def followed(alice) -> tuple[Conversation, Run]:
     """Alice's conversation with a provider (a message would start a turn) and stored events, and a run."""
     provider = Provider.objects.create(
-        name="unreachable", kind="openai", base_url="http://127.0.0.1:9/v1", default_model="m", owner=alice, is_default=True,
+        name="unreachable",
+        kind="openai",
+        base_url="http://127.0.0.1:9/v1",
+        default_model="m",
+        owner=alice,
+        is_default=True,
     )
-    conversation = Conversation.objects.create(owner=alice, provider=provider, endpoint=alice.endpoints.get())
-    chat_services.save_events(conversation.pk, [{"seq": 1, "type": "user_message", "payload": {"text": "hello"}}])
-    run = Run.objects.create(owner=alice, task="Count", status=Run.Status.SUCCEEDED, answer="3", rounds=1)
+    conversation = Conversation.objects.create(
+        owner=alice, provider=provider, endpoint=alice.endpoints.get()
+    )
+    chat_services.save_events(
+        conversation.pk, [{"seq": 1, "type": "user_message", "payload": {"text": "hello"}}]
+    )
+    run = Run.objects.create(
+        owner=alice, task="Count", status=Run.Status.SUCCEEDED, answer="3", rounds=1
+    )
     RunStep.objects.create(run=run, round=1, text="one", tool_calls=[])
     return conversation, run
 
 
 def credential(alice, kind: str) -> list[tuple[bytes, bytes]]:
     if kind == "session":
-        return [(b"cookie", _session_cookie(alice).encode()), (b"origin", b"http://testserver"), (b"host", b"testserver")]
+        return [
+            (b"cookie", _session_cookie(alice).encode()),
+            (b"origin", b"http://testserver"),
+            (b"host", b"testserver"),
+        ]
     fields = {"endpoint": alice.endpoints.get()} if kind == "mcp_endpoint" else {"scope": kind}
-    return [(b"authorization", f"Bearer {create_access_token(user=alice, name=kind, **fields)[1]}".encode())]
+    return [
+        (
+            b"authorization",
+            f"Bearer {create_access_token(user=alice, name=kind, **fields)[1]}".encode(),
+        )
+    ]
 
 
 def state(conversation: Conversation, run: Run) -> tuple[Any, ...]:
     conversation.refresh_from_db()
     run.refresh_from_db()
     return (
-        Turn.objects.count(), Message.objects.count(), Event.objects.count(), conversation.title,
-        run.status, run.rounds, run.pending_approvals, RunStep.objects.count(),
+        Turn.objects.count(),
+        Message.objects.count(),
+        Event.objects.count(),
+        conversation.title,
+        run.status,
+        run.rounds,
+        run.pending_approvals,
+        RunStep.objects.count(),
     )
 
 
@@ -137,7 +188,9 @@ def fuzz(socket: Socket, *, forbidden: tuple[str, ...], examples: int) -> list[s
     problems: list[str] = []
 
     @given(frame=frames)
-    @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(
+        max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), database=None
+    )
     def one(frame: tuple[str, str | bytes]) -> None:
         kind, data = frame
         answers = socket.answers(kind, data)
@@ -167,13 +220,18 @@ def _parsed(data: str | bytes) -> Any:
 @pytest.mark.parametrize("kind", ["api_read", "api_write", "full", "session"])
 def test_no_frame_crashes_a_socket_and_a_read_only_one_starts_nothing(alice, followed, loop, kind):
     conversation, run = followed
-    if kind != "api_read":  # a writer's well-formed message would start a turn: no provider, no turn
+    if (
+        kind != "api_read"
+    ):  # a writer's well-formed message would start a turn: no provider, no turn
         Conversation.objects.filter(pk=conversation.pk).update(provider=None)
     before = state(conversation, run)
     headers = credential(alice, kind)
     problems = []
     # The run socket only follows (runs are acted on through the REST API): its actions are unknown types.
-    forbidden = {f"/ws/chat/{conversation.pk}/": ACTIONS if kind == "api_read" else (), f"/ws/runs/{run.pk}/": ()}
+    forbidden = {
+        f"/ws/chat/{conversation.pk}/": ACTIONS if kind == "api_read" else (),
+        f"/ws/runs/{run.pk}/": (),
+    }
     for path, refused in forbidden.items():
         socket = Socket(loop, path, headers)
         try:
@@ -184,7 +242,9 @@ def test_no_frame_crashes_a_socket_and_a_read_only_one_starts_nothing(alice, fol
 
     assert problems == []
     if kind == "api_read":
-        assert state(conversation, run) == before  # no turn, no message, no event, the run untouched
+        assert (
+            state(conversation, run) == before
+        )  # no turn, no message, no event, the run untouched
 
 
 @pytest.mark.parametrize("kind", ["mcp", "mcp_endpoint"])

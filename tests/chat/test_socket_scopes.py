@@ -78,7 +78,9 @@ def ws_url(hub, path: str) -> str:
 
 @asynccontextmanager
 async def socket_as(hub, path: str, who: Who) -> AsyncIterator[ChatSocket]:
-    async with websockets.connect(ws_url(hub, path), additional_headers=who.headers, origin=who.origin) as ws:
+    async with websockets.connect(
+        ws_url(hub, path), additional_headers=who.headers, origin=who.origin
+    ) as ws:
         yield ChatSocket(ws)
 
 
@@ -92,8 +94,12 @@ async def refused(hub, path: str, who: Who) -> bool:
 
 def _followed(alice) -> tuple[Conversation, Run]:
     """A conversation with one stored event and a finished run: something to follow."""
-    conversation = Conversation.objects.create(owner=alice, endpoint=alice.endpoints.get(is_default=True))
-    chat_services.save_events(conversation.pk, [{"seq": 1, "type": "user_message", "payload": {"text": "hello"}}])
+    conversation = Conversation.objects.create(
+        owner=alice, endpoint=alice.endpoints.get(is_default=True)
+    )
+    chat_services.save_events(
+        conversation.pk, [{"seq": 1, "type": "user_message", "payload": {"text": "hello"}}]
+    )
     run = Run.objects.create(owner=alice, task="Count", status=Run.Status.SUCCEEDED, answer="3")
     return conversation, run
 
@@ -137,19 +143,26 @@ async def test_a_token_for_alices_other_endpoint_cannot_drive_her_conversation(
 @pytest.fixture
 def waiting_echo(alice_endpoint, echo_server):
     """Alice's echo tool needs her approval: a turn calling it waits for her."""
-    Tool.objects.filter(server=echo_server, name="echo").update(annotations={"destructiveHint": True})
+    Tool.objects.filter(server=echo_server, name="echo").update(
+        annotations={"destructiveHint": True}
+    )
     return alice_endpoint
 
 
 @pytest.mark.parametrize("kind", ["full", "api_write", "session", "api_read"])
 @pytest.mark.parametrize("action", ["message", "stop", "approve"])
-async def test_each_scope_on_each_action(hub, llm, alice_provider, waiting_echo, alice_hub_token, who, kind, action):
+async def test_each_scope_on_each_action(
+    hub, llm, alice_provider, waiting_echo, alice_hub_token, who, kind, action
+):
     allowed = kind != "api_read"
     actor = await db(who)(kind)
     async with Api(hub.base_url, alice_hub_token) as api:
         conversation = await api.new_conversation()
     path = f"/ws/chat/{conversation}/"
-    async with chat_socket(hub, conversation, alice_hub_token) as owner, socket_as(hub, path, actor) as socket:
+    async with (
+        chat_socket(hub, conversation, alice_hub_token) as owner,
+        socket_as(hub, path, actor) as socket,
+    ):
         if action == "message":
             llm.script([Reply(text=["hi"])])
             await socket.send("message", {"text": "hello"})
@@ -157,16 +170,23 @@ async def test_each_scope_on_each_action(hub, llm, alice_provider, waiting_echo,
             llm.script([Reply(tool_calls=[("c1", "echo", {"text": "x"})]), Reply(text=["done"])])
             await owner.send("message", {"text": "go"})
             await owner.until("approval_required")
-            await socket.send(action, {"call_id": "c1", "allow": True} if action == "approve" else None)
+            await socket.send(
+                action, {"call_id": "c1", "allow": True} if action == "approve" else None
+            )
 
         if not allowed:
             error = await socket.until("error")
             assert (error["seq"], error["payload"]["code"]) == (None, "forbidden")
             assert "read-only" in error["payload"]["message"]
             if action == "message":
-                assert await db(Turn.objects.filter(conversation_id=conversation).count)() == 0 and llm.requests == []
+                assert (
+                    await db(Turn.objects.filter(conversation_id=conversation).count)() == 0
+                    and llm.requests == []
+                )
                 return
-            await owner.send("approve", {"call_id": "c1", "allow": False})  # Alice denies: the actor's allow never counted
+            await owner.send(
+                "approve", {"call_id": "c1", "allow": False}
+            )  # Alice denies: the actor's allow never counted
             result = await owner.until("tool_result")
             end = await owner.until("end")
             assert result["payload"]["isError"] is True and end["payload"]["status"] == "complete"

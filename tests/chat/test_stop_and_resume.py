@@ -10,13 +10,23 @@ from django.conf import settings
 
 from apps.chat.models import Message, Turn
 from tests.chat.conftest import Api, chat_socket, db, seqs
+from tests.live_hub import (
+    HubProcesses,
+    free_port,
+    hub_env,
+    mcp_client,
+    start_web,
+    stop,
+    wait_healthy,
+)
 from tests.llm_server import Reply
-from tests.live_hub import HubProcesses, free_port, hub_env, mcp_client, start_web, stop, wait_healthy
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
 
 
-async def test_stop_mid_stream_cancels_the_model_call(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
+async def test_stop_mid_stream_cancels_the_model_call(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token
+):
     llm.script([Reply(text=[f"word{i} " for i in range(200)], chunk_delay=0.05)])
     async with Api(hub.base_url, alice_hub_token) as api:
         conversation = await api.new_conversation()
@@ -31,11 +41,15 @@ async def test_stop_mid_stream_cancels_the_model_call(hub, llm, alice_provider, 
     turn = await db(lambda: Turn.objects.get(conversation_id=conversation))()
     assert turn.status == "stopped"
     # What the user saw streamed is kept as the assistant's (partial) message.
-    saved = await db(lambda: Message.objects.get(conversation_id=conversation, role="assistant").text)()
+    saved = await db(
+        lambda: Message.objects.get(conversation_id=conversation, role="assistant").text
+    )()
     assert saved.startswith("word0") and saved == chat.text()
 
 
-async def test_stop_mid_tool_call_cancels_it_at_the_backend(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
+async def test_stop_mid_tool_call_cancels_it_at_the_backend(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token
+):
     async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
         before = int((await client.call_tool("cancellations", {})).content[0].text)
     llm.script([Reply(tool_calls=[("c1", "slow", {"seconds": 30})])])
@@ -69,7 +83,10 @@ async def test_stop_through_the_api_cancels_the_tool_call_and_ends_the_turn(
     async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
         before = int((await client.call_tool("cancellations", {})).content[0].text)
     llm.script([Reply(tool_calls=[("c1", "slow", {"seconds": 30})])])
-    async with Api(hub.base_url, alice_hub_token) as api, Api(hub.base_url, charlie_hub_token) as charlie:
+    async with (
+        Api(hub.base_url, alice_hub_token) as api,
+        Api(hub.base_url, charlie_hub_token) as charlie,
+    ):
         conversation = await api.new_conversation()
         idle = await api.client.post(f"/conversations/{conversation}/stop/")
         assert idle.status_code == 409 and idle.json()["code"] == "idle"
@@ -78,7 +95,9 @@ async def test_stop_through_the_api_cancels_the_tool_call_and_ends_the_turn(
             await chat.until("status", state="tool")
             await asyncio.sleep(0.5)
             # charlie cannot stop alice's turn: her conversation does not exist for him.
-            assert (await charlie.client.post(f"/conversations/{conversation}/stop/")).status_code == 404
+            assert (
+                await charlie.client.post(f"/conversations/{conversation}/stop/")
+            ).status_code == 404
             stopped = await api.client.post(f"/conversations/{conversation}/stop/")
             end = await chat.until("end", timeout=10)
 
@@ -90,7 +109,9 @@ async def test_stop_through_the_api_cancels_the_tool_call_and_ends_the_turn(
     assert after == before + 1
 
 
-async def test_reconnect_with_resume_loses_and_repeats_nothing(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
+async def test_reconnect_with_resume_loses_and_repeats_nothing(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token
+):
     llm.script([Reply(text=[f"w{i} " for i in range(60)], chunk_delay=0.03)])
     async with Api(hub.base_url, alice_hub_token) as api:
         conversation = await api.new_conversation()
@@ -109,10 +130,14 @@ async def test_reconnect_with_resume_loses_and_repeats_nothing(hub, llm, alice_p
     combined = seqs(first.events) + seqs(second.events)
     assert combined == list(range(1, len(combined) + 1))
     assert first.text() + second.text() == "".join(f"w{i} " for i in range(60))
-    assert [(e["seq"], e["type"]) for e in third.events] == [(e["seq"], e["type"]) for e in first.events + second.events]
+    assert [(e["seq"], e["type"]) for e in third.events] == [
+        (e["seq"], e["type"]) for e in first.events + second.events
+    ]
 
 
-async def test_a_second_message_during_a_turn_is_refused(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
+async def test_a_second_message_during_a_turn_is_refused(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token
+):
     llm.script([Reply(text=["slow ", "answer"], delay=1.0)])
     async with Api(hub.base_url, alice_hub_token) as api:
         conversation = await api.new_conversation()
@@ -120,16 +145,27 @@ async def test_a_second_message_during_a_turn_is_refused(hub, llm, alice_provide
             await chat.send("message", {"text": "first"})
             await chat.send("message", {"text": "second"})
             refused = await chat.until("error")
-            posted = await api.client.post(f"/conversations/{conversation}/messages/", json={"text": "third"})
+            posted = await api.client.post(
+                f"/conversations/{conversation}/messages/", json={"text": "third"}
+            )
             await chat.until("end")
 
     assert refused["seq"] is None and "already running" in refused["payload"]["message"]
     assert posted.status_code == 409
-    assert await db(lambda: Message.objects.filter(conversation_id=conversation, role="user").count())() == 1
+    assert (
+        await db(
+            lambda: Message.objects.filter(conversation_id=conversation, role="user").count()
+        )()
+        == 1
+    )
 
 
-@pytest.mark.skipif(not settings.REDIS_URL, reason="embedded, the turn runs in the web process and ends with it")
-async def test_resume_works_across_a_web_process_restart(hub, llm, alice_provider, alice_endpoint, alice_hub_token, tmp_path):
+@pytest.mark.skipif(
+    not settings.REDIS_URL, reason="embedded, the turn runs in the web process and ends with it"
+)
+async def test_resume_works_across_a_web_process_restart(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token, tmp_path
+):
     llm.script([Reply(text=[f"w{i} " for i in range(80)], chunk_delay=0.05)])
     first_web = _web(tmp_path / "a")
     async with Api(hub.base_url, alice_hub_token) as api:

@@ -10,23 +10,32 @@ from apps.chat.models import Message
 from apps.llm.models import Provider
 from apps.toolsets.models import ToolCall
 from tests.chat.conftest import Api, chat_socket, db, seqs
-from tests.llm_server import Reply
 from tests.live_hub import mcp_client
+from tests.llm_server import Reply
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
 
 
-async def test_a_turn_with_two_tool_calls_to_a_real_backend(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
-    llm.script([
-        Reply(text=["Let me ", "check"], tool_calls=[("c1", "echo", {"text": "hi"}), ("c2", "add", {"a": 2, "b": 3})]),
-        Reply(text=["Echo said hi ", "and 2+3=5"], usage=(30, 7)),
-    ])
+async def test_a_turn_with_two_tool_calls_to_a_real_backend(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token
+):
+    llm.script(
+        [
+            Reply(
+                text=["Let me ", "check"],
+                tool_calls=[("c1", "echo", {"text": "hi"}), ("c2", "add", {"a": 2, "b": 3})],
+            ),
+            Reply(text=["Echo said hi ", "and 2+3=5"], usage=(30, 7)),
+        ]
+    )
     async with Api(hub.base_url, alice_hub_token) as api:
         conversation = await api.new_conversation()
         async with chat_socket(hub, conversation, alice_hub_token) as chat:
             await chat.send("message", {"text": "Use the tools"})
             end = await chat.until("end")
-        history = (await api.client.get(f"/conversations/{conversation}/messages/")).json()["results"]
+        history = (await api.client.get(f"/conversations/{conversation}/messages/")).json()[
+            "results"
+        ]
 
     assert end["payload"]["status"] == "complete"
     assert chat.text() == "Let me checkEcho said hi and 2+3=5"
@@ -45,15 +54,21 @@ async def test_a_turn_with_two_tool_calls_to_a_real_backend(hub, llm, alice_prov
     assert [m["role"] for m in history] == ["user", "assistant", "tool", "tool", "assistant"]
     assert history[-1]["output_tokens"] == 7
     await asyncio.sleep(1)  # the call log is written in batches
-    assert await db(lambda: ToolCall.objects.filter(endpoint=alice_endpoint, ok=True).count())() == 2
+    assert (
+        await db(lambda: ToolCall.objects.filter(endpoint=alice_endpoint, ok=True).count())() == 2
+    )
 
 
-async def test_the_model_recovers_from_a_tool_error(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
-    llm.script([
-        Reply(tool_calls=[("c1", "add", {"a": "two", "b": 3})]),
-        Reply(tool_calls=[("c2", "add", {"a": 2, "b": 3})]),
-        Reply(text=["It is 5"]),
-    ])
+async def test_the_model_recovers_from_a_tool_error(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token
+):
+    llm.script(
+        [
+            Reply(tool_calls=[("c1", "add", {"a": "two", "b": 3})]),
+            Reply(tool_calls=[("c2", "add", {"a": 2, "b": 3})]),
+            Reply(text=["It is 5"]),
+        ]
+    )
     async with Api(hub.base_url, alice_hub_token) as api:
         conversation = await api.new_conversation()
         async with chat_socket(hub, conversation, alice_hub_token) as chat:
@@ -66,15 +81,30 @@ async def test_the_model_recovers_from_a_tool_error(hub, llm, alice_provider, al
     assert chat.text() == "It is 5"
     error_sent = [m for m in llm.requests[1]["messages"] if m["role"] == "tool"][0]["content"]
     assert "validation" in error_sent.lower() or "error" in error_sent.lower()
-    rows = await db(lambda: list(Message.objects.filter(role="tool").order_by("id").values_list("is_error", flat=True)))()
+    rows = await db(
+        lambda: list(
+            Message.objects.filter(role="tool").order_by("id").values_list("is_error", flat=True)
+        )
+    )()
     assert rows == [True, False]
 
 
-async def test_an_anthropic_provider_runs_the_same_turn(hub, llm, alice, alice_endpoint, alice_hub_token):
-    await db(lambda: Provider.objects.create(
-        name="claude", kind="anthropic", base_url=llm.url, default_model="scripted-model", owner=alice, is_default=True,
-    ))()
-    llm.script([Reply(tool_calls=[("toolu_1", "add", {"a": 2, "b": 3})]), Reply(text=["2+3 is ", "5"])])
+async def test_an_anthropic_provider_runs_the_same_turn(
+    hub, llm, alice, alice_endpoint, alice_hub_token
+):
+    await db(
+        lambda: Provider.objects.create(
+            name="claude",
+            kind="anthropic",
+            base_url=llm.url,
+            default_model="scripted-model",
+            owner=alice,
+            is_default=True,
+        )
+    )()
+    llm.script(
+        [Reply(tool_calls=[("toolu_1", "add", {"a": 2, "b": 3})]), Reply(text=["2+3 is ", "5"])]
+    )
     async with Api(hub.base_url, alice_hub_token) as api:
         conversation = await api.new_conversation()
         async with chat_socket(hub, conversation, alice_hub_token) as chat:

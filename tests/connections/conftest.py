@@ -25,7 +25,9 @@ def anyio_backend() -> str:
 
 def tiny_spec(name: str = "tiny", *flags: str, **fields: object) -> ServerSpec:
     """The SDK-free stdio server: starts in ~20 ms (see tests/servers/tiny.py)."""
-    return ServerSpec(name, command=PYTHON, args=("-I", "-S", str(SERVERS / "tiny.py"), *flags), **fields)
+    return ServerSpec(
+        name, command=PYTHON, args=("-I", "-S", str(SERVERS / "tiny.py"), *flags), **fields
+    )
 
 
 def sdk_spec(name: str, script: str = "echo.py", *args: str, **fields: object) -> ServerSpec:

@@ -27,7 +27,10 @@ async def test_circuit_opens_after_repeated_failures_and_half_opens_later():
                 await pool.call_tool(spec, "echo")
 
         started = time.monotonic()
-        with pytest.raises(ServerUnavailable, match=r"server 'flaky' is unavailable \(circuit open, retry in 0\.\ds\): "):
+        with pytest.raises(
+            ServerUnavailable,
+            match=r"server 'flaky' is unavailable \(circuit open, retry in 0\.\ds\): ",
+        ):
             await pool.call_tool(spec, "echo")
         assert time.monotonic() - started < 0.05
         stats = (await pool.stats())["servers"]["flaky"]
@@ -44,7 +47,9 @@ async def test_fixing_the_config_closes_the_circuit():
         for _ in range(3):
             with pytest.raises(ServerStartFailed):
                 await pool.call_tool(tiny_spec("svc", "--fail", "typo"), "echo")
-        assert (await pool.call_tool(tiny_spec("svc"), "echo", {"text": "fixed"})).content[0].text == "fixed"
+        assert (await pool.call_tool(tiny_spec("svc"), "echo", {"text": "fixed"})).content[
+            0
+        ].text == "fixed"
         assert (await pool.stats())["servers"]["svc"]["circuit"] == "closed"
 
 
@@ -110,6 +115,15 @@ async def test_a_backend_failing_the_same_way_is_logged_once_until_it_works(capl
         with pytest.raises(ServerStartFailed):  # broken again after working: worth saying again
             await pool.call_tool(tiny_spec("svc", "--fail", "missing API key"), "echo")
 
-    failures = [r for r in caplog.records if r.name == "apps.connections.pool" and "failed:" in r.getMessage()]
-    assert [r.levelno for r in failures] == [logging.WARNING, logging.DEBUG, logging.DEBUG, logging.WARNING]
+    failures = [
+        r
+        for r in caplog.records
+        if r.name == "apps.connections.pool" and "failed:" in r.getMessage()
+    ]
+    assert [r.levelno for r in failures] == [
+        logging.WARNING,
+        logging.DEBUG,
+        logging.DEBUG,
+        logging.WARNING,
+    ]
     assert len({r.getMessage() for r in failures}) == 1  # the same failure each time

@@ -21,7 +21,9 @@ async def test_killed_backend_fails_the_call_and_restarts(pool):
 
     started = time.monotonic()
     os.killpg(first_pid, signal.SIGKILL)
-    with pytest.raises(ServerCrashed, match=r"server 'echo' crashed during tools/call slow: .*SIGKILL"):
+    with pytest.raises(
+        ServerCrashed, match=r"server 'echo' crashed during tools/call slow: .*SIGKILL"
+    ):
         await call
     assert time.monotonic() - started < 2.0
 

@@ -22,7 +22,9 @@ async def test_a_blocked_backend_is_restarted_after_the_call_times_out():
         new_pid = int(text(await pool.call_tool(spec, "pid", timeout=20)))
         assert new_pid != hung_pid
         assert await wait_until(lambda: hung_pid not in child_pids())
-        assert (await pool.stats())["servers"]["echo"]["last_error"].startswith("hung: no answer to ping")
+        assert (await pool.stats())["servers"]["echo"]["last_error"].startswith(
+            "hung: no answer to ping"
+        )
     assert child_pids() == []
     assert await wait_until(lambda: len(asyncio.all_tasks()) <= tasks_before)
 

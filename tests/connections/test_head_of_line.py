@@ -14,14 +14,18 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
 async def _instant_calls_while_slow_ones_run(pool: Pool, spec, slow: int) -> list[float]:
     await pool.call_tool(spec, "echo", {"text": "warm"})
-    slow_calls = [asyncio.ensure_future(pool.call_tool(spec, "slow", {"seconds": 4})) for _ in range(slow)]
+    slow_calls = [
+        asyncio.ensure_future(pool.call_tool(spec, "slow", {"seconds": 4})) for _ in range(slow)
+    ]
     await asyncio.sleep(0.3)
     took = []
     for i in range(20):
         started = time.monotonic()
         assert text(await pool.call_tool(spec, "echo", {"text": str(i)})) == str(i)
         took.append(time.monotonic() - started)
-    assert not any(c.done() for c in slow_calls), "the quick calls ran while every slow one was still running"
+    assert not any(c.done() for c in slow_calls), (
+        "the quick calls ran while every slow one was still running"
+    )
     assert [text(r) for r in await asyncio.gather(*slow_calls)] == ["done"] * slow
     return took
 
@@ -37,10 +41,15 @@ async def test_past_the_per_server_limit_a_call_fails_at_once_with_the_setting_n
         spec = sdk_spec("echo")
         # Started first: what is timed is the refusal, not the server's start (~0.6 s on a loaded machine).
         await pool.call_tool(spec, "echo", {"text": "warm"})
-        slow_calls = [asyncio.ensure_future(pool.call_tool(spec, "slow", {"seconds": 2})) for _ in range(3)]
+        slow_calls = [
+            asyncio.ensure_future(pool.call_tool(spec, "slow", {"seconds": 2})) for _ in range(3)
+        ]
         await asyncio.sleep(0.1)
         started = time.monotonic()
-        with pytest.raises(ServerUnavailable, match=r"'echo' is busy: 3 requests in flight.*MCPHUB_MAX_INFLIGHT_PER_SERVER"):
+        with pytest.raises(
+            ServerUnavailable,
+            match=r"'echo' is busy: 3 requests in flight.*MCPHUB_MAX_INFLIGHT_PER_SERVER",
+        ):
             await pool.call_tool(spec, "echo", {"text": "one too many"})
         assert time.monotonic() - started < 0.5
         assert [text(r) for r in await asyncio.gather(*slow_calls)] == ["done"] * 3

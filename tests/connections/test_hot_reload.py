@@ -29,7 +29,9 @@ async def test_in_flight_calls_finish_on_the_old_backend(pool):
     await asyncio.sleep(0.2)
 
     new = tiny_spec("svc", "--tag", "new")
-    assert text(await pool.call_tool(new, "argv")) == '["--tag", "new"]'  # not stuck behind the sleep
+    assert (
+        text(await pool.call_tool(new, "argv")) == '["--tag", "new"]'
+    )  # not stuck behind the sleep
     assert len(child_pids()) == 2
     assert text(await running) == "slept"
     assert await wait_until(lambda: len(child_pids()) == 1)  # the drained backend is closed

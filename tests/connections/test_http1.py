@@ -46,7 +46,11 @@ class Scripted:
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
-                length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+                length = next(
+                    int(line.split(b":")[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length")
+                )
                 self.requests.append(head + await reader.readexactly(length))
                 await self.answer(reader, writer, len(self.requests))
                 if writer.is_closing():
@@ -58,7 +62,10 @@ class Scripted:
 
 
 def _json(body: bytes, extra: bytes = b"") -> bytes:
-    return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n%s" % (len(body), extra, body)
+    return (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n%s"
+        % (len(body), extra, body)
+    )
 
 
 async def test_requests_reuse_one_connection_and_carry_the_headers():
@@ -75,7 +82,11 @@ async def test_requests_reuse_one_connection_and_carry_the_headers():
     assert server.connections == 1
     first = server.requests[0]
     assert first.startswith(b"POST /mcp?x=1 HTTP/1.1\r\n")
-    assert b"\r\nX-Api-Key: k\r\n" in first and b"\r\nmcp-session-id: s\r\n" in first and first.endswith(b'{"a": 1}')
+    assert (
+        b"\r\nX-Api-Key: k\r\n" in first
+        and b"\r\nmcp-session-id: s\r\n" in first
+        and first.endswith(b'{"a": 1}')
+    )
 
 
 async def test_connection_close_and_a_body_left_unread_are_not_reused():
@@ -93,7 +104,9 @@ async def test_connection_close_and_a_body_left_unread_are_not_reused():
             await response.aread()
             await response.aclose()
         unread = await client.post(b"{}", {})
-        await unread.aclose()  # body never read: the connection's state is unknown, so it is dropped
+        await (
+            unread.aclose()
+        )  # body never read: the connection's state is unknown, so it is dropped
         last = await client.post(b"{}", {})
         await last.aread()
         await last.aclose()
@@ -103,7 +116,9 @@ async def test_connection_close_and_a_body_left_unread_are_not_reused():
 
 async def test_a_chunked_body_split_across_writes_streams_in_order():
     async def answer(reader, writer, n):
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
         for part in (b"data: one\r\n", b"\r\ndata: two\r\n\r\n"):
             writer.write(b"%x\r\n%s\r\n" % (len(part), part))
             await writer.drain()
@@ -116,7 +131,9 @@ async def test_a_chunked_body_split_across_writes_streams_in_order():
         chunks = [chunk async for chunk in response.aiter_bytes()]
         await response.aclose()
         assert chunks == [b"data: one\r\n", b"\r\ndata: two\r\n\r\n"]
-        again = await client.post(b"{}", {})  # the whole chunked body was read: the connection is reused
+        again = await client.post(
+            b"{}", {}
+        )  # the whole chunked body was read: the connection is reused
         await again.aread()
         await again.aclose()
         client.close()

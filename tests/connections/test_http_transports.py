@@ -15,7 +15,9 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
 def _serve(transport: str):
     port = free_port()
-    proc = subprocess.Popen([PYTHON, str(SERVERS / "echo.py"), transport, str(port)], stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [PYTHON, str(SERVERS / "echo.py"), transport, str(port)], stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         try:
@@ -44,7 +46,9 @@ def sse_server():
 
 
 async def test_streamable_http_with_headers(http_server):
-    spec = ServerSpec("remote", transport="streamable_http", url=http_server, headers={"X-Api-Key": "k"})
+    spec = ServerSpec(
+        "remote", transport="streamable_http", url=http_server, headers={"X-Api-Key": "k"}
+    )
     async with Pool() as pool:
         assert text(await pool.call_tool(spec, "echo", {"text": "over http"})) == "over http"
         assert {"echo", "add"} <= {t.name for t in (await pool.discover(spec)).tools}
@@ -53,4 +57,6 @@ async def test_streamable_http_with_headers(http_server):
 async def test_legacy_sse(sse_server):
     spec = ServerSpec("legacy", transport="sse", url=sse_server)
     async with Pool() as pool:
-        assert (await pool.call_tool(spec, "add", {"a": 20, "b": 22})).structured_content == {"result": 42}
+        assert (await pool.call_tool(spec, "add", {"a": 20, "b": 22})).structured_content == {
+            "result": 42
+        }

@@ -38,7 +38,11 @@ def _accepts(port: int) -> bool:
 def _serve_https(files: TlsFiles, port: int | None = None) -> tuple[subprocess.Popen, int]:
     port = port or free_port()
     env = {**os.environ, "ECHO_TLS_CERT": str(files.cert), "ECHO_TLS_KEY": str(files.key)}
-    proc = subprocess.Popen([sys.executable, str(SERVERS / "echo.py"), "https", str(port)], env=env, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, str(SERVERS / "echo.py"), "https", str(port)],
+        env=env,
+        stderr=subprocess.DEVNULL,
+    )
     if not wait_for(lambda: _accepts(port), 20):
         proc.kill()
         proc.wait()
@@ -89,12 +93,22 @@ def _lean(pool: Pool, name: str):
     return conn.lean
 
 
-async def test_calls_over_https_take_the_lean_path_on_one_reused_tls_connection(servers, trust_private_cas):
+async def test_calls_over_https_take_the_lean_path_on_one_reused_tls_connection(
+    servers, trust_private_cas
+):
     spec = ServerSpec("remote", transport="streamable_http", url=servers["trusted"])
     async with Pool() as lean_pool, Pool(PoolOptions(lean_requests=False)) as sdk_pool:
         lean_result = await lean_pool.call_tool(spec, "add", {"a": 2, "b": 3}, raw=True)
         sdk_result = await sdk_pool.call_tool(spec, "add", {"a": 2, "b": 3}, raw=True)
-        assert lean_result == sdk_result == {"content": [{"type": "text", "text": "5"}], "structuredContent": {"result": 5}, "isError": False}
+        assert (
+            lean_result
+            == sdk_result
+            == {
+                "content": [{"type": "text", "text": "5"}],
+                "structuredContent": {"result": 5},
+                "isError": False,
+            }
+        )
         lean = _lean(lean_pool, "remote")
         assert isinstance(lean, LeanHttp) and _lean(sdk_pool, "remote") is None
         # The lean client verifies with the very context the SDK's handshake used.
@@ -110,7 +124,9 @@ async def test_calls_over_https_take_the_lean_path_on_one_reused_tls_connection(
             assert result["content"][0]["text"] == f"again {i}"
         assert lean._h1.idle == idle, "sequential calls reuse the one keep-alive TLS connection"
 
-        many = await asyncio.gather(*(lean_pool.call_tool(spec, "echo", {"text": f"m{i}"}, raw=True) for i in range(20)))
+        many = await asyncio.gather(
+            *(lean_pool.call_tool(spec, "echo", {"text": f"m{i}"}, raw=True) for i in range(20))
+        )
         assert [r["content"][0]["text"] for r in many] == [f"m{i}" for i in range(20)]
         header = await lean_pool.call_tool(spec, "header", {"name": "mcp-name"}, raw=True)
         assert header["content"][0]["text"] == "header"
@@ -119,10 +135,16 @@ async def test_calls_over_https_take_the_lean_path_on_one_reused_tls_connection(
 
 
 @pytest.mark.parametrize("lean", [True, False], ids=["lean", "sdk"])
-async def test_an_untrusted_certificate_fails_the_handshake_at_once_with_the_reason(servers, tls, monkeypatch, lean):
+async def test_an_untrusted_certificate_fails_the_handshake_at_once_with_the_reason(
+    servers, tls, monkeypatch, lean
+):
     options = PoolOptions(lean_requests=lean)
     cases = [
-        ("trusted", False, "certificate verify failed"),  # our CA, but the operator did not configure it
+        (
+            "trusted",
+            False,
+            "certificate verify failed",
+        ),  # our CA, but the operator did not configure it
         ("unknown", True, "certificate verify failed"),
         ("elsewhere", True, "mismatch"),  # a trusted CA, a certificate for another host
     ]
@@ -141,16 +163,24 @@ async def test_an_untrusted_certificate_fails_the_handshake_at_once_with_the_rea
             assert reason in (await pool.stats())["servers"][name]["last_error"]
 
 
-async def test_the_lean_client_refuses_untrusted_certificates_itself(servers, tls, trust_private_cas):
+async def test_the_lean_client_refuses_untrusted_certificates_itself(
+    servers, tls, trust_private_cas
+):
     """What a session made with a trusted certificate meets when a new connection is not: the
     lean client verifies every connection it opens (CA and host name), with the reason."""
     context = httpx2.create_ssl_context()
-    ok = Http1Client(servers["trusted"], {"accept": "application/json, text/event-stream", "content-type": "application/json"}, context)
+    ok = Http1Client(
+        servers["trusted"],
+        {"accept": "application/json, text/event-stream", "content-type": "application/json"},
+        context,
+    )
     ping = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
     response = await ok.post(ping, {})
     await response.aread()
     await response.aclose()
-    assert response.status_code in (400, 404), "reached the server over TLS (no session: refused by MCP, not by TLS)"
+    assert response.status_code in (400, 404), (
+        "reached the server over TLS (no session: refused by MCP, not by TLS)"
+    )
     ok.close()
     for name, reason in (("unknown", "certificate verify failed"), ("elsewhere", "mismatch")):
         client = Http1Client(servers[name], {}, context)
@@ -167,22 +197,30 @@ async def test_a_server_that_never_finishes_the_tls_handshake_fails_the_connect_
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = listener.getsockname()[1]  # accepts (in the backlog), never answers the ClientHello
-        client = Http1Client(f"https://127.0.0.1:{port}/mcp", {}, httpx2.create_ssl_context(), connect_timeout=0.5)
+        client = Http1Client(
+            f"https://127.0.0.1:{port}/mcp", {}, httpx2.create_ssl_context(), connect_timeout=0.5
+        )
         started = time.monotonic()
         with pytest.raises(HttpError, match="timed out after 0.5 s"):
             await client.post(b"{}", {})
         assert time.monotonic() - started < 3
 
 
-async def test_a_backend_whose_certificate_changes_to_an_unknown_ca_fails_the_next_call(tls, trust_private_cas):
+async def test_a_backend_whose_certificate_changes_to_an_unknown_ca_fails_the_next_call(
+    tls, trust_private_cas
+):
     """A session up over a trusted certificate; the server comes back with one of an unknown CA:
     the lean call's new connection is refused, and the pool reports why instead of hanging."""
     files, _ = tls
     proc, port = _serve_https(files["trusted"])
     try:
-        spec = ServerSpec("remote", transport="streamable_http", url=f"https://127.0.0.1:{port}/mcp")
+        spec = ServerSpec(
+            "remote", transport="streamable_http", url=f"https://127.0.0.1:{port}/mcp"
+        )
         async with Pool() as pool:
-            assert (await pool.call_tool(spec, "echo", {"text": "up"}, raw=True))["content"][0]["text"] == "up"
+            assert (await pool.call_tool(spec, "echo", {"text": "up"}, raw=True))["content"][0][
+                "text"
+            ] == "up"
             assert isinstance(_lean(pool, "remote"), LeanHttp)
             _stop(proc)
             proc, _ = _serve_https(files["unknown"], port)
@@ -190,7 +228,12 @@ async def test_a_backend_whose_certificate_changes_to_an_unknown_ca_fails_the_ne
             with pytest.raises(ServerCrashed) as caught:
                 await pool.call_tool(spec, "echo", {"text": "down"}, raw=True)
             assert time.monotonic() - started < 10
-            assert "HttpError: cannot connect" in str(caught.value) and "certificate verify failed" in str(caught.value)
-            assert "certificate verify failed" in (await pool.stats())["servers"]["remote"]["last_error"]
+            assert "HttpError: cannot connect" in str(
+                caught.value
+            ) and "certificate verify failed" in str(caught.value)
+            assert (
+                "certificate verify failed"
+                in (await pool.stats())["servers"]["remote"]["last_error"]
+            )
     finally:
         _stop(proc)

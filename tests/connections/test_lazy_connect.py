@@ -31,7 +31,10 @@ async def test_discovery_returns_the_whole_catalog_of_an_sdk_server(pool):
 
     assert (await pool.call_tool(spec, "add", {"a": 2, "b": 3})).structured_content == {"result": 5}
     assert (await pool.read_resource(spec, "echo://item/7")).contents[0].text == "item 7"
-    assert "Hello, Ada!" in (await pool.get_prompt(spec, "greet", {"name": "Ada"})).messages[0].content.text
+    assert (
+        "Hello, Ada!"
+        in (await pool.get_prompt(spec, "greet", {"name": "Ada"})).messages[0].content.text
+    )
     assert await pool.ping(spec) > 0
 
 

@@ -37,7 +37,9 @@ async def test_500_connect_close_and_50_crash_restart_cycles_leak_nothing():
         await asyncio.gather(*(_connect_and_close(pool, f"churn{i}", 25) for i in range(20)))
         await asyncio.gather(*(_crash_and_recover(pool, f"crash{i}", 10) for i in range(5)))
         stats = await pool.stats()
-        assert sum(s["starts"] for s in stats["servers"].values()) == 500 + 5 * 11  # each crash round restarts once
+        assert (
+            sum(s["starts"] for s in stats["servers"].values()) == 500 + 5 * 11
+        )  # each crash round restarts once
         assert stats["live_processes"] == 5
 
     assert await wait_until(lambda: not child_pids())

@@ -60,10 +60,20 @@ async def test_calls_take_the_lean_path_and_answer_like_the_sdk_path(any_spec):
         sdk = await sdk_pool.call_tool(spec, "add", {"a": 2, "b": 3}, raw=True)
         kind = LeanStdio if spec.transport == "stdio" else LeanHttp
         assert isinstance(_lean(lean_pool, "remote"), kind) and _lean(sdk_pool, "remote") is None
-        assert lean == sdk == {"content": [{"type": "text", "text": "5"}], "structuredContent": {"result": 5}, "isError": False}
+        assert (
+            lean
+            == sdk
+            == {
+                "content": [{"type": "text", "text": "5"}],
+                "structuredContent": {"result": 5},
+                "isError": False,
+            }
+        )
         missing = await lean_pool.call_tool(spec, "no_such_tool", raw=True)
         assert missing["isError"] is True and "no_such_tool" in missing["content"][0]["text"]
-        many = await asyncio.gather(*(lean_pool.call_tool(spec, "echo", {"text": f"m{i}"}, raw=True) for i in range(40)))
+        many = await asyncio.gather(
+            *(lean_pool.call_tool(spec, "echo", {"text": f"m{i}"}, raw=True) for i in range(40))
+        )
         assert [r["content"][0]["text"] for r in many] == [f"m{i}" for i in range(40)]
         stats = (await lean_pool.stats())["servers"]["remote"]
         assert stats["starts"] == 1 and stats["failures"] == 0
@@ -73,11 +83,19 @@ async def test_a_json_rpc_error_keeps_its_code_and_data(any_spec):
     spec = any_spec
     async with Pool() as pool:
         with pytest.raises(MCPError) as caught:
-            await pool.call_tool(spec, "rpc_error", {"code": -32042, "message": "not today"}, raw=True)
-        assert (caught.value.code, caught.value.message, caught.value.data) == (-32042, "not today", {"why": "asked to"})
+            await pool.call_tool(
+                spec, "rpc_error", {"code": -32042, "message": "not today"}, raw=True
+            )
+        assert (caught.value.code, caught.value.message, caught.value.data) == (
+            -32042,
+            "not today",
+            {"why": "asked to"},
+        )
         # An error is an answer: the backend works, the connection stays.
         assert (await pool.stats())["servers"]["remote"]["circuit"] == "closed"
-        assert (await pool.call_tool(spec, "echo", {"text": "still"}, raw=True))["content"][0]["text"] == "still"
+        assert (await pool.call_tool(spec, "echo", {"text": "still"}, raw=True))["content"][0][
+            "text"
+        ] == "still"
         assert (await pool.stats())["servers"]["remote"]["starts"] == 1
 
 
@@ -96,10 +114,17 @@ async def test_progress_and_log_lines_on_the_stream_reach_the_caller_before_the_
         async with Pool() as pool:
             await pool.call_tool(spec, "echo", {"text": "warm"}, raw=True)
             assert _lean(pool, "remote") is not None
-            result = await pool.call_tool(spec, "progress", {"steps": 3}, progress_callback=progress, raw=True)
+            result = await pool.call_tool(
+                spec, "progress", {"steps": 3}, progress_callback=progress, raw=True
+            )
             events.append(f"result {result['content'][0]['text']}")
             await pool.call_tool(spec, "chatty", {"count": 2}, relay=Relay(log=log), raw=True)
-        assert events[:4] == ["progress 1/3", "progress 2/3", "progress 3/3", f"result {result['content'][0]['text']}"]
+        assert events[:4] == [
+            "progress 1/3",
+            "progress 2/3",
+            "progress 3/3",
+            f"result {result['content'][0]['text']}",
+        ]
         assert events[4:] == ["log line 0", "log line 1"]
     finally:
         proc.kill()
@@ -109,7 +134,9 @@ async def test_progress_and_log_lines_on_the_stream_reach_the_caller_before_the_
 async def test_a_timeout_or_a_cancelled_caller_cancels_the_backend_work(any_spec):
     spec = any_spec
     async with Pool() as pool:
-        before = (await pool.call_tool(spec, "cancellations", raw=True))["structuredContent"]["result"]
+        before = (await pool.call_tool(spec, "cancellations", raw=True))["structuredContent"][
+            "result"
+        ]
         with pytest.raises(CallTimeout):
             await pool.call_tool(spec, "slow", {"seconds": 30}, timeout=0.5, raw=True)
         task = asyncio.create_task(pool.call_tool(spec, "slow", {"seconds": 30}, raw=True))
@@ -119,13 +146,17 @@ async def test_a_timeout_or_a_cancelled_caller_cancels_the_backend_work(any_spec
             await task
 
         async def count() -> int:
-            return (await pool.call_tool(spec, "cancellations", raw=True))["structuredContent"]["result"]
+            return (await pool.call_tool(spec, "cancellations", raw=True))["structuredContent"][
+                "result"
+            ]
 
         deadline = time.monotonic() + 10
         while await count() < before + 2 and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
         assert await count() == before + 2, "both abandoned calls were cancelled in the backend"
-        assert (await pool.stats())["servers"]["remote"]["starts"] == 1, "a timeout does not cost the session"
+        assert (await pool.stats())["servers"]["remote"]["starts"] == 1, (
+            "a timeout does not cost the session"
+        )
 
 
 async def test_a_stateless_backend_takes_the_lean_path_without_waiting_for_a_get_stream():
@@ -134,11 +165,17 @@ async def test_a_stateless_backend_takes_the_lean_path_without_waiting_for_a_get
         spec = ServerSpec("remote", transport="streamable_http", url=f"http://127.0.0.1:{port}/mcp")
         async with Pool() as pool:
             started = time.monotonic()
-            assert (await pool.call_tool(spec, "echo", {"text": "first"}, raw=True))["content"][0]["text"] == "first"
-            assert time.monotonic() - started < 1.5, "no GET stream to wait for without a session id"
+            assert (await pool.call_tool(spec, "echo", {"text": "first"}, raw=True))["content"][0][
+                "text"
+            ] == "first"
+            assert time.monotonic() - started < 1.5, (
+                "no GET stream to wait for without a session id"
+            )
             lean = _lean(pool, "remote")
             assert isinstance(lean, LeanHttp) and lean.link.session_id is None
-            results = await asyncio.gather(*(pool.call_tool(spec, "add", {"a": i, "b": 1}, raw=True) for i in range(10)))
+            results = await asyncio.gather(
+                *(pool.call_tool(spec, "add", {"a": i, "b": 1}, raw=True) for i in range(10))
+            )
             assert [r["structuredContent"]["result"] for r in results] == [i + 1 for i in range(10)]
     finally:
         proc.kill()
@@ -163,7 +200,9 @@ async def test_a_stdio_call_with_progress_keeps_the_sdk_path_and_gets_its_progre
         events.append(value)
 
     async with Pool() as pool:
-        result = await pool.call_tool(sdk_spec("remote"), "progress", {"steps": 3}, progress_callback=progress, raw=True)
+        result = await pool.call_tool(
+            sdk_spec("remote"), "progress", {"steps": 3}, progress_callback=progress, raw=True
+        )
     assert events == [1, 2, 3] and not result["isError"]
 
 
@@ -175,8 +214,14 @@ async def test_a_restarted_backend_answers_404_and_the_call_runs_on_a_new_sessio
             first = (await pool.call_tool(spec, "pid", raw=True))["structuredContent"]["result"]
             assert _lean(pool, "remote") is not None
             await asyncio.to_thread(backend.restart)
-            results = await asyncio.gather(*(pool.call_tool(spec, "pid", raw=True) for _ in range(6)))
-            assert {r["structuredContent"]["result"] for r in results} == {backend.process.pid} != {first}
+            results = await asyncio.gather(
+                *(pool.call_tool(spec, "pid", raw=True) for _ in range(6))
+            )
+            assert (
+                {r["structuredContent"]["result"] for r in results}
+                == {backend.process.pid}
+                != {first}
+            )
             stats = (await pool.stats())["servers"]["remote"]
             assert stats["starts"] == 2 and "no longer knows our session" in stats["last_error"]
             assert _lean(pool, "remote") is not None
@@ -219,7 +264,9 @@ async def test_a_keep_alive_connection_the_server_closed_while_idle_is_replaced(
             idle = list(_lean(pool, "remote")._h1.idle)
             assert len(idle) == 1
             await asyncio.sleep(6)
-            assert (await pool.call_tool(spec, "echo", {"text": "two"}, raw=True))["content"][0]["text"] == "two"
+            assert (await pool.call_tool(spec, "echo", {"text": "two"}, raw=True))["content"][0][
+                "text"
+            ] == "two"
             assert idle[0] not in _lean(pool, "remote")._h1.idle
             assert (await pool.stats())["servers"]["remote"]["failures"] == 0
     finally:
@@ -229,7 +276,9 @@ async def test_a_keep_alive_connection_the_server_closed_while_idle_is_replaced(
 
 async def test_the_configured_headers_reach_the_backend_on_the_lean_path(backend):
     _, url = backend
-    spec = ServerSpec("remote", transport="streamable_http", url=url, headers={"X-Api-Key": "s3cret"})
+    spec = ServerSpec(
+        "remote", transport="streamable_http", url=url, headers={"X-Api-Key": "s3cret"}
+    )
     async with Pool() as pool:
         seen = await pool.call_tool(spec, "header", {"name": "x-api-key"}, raw=True)
         assert _lean(pool, "remote") is not None

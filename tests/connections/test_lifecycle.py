@@ -25,7 +25,9 @@ async def test_start_concurrency_is_capped():
     async with Pool(PoolOptions(start_concurrency=2)) as pool:
         specs = [tiny_spec(f"s{i}", "--startup-delay", "0.3") for i in range(8)]
         started = time.monotonic()
-        results = await asyncio.gather(*(pool.call_tool(s, "echo", {"text": s.name}) for s in specs))
+        results = await asyncio.gather(
+            *(pool.call_tool(s, "echo", {"text": s.name}) for s in specs)
+        )
         assert [text(r) for r in results] == [s.name for s in specs]
         stats = await pool.stats()
         assert stats["max_concurrent_starts"] == 2

@@ -17,6 +17,7 @@ import pytest
 
 from apps.catalog.models import McpServer
 from apps.toolsets.services import enable_tools
+from tests.connections.conftest import free_port
 from tests.live_hub import (
     ROOT,
     SERVERS,
@@ -28,14 +29,15 @@ from tests.live_hub import (
     tagged_processes,
     wait_for,
 )
-from tests.connections.conftest import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120), pytest.mark.django_db(transaction=True)]
 
 
 def stubborn_server(tag: str, *flags: str) -> McpServer:
     args = ["-I", "-S", str(SERVERS / "tiny.py"), "--stubborn", "--tag", tag, *flags]
-    return McpServer.objects.create(name="stubborn", transport="stdio", command=sys.executable, args=args)
+    return McpServer.objects.create(
+        name="stubborn", transport="stdio", command=sys.executable, args=args
+    )
 
 
 @pytest.fixture
@@ -71,13 +73,17 @@ def test_stopping_or_killing_the_embedded_web_process_takes_its_backends_along(
 
         os.killpg(hub.processes[0].pid, getattr(signal, how))
         hub.processes[0].wait(15)
-        assert wait_for(lambda: not tagged_processes(tag), 5), f"backend {pid} outlived the web process"
+        assert wait_for(lambda: not tagged_processes(tag), 5), (
+            f"backend {pid} outlived the web process"
+        )
     finally:
         stop(hub.processes)
 
 
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
-def test_stopping_or_killing_the_pool_worker_takes_its_backends_along(how, alice_stubborn, alice_token, tag, tmp_path):
+def test_stopping_or_killing_the_pool_worker_takes_its_backends_along(
+    how, alice_stubborn, alice_token, tag, tmp_path
+):
     redis = start_redis(port := free_port(), tmp_path)
     hub = start_private_hub(tmp_path / "hub", redis_url=f"redis://127.0.0.1:{port}/0")
     try:
@@ -95,8 +101,12 @@ def test_stopping_or_killing_the_pool_worker_takes_its_backends_along(how, alice
 
 
 @pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGKILL"])
-def test_mcp_discover_of_a_server_hanging_at_initialize_leaves_nothing_when_interrupted(how, tag, transactional_db):
-    stubborn_server(tag, "--silent")  # never answers initialize: the command waits for its start timeout
+def test_mcp_discover_of_a_server_hanging_at_initialize_leaves_nothing_when_interrupted(
+    how, tag, transactional_db
+):
+    stubborn_server(
+        tag, "--silent"
+    )  # never answers initialize: the command waits for its start timeout
     command = subprocess.Popen(
         [sys.executable, "manage.py", "mcp_discover", "stubborn"],
         cwd=ROOT,

@@ -28,14 +28,19 @@ async def test_each_partition_gets_its_own_backend_with_its_own_environment(pool
 
 async def test_a_new_value_replaces_only_that_users_backend(pool):
     alice, bob = for_user("u1", "alice-token"), for_user("u2", "bob-token")
-    alice_pid, bob_pid = text(await pool.call_tool(alice, "pid")), text(await pool.call_tool(bob, "pid"))
+    alice_pid, bob_pid = (
+        text(await pool.call_tool(alice, "pid")),
+        text(await pool.call_tool(bob, "pid")),
+    )
 
     rotated = for_user("u1", "alice-rotated")
     assert text(await pool.call_tool(rotated, "env", {"name": "TOKEN"})) == "alice-rotated"
 
     assert text(await pool.call_tool(rotated, "pid")) != alice_pid
     assert text(await pool.call_tool(bob, "pid")) == bob_pid
-    assert await wait_until(lambda: len(child_pids()) == 2)  # alice's old backend drained and closed
+    assert await wait_until(
+        lambda: len(child_pids()) == 2
+    )  # alice's old backend drained and closed
 
 
 async def test_closing_a_server_by_name_closes_every_users_backend_and_one_key_only_its_own(pool):
@@ -73,7 +78,10 @@ async def test_in_flight_calls_of_every_user_count_against_one_per_server_limit(
 
 def test_the_partition_is_part_of_the_identity_but_not_of_unpartitioned_hashes():
     plain = tiny_spec("shared", env={"TOKEN": "x"})
-    alice, bob = tiny_spec("shared", env={"TOKEN": "x"}, partition="u1"), tiny_spec("shared", env={"TOKEN": "x"}, partition="u2")
+    alice, bob = (
+        tiny_spec("shared", env={"TOKEN": "x"}, partition="u1"),
+        tiny_spec("shared", env={"TOKEN": "x"}, partition="u2"),
+    )
 
     assert plain.key == "shared" and alice.key == "shared#u1"
     assert len({plain.config_hash, alice.config_hash, bob.config_hash}) == 3
@@ -90,4 +98,6 @@ async def test_idle_per_user_backends_are_closed_and_forgotten():
         assert len(child_pids()) == 2
 
         assert await wait_until(lambda: not child_pids(), 5.0)
-        assert await wait_until(lambda: not pool.stats_now()["servers"], 5.0), "one entry per user must not pile up"
+        assert await wait_until(lambda: not pool.stats_now()["servers"], 5.0), (
+            "one entry per user must not pile up"
+        )

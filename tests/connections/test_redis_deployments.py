@@ -21,12 +21,37 @@ from apps.connections.errors import PoolError
 from apps.connections.remote import RemotePool
 from apps.connections.worker import DEFAULT_PREFIX, workers_key
 from tests.connections.conftest import free_port, live_pool, text, tiny_spec
-from tests.live_hub import ROOT, hub_env, make_tls_files, redis_tls_options, start_redis, start_worker, stop, wait_for
+from tests.live_hub import (
+    ROOT,
+    hub_env,
+    make_tls_files,
+    redis_tls_options,
+    start_redis,
+    start_worker,
+    stop,
+    wait_for,
+)
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(180), pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.slow,
+    pytest.mark.timeout(180),
+    pytest.mark.django_db(transaction=True),
+]
 
 # The default user is off: only `hub` (a password with URL-reserved characters) may log in.
-USER_OPTIONS = ("--user", "default", "off", "--user", "hub", "on", ">p@ss:w/rd", "~*", "&*", "+@all")
+USER_OPTIONS = (
+    "--user",
+    "default",
+    "off",
+    "--user",
+    "hub",
+    "on",
+    ">p@ss:w/rd",
+    "~*",
+    "&*",
+    "+@all",
+)
 
 
 class SecureRedis:
@@ -41,7 +66,9 @@ class SecureRedis:
         self.start()
 
     def start(self) -> None:
-        self.process = start_redis(self.port, self.tmp, *redis_tls_options(self.port, self.tls), *USER_OPTIONS)
+        self.process = start_redis(
+            self.port, self.tmp, *redis_tls_options(self.port, self.tls), *USER_OPTIONS
+        )
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -62,7 +89,9 @@ def secure(django_db_setup, django_db_blocker, tmp_path_factory):
     worker = start_worker(env, tmp, name="tls-worker")
     admin = server.admin()
     try:
-        registered = wait_for(lambda: worker.poll() is not None or admin.zcard(workers_key(DEFAULT_PREFIX)) == 1, 90)
+        registered = wait_for(
+            lambda: worker.poll() is not None or admin.zcard(workers_key(DEFAULT_PREFIX)) == 1, 90
+        )
         assert registered and worker.poll() is None, (tmp / "tls-worker.log").read_text()[-3000:]
         yield server, worker
     finally:
@@ -96,7 +125,10 @@ async def test_calls_over_tls_as_an_acl_user_and_celery_uses_the_same_url(secure
 
 async def test_a_redis_restart_mid_load_leaves_no_caller_stuck_and_calls_work_again(secure):
     server, worker = secure
-    fast, slow = tiny_spec("tls-fast", "--tag", "tls-fast"), tiny_spec("tls-slow", "--tag", "tls-slow")
+    fast, slow = (
+        tiny_spec("tls-fast", "--tag", "tls-fast"),
+        tiny_spec("tls-slow", "--tag", "tls-slow"),
+    )
     async with await live_pool(server.url) as pool:
         assert text(await pool.call_tool(fast, "echo", {"text": "warm"})) == "warm"
         outcomes: list[tuple[float, float, str]] = []  # (started, took, "ok" or the error)
@@ -106,15 +138,23 @@ async def test_a_redis_restart_mid_load_leaves_no_caller_stuck_and_calls_work_ag
             while time.monotonic() < until:
                 started = time.monotonic()
                 try:
-                    assert text(await pool.call_tool(fast, "echo", {"text": "hi"}, timeout=20)) == "hi"
+                    assert (
+                        text(await pool.call_tool(fast, "echo", {"text": "hi"}, timeout=20)) == "hi"
+                    )
                     outcome = "ok"
-                except (PoolError, ConnectionError) as exc:  # the clear errors; anything else fails the test
+                except (
+                    PoolError,
+                    ConnectionError,
+                ) as exc:  # the clear errors; anything else fails the test
                     outcome = f"{type(exc).__name__}: {exc}"
                     await asyncio.sleep(0.05)
                 outcomes.append((started, time.monotonic() - started, outcome))
 
         # Calls that run for 8 s are in flight when Redis dies: their replies can never come.
-        in_flight = [asyncio.ensure_future(pool.call_tool(slow, "sleep", {"seconds": 8}, timeout=30)) for _ in range(3)]
+        in_flight = [
+            asyncio.ensure_future(pool.call_tool(slow, "sleep", {"seconds": 8}, timeout=30))
+            for _ in range(3)
+        ]
         load = asyncio.gather(*(caller() for _ in range(8)))
         await asyncio.sleep(1.5)
         killed_at = time.monotonic()
@@ -127,7 +167,9 @@ async def test_a_redis_restart_mid_load_leaves_no_caller_stuck_and_calls_work_ag
         await load
         assert worker.poll() is None, "the Celery worker died with Redis"
 
-    assert all(isinstance(r, PoolError) and "lost its link to Redis" in str(r) for r in stuck), stuck
+    assert all(isinstance(r, PoolError) and "lost its link to Redis" in str(r) for r in stuck), (
+        stuck
+    )
     assert in_flight_failed_after < 3.0, f"in-flight callers waited {in_flight_failed_after:.1f}s"
     errors = [o for o in outcomes if o[2] != "ok"]
     assert errors, "the outage was not noticed: the test proves nothing"
@@ -176,11 +218,24 @@ print("every Redis user is connected")
 """
 
 
-def test_every_redis_user_of_the_hub_reads_tls_and_credentials_from_redis_url(secure, django_db_blocker, tmp_path):
+def test_every_redis_user_of_the_hub_reads_tls_and_credentials_from_redis_url(
+    secure, django_db_blocker, tmp_path
+):
     server, _ = secure
     with django_db_blocker.unblock():
-        env = hub_env(REDIS_URL=server.url, MCPHUB_DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="mcphub.settings")
-    done = subprocess.run([sys.executable, "-c", _EVERY_REDIS_USER], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+        env = hub_env(
+            REDIS_URL=server.url,
+            MCPHUB_DATA_DIR=str(tmp_path),
+            DJANGO_SETTINGS_MODULE="mcphub.settings",
+        )
+    done = subprocess.run(
+        [sys.executable, "-c", _EVERY_REDIS_USER],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "every Redis user is connected" in done.stdout
     assert "p@ss" not in done.stdout + done.stderr and "insecure" not in done.stderr.lower()

@@ -23,7 +23,9 @@ class Recorder:
 
     def relay(self, tag: str = "log", **handlers) -> Relay:
         async def log(params: dict) -> None:
-            await asyncio.sleep(0.01)  # a slow client stream must still be written before the result
+            await asyncio.sleep(
+                0.01
+            )  # a slow client stream must still be written before the result
             self.events.append(f"{tag}:{params['level']}:{params['data']}")
 
         return Relay(log=log, **handlers)
@@ -33,9 +35,13 @@ class Recorder:
             self.events.append(f"hook:{notification.params.data}")
 
 
-async def _call_and_mark(pool, spec, recorder: Recorder, count: int, relay: Relay | None, **kwargs) -> None:
+async def _call_and_mark(
+    pool, spec, recorder: Recorder, count: int, relay: Relay | None, **kwargs
+) -> None:
     result = await pool.call_tool(spec, "chatty", {"count": count}, relay=relay, **kwargs)
-    recorder.events.append(f"result:{text(result) if not isinstance(result, dict) else result['content'][0]['text']}")
+    recorder.events.append(
+        f"result:{text(result) if not isinstance(result, dict) else result['content'][0]['text']}"
+    )
 
 
 @pytest.mark.parametrize("raw", [False, True])
@@ -44,7 +50,12 @@ async def test_log_lines_during_a_call_reach_its_caller_before_the_result(raw):
     async with Pool(on_notification=recorder.on_notification) as pool:
         spec = sdk_spec("echo")
         await _call_and_mark(pool, spec, recorder, 3, recorder.relay(), raw=raw)
-        assert recorder.events == ["log:info:line 0", "log:info:line 1", "log:info:line 2", "result:said 3"]
+        assert recorder.events == [
+            "log:info:line 0",
+            "log:info:line 1",
+            "log:info:line 2",
+            "result:said 3",
+        ]
 
         recorder.events.clear()  # no relay (or one without log): the server-wide hook hears them
         await _call_and_mark(pool, spec, recorder, 2, Relay(), raw=raw)
@@ -57,7 +68,9 @@ async def test_over_stdio_the_oldest_relaying_call_gets_unattributed_lines():
     async with Pool(on_notification=recorder.on_notification) as pool:
         spec = sdk_spec("echo")
         await pool.call_tool(spec, "echo", {"text": "warm"})
-        slow = asyncio.create_task(pool.call_tool(spec, "slow", {"seconds": 0.5}, relay=recorder.relay("old")))
+        slow = asyncio.create_task(
+            pool.call_tool(spec, "slow", {"seconds": 0.5}, relay=recorder.relay("old"))
+        )
         await asyncio.sleep(0.1)
         await pool.call_tool(spec, "chatty", {"count": 2}, relay=recorder.relay("new"))
         await slow
@@ -70,7 +83,9 @@ async def test_over_streamable_http_lines_reach_exactly_their_own_call(http_serv
     spec = ServerSpec("remote-echo", transport="streamable_http", url=http_server)
     async with Pool(on_notification=recorder.on_notification) as pool:
         await pool.call_tool(spec, "echo", {"text": "warm"})
-        slow = asyncio.create_task(pool.call_tool(spec, "slow", {"seconds": 0.5}, relay=recorder.relay("old")))
+        slow = asyncio.create_task(
+            pool.call_tool(spec, "slow", {"seconds": 0.5}, relay=recorder.relay("old"))
+        )
         await asyncio.sleep(0.1)
         await _call_and_mark(pool, spec, recorder, 2, recorder.relay("new"), raw=True)
         await slow
@@ -80,12 +95,16 @@ async def test_over_streamable_http_lines_reach_exactly_their_own_call(http_serv
 
 async def test_sampling_during_a_streamable_http_call_is_answered_by_its_caller(http_server):  # noqa: F811
     async def answer(params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
-        content = types.TextContent(type="text", text=f"http says {params.messages[0].content.text}")
+        content = types.TextContent(
+            type="text", text=f"http says {params.messages[0].content.text}"
+        )
         return types.CreateMessageResult(role="assistant", model="m", content=content)
 
     spec = ServerSpec("remote-echo", transport="streamable_http", url=http_server)
     async with Pool() as pool:
-        result = await pool.call_tool(spec, "ask", {"question": "hi"}, relay=Relay(sampling=answer), raw=True)
+        result = await pool.call_tool(
+            spec, "ask", {"question": "hi"}, relay=Relay(sampling=answer), raw=True
+        )
     assert result["content"][0]["text"] == "http says hi"
 
 
@@ -94,7 +113,9 @@ async def test_backends_are_told_we_answer_sampling_and_elicitation():
     async with Pool() as pool:
         declared = json.loads(text(await pool.call_tool(spec, "client_capabilities")))
     assert "sampling" in declared and "elicitation" in declared
-    async with Pool(PoolOptions(relay=frozenset())) as pool:  # MCPHUB_POOL {"relay": []}: nothing to relay
+    async with Pool(
+        PoolOptions(relay=frozenset())
+    ) as pool:  # MCPHUB_POOL {"relay": []}: nothing to relay
         declared = json.loads(text(await pool.call_tool(spec, "client_capabilities")))
     assert "sampling" not in declared and "elicitation" not in declared
 

@@ -30,8 +30,17 @@ def worker():
         pytest.skip("Redis is not reachable")
     prefix = f"test-{uuid.uuid4().hex[:8]}"
     proc = subprocess.Popen(
-        [PYTHON, "-m", "apps.connections.worker", "--redis-url", REDIS_URL, "--prefix", prefix,
-         "--options", '{"probe_timeout": 1.0}'],
+        [
+            PYTHON,
+            "-m",
+            "apps.connections.worker",
+            "--redis-url",
+            REDIS_URL,
+            "--prefix",
+            prefix,
+            "--options",
+            '{"probe_timeout": 1.0}',
+        ],
         cwd=ROOT,
     )
     yield proc, prefix
@@ -55,8 +64,12 @@ async def test_calls_run_in_the_worker_process_not_here(worker):
         spec = tiny_spec("tiny")
         assert text(await pool.call_tool(spec, "echo", {"text": "via redis"})) == "via redis"
         backend_pid = int(text(await pool.call_tool(spec, "pid")))
-        assert child_pids() == [proc.pid] and child_pids(proc.pid) == [backend_pid]  # our only child: the worker
-        results = await asyncio.gather(*(pool.call_tool(spec, "echo", {"text": str(i)}) for i in range(100)))
+        assert child_pids() == [proc.pid] and child_pids(proc.pid) == [
+            backend_pid
+        ]  # our only child: the worker
+        results = await asyncio.gather(
+            *(pool.call_tool(spec, "echo", {"text": str(i)}) for i in range(100))
+        )
         assert [text(r) for r in results] == [str(i) for i in range(100)]
         stats = await pool.stats()
         assert [s["servers"]["tiny"]["pid"] for s in stats.values()] == [backend_pid]
@@ -84,7 +97,9 @@ async def test_progress_sampling_and_notifications_cross_the_wire(worker):
         seen.append(f"{server}:{notification.method}")
 
     async def sample(params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
-        return types.CreateMessageResult(role="assistant", model="m", content=types.TextContent(type="text", text="42"))
+        return types.CreateMessageResult(
+            role="assistant", model="m", content=types.TextContent(type="text", text="42")
+        )
 
     updates: list[float] = []
 
@@ -95,7 +110,10 @@ async def test_progress_sampling_and_notifications_cross_the_wire(worker):
         spec = sdk_spec("echo")
         found = await pool.discover(spec)
         assert "ask" in {t.name for t in found.tools}
-        assert text(await pool.call_tool(spec, "ask", {"question": "?"}, relay=Relay(sampling=sample))) == "42"
+        assert (
+            text(await pool.call_tool(spec, "ask", {"question": "?"}, relay=Relay(sampling=sample)))
+            == "42"
+        )
         await pool.call_tool(spec, "progress", {"steps": 5}, progress_callback=on_progress)
         await pool.call_tool(spec, "touch_tools")
         await asyncio.sleep(0.3)
@@ -133,7 +151,9 @@ async def test_specs_cross_the_wire_encrypted(worker):
     from apps.connections.codec import DjangoCodec, default_codec
 
     _, prefix = worker
-    assert isinstance(default_codec(), DjangoCodec)  # Django settings are configured in this test run
+    assert isinstance(
+        default_codec(), DjangoCodec
+    )  # Django settings are configured in this test run
     seen: list[bytes] = []
     spy = redis.Redis.from_url(REDIS_URL, socket_timeout=5)
     async with await _remote(prefix) as pool:
@@ -157,7 +177,9 @@ async def test_a_worker_without_the_keys_says_so(worker):
     from apps.connections.codec import FernetCodec
 
     _, prefix = worker
-    other = FernetCodec(["Zm9yZWlnbi1rZXktZm9yLXRlc3RzLW9ubHktMzJieXQ="])  # keys the worker does not have
+    other = FernetCodec(
+        ["Zm9yZWlnbi1rZXktZm9yLXRlc3RzLW9ubHktMzJieXQ="]
+    )  # keys the worker does not have
     async with await _remote(prefix, codec=other) as pool:
         with pytest.raises(Exception, match="decrypt|MCPHUB_ENCRYPTION_KEYS"):
             await pool.call_tool(tiny_spec("wrong-key", env={"X": "1"}), "echo", {"text": "x"})

@@ -12,7 +12,14 @@ import uuid
 import pytest
 import redis
 
-from apps.connections.resp import Address, RespClient, RespConnection, RespError, RespUnavailable, encode
+from apps.connections.resp import (
+    Address,
+    RespClient,
+    RespConnection,
+    RespError,
+    RespUnavailable,
+    encode,
+)
 from tests.live_hub import free_port, make_tls_files, redis_tls_options, start_redis
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
@@ -20,14 +27,21 @@ REDIS_URL = os.environ.get("MCPHUB_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 
 def test_encode():
-    assert encode(("SET", "k", 1.5, b"\xff")) == b"*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$3\r\n1.5\r\n$1\r\n\xff\r\n"
+    assert (
+        encode(("SET", "k", 1.5, b"\xff"))
+        == b"*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$3\r\n1.5\r\n$1\r\n\xff\r\n"
+    )
     with pytest.raises(TypeError, match="cannot send NoneType"):
         encode(("SET", "k", None))
 
 
 def test_urls():
-    assert Address.from_url("redis://:pw@example:6380/15") == Address("example", 6380, db=15, password="pw")
-    assert Address.from_url("redis://hub:p%40ss@example/2") == Address("example", db=2, username="hub", password="p@ss")
+    assert Address.from_url("redis://:pw@example:6380/15") == Address(
+        "example", 6380, db=15, password="pw"
+    )
+    assert Address.from_url("redis://hub:p%40ss@example/2") == Address(
+        "example", db=2, username="hub", password="p@ss"
+    )
     assert Address.from_url("unix:///tmp/r.sock?db=2") == Address(path="/tmp/r.sock", db=2)
     assert "p@ss" not in repr(Address.from_url("redis://hub:p%40ss@example/2"))
     # redis-py's (and kombu's) TLS options; redis-py's socket options are accepted and ignored
@@ -35,10 +49,17 @@ def test_urls():
         "rediss://:pw@cache.example:6380/0?ssl_cert_reqs=CERT_OPTIONAL&ssl_ca_certs=%2Fetc%2Fca.pem"
         "&ssl_certfile=/c.pem&ssl_keyfile=/k.pem&ssl_check_hostname=false&socket_timeout=5"
     )
-    assert (tls.tls, tls.cert_reqs, tls.ca_certs, tls.certfile, tls.keyfile, tls.check_hostname) == (
-        True, "optional", "/etc/ca.pem", "/c.pem", "/k.pem", False
-    )
-    assert Address.from_url("rediss://cache.example").cert_reqs == "required"  # verified by default, as redis-py
+    assert (
+        tls.tls,
+        tls.cert_reqs,
+        tls.ca_certs,
+        tls.certfile,
+        tls.keyfile,
+        tls.check_hostname,
+    ) == (True, "optional", "/etc/ca.pem", "/c.pem", "/k.pem", False)
+    assert (
+        Address.from_url("rediss://cache.example").cert_reqs == "required"
+    )  # verified by default, as redis-py
     for url, error in [
         ("redis://example/0?ssl_cert_reqs=none", "need a rediss://"),
         ("rediss://example/0?ssl_cert_reqs=maybe", "required, optional or none"),
@@ -86,10 +107,14 @@ async def test_pipelined_commands_fire_and_pubsub():
 @pytest.fixture(scope="module")
 def locked_redis(tmp_path_factory):
     """(port, admin client) of a redis-server with `requirepass` and an ACL user `hub`."""
-    server = start_redis(port := free_port(), tmp_path_factory.mktemp("locked-redis"), "--requirepass", "s3cret:/@")
+    server = start_redis(
+        port := free_port(), tmp_path_factory.mktemp("locked-redis"), "--requirepass", "s3cret:/@"
+    )
     admin = redis.Redis(port=port, password="s3cret:/@")
     admin.execute_command("ACL", "SETUSER", "hub", "on", ">hub-pass", "~*", "&*", "+@all")
-    admin.execute_command("ACL", "SETUSER", "reader", "on", ">reader-pass", "~*", "&*", "+@read", "+ping")
+    admin.execute_command(
+        "ACL", "SETUSER", "reader", "on", ">reader-pass", "~*", "&*", "+@read", "+ping"
+    )
     try:
         yield port, admin
     finally:
@@ -100,14 +125,19 @@ def locked_redis(tmp_path_factory):
 
 async def test_password_acl_user_and_database(locked_redis):
     port, admin = locked_redis
-    for url in (f"redis://:s3cret%3A%2F%40@127.0.0.1:{port}/3", f"redis://hub:hub-pass@127.0.0.1:{port}/3"):
+    for url in (
+        f"redis://:s3cret%3A%2F%40@127.0.0.1:{port}/3",
+        f"redis://hub:hub-pass@127.0.0.1:{port}/3",
+    ):
         client = RespClient(url)
         key = f"resp-test:{uuid.uuid4().hex}"
         try:
             assert await client.call("RPUSH", key, "x") == 1
         finally:
             await client.aclose()
-        assert redis.Redis(port=port, password="s3cret:/@", db=3).lpop(key) == b"x"  # SELECT 3 happened
+        assert (
+            redis.Redis(port=port, password="s3cret:/@", db=3).lpop(key) == b"x"
+        )  # SELECT 3 happened
 
 
 async def test_refused_credentials_fail_fast_as_an_outage(locked_redis):
@@ -126,7 +156,9 @@ async def test_refused_credentials_fail_fast_as_an_outage(locked_redis):
                 await client.call("RPUSH", "resp-test:refused", "x")
         finally:
             await client.aclose()
-        assert isinstance(caught.value, ConnectionError)  # what callers (and the gateway's 503) handle
+        assert isinstance(
+            caught.value, ConnectionError
+        )  # what callers (and the gateway's 503) handle
         assert time.monotonic() - started < 1.0
         assert "wrong" not in str(caught.value) and "reader-pass" not in str(caught.value)
     # A subscriber refused the same way tells its opener instead of waiting for messages forever.
@@ -141,10 +173,16 @@ async def test_a_redis_that_stops_answering_fails_the_waiting_commands_then_reco
     client = RespClient(f"redis://:s3cret%3A%2F%40@127.0.0.1:{port}/0", reply_timeout=0.5)
     try:
         assert await client.call("PING") == b"PONG"
-        admin.execute_command("CLIENT", "PAUSE", 2000, "ALL")  # Redis reads nothing for 2 s, then resumes
+        admin.execute_command(
+            "CLIENT", "PAUSE", 2000, "ALL"
+        )  # Redis reads nothing for 2 s, then resumes
         started = time.monotonic()
-        results = await asyncio.gather(*(client.call("INCR", "resp-test:paused") for _ in range(5)), return_exceptions=True)
-        assert all(isinstance(r, ConnectionError) and "no reply within 0.5s" in str(r) for r in results), results
+        results = await asyncio.gather(
+            *(client.call("INCR", "resp-test:paused") for _ in range(5)), return_exceptions=True
+        )
+        assert all(
+            isinstance(r, ConnectionError) and "no reply within 0.5s" in str(r) for r in results
+        ), results
         assert time.monotonic() - started < 1.5
         admin.execute_command("CLIENT", "UNPAUSE")
         assert await client.call("PING") == b"PONG"  # a new connection
@@ -200,7 +238,10 @@ async def test_tls_verified_against_the_given_ca(tls_redis):
                 break
             await asyncio.sleep(0.01)
         assert received == [b"over tls"]
-        assert client._conn is not None and client._conn._transport.get_extra_info("ssl_object") is not None
+        assert (
+            client._conn is not None
+            and client._conn._transport.get_extra_info("ssl_object") is not None
+        )
     finally:
         await client.aclose()
         sub.close()
@@ -214,8 +255,14 @@ async def test_tls_verified_against_the_given_ca(tls_redis):
 async def test_tls_refuses_an_unknown_ca_and_plain_clients_fail_clearly(tls_redis):
     port, _ = tls_redis
     for url, message in [
-        (f"rediss://:tls-pass@127.0.0.1:{port}/0", "CERTIFICATE_VERIFY_FAILED"),  # the system CAs do not know it
-        (f"redis://:tls-pass@127.0.0.1:{port}/0", "connection (lost|closed)"),  # plain RESP to a TLS port
+        (
+            f"rediss://:tls-pass@127.0.0.1:{port}/0",
+            "CERTIFICATE_VERIFY_FAILED",
+        ),  # the system CAs do not know it
+        (
+            f"redis://:tls-pass@127.0.0.1:{port}/0",
+            "connection (lost|closed)",
+        ),  # plain RESP to a TLS port
     ]:
         client = RespClient(url, connect_timeout=2.0)
         started = time.monotonic()

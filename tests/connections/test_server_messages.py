@@ -16,7 +16,9 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 async def _answer(params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
     question = params.messages[0].content.text
     return types.CreateMessageResult(
-        role="assistant", model="scripted", content=types.TextContent(type="text", text=f"answer to {question}")
+        role="assistant",
+        model="scripted",
+        content=types.TextContent(type="text", text=f"answer to {question}"),
     )
 
 
@@ -37,9 +39,15 @@ async def test_notifications_progress_and_sampling_are_relayed():
             updates.append((progress, total, message))
 
         await pool.call_tool(spec, "progress", {"steps": 3}, progress_callback=on_progress)
-        asked = await pool.call_tool(spec, "ask", {"question": "6x7"}, relay=Relay(sampling=_answer))
-        with pytest.raises(MCPError, match="no client is attached to answer sampling/createMessage"):
-            await pool.call_tool(spec, "ask", {"question": "anyone?"})  # no relay: the backend hears why
+        asked = await pool.call_tool(
+            spec, "ask", {"question": "6x7"}, relay=Relay(sampling=_answer)
+        )
+        with pytest.raises(
+            MCPError, match="no client is attached to answer sampling/createMessage"
+        ):
+            await pool.call_tool(
+                spec, "ask", {"question": "anyone?"}
+            )  # no relay: the backend hears why
         await asyncio.sleep(0.1)
 
     assert ("echo", "notifications/tools/list_changed") in seen

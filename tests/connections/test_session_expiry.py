@@ -40,21 +40,29 @@ async def test_calls_after_the_backend_restarted_run_on_a_new_session(backend):
         await asyncio.to_thread(backend.restart)
         results = await asyncio.gather(*(pool.call_tool(spec, "pid") for _ in range(8)))
 
-        assert {r.structured_content["result"] for r in results} == {backend.process.pid} != {first_pid}
+        assert (
+            {r.structured_content["result"] for r in results}
+            == {backend.process.pid}
+            != {first_pid}
+        )
         stats = (await pool.stats())["servers"]["notes"]
         assert stats["starts"] == 2, "all eight callers share the one new session"
         assert "no longer knows our session" in stats["last_error"]
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_through_the_hub_a_restarted_backend_costs_alice_no_error(backend, pool_host, hub, alice, alice_token):
+async def test_through_the_hub_a_restarted_backend_costs_alice_no_error(
+    backend, pool_host, hub, alice, alice_token
+):
     """Both shapes: the session's hub (its web process's pool, or its Celery worker's)."""
     server, endpoint = await sync_to_async(_alice_notes)(alice, backend.url)
     async with mcp_client(hub.url(endpoint.path), alice_token) as client:
         assert (await client.call_tool("echo", {"text": "before"})).content[0].text == "before"
 
         await asyncio.to_thread(backend.restart)
-        results = await asyncio.gather(*(client.call_tool("echo", {"text": f"after {i}"}) for i in range(8)))
+        results = await asyncio.gather(
+            *(client.call_tool("echo", {"text": f"after {i}"}) for i in range(8))
+        )
 
     assert [r.is_error for r in results] == [False] * 8, [r.content[0].text for r in results]
     verdict = await sync_to_async(check_health)(server=server)
@@ -67,7 +75,9 @@ def _alice_notes(alice, url: str):
     from apps.connections.default import run_with_pool
 
     server = McpServer.objects.create(name="notes", transport="streamable_http", url=url)
-    apply_discovery(server=server, discovery=run_with_pool(lambda pool: pool.discover(server.to_spec())))
+    apply_discovery(
+        server=server, discovery=run_with_pool(lambda pool: pool.discover(server.to_spec()))
+    )
     endpoint = alice.endpoints.get()
     enable_tools(endpoint=endpoint, tools=server.tools.filter(name="echo"))
     return server, endpoint

@@ -4,16 +4,30 @@ import pytest
 
 from apps.connections.specs import ServerSpec
 
-BASE = ServerSpec("files", command="npx", args=("server-filesystem", "/srv"), env={"TOKEN": "s3cret"}, timeout=10)
+BASE = ServerSpec(
+    "files", command="npx", args=("server-filesystem", "/srv"), env={"TOKEN": "s3cret"}, timeout=10
+)
 
 
 @pytest.mark.parametrize(
     "changed",
     [
-        ServerSpec("files", command="npx", args=("server-filesystem", "/tmp"), env={"TOKEN": "s3cret"}),
-        ServerSpec("files", command="npx", args=("server-filesystem", "/srv"), env={"TOKEN": "rotated"}),
-        ServerSpec("files", command="node", args=("server-filesystem", "/srv"), env={"TOKEN": "s3cret"}),
-        ServerSpec("files", command="npx", args=("server-filesystem", "/srv"), env={"TOKEN": "s3cret"}, cwd="/x"),
+        ServerSpec(
+            "files", command="npx", args=("server-filesystem", "/tmp"), env={"TOKEN": "s3cret"}
+        ),
+        ServerSpec(
+            "files", command="npx", args=("server-filesystem", "/srv"), env={"TOKEN": "rotated"}
+        ),
+        ServerSpec(
+            "files", command="node", args=("server-filesystem", "/srv"), env={"TOKEN": "s3cret"}
+        ),
+        ServerSpec(
+            "files",
+            command="npx",
+            args=("server-filesystem", "/srv"),
+            env={"TOKEN": "s3cret"},
+            cwd="/x",
+        ),
     ],
 )
 def test_connection_changes_change_the_hash(changed):
@@ -21,14 +35,35 @@ def test_connection_changes_change_the_hash(changed):
 
 
 def test_timeout_and_env_order_do_not_change_the_hash():
-    same = ServerSpec("files", command="npx", args=["server-filesystem", "/srv"], env={"TOKEN": "s3cret"}, timeout=99)
+    same = ServerSpec(
+        "files",
+        command="npx",
+        args=["server-filesystem", "/srv"],
+        env={"TOKEN": "s3cret"},
+        timeout=99,
+    )
     assert same.config_hash == BASE.config_hash
 
 
 def test_http_url_and_headers_change_the_hash():
-    a = ServerSpec("api", transport="streamable_http", url="http://a/mcp", headers={"Authorization": "Bearer 1"})
-    b = ServerSpec("api", transport="streamable_http", url="http://a/mcp", headers={"Authorization": "Bearer 2"})
-    c = ServerSpec("api", transport="streamable_http", url="http://b/mcp", headers={"Authorization": "Bearer 1"})
+    a = ServerSpec(
+        "api",
+        transport="streamable_http",
+        url="http://a/mcp",
+        headers={"Authorization": "Bearer 1"},
+    )
+    b = ServerSpec(
+        "api",
+        transport="streamable_http",
+        url="http://a/mcp",
+        headers={"Authorization": "Bearer 2"},
+    )
+    c = ServerSpec(
+        "api",
+        transport="streamable_http",
+        url="http://b/mcp",
+        headers={"Authorization": "Bearer 1"},
+    )
     assert len({a.config_hash, b.config_hash, c.config_hash}) == 3
 
 

@@ -22,7 +22,9 @@ async def test_a_flood_is_captured_in_a_bounded_tail():
 
 async def test_start_failure_quotes_stderr():
     async with Pool() as pool:
-        with pytest.raises(ServerStartFailed, match=r"process exited with code 3; stderr: tiny: bad config"):
+        with pytest.raises(
+            ServerStartFailed, match=r"process exited with code 3; stderr: tiny: bad config"
+        ):
             await pool.call_tool(tiny_spec("broken", "--fail", "bad config"), "echo")
         assert "tiny: bad config" in await pool.stderr_tail("broken")
 
@@ -30,6 +32,8 @@ async def test_start_failure_quotes_stderr():
 def test_tail_limits_lines_bytes_and_unterminated_floods():
     tail = StderrTail(max_lines=3, max_bytes=50)
     tail.feed(b"one\ntwo\nthree\nfour\nfi")
-    assert tail.text() == "two\nthree\nfour\nfi"  # the last 3 complete lines, then the one in progress
+    assert (
+        tail.text() == "two\nthree\nfour\nfi"
+    )  # the last 3 complete lines, then the one in progress
     tail.feed(b"x" * 200)
     assert len(tail.text()) <= 50 + 10

@@ -23,7 +23,12 @@ from apps.connections.worker import DEFAULT_PREFIX, inbox_key, workers_key
 from tests.connections.conftest import free_port, live_pool, sdk_spec, text, tiny_spec
 from tests.live_hub import hub_env, start_redis, start_worker, stop, tagged_processes, wait_for
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(180), pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.slow,
+    pytest.mark.timeout(180),
+    pytest.mark.django_db(transaction=True),
+]
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +42,9 @@ def workers(django_db_setup, django_db_blocker, tmp_path_factory):
     processes = [start_worker(env, tmp, name=f"w{i}") for i in range(3)]
     client = redis.Redis.from_url(url)
     try:
-        assert wait_for(lambda: len(client.zrange(workers_key(DEFAULT_PREFIX), 0, -1)) == 3, 90), "workers did not start"
+        assert wait_for(lambda: len(client.zrange(workers_key(DEFAULT_PREFIX), 0, -1)) == 3, 90), (
+            "workers did not start"
+        )
         by_pid = {p.pid: p for p in processes}
         ids = [w.decode() for w in client.zrange(workers_key(DEFAULT_PREFIX), 0, -1)]
         yield url, {w: by_pid[int(w.split(":")[1])] for w in ids}
@@ -55,7 +62,9 @@ def _names_on_one_worker(pool: RemotePool, tag: str) -> tuple[str, str]:
     """A name for the slow SDK server and one for the tiny server that the same worker holds."""
     slow = f"slow-{tag}"
     holder = _holder(pool, slow)
-    fast = next(f"fast-{tag}-{i}" for i in range(1000) if _holder(pool, f"fast-{tag}-{i}") == holder)
+    fast = next(
+        f"fast-{tag}-{i}" for i in range(1000) if _holder(pool, f"fast-{tag}-{i}") == holder
+    )
     return slow, fast
 
 
@@ -83,12 +92,17 @@ async def test_a_killed_worker_fails_its_calls_fast_and_the_others_take_over(wor
     url, processes = workers
     async with await live_pool(url) as pool:
         slow_name, fast_name = _names_on_one_worker(pool, "kill")
-        slow, fast = sdk_spec(slow_name, "echo.py", "stdio", "0", slow_name), tiny_spec(fast_name, "--tag", fast_name)
+        slow, fast = (
+            sdk_spec(slow_name, "echo.py", "stdio", "0", slow_name),
+            tiny_spec(fast_name, "--tag", fast_name),
+        )
         assert text(await pool.call_tool(fast, "echo", {"text": "warm"})) == "warm"
         await pool.call_tool(slow, "echo", {"text": "warm"})
         victim = _holder(pool, slow_name)
 
-        in_flight = [asyncio.ensure_future(pool.call_tool(slow, "slow", {"seconds": 30})) for _ in range(4)]
+        in_flight = [
+            asyncio.ensure_future(pool.call_tool(slow, "slow", {"seconds": 30})) for _ in range(4)
+        ]
         await asyncio.sleep(0.5)
         its_backends = set(tagged_processes(slow_name) + tagged_processes(fast_name))
         killed_at = time.monotonic()
@@ -102,14 +116,20 @@ async def test_a_killed_worker_fails_its_calls_fast_and_the_others_take_over(wor
         failed_after = time.monotonic() - killed_at
         calls, errors, slowest = await load
 
-    assert all(isinstance(r, ServerCrashed) and "may or may not have run" in str(r) for r in results), results
+    assert all(
+        isinstance(r, ServerCrashed) and "may or may not have run" in str(r) for r in results
+    ), results
     assert failed_after < 5.0, f"in-flight callers waited {failed_after:.1f}s"
     assert (errors, calls > 8) == ([], True), errors[:3]
     assert slowest < 4.0, f"a new call waited {slowest:.1f}s for a live worker"
     assert len(its_backends) == 2
-    assert wait_for(lambda: not its_backends & set(tagged_processes(slow_name) + tagged_processes(fast_name)), 5)
+    assert wait_for(
+        lambda: not its_backends & set(tagged_processes(slow_name) + tagged_processes(fast_name)), 5
+    )
     client = redis.Redis.from_url(url)
-    assert wait_for(lambda: client.zscore(workers_key(DEFAULT_PREFIX), victim) is None, 10), "the dead worker is still listed"
+    assert wait_for(lambda: client.zscore(workers_key(DEFAULT_PREFIX), victim) is None, 10), (
+        "the dead worker is still listed"
+    )
     assert client.llen(inbox_key(DEFAULT_PREFIX, victim)) == 0
 
 
@@ -118,12 +138,17 @@ async def test_a_stopped_worker_finishes_its_calls_and_hands_the_rest_over(worke
     assert len(processes) >= 2, "needs a worker to take over"
     async with await live_pool(url) as pool:
         slow_name, fast_name = _names_on_one_worker(pool, "term")
-        slow, fast = sdk_spec(slow_name, "echo.py", "stdio", "0", slow_name), tiny_spec(fast_name, "--tag", fast_name)
+        slow, fast = (
+            sdk_spec(slow_name, "echo.py", "stdio", "0", slow_name),
+            tiny_spec(fast_name, "--tag", fast_name),
+        )
         await pool.call_tool(slow, "echo", {"text": "warm"})
         victim = _holder(pool, slow_name)
         its_backends = set(tagged_processes(slow_name))
 
-        in_flight = [asyncio.ensure_future(pool.call_tool(slow, "slow", {"seconds": 2})) for _ in range(4)]
+        in_flight = [
+            asyncio.ensure_future(pool.call_tool(slow, "slow", {"seconds": 2})) for _ in range(4)
+        ]
         load = asyncio.ensure_future(_keep_calling(pool, fast, 4.0))
         await asyncio.sleep(0.5)
         worker = processes.pop(victim)
@@ -132,10 +157,14 @@ async def test_a_stopped_worker_finishes_its_calls_and_hands_the_rest_over(worke
         results = await asyncio.gather(*in_flight, return_exceptions=True)
         calls, errors, slowest = await load
 
-    assert [text(r) if not isinstance(r, BaseException) else repr(r) for r in results] == ["done"] * 4
+    assert [text(r) if not isinstance(r, BaseException) else repr(r) for r in results] == [
+        "done"
+    ] * 4
     assert (errors, calls > 8) == ([], True), errors[:3]
     assert worker.wait(20) is not None
-    assert wait_for(lambda: not its_backends & set(tagged_processes(slow_name) + tagged_processes(fast_name)), 5)
+    assert wait_for(
+        lambda: not its_backends & set(tagged_processes(slow_name) + tagged_processes(fast_name)), 5
+    )
     client = redis.Redis.from_url(url)
     assert client.zscore(workers_key(DEFAULT_PREFIX), victim) is None
     assert client.llen(inbox_key(DEFAULT_PREFIX, victim)) == 0

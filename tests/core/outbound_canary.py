@@ -72,7 +72,9 @@ class Canary:
         return self._httpd.server_address[1]
 
     def __enter__(self) -> Canary:
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:

@@ -7,7 +7,10 @@ import time
 import pytest
 from django.conf import settings
 
-pytestmark = [pytest.mark.anyio, pytest.mark.skipif(not settings.REDIS_URL, reason="the Redis channel layer: production shape")]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(not settings.REDIS_URL, reason="the Redis channel layer: production shape"),
+]
 
 
 @pytest.fixture
@@ -25,7 +28,9 @@ async def test_a_first_subscription_receives_without_waiting_for_the_idle_poll()
             channel = await layer.new_channel("test.")
             await layer.group_add(f"wake{attempt}", channel)
             await layer.group_discard(f"wake{attempt}", channel)
-            await layer._get_layer()._shards[0].unsubscribe(channel)  # nothing subscribed: the receiver idles
+            await (
+                layer._get_layer()._shards[0].unsubscribe(channel)
+            )  # nothing subscribed: the receiver idles
             await asyncio.sleep(0.05)  # mid-way through channels_redis's 0.1 s idle sleep
             channel = await layer.new_channel("test.")
             await layer.group_add(f"wake{attempt}", channel)
@@ -40,11 +45,15 @@ async def test_a_first_subscription_receives_without_waiting_for_the_idle_poll()
         await layer.flush()
 
 
-async def test_a_redis_outage_is_one_warning_and_one_reconnected_line_without_a_traceback(tmp_path, caplog):
+async def test_a_redis_outage_is_one_warning_and_one_reconnected_line_without_a_traceback(
+    tmp_path, caplog
+):
     from apps.core.channel_layer import RedisPubSubChannelLayer
     from tests.live_hub import free_port, start_redis
 
-    redis = start_redis(port := free_port(), tmp_path)  # a throwaway server to kill: never the shared one
+    redis = start_redis(
+        port := free_port(), tmp_path
+    )  # a throwaway server to kill: never the shared one
     layer = RedisPubSubChannelLayer(hosts=[f"redis://127.0.0.1:{port}/0"])
     try:
         channel = await layer.new_channel("test.")
@@ -58,7 +67,9 @@ async def test_a_redis_outage_is_one_warning_and_one_reconnected_line_without_a_
             await layer.group_send("outage", {"type": "hello"})
             assert await asyncio.wait_for(layer.receive(channel), 2) == {"type": "hello"}
         records = [r for r in caplog.records if r.name == "apps.core.channel_layer"]
-        assert [r.levelname for r in records] == ["WARNING", "INFO"], [r.getMessage() for r in records]
+        assert [r.levelname for r in records] == ["WARNING", "INFO"], [
+            r.getMessage() for r in records
+        ]
         assert "lost Redis" in records[0].getMessage() and "reconnected" in records[1].getMessage()
         assert not [r for r in records if r.exc_info], "an outage logged a traceback"
     finally:
@@ -91,7 +102,9 @@ async def test_an_unexpected_receive_error_keeps_its_traceback(caplog):
                     break
                 await asyncio.sleep(0.05)
         records = [r for r in caplog.records if r.name == "apps.core.channel_layer"]
-        assert [(r.levelname, r.exc_info[0] if r.exc_info else None) for r in records] == [("ERROR", ValueError)]
+        assert [(r.levelname, r.exc_info[0] if r.exc_info else None) for r in records] == [
+            ("ERROR", ValueError)
+        ]
     finally:
         await layer.flush()
 
@@ -101,7 +114,10 @@ async def test_only_inbox_channels_are_subscribed_in_redis_and_groups_reach_the_
     no SUBSCRIBE of its own. An inbox channel receives what another process `send`s it."""
     from apps.core.channel_layer import INBOX_PREFIX, RedisPubSubChannelLayer
 
-    layer, other = RedisPubSubChannelLayer(hosts=[settings.REDIS_URL]), RedisPubSubChannelLayer(hosts=[settings.REDIS_URL])
+    layer, other = (
+        RedisPubSubChannelLayer(hosts=[settings.REDIS_URL]),
+        RedisPubSubChannelLayer(hosts=[settings.REDIS_URL]),
+    )
     try:
         local, inbox = await layer.new_channel(), await layer.new_channel(f"{INBOX_PREFIX}test.")
         shard = layer._get_layer()._shards[0]

@@ -29,7 +29,10 @@ async def test_the_schedule_runs_each_entry_at_its_interval_and_survives_a_failu
         runs.append("boom")
         raise RuntimeError("a broken task")
 
-    schedule = {"tick": {"task": "tests.beat_tick", "schedule": 0.3}, "boom": {"task": "tests.beat_boom", "schedule": 0.3}}
+    schedule = {
+        "tick": {"task": "tests.beat_tick", "schedule": 0.3},
+        "boom": {"task": "tests.beat_boom", "schedule": 0.3},
+    }
     runner = asyncio.ensure_future(beat.run_schedule(schedule))
     for _ in range(100):  # it first loads the task modules, then runs each entry every 0.3 s
         if runs.count("tick") >= 3 and runs.count("boom") >= 3:

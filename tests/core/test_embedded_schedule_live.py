@@ -15,16 +15,24 @@ from apps.catalog.models import McpServer
 from tests.catalog.conftest import tiny_args, wait_for
 from tests.live_hub import free_port, hub_env, start_web, stop
 
-pytestmark = pytest.mark.skipif(bool(settings.REDIS_URL), reason="embedded shape: production runs `celery beat`")
+pytestmark = pytest.mark.skipif(
+    bool(settings.REDIS_URL), reason="embedded shape: production runs `celery beat`"
+)
 
 
-def test_a_freshly_started_hub_checks_health_on_schedule_without_any_request(transactional_db, tmp_path):
+def test_a_freshly_started_hub_checks_health_on_schedule_without_any_request(
+    transactional_db, tmp_path
+):
     server = McpServer.objects.create(name="tiny", command=sys.executable, args=tiny_args())
-    env = hub_env(MCPHUB_EMBEDDED_BEAT="true", MCPHUB_HEALTH_INTERVAL="1", MCPHUB_DATA_DIR=str(tmp_path))
+    env = hub_env(
+        MCPHUB_EMBEDDED_BEAT="true", MCPHUB_HEALTH_INTERVAL="1", MCPHUB_DATA_DIR=str(tmp_path)
+    )
     web = start_web(free_port(), env, tmp_path)
     try:
         checked = wait_for(
-            lambda: McpServer.objects.filter(pk=server.pk, status="healthy", last_checked_at__isnull=False).exists(),
+            lambda: McpServer.objects.filter(
+                pk=server.pk, status="healthy", last_checked_at__isnull=False
+            ).exists(),
             timeout=40,
         )
     finally:

@@ -18,12 +18,20 @@ logging.getLogger("apps.example").info("an info line")
 
 
 def test_indexing_tool_search_prints_no_debug_lines_at_info(tmp_path):
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "mcphub.settings", "LOG_LEVEL": "INFO", "MCPHUB_DEBUG": "false",
-           "SECRET_KEY": "x", "MCPHUB_DATA_DIR": str(tmp_path)}
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "mcphub.settings",
+        "LOG_LEVEL": "INFO",
+        "MCPHUB_DEBUG": "false",
+        "SECRET_KEY": "x",
+        "MCPHUB_DATA_DIR": str(tmp_path),
+    }
     env.pop("DATABASE_URL", None)
     env.pop("REDIS_URL", None)
 
-    done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=120
+    )
 
     assert done.returncode == 0, done.stderr
     assert "an info line" in done.stderr  # the handler does print at INFO

@@ -23,10 +23,25 @@ def test_an_address_outside_the_networks_is_refused(client, settings):
 
 def test_behind_a_trusted_proxy_the_client_address_counts_not_the_proxys(client, settings):
     settings.MCPHUB_METRICS_ALLOW_CIDRS, settings.MCPHUB_TRUSTED_PROXIES = ["127.0.0.0/8"], 1
-    assert client.get("/metrics", REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.9").status_code == 401
-    assert client.get("/metrics", REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="127.0.0.1").status_code == 200
+    assert (
+        client.get(
+            "/metrics", REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.9"
+        ).status_code
+        == 401
+    )
+    assert (
+        client.get(
+            "/metrics", REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="127.0.0.1"
+        ).status_code
+        == 200
+    )
     settings.MCPHUB_TRUSTED_PROXIES = 0
-    assert client.get("/metrics", REMOTE_ADDR="192.0.2.7", HTTP_X_FORWARDED_FOR="127.0.0.1").status_code == 401
+    assert (
+        client.get(
+            "/metrics", REMOTE_ADDR="192.0.2.7", HTTP_X_FORWARDED_FOR="127.0.0.1"
+        ).status_code
+        == 401
+    )
 
 
 def test_signed_in_staff_read_and_others_do_not(client, dave, charlie):

@@ -15,23 +15,35 @@ from django.conf import settings as django_settings
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _check(env_overrides: dict[str, str], drop: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+def _check(
+    env_overrides: dict[str, str], drop: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(env_overrides)
     return subprocess.run(
-        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
 def test_production_without_a_secret_key_fails_loudly():
-    result = _check({"MCPHUB_DEBUG": "false", "MCPHUB_ENV_FILE": "/nonexistent"}, drop=("SECRET_KEY",))
+    result = _check(
+        {"MCPHUB_DEBUG": "false", "MCPHUB_ENV_FILE": "/nonexistent"}, drop=("SECRET_KEY",)
+    )
 
     assert result.returncode != 0
     assert "SECRET_KEY is not set" in result.stderr
 
 
 def test_production_without_an_encryption_key_fails_loudly():
-    result = _check({"MCPHUB_DEBUG": "false", "MCPHUB_ENV_FILE": "/nonexistent"}, drop=("MCPHUB_ENCRYPTION_KEYS",))
+    result = _check(
+        {"MCPHUB_DEBUG": "false", "MCPHUB_ENV_FILE": "/nonexistent"},
+        drop=("MCPHUB_ENCRYPTION_KEYS",),
+    )
 
     assert result.returncode != 0
     assert "MCPHUB_ENCRYPTION_KEYS is not set" in result.stderr
@@ -39,10 +51,13 @@ def test_production_without_an_encryption_key_fails_loudly():
 
 def test_a_dotenv_file_supplies_the_secrets(tmp_path):
     dotenv = tmp_path / ".env"
-    dotenv.write_text("SECRET_KEY=from-dotenv\nMCPHUB_ENCRYPTION_KEYS=dGVzdC1vbmx5LWVuY3J5cHRpb24ta2V5LTMyYnl0ZXM=\n")
+    dotenv.write_text(
+        "SECRET_KEY=from-dotenv\nMCPHUB_ENCRYPTION_KEYS=dGVzdC1vbmx5LWVuY3J5cHRpb24ta2V5LTMyYnl0ZXM=\n"
+    )
 
     result = _check(
-        {"MCPHUB_DEBUG": "false", "MCPHUB_ENV_FILE": str(dotenv)}, drop=("SECRET_KEY", "MCPHUB_ENCRYPTION_KEYS")
+        {"MCPHUB_DEBUG": "false", "MCPHUB_ENV_FILE": str(dotenv)},
+        drop=("SECRET_KEY", "MCPHUB_ENCRYPTION_KEYS"),
     )
 
     assert result.returncode == 0, result.stderr
@@ -67,7 +82,9 @@ def pool_worker(settings, pool_prefix):
     worker.stop()
 
 
-needs_redis = pytest.mark.skipif(not django_settings.REDIS_URL, reason="pool workers exist only with REDIS_URL")
+needs_redis = pytest.mark.skipif(
+    not django_settings.REDIS_URL, reason="pool workers exist only with REDIS_URL"
+)
 
 
 @pytest.mark.skipif(bool(django_settings.REDIS_URL), reason="embedded mode only")

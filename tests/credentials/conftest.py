@@ -20,7 +20,14 @@ from apps.catalog.models import McpServer
 from apps.connections.specs import ServerSpec
 from tests.live_hub import HUB_PIDS, SERVERS, free_port
 
-STDIO_VARIABLES = [{"name": "TOKEN", "label": "Your API token", "help_text": "From your profile page.", "required": True}]
+STDIO_VARIABLES = [
+    {
+        "name": "TOKEN",
+        "label": "Your API token",
+        "help_text": "From your profile page.",
+        "required": True,
+    }
+]
 
 
 @pytest.fixture
@@ -33,7 +40,9 @@ def whoami_http_port() -> int:
     """The HTTP whoami server, one for the session (it keeps no state between requests)."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, str(SERVERS / "whoami.py"), "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [sys.executable, str(SERVERS / "whoami.py"), "http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     HUB_PIDS.add(process.pid)  # a session-long helper: leak checks count only the pool's children
     try:
@@ -63,7 +72,13 @@ def whoami_discovery(django_db_setup, whoami_http_port):
 
     async def discover():
         async with Pool() as pool:
-            return await pool.discover(ServerSpec(name="wstdio", command=sys.executable, args=(str(SERVERS / "whoami.py"), "stdio")))
+            return await pool.discover(
+                ServerSpec(
+                    name="wstdio",
+                    command=sys.executable,
+                    args=(str(SERVERS / "whoami.py"), "stdio"),
+                )
+            )
 
     return asyncio.run(discover())
 
@@ -71,8 +86,11 @@ def whoami_discovery(django_db_setup, whoami_http_port):
 @pytest.fixture
 def stdio_server(transactional_db, whoami_discovery) -> McpServer:
     server = McpServer(
-        name="wstdio", command=sys.executable, args=[str(SERVERS / "whoami.py"), "stdio"],
-        env={"USER_TOKEN": "${user:TOKEN}", "LOG_LEVEL": "warning"}, user_variables=STDIO_VARIABLES,
+        name="wstdio",
+        command=sys.executable,
+        args=[str(SERVERS / "whoami.py"), "stdio"],
+        env={"USER_TOKEN": "${user:TOKEN}", "LOG_LEVEL": "warning"},
+        user_variables=STDIO_VARIABLES,
     )
     server.full_clean()
     server.save()
@@ -83,8 +101,10 @@ def stdio_server(transactional_db, whoami_discovery) -> McpServer:
 @pytest.fixture
 def http_server(transactional_db, whoami_discovery, whoami_http_port) -> McpServer:
     server = McpServer(
-        name="whttp", transport=McpServer.Transport.STREAMABLE_HTTP,
-        url=f"http://127.0.0.1:{whoami_http_port}/mcp?key=${{user:KEY}}", headers={"X-User-Token": "${user:TOKEN}"},
+        name="whttp",
+        transport=McpServer.Transport.STREAMABLE_HTTP,
+        url=f"http://127.0.0.1:{whoami_http_port}/mcp?key=${{user:KEY}}",
+        headers={"X-User-Token": "${user:TOKEN}"},
     )
     server.full_clean()
     server.save()

@@ -17,7 +17,11 @@ from apps.credentials.services import save_credentials
 from apps.toolsets.services import enable_tools
 from tests.live_hub import mcp_client
 
-pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("_close_thread_connections")]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("_close_thread_connections"),
+]
 
 ALICE = {"TOKEN": "alice-token-7f3a", "KEY": "alice key&=1"}
 BOB = {"TOKEN": "bob-token-91c2", "KEY": "bob-key-2"}
@@ -27,8 +31,14 @@ BOB = {"TOKEN": "bob-token-91c2", "KEY": "bob-key-2"}
 def people(alice, bob, charlie, stdio_server, http_server):
     tokens = {}
     for user in (alice, bob, charlie):
-        enable_tools(endpoint=user.endpoints.get(), tools=[*stdio_server.tools.all(), *http_server.tools.all()])
-        tokens[user.username] = (user.endpoints.get().path, create_access_token(user=user, name="creds tests")[1])
+        enable_tools(
+            endpoint=user.endpoints.get(),
+            tools=[*stdio_server.tools.all(), *http_server.tools.all()],
+        )
+        tokens[user.username] = (
+            user.endpoints.get().path,
+            create_access_token(user=user, name="creds tests")[1],
+        )
     for user, values in ((alice, ALICE), (bob, BOB)):
         save_credentials(user=user, server=stdio_server, values={"TOKEN": values["TOKEN"]})
         save_credentials(user=user, server=http_server, values=values)
@@ -50,7 +60,10 @@ async def test_each_backend_sees_only_the_callers_values(hub, people):
     bob_stdio, bob_http = await _whoami(hub, *people["bob"])
 
     assert alice_stdio["token"] == ALICE["TOKEN"] and bob_stdio["token"] == BOB["TOKEN"]
-    assert alice_http == {"header": ALICE["TOKEN"], "key": ALICE["KEY"]}  # the query value is URL-encoded, arrives whole
+    assert alice_http == {
+        "header": ALICE["TOKEN"],
+        "key": ALICE["KEY"],
+    }  # the query value is URL-encoded, arrives whole
     assert bob_http == {"header": BOB["TOKEN"], "key": BOB["KEY"]}
     assert alice_stdio["pid"] != bob_stdio["pid"], "each user gets their own stdio child"
 
@@ -59,7 +72,9 @@ async def test_changing_alices_values_reconnects_only_her(hub, people, alice, st
     alice_before, _ = await _whoami(hub, *people["alice"])
     bob_before, _ = await _whoami(hub, *people["bob"])
 
-    await sync_to_async(save_credentials)(user=alice, server=stdio_server, values={"TOKEN": "alice-rotated"})
+    await sync_to_async(save_credentials)(
+        user=alice, server=stdio_server, values={"TOKEN": "alice-rotated"}
+    )
     alice_after, _ = await _whoami(hub, *people["alice"])
     bob_after, _ = await _whoami(hub, *people["bob"])
 
@@ -77,7 +92,10 @@ async def test_charlie_without_credentials_is_told_what_to_fill_and_where(hub, p
     assert stdio.is_error and http.is_error
     stdio_text, http_text = stdio.content[0].text, http.content[0].text
     assert "wstdio needs your credentials: fill TOKEN (Your API token)" in stdio_text
-    assert "/servers/wstdio/credentials/" in stdio_text and "PUT /api/servers/wstdio/my-credentials/" in stdio_text
+    assert (
+        "/servers/wstdio/credentials/" in stdio_text
+        and "PUT /api/servers/wstdio/my-credentials/" in stdio_text
+    )
     assert "fill TOKEN, KEY" in http_text and "/servers/whttp/credentials/" in http_text
     for value in (*ALICE.values(), *BOB.values()):
         assert value not in stdio_text + http_text

@@ -13,7 +13,11 @@ from apps.credentials.services import save_credentials
 from apps.llm.types import ToolCall
 from apps.toolsets.services import enable_tools
 
-pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("_close_thread_connections")]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("_close_thread_connections"),
+]
 
 
 @pytest.fixture
@@ -31,7 +35,9 @@ async def _call(user, endpoint_id: int) -> dict:
     return await toolbox.call(exposed, ToolCall(id="call-1", name="whoami", arguments={}))
 
 
-async def test_alices_model_calls_with_her_values_and_charlies_hears_what_to_fill(pool_host, alice, charlie, endpoints):
+async def test_alices_model_calls_with_her_values_and_charlies_hears_what_to_fill(
+    pool_host, alice, charlie, endpoints
+):
     alice_result = await _call(alice, endpoints["alice"])
     charlie_result = await _call(charlie, endpoints["charlie"])
 
@@ -39,5 +45,8 @@ async def test_alices_model_calls_with_her_values_and_charlies_hears_what_to_fil
     assert json.loads(alice_result["content"][0]["text"])["token"] == "alice-chat-token"
     assert charlie_result["isError"] is True
     text = charlie_result["content"][0]["text"]
-    assert "wstdio needs your credentials: fill TOKEN" in text and "/servers/wstdio/credentials/" in text
+    assert (
+        "wstdio needs your credentials: fill TOKEN" in text
+        and "/servers/wstdio/credentials/" in text
+    )
     assert "alice-chat-token" not in text

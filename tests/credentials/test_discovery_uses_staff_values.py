@@ -15,8 +15,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def fresh_server(transactional_db, whoami_http_port) -> McpServer:
     server = McpServer(
-        name="wfresh", transport=McpServer.Transport.STREAMABLE_HTTP,
-        url=f"http://127.0.0.1:{whoami_http_port}/mcp", headers={"X-User-Token": "${user:TOKEN}"},
+        name="wfresh",
+        transport=McpServer.Transport.STREAMABLE_HTTP,
+        url=f"http://127.0.0.1:{whoami_http_port}/mcp",
+        headers={"X-User-Token": "${user:TOKEN}"},
     )
     server.save()
     return server
@@ -33,14 +35,21 @@ def test_the_staff_user_who_discovers_uses_their_own_values(pool_host, admin_use
     assert verdict.status == McpServer.Status.HEALTHY
 
 
-def test_without_values_discovery_is_skipped_with_a_reason_not_marked_down(pool_host, admin_user, fresh_server):
+def test_without_values_discovery_is_skipped_with_a_reason_not_marked_down(
+    pool_host, admin_user, fresh_server
+):
     outcome = operations.discover_now(server=fresh_server, user=admin_user)
     background = operations.discover_now(server=fresh_server)
     fresh_server.refresh_from_db()
 
-    assert not outcome.ok and "admin has not filled them" in outcome.error and "TOKEN" in outcome.error
+    assert (
+        not outcome.ok and "admin has not filled them" in outcome.error and "TOKEN" in outcome.error
+    )
     assert "has no owner whose values background checks could use" in background.error
-    assert fresh_server.status == McpServer.Status.UNKNOWN and "uses each user's own credentials" in fresh_server.last_error
+    assert (
+        fresh_server.status == McpServer.Status.UNKNOWN
+        and "uses each user's own credentials" in fresh_server.last_error
+    )
 
 
 def test_background_checks_use_the_owners_values(pool_host, alice, fresh_server):
@@ -52,11 +61,17 @@ def test_background_checks_use_the_owners_values(pool_host, alice, fresh_server)
     assert operations.check_health(server=fresh_server).status == McpServer.Status.HEALTHY
 
 
-def test_testing_from_the_servers_page_without_values_says_it_did_not_test(pool_host, client, admin_user, fresh_server):
+def test_testing_from_the_servers_page_without_values_says_it_did_not_test(
+    pool_host, client, admin_user, fresh_server
+):
     client.force_login(admin_user)
 
     html = client.post(f"/servers/{fresh_server.name}/test/").content.decode()
     api = client.post(f"/api/servers/{fresh_server.name}/test/").json()
 
-    assert "Not tested:" in html and "admin has not filled them" in html and "Status is now" not in html
+    assert (
+        "Not tested:" in html
+        and "admin has not filled them" in html
+        and "Status is now" not in html
+    )
     assert api["skipped"] is True and api["status"] == "unknown"

@@ -12,8 +12,16 @@ from apps.catalog.models import McpServer
 
 FILE = {
     "mcpServers": {
-        "github": {"command": "npx", "args": ["-y", "github-mcp"], "env": {"GITHUB_TOKEN": "${user:GITHUB_TOKEN}", "HOST": "${GH_HOST}"}},
-        "jira": {"type": "http", "url": "https://jira.example.com/mcp?site=${user:SITE}", "headers": {"Authorization": "Bearer ${user:JIRA_TOKEN}"}},
+        "github": {
+            "command": "npx",
+            "args": ["-y", "github-mcp"],
+            "env": {"GITHUB_TOKEN": "${user:GITHUB_TOKEN}", "HOST": "${GH_HOST}"},
+        },
+        "jira": {
+            "type": "http",
+            "url": "https://jira.example.com/mcp?site=${user:SITE}",
+            "headers": {"Authorization": "Bearer ${user:JIRA_TOKEN}"},
+        },
     }
 }
 
@@ -25,13 +33,20 @@ def test_import_declares_the_variables_and_export_writes_them_back(admin_user):
     github, jira = McpServer.objects.get(name="github"), McpServer.objects.get(name="jira")
     exported = json.loads(export_servers().text)["mcpServers"]
 
-    assert [(v.name, v.used_in, v.required) for v in github.user_variable_list()] == [("GITHUB_TOKEN", "env GITHUB_TOKEN", True)]
-    assert [(v.name, v.used_in) for v in jira.user_variable_list()] == [("JIRA_TOKEN", "header Authorization"), ("SITE", "URL")]
+    assert [(v.name, v.used_in, v.required) for v in github.user_variable_list()] == [
+        ("GITHUB_TOKEN", "env GITHUB_TOKEN", True)
+    ]
+    assert [(v.name, v.used_in) for v in jira.user_variable_list()] == [
+        ("JIRA_TOKEN", "header Authorization"),
+        ("SITE", "URL"),
+    ]
     assert github.env == {"GITHUB_TOKEN": "${user:GITHUB_TOKEN}", "HOST": "github.com"}
     assert exported["github"]["env"] == {"GITHUB_TOKEN": "${user:GITHUB_TOKEN}", "HOST": "${HOST}"}
     assert exported["jira"]["headers"] == {"Authorization": "Bearer ${user:JIRA_TOKEN}"}
     assert exported["jira"]["url"] == "https://jira.example.com/mcp?site=${user:SITE}"
-    assert "GITHUB_TOKEN" not in export_servers().variables, "nothing to set before re-importing: users fill it"
+    assert "GITHUB_TOKEN" not in export_servers().variables, (
+        "nothing to set before re-importing: users fill it"
+    )
 
 
 def test_a_user_variable_in_arguments_is_refused_naming_the_entry():

@@ -15,7 +15,9 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def jira(db) -> McpServer:
     return McpServer.objects.create(
-        name="jira", transport=McpServer.Transport.STREAMABLE_HTTP, url="https://jira.example.com/mcp?site=${user:SITE}",
+        name="jira",
+        transport=McpServer.Transport.STREAMABLE_HTTP,
+        url="https://jira.example.com/mcp?site=${user:SITE}",
         headers={"Authorization": "Bearer ${user:TOKEN}", "X-Team": "blue"},
         user_variables=[{"name": "SITE", "required": False}],
     )
@@ -25,7 +27,10 @@ def test_a_users_values_are_substituted_into_their_own_partition(alice, bob, jir
     save_credentials(user=alice, server=jira, values={"TOKEN": "a-token", "SITE": "a b/c"})
     save_credentials(user=bob, server=jira, values={"TOKEN": "b-token"})
 
-    alice_spec, bob_spec = selectors.spec_for_user(jira, alice.pk), selectors.spec_for_user(jira, bob.pk)
+    alice_spec, bob_spec = (
+        selectors.spec_for_user(jira, alice.pk),
+        selectors.spec_for_user(jira, bob.pk),
+    )
 
     assert dict(alice_spec.headers) == {"Authorization": "Bearer a-token", "X-Team": "blue"}
     assert alice_spec.url == "https://jira.example.com/mcp?site=a%20b%2Fc"
@@ -50,7 +55,11 @@ def test_a_server_without_variables_keeps_one_shared_spec(alice, global_server):
 
 def test_header_providers_add_per_user_headers_and_may_refuse(alice, bob, charlie, db):
     """The hook for per-user headers from elsewhere (upstream OAuth grants)."""
-    server = McpServer.objects.create(name="oauthy", transport=McpServer.Transport.STREAMABLE_HTTP, url="https://o.example.com/mcp")
+    server = McpServer.objects.create(
+        name="oauthy",
+        transport=McpServer.Transport.STREAMABLE_HTTP,
+        url="https://o.example.com/mcp",
+    )
 
     def grants(server: McpServer, user_id: int) -> dict[str, str]:
         if user_id == charlie.pk:
@@ -59,11 +68,17 @@ def test_header_providers_add_per_user_headers_and_may_refuse(alice, bob, charli
 
     selectors.register_user_header_provider(grants)
     try:
-        alice_spec, bob_spec = selectors.spec_for_user(server, alice.pk), selectors.spec_for_user(server, bob.pk)
+        alice_spec, bob_spec = (
+            selectors.spec_for_user(server, alice.pk),
+            selectors.spec_for_user(server, bob.pk),
+        )
         with pytest.raises(CredentialsMissing, match="Connect oauthy first"):
             selectors.spec_for_user(server, charlie.pk)
     finally:
         selectors.USER_HEADER_PROVIDERS.remove(grants)
 
-    assert dict(alice_spec.headers) == {"Authorization": "Bearer alice-grant"} and alice_spec.partition == f"u{alice.pk}"
+    assert (
+        dict(alice_spec.headers) == {"Authorization": "Bearer alice-grant"}
+        and alice_spec.partition == f"u{alice.pk}"
+    )
     assert bob_spec == server.to_spec(), "nothing to add: the shared connection"

@@ -17,9 +17,13 @@ HTTP_SECRET = "alice-http-never-shown-77aa"
 
 @pytest.fixture
 def filled(alice, admin_user, stdio_server, http_server):
-    enable_tools(endpoint=alice.endpoints.get(), tools=[*stdio_server.tools.all(), *http_server.tools.all()])
+    enable_tools(
+        endpoint=alice.endpoints.get(), tools=[*stdio_server.tools.all(), *http_server.tools.all()]
+    )
     save_credentials(user=alice, server=stdio_server, values={"TOKEN": SECRET})
-    save_credentials(user=alice, server=http_server, values={"TOKEN": HTTP_SECRET, "KEY": HTTP_SECRET + "-k"})
+    save_credentials(
+        user=alice, server=http_server, values={"TOKEN": HTTP_SECRET, "KEY": HTTP_SECRET + "-k"}
+    )
     save_credentials(user=admin_user, server=stdio_server, values={"TOKEN": SECRET + "-admin"})
 
 
@@ -35,19 +39,35 @@ def _pages(user, paths: list[str]) -> str:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_pages_admin_and_exports_show_names_never_values(filled, alice, admin_user, stdio_server, http_server, capsys):
-    alice_pages = _pages(alice, ["/tools/", "/servers/wstdio/credentials/", "/servers/whttp/credentials/"])
-    admin_pages = _pages(admin_user, [
-        "/servers/", f"/admin/catalog/mcpserver/{stdio_server.pk}/change/", f"/admin/catalog/mcpserver/{http_server.pk}/change/",
-        "/admin/credentials/usercredential/", "/admin/auditlog/logentry/", "/servers/export/?format=claude",
-    ])
+def test_pages_admin_and_exports_show_names_never_values(
+    filled, alice, admin_user, stdio_server, http_server, capsys
+):
+    alice_pages = _pages(
+        alice, ["/tools/", "/servers/wstdio/credentials/", "/servers/whttp/credentials/"]
+    )
+    admin_pages = _pages(
+        admin_user,
+        [
+            "/servers/",
+            f"/admin/catalog/mcpserver/{stdio_server.pk}/change/",
+            f"/admin/catalog/mcpserver/{http_server.pk}/change/",
+            "/admin/credentials/usercredential/",
+            "/admin/auditlog/logentry/",
+            "/servers/export/?format=claude",
+        ],
+    )
     call_command("mcp_export")
     export = capsys.readouterr().out
 
     everything = alice_pages + admin_pages + export
     assert SECRET not in everything and HTTP_SECRET not in everything
-    assert "${user:TOKEN}" in export and "key=${user:KEY}" in export, "export writes the variables back as written"
-    assert alice_pages.count('<span class="badge badge-ok">set</span>') == 3 and "Your API token" in alice_pages
+    assert "${user:TOKEN}" in export and "key=${user:KEY}" in export, (
+        "export writes the variables back as written"
+    )
+    assert (
+        alice_pages.count('<span class="badge badge-ok">set</span>') == 3
+        and "Your API token" in alice_pages
+    )
     assert "alice" in admin_pages and "TOKEN" in admin_pages, "the admin sees who filled what"
 
 

@@ -17,7 +17,9 @@ from tests.live_hub import mcp_client
 
 def _client(user) -> APIClient:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {create_access_token(user=user, name='t', scope='api_write')[1]}")
+    client.credentials(
+        HTTP_AUTHORIZATION=f"Bearer {create_access_token(user=user, name='t', scope='api_write')[1]}"
+    )
     return client
 
 
@@ -26,13 +28,20 @@ def _url(endpoint, suffix: str = "") -> str:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("body", "field", "words"), [
-    ({"pattern": "(unclosed", "targets": ["time.now"]}, "pattern", "Not a valid regular expression"),
-    ({"pattern": "(?<=a)b", "targets": ["time.now"]}, "pattern", "lookbehind"),
-    ({"pattern": "time", "targets": ["Not A Target"]}, "targets", "Not a tool"),
-    ({"pattern": "time", "targets": []}, "targets", "List 1 to 50"),
-    ({"pattern": "time"}, "targets", "required"),
-])
+@pytest.mark.parametrize(
+    ("body", "field", "words"),
+    [
+        (
+            {"pattern": "(unclosed", "targets": ["time.now"]},
+            "pattern",
+            "Not a valid regular expression",
+        ),
+        ({"pattern": "(?<=a)b", "targets": ["time.now"]}, "pattern", "lookbehind"),
+        ({"pattern": "time", "targets": ["Not A Target"]}, "targets", "Not a tool"),
+        ({"pattern": "time", "targets": []}, "targets", "List 1 to 50"),
+        ({"pattern": "time"}, "targets", "required"),
+    ],
+)
 def test_bad_patterns_are_refused_clearly_and_nothing_is_saved(alice, body, field, words):
     endpoint = alice.endpoints.get()
 
@@ -48,7 +57,11 @@ def test_alice_manages_her_patterns_and_charlie_cannot_see_them(alice, charlie):
     endpoint = alice.endpoints.get()
     as_alice = _client(alice)
 
-    created = as_alice.post(_url(endpoint), {"pattern": r"\btime\b", "targets": ["time.*"], "priority": 5}, format="json")
+    created = as_alice.post(
+        _url(endpoint),
+        {"pattern": r"\btime\b", "targets": ["time.*"], "priority": 5},
+        format="json",
+    )
     pk = created.json()["id"]
     changed = as_alice.patch(_url(endpoint, f"{pk}/"), {"priority": 9}, format="json")
     charlie_lists = _client(charlie).get(_url(endpoint))
@@ -57,7 +70,9 @@ def test_alice_manages_her_patterns_and_charlie_cannot_see_them(alice, charlie):
 
     assert created.status_code == 201 and changed.json()["priority"] == 9
     assert charlie_lists.status_code == 404 and charlie_deletes.status_code == 404
-    assert [(p["pattern"], p["targets"], p["priority"]) for p in listed] == [(r"\btime\b", ["time.*"], 9)]
+    assert [(p["pattern"], p["targets"], p["priority"]) for p in listed] == [
+        (r"\btime\b", ["time.*"], 9)
+    ]
     assert as_alice.delete(_url(endpoint, f"{pk}/")).status_code == 204
 
 
@@ -66,17 +81,24 @@ def test_alice_manages_her_patterns_and_charlie_cannot_see_them(alice, charlie):
 async def test_a_matching_search_preloads_the_named_tools(hub, alice, echo_server, alice_hub_token):
     def setup():
         endpoint = update_endpoint(endpoint=alice.endpoints.get(), mode="dynamic")
-        create_pattern(endpoint=endpoint, pattern=r"\b(sum|total)\b", targets=["echo.add"], priority=1)
+        create_pattern(
+            endpoint=endpoint, pattern=r"\b(sum|total)\b", targets=["echo.add"], priority=1
+        )
         return endpoint
 
     endpoint = await sync_to_async(setup)()
     heard = asyncio.Event()
 
     async def handler(message) -> None:
-        if getattr(getattr(message, "root", message), "method", None) == "notifications/tools/list_changed":
+        if (
+            getattr(getattr(message, "root", message), "method", None)
+            == "notifications/tools/list_changed"
+        ):
             heard.set()
 
-    async with mcp_client(hub.url(endpoint.path), alice_hub_token, message_handler=handler) as client:
+    async with mcp_client(
+        hub.url(endpoint.path), alice_hub_token, message_handler=handler
+    ) as client:
         quiet = await client.call_tool("search_tools", {"query": "repeat my text"})
         before = {t.name for t in (await client.list_tools()).tools}
         found = await client.call_tool("search_tools", {"query": "the total of my invoices"})
@@ -89,16 +111,23 @@ async def test_a_matching_search_preloads_the_named_tools(hub, alice, echo_serve
 
 
 @pytest.mark.django_db
-def test_alice_adds_and_removes_a_pattern_on_her_endpoint_page_and_a_bad_one_says_why(alice, charlie):
+def test_alice_adds_and_removes_a_pattern_on_her_endpoint_page_and_a_bad_one_says_why(
+    alice, charlie
+):
     from django.test import Client
 
     client, endpoint = Client(), alice.endpoints.get()
     client.force_login(alice)
     page = f"/endpoints/{endpoint.slug}/"
 
-    client.post(page + "patterns/", {"pattern": r"\bissues?\b", "targets": "github.*, slack.post_message", "priority": "3"})
+    client.post(
+        page + "patterns/",
+        {"pattern": r"\bissues?\b", "targets": "github.*, slack.post_message", "priority": "3"},
+    )
     shown = client.get(page).content.decode()
-    refused = client.post(page + "patterns/", {"pattern": "(oops", "targets": "github.*"}, follow=True).content.decode()
+    refused = client.post(
+        page + "patterns/", {"pattern": "(oops", "targets": "github.*"}, follow=True
+    ).content.decode()
     pattern = endpoint.activation_patterns.get()
     charlie_client = Client()
     charlie_client.force_login(charlie)
@@ -118,6 +147,13 @@ def test_pattern_changes_are_in_the_audit_trail(alice):
 
     from apps.discovery.models import ActivationPattern
 
-    _client(alice).post(_url(alice.endpoints.get()), {"pattern": "deploy", "targets": ["ci.*"]}, format="json")
+    _client(alice).post(
+        _url(alice.endpoints.get()), {"pattern": "deploy", "targets": ["ci.*"]}, format="json"
+    )
 
-    assert LogEntry.objects.get_for_model(ActivationPattern).filter(action=LogEntry.Action.CREATE).count() == 1
+    assert (
+        LogEntry.objects.get_for_model(ActivationPattern)
+        .filter(action=LogEntry.Action.CREATE)
+        .count()
+        == 1
+    )

@@ -22,7 +22,9 @@ def tight_endpoint(alice, echo_server):
     return update_endpoint(endpoint=alice.endpoints.get(), mode="dynamic", token_budget=250)
 
 
-async def test_loading_past_the_budget_unloads_the_least_recently_used_tool(hub, tight_endpoint, alice_hub_token):
+async def test_loading_past_the_budget_unloads_the_least_recently_used_tool(
+    hub, tight_endpoint, alice_hub_token
+):
     async with mcp_client(hub.url(tight_endpoint.path), alice_hub_token) as client:
         await client.call_tool("load_tools", {"names": ["add"]})
         await client.call_tool("load_tools", {"names": ["echo"]})
@@ -37,7 +39,10 @@ async def test_loading_past_the_budget_unloads_the_least_recently_used_tool(hub,
     assert third.structured_content["unloaded"] == ["echo"]
     assert third.structured_content["tokens"] == 200 and third.structured_content["budget"] == 250
     assert {"add", "pid"} <= listed and "echo" not in listed
-    assert len(too_many.structured_content["loaded"]) == 2 and "slow" in too_many.structured_content["errors"]
+    assert (
+        len(too_many.structured_content["loaded"]) == 2
+        and "slow" in too_many.structured_content["errors"]
+    )
     assert too_many.structured_content["tokens"] <= 250
     assert len(finally_listed - {"search_tools", "load_tools", "unload_tools", "call_tool"}) == 2
 
@@ -55,7 +60,9 @@ async def test_charlies_search_never_returns_alices_private_tools(
 
     async def search(endpoint, token):
         async with mcp_client(hub.url(endpoint.path), token) as client:
-            found = await client.call_tool("search_tools", {"query": "read notes tool", "limit": 50})
+            found = await client.call_tool(
+                "search_tools", {"query": "read notes tool", "limit": 50}
+            )
             loaded = await client.call_tool("load_tools", {"names": ["read_notes"]})
             called = await client.call_tool("call_tool", {"name": "read_notes", "arguments": {}})
         return [t["name"] for t in found.structured_content["tools"]], loaded, called

@@ -29,7 +29,9 @@ def _listener():
     heard = asyncio.Event()
 
     async def handler(message) -> None:
-        method = getattr(getattr(message, "root", message), "method", None) or getattr(message, "method", None)
+        method = getattr(getattr(message, "root", message), "method", None) or getattr(
+            message, "method", None
+        )
         if method == "notifications/tools/list_changed":
             changes.append(method)
             heard.set()
@@ -46,7 +48,9 @@ async def test_search_load_call_unload(hub, dynamic_endpoint, alice_hub_token, t
     handler, changes, heard = _listener()
     path = dynamic_endpoint.path + ("sse" if transport == "sse" else "")
 
-    async with mcp_client(hub.url(path), alice_hub_token, transport=transport, message_handler=handler) as client:
+    async with mcp_client(
+        hub.url(path), alice_hub_token, transport=transport, message_handler=handler
+    ) as client:
         at_start = await _names(client)
         found = await client.call_tool("search_tools", {"query": "add two numbers", "limit": 3})
         loaded = await client.call_tool("load_tools", {"names": ["add"]})
@@ -60,7 +64,12 @@ async def test_search_load_call_unload(hub, dynamic_endpoint, alice_hub_token, t
 
     assert at_start == META
     hits = found.structured_content["tools"]
-    assert hits[0]["name"] == "add" and hits[0]["server"] == "echo" and hits[0]["tokens"] > 0 and hits[0]["score"] > 0
+    assert (
+        hits[0]["name"] == "add"
+        and hits[0]["server"] == "echo"
+        and hits[0]["tokens"] > 0
+        and hits[0]["score"] > 0
+    )
     assert json.loads(found.content[0].text) == found.structured_content
     assert loaded.structured_content["loaded"] == ["add"] and not loaded.is_error
     assert after_load == META | {"add"}
@@ -69,24 +78,36 @@ async def test_search_load_call_unload(hub, dynamic_endpoint, alice_hub_token, t
     assert len(changes) >= 2
 
 
-async def test_a_tool_not_loaded_is_refused_but_call_tool_reaches_it(hub, dynamic_endpoint, alice_hub_token):
+async def test_a_tool_not_loaded_is_refused_but_call_tool_reaches_it(
+    hub, dynamic_endpoint, alice_hub_token
+):
     async with mcp_client(hub.url(dynamic_endpoint.path), alice_hub_token) as client:
         with pytest.raises(MCPError) as refused:
             await client.call_tool("echo", {"text": "x"})
-        through = await client.call_tool("call_tool", {"name": "echo", "arguments": {"text": "via call_tool"}})
+        through = await client.call_tool(
+            "call_tool", {"name": "echo", "arguments": {"text": "via call_tool"}}
+        )
         typo = await client.call_tool("call_tool", {"name": "ecko", "arguments": {}})
         names = await _names(client)
 
     assert "not loaded in this session" in refused.value.message
     assert through.content[0].text == "via call_tool" and not through.is_error
-    assert typo.is_error and "Unknown tool: ecko" in typo.content[0].text and "echo" in typo.content[0].text
+    assert (
+        typo.is_error
+        and "Unknown tool: ecko" in typo.content[0].text
+        and "echo" in typo.content[0].text
+    )
     assert names == META  # call_tool loads nothing
 
 
-async def test_pinned_tools_stay_listed_and_bad_input_changes_nothing(hub, dynamic_endpoint, alice_hub_token, echo_server):
+async def test_pinned_tools_stay_listed_and_bad_input_changes_nothing(
+    hub, dynamic_endpoint, alice_hub_token, echo_server
+):
     from apps.toolsets.services import enable_tools
 
-    await sync_to_async(lambda: enable_tools(endpoint=dynamic_endpoint, tools=echo_server.tools.filter(name="echo")))()
+    await sync_to_async(
+        lambda: enable_tools(endpoint=dynamic_endpoint, tools=echo_server.tools.filter(name="echo"))
+    )()
 
     async with mcp_client(hub.url(dynamic_endpoint.path), alice_hub_token) as client:
         names = await _names(client)
@@ -99,17 +120,24 @@ async def test_pinned_tools_stay_listed_and_bad_input_changes_nothing(hub, dynam
 
     assert names == META | {"echo"} and after == names
     assert pinned.content[0].text == "pinned"
-    assert unknown.is_error and "Unknown tool: no_such_tool" in unknown.structured_content["errors"]["no_such_tool"]
+    assert (
+        unknown.is_error
+        and "Unknown tool: no_such_tool" in unknown.structured_content["errors"]["no_such_tool"]
+    )
     assert "pinned" in unpin.structured_content["errors"]["echo"]
     assert bad_limit.value.code == -32602
 
 
-async def test_a_stateless_2026_client_searches_and_calls_through_call_tool(hub, dynamic_endpoint, alice_hub_token):
+async def test_a_stateless_2026_client_searches_and_calls_through_call_tool(
+    hub, dynamic_endpoint, alice_hub_token
+):
     async with mcp_client(hub.url(dynamic_endpoint.path), alice_hub_token, mode="auto") as client:
         names = await _names(client)
         found = await client.call_tool("search_tools", {"query": "echo text back"})
         loaded = await client.call_tool("load_tools", {"names": ["echo"]})
-        called = await client.call_tool("call_tool", {"name": "echo", "arguments": {"text": "stateless"}})
+        called = await client.call_tool(
+            "call_tool", {"name": "echo", "arguments": {"text": "stateless"}}
+        )
 
     assert names == META
     assert found.structured_content["tools"][0]["name"] == "echo"

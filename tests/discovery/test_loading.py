@@ -11,7 +11,9 @@ def _catalog(budget: int, pinned: tuple[str, ...] = ()) -> Catalog:
     catalog = Catalog(1, 1, 1, "dynamic", budget)
     for i, name in enumerate(("a", "b", "c", "d", "big")):
         tokens = 1000 if name == "big" else 100
-        catalog.entries[name] = Entry(Exposed(name, "s", name, i, {"name": name}), tokens, name in pinned, f"s.{name}")
+        catalog.entries[name] = Entry(
+            Exposed(name, "s", name, i, {"name": name}), tokens, name in pinned, f"s.{name}"
+        )
     return catalog
 
 
@@ -36,7 +38,10 @@ def test_pinned_tools_count_and_what_cannot_fit_is_refused_with_the_numbers():
     outcome = load(catalog, {}, ["big", "b", "a", "nope"], recency=never_called, now=1.0)
 
     assert outcome.loaded == ["b"] and outcome.unchanged == ["a"]
-    assert "needs ~1000 tokens" in outcome.errors["big"] and "100 taken by pinned" in outcome.errors["big"]
+    assert (
+        "needs ~1000 tokens" in outcome.errors["big"]
+        and "100 taken by pinned" in outcome.errors["big"]
+    )
     assert "Unknown tool: nope" in outcome.errors["nope"]
     assert loaded_tokens(catalog, outcome.state) == 200
 
@@ -54,12 +59,26 @@ def test_usage_reorders_relevant_tools_but_adds_none():
     from apps.discovery.catalog import index
 
     catalog = _catalog(budget=500)
-    for name, description in (("a", "weather forecast"), ("b", "forecast weather"), ("c", "send email")):
+    for name, description in (
+        ("a", "weather forecast"),
+        ("b", "forecast weather"),
+        ("c", "send email"),
+    ):
         entry = catalog.entries[name]
-        catalog.entries[name] = Entry(Exposed(name, "s", name, entry.exposed.item_id, {"name": name, "description": description}), 100, False, f"s.{name}")
+        catalog.entries[name] = Entry(
+            Exposed(
+                name, "s", name, entry.exposed.item_id, {"name": name, "description": description}
+            ),
+            100,
+            False,
+            f"s.{name}",
+        )
     index(catalog, method="bm25", background=False)
     fresh = [h.entry.name for h in catalog.search("weather forecast", 5)]
-    catalog.calls = {catalog.entries[fresh[1]].exposed.item_id: 50, catalog.entries["c"].exposed.item_id: 1000}
+    catalog.calls = {
+        catalog.entries[fresh[1]].exposed.item_id: 50,
+        catalog.entries["c"].exposed.item_id: 1000,
+    }
     used = [h.entry.name for h in catalog.search("weather forecast", 5)]
 
     assert used == [fresh[1], fresh[0]] and "c" not in used
@@ -71,12 +90,35 @@ def test_tools_called_together_with_what_a_session_holds_rank_higher():
     catalog = _catalog(budget=500)
     for name in ("a", "b"):
         entry = catalog.entries[name]
-        catalog.entries[name] = Entry(Exposed(name, "s", name, entry.exposed.item_id, {"name": name, "description": "weather forecast"}), 100, False, f"s.{name}")
+        catalog.entries[name] = Entry(
+            Exposed(
+                name,
+                "s",
+                name,
+                entry.exposed.item_id,
+                {"name": name, "description": "weather forecast"},
+            ),
+            100,
+            False,
+            f"s.{name}",
+        )
     index(catalog, method="bm25", background=False)
     alone = [h.entry.name for h in catalog.search("weather forecast", 2)]
     later = alone[1]
-    catalog.co_used = {catalog.entries[later].exposed.item_id: {catalog.entries["d"].exposed.item_id: 50}}
-    beside_d = [h.entry.name for h in catalog.search("weather forecast", 2, beside=frozenset({catalog.entries["d"].exposed.item_id}))]
-    beside_c = [h.entry.name for h in catalog.search("weather forecast", 2, beside=frozenset({catalog.entries["c"].exposed.item_id}))]
+    catalog.co_used = {
+        catalog.entries[later].exposed.item_id: {catalog.entries["d"].exposed.item_id: 50}
+    }
+    beside_d = [
+        h.entry.name
+        for h in catalog.search(
+            "weather forecast", 2, beside=frozenset({catalog.entries["d"].exposed.item_id})
+        )
+    ]
+    beside_c = [
+        h.entry.name
+        for h in catalog.search(
+            "weather forecast", 2, beside=frozenset({catalog.entries["c"].exposed.item_id})
+        )
+    ]
 
     assert beside_d == [later, alone[0]] and beside_c == alone

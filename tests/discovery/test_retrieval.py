@@ -7,9 +7,23 @@ import pytest
 from apps.discovery import embeddings, retrieval, text
 
 DOCS = [
-    text.tool_document(name="get_weather_forecast", description="Forecast for a city over the next days.", schema={}),
-    text.tool_document(name="sendEmail", description="Send a message to a recipient.", schema={"properties": {"to": {"description": "Address"}}}),
-    text.tool_document(name="search_issues", description="Find issues in a repository.", schema={}, server="github", server_description="GitHub"),
+    text.tool_document(
+        name="get_weather_forecast",
+        description="Forecast for a city over the next days.",
+        schema={},
+    ),
+    text.tool_document(
+        name="sendEmail",
+        description="Send a message to a recipient.",
+        schema={"properties": {"to": {"description": "Address"}}},
+    ),
+    text.tool_document(
+        name="search_issues",
+        description="Find issues in a repository.",
+        schema={},
+        server="github",
+        server_description="GitHub",
+    ),
 ]
 
 
@@ -38,7 +52,9 @@ def test_an_unknown_method_is_refused_clearly():
         retrieval.resolve("bogus")
 
 
-@pytest.mark.skipif(not embeddings.available(), reason="the optional embedding model is not installed")
+@pytest.mark.skipif(
+    not embeddings.available(), reason="the optional embedding model is not installed"
+)
 def test_embeddings_find_meaning_without_shared_words():
     dense = retrieval.Dense(DOCS)
 
@@ -46,11 +62,15 @@ def test_embeddings_find_meaning_without_shared_words():
     assert retrieval.BM25(DOCS).search("will it rain tomorrow", 3) == []
 
 
-@pytest.mark.skipif(not embeddings.available(), reason="the optional embedding model is not installed")
+@pytest.mark.skipif(
+    not embeddings.available(), reason="the optional embedding model is not installed"
+)
 def test_vectors_are_kept_for_the_next_process(tmp_path, monkeypatch):
     store = tmp_path / "vectors.npy"
     first = retrieval.Dense(DOCS, store=store)
-    monkeypatch.setattr(embeddings.MiniLM, "encode", lambda *a, **k: pytest.fail("encoded again"), raising=True)
+    monkeypatch.setattr(
+        embeddings.MiniLM, "encode", lambda *a, **k: pytest.fail("encoded again"), raising=True
+    )
     second = retrieval.Dense(DOCS, store=store)
 
     assert store.exists()

@@ -38,11 +38,28 @@ def _rpc(method: str, params: dict, request_id: int) -> str:
 
 
 async def _session(base: str, path: str, token: str) -> dict[str, str]:
-    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    init = _rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}, 1)
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
+    init = _rpc(
+        "initialize",
+        {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+        1,
+    )
     async with httpx2.AsyncClient(timeout=30) as http:
         first = await http.post(base + path, content=init, headers=headers)
-    return {**headers, "Mcp-Session-Id": first.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25", "Accept": "application/json"}
+    return {
+        **headers,
+        "Mcp-Session-Id": first.headers["mcp-session-id"],
+        "MCP-Protocol-Version": "2025-11-25",
+        "Accept": "application/json",
+    }
 
 
 async def _listed(base: str, path: str, headers: dict[str, str]) -> set[str]:
@@ -53,7 +70,11 @@ async def _listed(base: str, path: str, headers: dict[str, str]) -> set[str]:
 
 async def _load(base: str, path: str, headers: dict[str, str], name: str) -> None:
     async with httpx2.AsyncClient(timeout=30) as http:
-        response = await http.post(base + path, content=_rpc("tools/call", {"name": "load_tools", "arguments": {"names": [name]}}, 2), headers=headers)
+        response = await http.post(
+            base + path,
+            content=_rpc("tools/call", {"name": "load_tools", "arguments": {"names": [name]}}, 2),
+            headers=headers,
+        )
     assert response.json()["result"]["structuredContent"]["loaded"] == [name]
 
 
@@ -67,7 +88,9 @@ async def test_loaded_tools_survive_a_reconnect(hub, dynamic_endpoint, alice_hub
     assert "add" not in await _listed(hub.base_url, path, other)  # per session, not per endpoint
 
 
-async def test_another_web_process_serves_the_loaded_set(hub, second_web, dynamic_endpoint, alice_hub_token):
+async def test_another_web_process_serves_the_loaded_set(
+    hub, second_web, dynamic_endpoint, alice_hub_token
+):
     path = dynamic_endpoint.path
     headers = await _session(hub.base_url, path, alice_hub_token)
     await _load(hub.base_url, path, headers, "echo")

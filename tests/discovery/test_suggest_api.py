@@ -14,18 +14,31 @@ pytestmark = pytest.mark.django_db
 
 def _client(user) -> APIClient:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {create_access_token(user=user, name='t', scope='api_write')[1]}")
+    client.credentials(
+        HTTP_AUTHORIZATION=f"Bearer {create_access_token(user=user, name='t', scope='api_write')[1]}"
+    )
     return client
 
 
 def _tool(server: McpServer, name: str, description: str, tokens: int) -> Tool:
-    return Tool.objects.create(server=server, name=name, description=description, input_schema={"type": "object"}, token_estimate=tokens)
+    return Tool.objects.create(
+        server=server,
+        name=name,
+        description=description,
+        input_schema={"type": "object"},
+        token_estimate=tokens,
+    )
 
 
 @pytest.fixture
 def catalog(alice_private_server):
     web = McpServer.objects.create(name="web", transport="stdio", command="web-server")
-    _tool(web, "get_weather_forecast", "Weather forecast for a city: temperature, rain and wind for the next days.", 120)
+    _tool(
+        web,
+        "get_weather_forecast",
+        "Weather forecast for a city: temperature, rain and wind for the next days.",
+        120,
+    )
     _tool(web, "current_weather", "The weather right now in a city.", 80)
     _tool(web, "send_email", "Send an email message to a recipient.", 90)
     _tool(web, "convert_currency", "Convert an amount between currencies at today's rate.", 70)
@@ -37,7 +50,12 @@ def _suggest(client: APIClient, endpoint, **body):
 
 
 def test_alice_gets_the_weather_tools_for_a_weather_task_within_her_budget(alice, catalog):
-    reply = _suggest(_client(alice), alice.endpoints.get(), task="What will the weather be in Paris tomorrow?", budget=150)
+    reply = _suggest(
+        _client(alice),
+        alice.endpoints.get(),
+        task="What will the weather be in Paris tomorrow?",
+        budget=150,
+    )
 
     body = reply.json()
     assert reply.status_code == 200, body
@@ -59,7 +77,10 @@ def test_charlie_never_gets_alices_private_tools(alice, charlie, catalog):
     assert peeking.status_code == 404
 
 
-@pytest.mark.parametrize("body", [{"task": ""}, {"task": "weather", "budget": 0}, {"budget": 100}, {"task": "x", "limit": 1000}])
+@pytest.mark.parametrize(
+    "body",
+    [{"task": ""}, {"task": "weather", "budget": 0}, {"budget": 100}, {"task": "x", "limit": 1000}],
+)
 def test_bad_input_is_a_clear_400(alice, catalog, body):
     reply = _suggest(_client(alice), alice.endpoints.get(), **body)
 

@@ -13,13 +13,24 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def catalog(db):
-    github = McpServer.objects.create(name="github", transport="streamable_http", url="https://gh.example.com/mcp", status="healthy")
+    github = McpServer.objects.create(
+        name="github",
+        transport="streamable_http",
+        url="https://gh.example.com/mcp",
+        status="healthy",
+    )
     for name, description in (
         ("search_issues", "Search issues and pull requests in a repository."),
         ("create_pull_request", "Open a pull request from a branch."),
         ("list_commits", "List the commits of a branch."),
     ):
-        Tool.objects.create(server=github, name=name, description=description, input_schema={"type": "object"}, token_estimate=250)
+        Tool.objects.create(
+            server=github,
+            name=name,
+            description=description,
+            input_schema={"type": "object"},
+            token_estimate=250,
+        )
 
 
 def test_alice_gets_suggestions_with_reasons_and_adds_them(sign_in, screenshot, alice, catalog):

@@ -14,7 +14,13 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
 def _tool(server: McpServer, name: str, description: str, schema: dict | None = None) -> Tool:
-    return Tool.objects.create(server=server, name=name, description=description, input_schema=schema or {"type": "object"}, token_estimate=50)
+    return Tool.objects.create(
+        server=server,
+        name=name,
+        description=description,
+        input_schema=schema or {"type": "object"},
+        token_estimate=50,
+    )
 
 
 @pytest.fixture
@@ -28,7 +34,12 @@ def test_search_is_ranked_and_understands_word_forms(as_alice, alice, alice_priv
     web = McpServer.objects.create(name="web", transport="stdio", command="web-server")
     _tool(web, "get_weather_forecast", "Forecast for a city.")
     _tool(web, "send_email", "Send an email; mention the weather if you like.")
-    _tool(web, "geocode", "Coordinates of a place.", {"type": "object", "properties": {"city_name": {"type": "string"}}})
+    _tool(
+        web,
+        "geocode",
+        "Coordinates of a place.",
+        {"type": "object", "properties": {"city_name": {"type": "string"}}},
+    )
     _tool(alice_private_server, "weather_notes", "Notes about weather.")
     page = f"/endpoints/{alice.endpoints.get().slug}/tools/"
 

@@ -9,7 +9,11 @@ from typing import Any
 
 from apps.gateway.transport import Gateway
 
-BASE_HEADERS = {"host": "127.0.0.1", "accept": "application/json, text/event-stream", "content-type": "application/json"}
+BASE_HEADERS = {
+    "host": "127.0.0.1",
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+}
 
 
 @dataclass
@@ -31,13 +35,24 @@ class Reply:
 
 
 async def call(
-    app: Gateway, path: str, body: bytes = b"", *, method: str = "POST", headers: dict[str, str] | None = None
+    app: Gateway,
+    path: str,
+    body: bytes = b"",
+    *,
+    method: str = "POST",
+    headers: dict[str, str] | None = None,
 ) -> Reply:
     """One request; the client disconnects once the response is complete (or after 10 s)."""
     all_headers = {**BASE_HEADERS, **(headers or {})}
     scope = {
-        "type": "http", "method": method, "path": path, "query_string": b"", "client": ("127.0.0.1", 40000),
-        "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in all_headers.items()],
+        "type": "http",
+        "method": method,
+        "path": path,
+        "query_string": b"",
+        "client": ("127.0.0.1", 40000),
+        "headers": [
+            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in all_headers.items()
+        ],
     }
     done = asyncio.Event()
     delivered = False
@@ -55,7 +70,9 @@ async def call(
         nonlocal status, response_headers
         if message["type"] == "http.response.start":
             status = message["status"]
-            response_headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in message.get("headers", [])}
+            response_headers = {
+                k.decode("latin-1"): v.decode("latin-1") for k, v in message.get("headers", [])
+            }
         else:
             chunks.append(message.get("body", b""))
             if not message.get("more_body"):

@@ -38,7 +38,9 @@ async def test_a_wrong_token_is_401(hub, alice_endpoint, alice_hub_token):
     assert 'error="invalid_token"' in response.headers["www-authenticate"]
 
 
-async def test_charlie_gets_404_for_alices_endpoint_like_for_a_missing_one(hub, alice_endpoint, charlie_token):
+async def test_charlie_gets_404_for_alices_endpoint_like_for_a_missing_one(
+    hub, alice_endpoint, charlie_token
+):
     theirs = await post(hub.url(alice_endpoint.path), INITIALIZE, charlie_token)
     missing = await post(hub.url("/mcp/no-such-endpoint/"), INITIALIZE, charlie_token)
 
@@ -46,20 +48,27 @@ async def test_charlie_gets_404_for_alices_endpoint_like_for_a_missing_one(hub, 
     assert theirs.json() == missing.json()
 
 
-async def test_charlie_cannot_ride_alices_session(hub, alice_endpoint, alice_hub_token, charlie_token, charlie):
+async def test_charlie_cannot_ride_alices_session(
+    hub, alice_endpoint, alice_hub_token, charlie_token, charlie
+):
     alice_init = await post(hub.url(alice_endpoint.path), INITIALIZE, alice_hub_token)
     session = alice_init.headers["mcp-session-id"]
     charlie_endpoint = await sync_to_async(lambda: charlie.endpoints.get())()
 
     response = await post(
-        hub.url(charlie_endpoint.path), {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, charlie_token, **{"Mcp-Session-Id": session}
+        hub.url(charlie_endpoint.path),
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        charlie_token,
+        **{"Mcp-Session-Id": session},
     )
 
     assert response.status_code == 404
     assert "tools" not in response.text
 
 
-async def test_charlie_sees_none_of_alices_tools_on_his_own_endpoint(hub, alice_endpoint, charlie_token, charlie):
+async def test_charlie_sees_none_of_alices_tools_on_his_own_endpoint(
+    hub, alice_endpoint, charlie_token, charlie
+):
     charlie_endpoint = await sync_to_async(lambda: charlie.endpoints.get())()
 
     async with mcp_client(hub.url(charlie_endpoint.path), charlie_token) as client:
@@ -70,7 +79,10 @@ async def test_charlie_sees_none_of_alices_tools_on_his_own_endpoint(hub, alice_
 
     assert tools == [] and prompts == [] and resources == []
     # echo is a global server's tool: charlie may enable it on his own endpoint, nothing of alice's shows.
-    assert f"is not enabled on this endpoint. Enable it on {hub.base_url}/endpoints/{charlie_endpoint.slug}/tools/" in result
+    assert (
+        f"is not enabled on this endpoint. Enable it on {hub.base_url}/endpoints/{charlie_endpoint.slug}/tools/"
+        in result
+    )
     assert alice_endpoint.slug not in result
 
 
@@ -84,7 +96,9 @@ async def _call_unknown(client) -> str:
     return "called"
 
 
-async def test_a_scoped_token_works_in_the_url_and_an_unscoped_one_does_not(hub, alice, alice_endpoint, alice_hub_token):
+async def test_a_scoped_token_works_in_the_url_and_an_unscoped_one_does_not(
+    hub, alice, alice_endpoint, alice_hub_token
+):
     _, scoped = await sync_to_async(create_access_token)(user=alice, endpoint=alice_endpoint)
 
     async with mcp_client(hub.url(f"/mcp/t/{scoped}/"), None) as client:
@@ -116,9 +130,15 @@ async def test_a_revoked_token_stops_working(hub, alice, alice_endpoint):
 
 
 async def test_a_foreign_host_or_origin_is_refused(hub, alice_endpoint, alice_hub_token):
-    evil_host = await post(hub.url(alice_endpoint.path), INITIALIZE, alice_hub_token, Host="evil.example.com")
-    evil_origin = await post(hub.url(alice_endpoint.path), INITIALIZE, alice_hub_token, Origin="http://evil.example.com")
-    good_origin = await post(hub.url(alice_endpoint.path), INITIALIZE, alice_hub_token, Origin="http://localhost:3000")
+    evil_host = await post(
+        hub.url(alice_endpoint.path), INITIALIZE, alice_hub_token, Host="evil.example.com"
+    )
+    evil_origin = await post(
+        hub.url(alice_endpoint.path), INITIALIZE, alice_hub_token, Origin="http://evil.example.com"
+    )
+    good_origin = await post(
+        hub.url(alice_endpoint.path), INITIALIZE, alice_hub_token, Origin="http://localhost:3000"
+    )
 
     assert evil_host.status_code == 421
     assert evil_origin.status_code == 403

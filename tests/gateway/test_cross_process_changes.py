@@ -21,7 +21,12 @@ pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
 def _manage(*args: str) -> None:
     result = subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=hub_env(), capture_output=True, text=True, timeout=120
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=hub_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -35,7 +40,19 @@ def shell(tmp_path):
 
     def config(greeting: str) -> str:
         path = tmp_path / ".mcp.json"
-        path.write_text(json.dumps({"mcpServers": {"tiny": {"command": sys.executable, "args": tiny_args(), "env": {"GREETING": greeting}}}}))
+        path.write_text(
+            json.dumps(
+                {
+                    "mcpServers": {
+                        "tiny": {
+                            "command": sys.executable,
+                            "args": tiny_args(),
+                            "env": {"GREETING": greeting},
+                        }
+                    }
+                }
+            )
+        )
         return str(path)
 
     run.config = config
@@ -44,7 +61,9 @@ def shell(tmp_path):
 
 async def _tiny_with_env_enabled_for(alice, shell) -> str:
     await shell("mcp_import", shell.config("one"))
-    await sync_to_async(wait_for)(lambda: Tool.objects.filter(server__name="tiny", name="env").exists())
+    await sync_to_async(wait_for)(
+        lambda: Tool.objects.filter(server__name="tiny", name="env").exists()
+    )
     await shell("mcp_enable", "--user", "alice", "tiny.env")
     return (await sync_to_async(alice.endpoints.get)()).path
 
@@ -61,7 +80,9 @@ async def test_a_reimported_env_value_reaches_the_next_call(hub, alice, alice_hu
     assert after.content[0].text == "two"
 
 
-async def test_mcp_enable_in_a_shell_pushes_list_changed_and_the_next_list_has_the_tool(hub, alice, alice_hub_token, shell):
+async def test_mcp_enable_in_a_shell_pushes_list_changed_and_the_next_list_has_the_tool(
+    hub, alice, alice_hub_token, shell
+):
     path = await _tiny_with_env_enabled_for(alice, shell)
     handler, changed = _collector()
 

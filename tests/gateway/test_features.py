@@ -14,7 +14,9 @@ from tests.live_hub import mcp_client
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
 
-async def test_resources_and_templates_are_aggregated_and_readable(hub, alice_endpoint, alice_hub_token):
+async def test_resources_and_templates_are_aggregated_and_readable(
+    hub, alice_endpoint, alice_hub_token
+):
     async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
         resources = (await client.list_resources()).resources
         templates = (await client.list_resource_templates()).resource_templates
@@ -53,14 +55,22 @@ async def test_progress_reaches_the_client_with_its_own_token(hub, alice_endpoin
     assert updates[-1][2] == "step 3"
 
 
-async def test_sampling_requests_are_relayed_to_the_calling_client(hub, alice_endpoint, alice_hub_token):
+async def test_sampling_requests_are_relayed_to_the_calling_client(
+    hub, alice_endpoint, alice_hub_token
+):
     asked: list[str] = []
 
-    async def sampling(context, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    async def sampling(
+        context, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
         asked.append(params.messages[0].content.text)
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="42"), model="scripted")
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="42"), model="scripted"
+        )
 
-    async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token, sampling_callback=sampling) as client:
+    async with mcp_client(
+        hub.url(alice_endpoint.path), alice_hub_token, sampling_callback=sampling
+    ) as client:
         result = await client.call_tool("ask", {"question": "meaning of life?"})
 
     assert asked == ["meaning of life?"]
@@ -93,13 +103,17 @@ async def test_set_level_and_ping_answer(hub, alice_endpoint, alice_hub_token):
 
 
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
-async def test_log_lines_during_a_call_reach_the_client_at_its_level(hub, alice_endpoint, alice_hub_token):
+async def test_log_lines_during_a_call_reach_the_client_at_its_level(
+    hub, alice_endpoint, alice_hub_token
+):
     lines: list[tuple[str, object]] = []
 
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:
         lines.append((params.level, params.data))
 
-    async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token, logging_callback=on_log) as client:
+    async with mcp_client(
+        hub.url(alice_endpoint.path), alice_hub_token, logging_callback=on_log
+    ) as client:
         await client.call_tool("log", {"message": "shown at the default level"})
         await client.set_logging_level("error")
         await client.call_tool("log", {"message": "info is below error: filtered"})

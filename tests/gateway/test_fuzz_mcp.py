@@ -10,7 +10,8 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from apps.accounts.models import TokenScope
 from apps.accounts.services import create_access_token
@@ -32,9 +33,13 @@ class Client:
         self.loop, self.path, self.token, self.app = loop, path, token, Gateway()
         self.session = ""
 
-    def post(self, body: bytes, headers: dict[str, str] | None = None, *, path: str | None = None) -> Reply:
+    def post(
+        self, body: bytes, headers: dict[str, str] | None = None, *, path: str | None = None
+    ) -> Reply:
         all_headers = {"authorization": f"Bearer {self.token}", **(headers or {})}
-        return self.loop.run_until_complete(call(self.app, path or self.path, body, headers=all_headers))
+        return self.loop.run_until_complete(
+            call(self.app, path or self.path, body, headers=all_headers)
+        )
 
     def in_session(self, body: bytes) -> Reply:
         return self.post(body, {"mcp-session-id": self.session})
@@ -47,7 +52,9 @@ class Client:
 def mcp(alice) -> Iterator[Client]:
     auth.clear_caches()
     loop = asyncio.new_event_loop()
-    client = Client(loop, alice.endpoints.get().path, create_access_token(user=alice, name="fuzz")[1])
+    client = Client(
+        loop, alice.endpoints.get().path, create_access_token(user=alice, name="fuzz")[1]
+    )
     initialized = client.post(json.dumps(INITIALIZE).encode())
     assert initialized.status == 200, initialized.body
     client.session = initialized.headers["mcp-session-id"]
@@ -63,25 +70,51 @@ def assert_handled(reply: Reply, what: object) -> None:
 
 def request(method: str, params: object, request_id: object = 1) -> bytes:
     # ensure_ascii keeps lone surrogates as \uXXXX escapes: valid JSON text carrying invalid Unicode.
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode()
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    ).encode()
 
 
 HOSTILE = {
     "nested 1,000 deep": b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":'
-    + b'{"a":' * 1000 + b"1" + b"}" * 1000 + b"}}",
+    + b'{"a":' * 1000
+    + b"1"
+    + b"}" * 1000
+    + b"}}",
     "nested 100,000 deep": b"[" * 100_000 + b"]" * 100_000,
-    "nested 150 deep": request("tools/call", {"name": "x", "arguments": json.loads("[" * 150 + "]" * 150)}),
+    "nested 150 deep": request(
+        "tools/call", {"name": "x", "arguments": json.loads("[" * 150 + "]" * 150)}
+    ),
     "lone surrogate in a tool name": request("tools/call", {"name": "\ud800"}),
-    "lone surrogate in arguments": request("tools/call", {"name": "x", "arguments": {"q": "a\udfff"}}),
+    "lone surrogate in arguments": request(
+        "tools/call", {"name": "x", "arguments": {"q": "a\udfff"}}
+    ),
     "lone surrogate as a key": request("tools/call", {"name": "x", "arguments": {"\ud83d": 1}}),
     "lone surrogate in the method": request("tools/\udc00", {}),
     "lone surrogate in the id": request("ping", {}, "\ud800"),
     "surrogate as raw bytes": b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"\xed\xa0\x80"}}',
-    "completion argument a string": request("completion/complete", {"ref": {"type": "ref/prompt", "name": "p"}, "argument": "x"}),
-    "completion argument without value": request("completion/complete", {"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a"}}),
-    "completion argument value a number": request("completion/complete", {"ref": {"type": "ref/resource", "uri": "x"}, "argument": {"name": "a", "value": 1}}),
-    "completion context arguments nested": request("completion/complete", {"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": "b"}, "context": {"arguments": {"a": {}}}}),
-    "protocol version an object": request("initialize", {"protocolVersion": {"a": 1}, "capabilities": []}),
+    "completion argument a string": request(
+        "completion/complete", {"ref": {"type": "ref/prompt", "name": "p"}, "argument": "x"}
+    ),
+    "completion argument without value": request(
+        "completion/complete",
+        {"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a"}},
+    ),
+    "completion argument value a number": request(
+        "completion/complete",
+        {"ref": {"type": "ref/resource", "uri": "x"}, "argument": {"name": "a", "value": 1}},
+    ),
+    "completion context arguments nested": request(
+        "completion/complete",
+        {
+            "ref": {"type": "ref/prompt", "name": "p"},
+            "argument": {"name": "a", "value": "b"},
+            "context": {"arguments": {"a": {}}},
+        },
+    ),
+    "protocol version an object": request(
+        "initialize", {"protocolVersion": {"a": 1}, "capabilities": []}
+    ),
 }
 
 
@@ -107,7 +140,14 @@ def test_depth_and_surrogates_are_parse_errors_and_completion_shapes_invalid_par
 def test_api_tokens_are_refused_on_mcp_endpoints(mcp, alice):
     _, api = create_access_token(user=alice, scope=TokenScope.API_WRITE)
 
-    reply = mcp.loop.run_until_complete(call(mcp.app, mcp.path, json.dumps(INITIALIZE).encode(), headers={"authorization": f"Bearer {api}"}))
+    reply = mcp.loop.run_until_complete(
+        call(
+            mcp.app,
+            mcp.path,
+            json.dumps(INITIALIZE).encode(),
+            headers={"authorization": f"Bearer {api}"},
+        )
+    )
 
     assert reply.status == 403
     assert "insufficient_scope" in reply.headers["www-authenticate"]
@@ -131,35 +171,103 @@ def test_an_mcp_token_works_only_on_the_endpoint_it_names(mcp, alice):
 # -- the fuzzer ----------------------------------------------------------------------
 
 lone_surrogates = st.sampled_from(["\ud800", "\udbff", "\udc00", "\udfff", "x\ud83d"])
-texts = st.one_of(st.text(max_size=20), lone_surrogates, st.sampled_from(["", "a" * 300, "../../etc", "ref/prompt", "ref/resource"]))
-scalars = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70), st.floats(allow_nan=False), texts)
-json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4), max_leaves=12)
-PARAM_KEYS = ["name", "arguments", "uri", "cursor", "ref", "argument", "context", "level", "_meta", "protocolVersion",
-              "capabilities", "clientInfo", "requestId", "type", "value", "notifications"]
+texts = st.one_of(
+    st.text(max_size=20),
+    lone_surrogates,
+    st.sampled_from(["", "a" * 300, "../../etc", "ref/prompt", "ref/resource"]),
+)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False),
+    texts,
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4),
+    max_leaves=12,
+)
+PARAM_KEYS = [
+    "name",
+    "arguments",
+    "uri",
+    "cursor",
+    "ref",
+    "argument",
+    "context",
+    "level",
+    "_meta",
+    "protocolVersion",
+    "capabilities",
+    "clientInfo",
+    "requestId",
+    "type",
+    "value",
+    "notifications",
+]
 params = st.one_of(
     st.dictionaries(st.sampled_from(PARAM_KEYS) | texts, json_values, max_size=5),
-    st.fixed_dictionaries({}, optional={
-        "ref": st.fixed_dictionaries({"type": st.sampled_from(["ref/prompt", "ref/resource"]) | texts},
-                                     optional={"name": json_values, "uri": json_values}),
-        "argument": st.fixed_dictionaries({}, optional={"name": json_values, "value": json_values}) | json_values,
-        "context": st.fixed_dictionaries({}, optional={"arguments": json_values}),
-        "name": json_values, "arguments": json_values, "cursor": json_values, "level": json_values,
-        "uri": json_values, "_meta": st.fixed_dictionaries({}, optional={"progressToken": json_values}),
-    }),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "ref": st.fixed_dictionaries(
+                {"type": st.sampled_from(["ref/prompt", "ref/resource"]) | texts},
+                optional={"name": json_values, "uri": json_values},
+            ),
+            "argument": st.fixed_dictionaries(
+                {}, optional={"name": json_values, "value": json_values}
+            )
+            | json_values,
+            "context": st.fixed_dictionaries({}, optional={"arguments": json_values}),
+            "name": json_values,
+            "arguments": json_values,
+            "cursor": json_values,
+            "level": json_values,
+            "uri": json_values,
+            "_meta": st.fixed_dictionaries({}, optional={"progressToken": json_values}),
+        },
+    ),
     json_values,
 )
-methods = st.sampled_from([*HANDLERS, "initialize", "notifications/cancelled", "notifications/initialized",
-                           "subscriptions/listen"]) | texts
-ids = st.one_of(st.integers(min_value=-(2**70), max_value=2**70), texts, st.none(), st.booleans(), st.floats(allow_nan=False))
+methods = (
+    st.sampled_from(
+        [
+            *HANDLERS,
+            "initialize",
+            "notifications/cancelled",
+            "notifications/initialized",
+            "subscriptions/listen",
+        ]
+    )
+    | texts
+)
+ids = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70),
+    texts,
+    st.none(),
+    st.booleans(),
+    st.floats(allow_nan=False),
+)
 messages = st.fixed_dictionaries(
     {"jsonrpc": st.sampled_from(["2.0", "2.0", "1.0"]) | json_values},
-    optional={"id": ids, "method": methods, "params": params, "result": json_values, "error": json_values},
+    optional={
+        "id": ids,
+        "method": methods,
+        "params": params,
+        "result": json_values,
+        "error": json_values,
+    },
 )
 # Mostly well-formed requests, so the fuzzer reaches every method's params handling.
-requests = st.fixed_dictionaries({
-    "jsonrpc": st.just("2.0"), "id": st.integers(min_value=0, max_value=2**40) | texts,
-    "method": st.sampled_from([*HANDLERS, "initialize"]), "params": params.filter(lambda p: isinstance(p, dict)),
-})
+requests = st.fixed_dictionaries(
+    {
+        "jsonrpc": st.just("2.0"),
+        "id": st.integers(min_value=0, max_value=2**40) | texts,
+        "method": st.sampled_from([*HANDLERS, "initialize"]),
+        "params": params.filter(lambda p: isinstance(p, dict)),
+    }
+)
 bodies = st.one_of(
     requests.map(lambda m: json.dumps(m).encode()),
     requests.map(lambda m: json.dumps(m).encode()),
@@ -197,16 +305,34 @@ def test_the_mcp_endpoint_matrix(mcp, alice, bob, charlie, dave):
         "dave": create_access_token(user=dave)[1],
         "dave_mcp": create_access_token(user=dave, endpoint=dave.endpoints.get())[1],
     }
-    expected_by_header = {"alice": 200, "alice_mcp": 200, "alice_read": 403, "alice_write": 403,
-                          "bob": 404, "charlie": 404, "dave": 404, "dave_mcp": 404}
-    expected_in_url = {"alice_mcp": 200, "dave_mcp": 200, "alice": 401, "alice_read": 403, "alice_write": 403,
-                       "bob": 401, "charlie": 401, "dave": 401}
+    expected_by_header = {
+        "alice": 200,
+        "alice_mcp": 200,
+        "alice_read": 403,
+        "alice_write": 403,
+        "bob": 404,
+        "charlie": 404,
+        "dave": 404,
+        "dave_mcp": 404,
+    }
+    expected_in_url = {
+        "alice_mcp": 200,
+        "dave_mcp": 200,
+        "alice": 401,
+        "alice_read": 403,
+        "alice_write": 403,
+        "bob": 401,
+        "charlie": 401,
+        "dave": 401,
+    }
     body = json.dumps(INITIALIZE).encode()
 
     def status(path: str, **headers: str) -> int:
         return mcp.loop.run_until_complete(call(mcp.app, path, body, headers=headers)).status
 
-    by_header = {who: status(endpoint.path, authorization=f"Bearer {raw}") for who, raw in tokens.items()}
+    by_header = {
+        who: status(endpoint.path, authorization=f"Bearer {raw}") for who, raw in tokens.items()
+    }
     in_url = {who: status(f"/mcp/t/{raw}/") for who, raw in tokens.items()}
 
     assert by_header == expected_by_header

@@ -12,7 +12,9 @@ from tests.live_hub import mcp_client
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60), pytest.mark.django_db(transaction=True)]
 
 
-async def test_an_instant_call_does_not_queue_behind_70_slow_ones(hub, alice_endpoint, alice_hub_token):
+async def test_an_instant_call_does_not_queue_behind_70_slow_ones(
+    hub, alice_endpoint, alice_hub_token
+):
     async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
         await client.call_tool("echo", {"text": "warm"})
         slow = [asyncio.ensure_future(client.call_tool("slow", {"seconds": 4})) for _ in range(70)]

@@ -42,11 +42,15 @@ class Caller:
     session: str | None = None
 
     async def run(self, until: float) -> None:
-        async with httpx2.AsyncClient(timeout=30, headers={**HEADERS, "Authorization": f"Bearer {self.token}"}) as http:
+        async with httpx2.AsyncClient(
+            timeout=30, headers={**HEADERS, "Authorization": f"Bearer {self.token}"}
+        ) as http:
             while time.monotonic() < until:
                 started = time.monotonic()
                 status, ok, retry_after = await self._call(http)
-                self.outcomes.append(Outcome(started, time.monotonic() - started, status, ok, retry_after))
+                self.outcomes.append(
+                    Outcome(started, time.monotonic() - started, status, ok, retry_after)
+                )
                 if not ok:
                     await asyncio.sleep(0.05)
 
@@ -57,8 +61,15 @@ class Caller:
                 if response.status_code != 200:
                     return response.status_code, False, response.headers.get("retry-after")
                 self.session = response.headers["mcp-session-id"]
-            message = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}}
-            response = await http.post(self.url, json=message, headers={"Mcp-Session-Id": self.session})
+            message = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "hi"}},
+            }
+            response = await http.post(
+                self.url, json=message, headers={"Mcp-Session-Id": self.session}
+            )
         except httpx2.TransportError:
             return 0, False, None
         if response.status_code == 404:
@@ -67,9 +78,13 @@ class Caller:
         return response.status_code, ok, response.headers.get("retry-after")
 
 
-def test_a_redis_restart_under_load_gives_503s_not_500s_and_recovers_in_seconds(alice, alice_token, make_tool, tmp_path):
+def test_a_redis_restart_under_load_gives_503s_not_500s_and_recovers_in_seconds(
+    alice, alice_token, make_tool, tmp_path
+):
     args = ["-I", "-S", str(SERVERS / "tiny.py")]
-    server = McpServer.objects.create(name="tiny", transport="stdio", command=sys.executable, args=args)
+    server = McpServer.objects.create(
+        name="tiny", transport="stdio", command=sys.executable, args=args
+    )
     endpoint = alice.endpoints.get()
     enable_tools(endpoint=endpoint, tools=[make_tool(server, "echo")])
     redis = start_redis(port := free_port(), tmp_path)
@@ -93,9 +108,13 @@ def test_a_redis_restart_under_load_gives_503s_not_500s_and_recovers_in_seconds(
     # written on, one call in ~600 still failed 2 s after Redis returned (the stale pooled
     # connections are retried as callers reach them); "within seconds" is the promise.
     late = [o for o in outcomes if o.started > back_at + 3.0]
-    assert late and all(o.ok for o in late), f"{sum(not o.ok for o in late)} of {len(late)} calls failed 3 s after Redis returned"
+    assert late and all(o.ok for o in late), (
+        f"{sum(not o.ok for o in late)} of {len(late)} calls failed 3 s after Redis returned"
+    )
     assert max(o.took for o in outcomes) < 5.0
-    logs = hub.log()  # web and worker, whole: a traceback during the outage is long scrolled off the tail
+    logs = (
+        hub.log()
+    )  # web and worker, whole: a traceback during the outage is long scrolled off the tail
     assert "Traceback" not in logs, logs[max(0, logs.find("Traceback") - 1000) :][:6000]
 
 

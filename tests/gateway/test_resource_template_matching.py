@@ -12,7 +12,10 @@ import pytest
 from apps.gateway.jsonrpc import RESOURCE_NOT_FOUND, RpcError
 from apps.gateway.protocol import _resource_server
 
-TEMPLATES = [("slow", {"uriTemplate": "{+a}{+b}{+c}{+d}{+e}{+f}x"}), ("files", {"uriTemplate": "file:///{dir}/{+path}"})]
+TEMPLATES = [
+    ("slow", {"uriTemplate": "{+a}{+b}{+c}{+d}{+e}{+f}x"}),
+    ("files", {"uriTemplate": "file:///{dir}/{+path}"}),
+]
 VIEW = SimpleNamespace(resource_servers={}, templates=TEMPLATES)
 
 
@@ -25,13 +28,18 @@ def test_a_hostile_template_answers_not_found_at_once():
     assert time.thread_time() - started < 2  # milliseconds; 23 s of CPU on the backtracking engine
 
 
-@pytest.mark.parametrize(("uri", "server"), [("file:///docs/a/b.txt", "files"), ("abcdefx", "slow"), ("weird [chars]x", "slow")])
+@pytest.mark.parametrize(
+    ("uri", "server"),
+    [("file:///docs/a/b.txt", "files"), ("abcdefx", "slow"), ("weird [chars]x", "slow")],
+)
 def test_templates_still_match_what_they_name(uri, server):
     assert _resource_server(VIEW, uri) == server
 
 
 def test_a_template_too_large_for_re2_matches_nothing():
-    view = SimpleNamespace(resource_servers={}, templates=[("huge", {"uriTemplate": "{+a}" * 200_000})])
+    view = SimpleNamespace(
+        resource_servers={}, templates=[("huge", {"uriTemplate": "{+a}" * 200_000})]
+    )
 
     with pytest.raises(RpcError):
         _resource_server(view, "anything")

@@ -11,10 +11,21 @@ from tests.live_hub import raw_session, sse_messages
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
 
-async def test_a_dropped_stream_is_replayed_from_the_last_event_seen(hub, alice_endpoint, alice_hub_token):
+
+async def test_a_dropped_stream_is_replayed_from_the_last_event_seen(
+    hub, alice_endpoint, alice_hub_token
+):
     url = hub.url(alice_endpoint.path)
-    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-            "params": {"name": "progress", "arguments": {"steps": 200}, "_meta": {"progressToken": "p"}}}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {
+            "name": "progress",
+            "arguments": {"steps": 200},
+            "_meta": {"progressToken": "p"},
+        },
+    }
     first, rest = [], []
     async with httpx2.AsyncClient(timeout=30) as http:
         headers = await raw_session(http, url, alice_hub_token)
@@ -29,28 +40,46 @@ async def test_a_dropped_stream_is_replayed_from_the_last_event_seen(hub, alice_
                 rest.append((event_id, message))
 
     messages = [m for _, m in first + rest]
-    steps = [m["params"]["progress"] for m in messages if m.get("method") == "notifications/progress"]
+    steps = [
+        m["params"]["progress"] for m in messages if m.get("method") == "notifications/progress"
+    ]
     assert steps == list(range(1, 201))
     assert messages[-1]["id"] == 7 and messages[-1]["result"]["content"][0]["text"] == "progressed"
     assert all(event_id for event_id, _ in first + rest)
     assert len({event_id for event_id, _ in first + rest}) == len(first + rest)
 
 
-async def test_a_call_goes_on_after_its_stream_drops_and_its_answer_reaches_the_resumed_stream(hub, alice_endpoint, alice_hub_token):
+async def test_a_call_goes_on_after_its_stream_drops_and_its_answer_reaches_the_resumed_stream(
+    hub, alice_endpoint, alice_hub_token
+):
     url = hub.url(alice_endpoint.path)
-    call = {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "ask", "arguments": {"question": "still there?"}}}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 8,
+        "method": "tools/call",
+        "params": {"name": "ask", "arguments": {"question": "still there?"}},
+    }
     async with httpx2.AsyncClient(timeout=30) as http:
         headers = await raw_session(http, url, alice_hub_token, capabilities={"sampling": {}})
         async with http.stream("POST", url, content=json.dumps(call), headers=headers) as response:
-            async for sampling_event_id, sampling in sse_messages(response):
+            async for sampling_event_id, sampling in sse_messages(response):  # noqa: B007 - read after it
                 break  # the hub asks our model; the connection drops before we answer
         assert sampling["method"] == "sampling/createMessage"
-        answer = {"jsonrpc": "2.0", "id": sampling["id"],
-                  "result": {"role": "assistant", "content": {"type": "text", "text": "yes"}, "model": "m"}}
+        answer = {
+            "jsonrpc": "2.0",
+            "id": sampling["id"],
+            "result": {
+                "role": "assistant",
+                "content": {"type": "text", "text": "yes"},
+                "model": "m",
+            },
+        }
         resumed = []
-        async with http.stream("GET", url, headers={**headers, "Last-Event-ID": sampling_event_id}) as response:
+        async with http.stream(
+            "GET", url, headers={**headers, "Last-Event-ID": sampling_event_id}
+        ) as response:
             posted = await http.post(url, content=json.dumps(answer), headers=headers)
-            async for event_id, message in sse_messages(response):
+            async for _, message in sse_messages(response):
                 resumed.append(message)
 
     assert posted.status_code == 202, resumed
@@ -59,13 +88,23 @@ async def test_a_call_goes_on_after_its_stream_drops_and_its_answer_reaches_the_
     assert resumed[0]["result"]["content"][0]["text"] == "yes"
 
 
-async def test_a_last_event_id_of_another_session_replays_nothing(hub, alice_endpoint, alice_hub_token):
+async def test_a_last_event_id_of_another_session_replays_nothing(
+    hub, alice_endpoint, alice_hub_token
+):
     url = hub.url(alice_endpoint.path)
     async with httpx2.AsyncClient(timeout=30) as http:
         headers = await raw_session(http, url, alice_hub_token)
         other = await raw_session(http, url, alice_hub_token)
-        call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
-                "params": {"name": "progress", "arguments": {"steps": 2}, "_meta": {"progressToken": "p"}}}
+        call = {
+            "jsonrpc": "2.0",
+            "id": 9,
+            "method": "tools/call",
+            "params": {
+                "name": "progress",
+                "arguments": {"steps": 2},
+                "_meta": {"progressToken": "p"},
+            },
+        }
         async with http.stream("POST", url, content=json.dumps(call), headers=headers) as response:
             ids = [event_id async for event_id, _ in sse_messages(response)]
         stolen = {**other, "Last-Event-ID": ids[0]}

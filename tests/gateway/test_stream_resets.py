@@ -20,7 +20,15 @@ import redis
 from apps.catalog.models import McpServer
 from apps.core.hotstate import ASYNC_MAX_IDLE
 from apps.toolsets.services import enable_tools
-from tests.live_hub import INITIALIZE, SERVERS, free_port, start_private_hub, start_redis, stop, wait_for
+from tests.live_hub import (
+    INITIALIZE,
+    SERVERS,
+    free_port,
+    start_private_hub,
+    start_redis,
+    stop,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180), pytest.mark.django_db(transaction=True)]
 
@@ -44,15 +52,28 @@ async def _request(port: int, method: str, path: str, headers: dict[str, str], b
 
 
 async def _session(port: int, path: str, token: str) -> str:
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Connection": "close"}
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Connection": "close",
+    }
     reader, writer = await _request(port, "POST", path, headers, json.dumps(INITIALIZE).encode())
     response = (await reader.read()).decode()
     writer.close()
-    return next(line.split(":", 1)[1].strip() for line in response.split("\r\n") if line.lower().startswith("mcp-session-id:"))
+    return next(
+        line.split(":", 1)[1].strip()
+        for line in response.split("\r\n")
+        if line.lower().startswith("mcp-session-id:")
+    )
 
 
 async def _open(port: int, path: str, token: str, session: str) -> asyncio.StreamWriter:
-    headers = {"Authorization": f"Bearer {token}", "Accept": "text/event-stream", "Mcp-Session-Id": session}
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Accept": "text/event-stream",
+        "Mcp-Session-Id": session,
+    }
     reader, writer = await _request(port, "GET", path, headers)
     assert b"200" in await reader.readline()
     await reader.readuntil(b": open")  # the hub listens for the session's messages now
@@ -73,8 +94,12 @@ async def _reset_streams(port: int, path: str, token: str, sessions: list[str]) 
 
 
 @pytest.mark.parametrize("shape", ["production", "embedded"])
-def test_300_reset_streams_return_fds_and_redis_connections_to_a_bound(shape, alice, alice_token, make_tool, tmp_path):
-    server = McpServer.objects.create(name="tiny", transport="stdio", command=sys.executable, args=[str(SERVERS / "tiny.py")])
+def test_300_reset_streams_return_fds_and_redis_connections_to_a_bound(
+    shape, alice, alice_token, make_tool, tmp_path
+):
+    server = McpServer.objects.create(
+        name="tiny", transport="stdio", command=sys.executable, args=[str(SERVERS / "tiny.py")]
+    )
     endpoint = alice.endpoints.get()
     enable_tools(endpoint=endpoint, tools=[make_tool(server, "echo")])
     redis_server = start_redis(port := free_port(), tmp_path) if shape == "production" else None
@@ -86,13 +111,21 @@ def test_300_reset_streams_return_fds_and_redis_connections_to_a_bound(shape, al
         web_port = int(hub.base_url.rsplit(":", 1)[1])
         sessions = asyncio.run(_sessions(web_port, endpoint.path, alice_token))
         for start in range(0, 20, 2):  # warm-up, two at a time: lazily made clients exist
-            asyncio.run(_reset_streams(web_port, endpoint.path, alice_token, sessions[start : start + 2]))
+            asyncio.run(
+                _reset_streams(web_port, endpoint.path, alice_token, sessions[start : start + 2])
+            )
         baseline = (_fds(web.pid), _redis_clients(client))
 
         rounds = []
         for _ in range(3):
             asyncio.run(_reset_streams(web_port, endpoint.path, alice_token, sessions))
-            wait_for(lambda: _fds(web.pid) <= baseline[0] + BOUND and _redis_clients(client) <= baseline[1] + BOUND, 5.0)
+            wait_for(
+                lambda: (
+                    _fds(web.pid) <= baseline[0] + BOUND
+                    and _redis_clients(client) <= baseline[1] + BOUND
+                ),
+                5.0,
+            )
             rounds.append((_fds(web.pid), _redis_clients(client)))
     finally:
         if client is not None:
@@ -103,11 +136,15 @@ def test_300_reset_streams_return_fds_and_redis_connections_to_a_bound(shape, al
             redis_server.wait()
 
     report = f"baseline (fds, redis clients) {baseline}, after each round {rounds}"
-    assert all(fds <= baseline[0] + BOUND and clients <= baseline[1] + BOUND for fds, clients in rounds), report
+    assert all(
+        fds <= baseline[0] + BOUND and clients <= baseline[1] + BOUND for fds, clients in rounds
+    ), report
 
 
 async def _sessions(port: int, path: str, token: str) -> list[str]:
-    return [await _session(port, path, token) for _ in range(STREAMS)]  # one at a time: no pool growth yet
+    return [
+        await _session(port, path, token) for _ in range(STREAMS)
+    ]  # one at a time: no pool growth yet
 
 
 def _redis_clients(client: redis.Redis | None) -> int:

@@ -25,7 +25,9 @@ async def test_alice_lists_and_calls_her_tools(hub, alice_endpoint, alice_hub_to
 
 
 async def test_legacy_sse_transport_works_too(hub, alice_endpoint, alice_hub_token):
-    async with mcp_client(hub.url(alice_endpoint.path + "sse"), alice_hub_token, transport="sse") as client:
+    async with mcp_client(
+        hub.url(alice_endpoint.path + "sse"), alice_hub_token, transport="sse"
+    ) as client:
         tools = (await client.list_tools()).tools
         result = await client.call_tool("echo", {"text": "over sse"})
 
@@ -33,8 +35,12 @@ async def test_legacy_sse_transport_works_too(hub, alice_endpoint, alice_hub_tok
     assert result.content[0].text == "over sse"
 
 
-async def test_a_disabled_tool_says_it_is_not_enabled_here_and_where_to_enable_it(hub, alice_endpoint, alice_hub_token, echo_server):
-    await sync_to_async(lambda: disable_tools(endpoint=alice_endpoint, tools=echo_server.tools.filter(name="echo")))()
+async def test_a_disabled_tool_says_it_is_not_enabled_here_and_where_to_enable_it(
+    hub, alice_endpoint, alice_hub_token, echo_server
+):
+    await sync_to_async(
+        lambda: disable_tools(endpoint=alice_endpoint, tools=echo_server.tools.filter(name="echo"))
+    )()
 
     async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
         with pytest.raises(MCPError) as error:
@@ -46,12 +52,16 @@ async def test_a_disabled_tool_says_it_is_not_enabled_here_and_where_to_enable_i
 
     assert error.value.code == -32602
     assert "echo (echo.echo) is not enabled on this endpoint" in error.value.message
-    assert f"{hub.base_url}/endpoints/{alice_endpoint.slug}/tools/" in error.value.message  # where the client reached the hub
+    assert (
+        f"{hub.base_url}/endpoints/{alice_endpoint.slug}/tools/" in error.value.message
+    )  # where the client reached the hub
     assert "is not enabled on this endpoint" in prefixed.value.message
     assert "Unknown tool: progres" in typo.value.message and "progress" in typo.value.message
 
 
-async def test_a_tool_of_a_server_charlie_cannot_see_stays_unknown_to_him(hub, alice_private_server, make_tool, charlie, charlie_token):
+async def test_a_tool_of_a_server_charlie_cannot_see_stays_unknown_to_him(
+    hub, alice_private_server, make_tool, charlie, charlie_token
+):
     await sync_to_async(make_tool)(alice_private_server, "read_notes")
     charlie_endpoint = await sync_to_async(charlie.endpoints.get)()
 
@@ -82,7 +92,10 @@ async def test_every_call_is_logged(hub, alice, alice_endpoint, alice_hub_token)
         await client.call_tool("crash", {})
 
     rows = await _wait_for_rows(2, user=alice)
-    assert {(r.tool_name, r.ok, r.user_id) for r in rows} == {("add", True, alice.pk), ("crash", False, alice.pk)}
+    assert {(r.tool_name, r.ok, r.user_id) for r in rows} == {
+        ("add", True, alice.pk),
+        ("crash", False, alice.pk),
+    }
     assert all(r.arguments is None for r in rows)  # arguments are off by default
 
 

@@ -12,7 +12,10 @@ from tests.live_hub import mcp_client
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not settings.REDIS_URL, reason="the embedded default holds backends in the web process by design"),
+    pytest.mark.skipif(
+        not settings.REDIS_URL,
+        reason="the embedded default holds backends in the web process by design",
+    ),
 ]
 
 
@@ -28,7 +31,9 @@ def command_line(pid: int) -> str:
     return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
 
 
-async def test_the_call_runs_in_the_worker_and_the_web_process_has_no_backend_child(hub, alice_endpoint, alice_hub_token):
+async def test_the_call_runs_in_the_worker_and_the_web_process_has_no_backend_child(
+    hub, alice_endpoint, alice_hub_token
+):
     web, worker = hub.processes
 
     async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
@@ -36,5 +41,8 @@ async def test_the_call_runs_in_the_worker_and_the_web_process_has_no_backend_ch
 
     web_children = {pid: command_line(pid) for pid in children(web.pid)}
     assert web_children == {}
-    assert backend_pid in children(worker.pid), (backend_pid, {pid: command_line(pid) for pid in children(worker.pid)})
+    assert backend_pid in children(worker.pid), (
+        backend_pid,
+        {pid: command_line(pid) for pid in children(worker.pid)},
+    )
     assert "echo.py" in command_line(backend_pid)

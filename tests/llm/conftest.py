@@ -8,8 +8,15 @@ from apps.llm.adapters import Adapter, adapter_class
 from apps.llm.types import Event, Message, ToolSpec
 from tests.llm_server import ScriptedLLM
 
-ECHO = ToolSpec(name="echo", description="Echo the text back", input_schema={
-    "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+ECHO = ToolSpec(
+    name="echo",
+    description="Echo the text back",
+    input_schema={
+        "type": "object",
+        "properties": {"text": {"type": "string"}},
+        "required": ["text"],
+    },
+)
 HELLO = [Message(role="system", text="You are terse."), Message(role="user", text="Say hello")]
 
 
@@ -36,5 +43,7 @@ async def adapter(kind: str, llm: ScriptedLLM) -> AsyncIterator[Adapter]:
         yield instance
 
 
-async def collect(adapter: Adapter, *, messages=HELLO, tools=(ECHO,), model: str = "scripted-model") -> list[Event]:
+async def collect(
+    adapter: Adapter, *, messages=HELLO, tools=(ECHO,), model: str = "scripted-model"
+) -> list[Event]:
     return [event async for event in adapter.stream(model=model, messages=messages, tools=tools)]

@@ -35,7 +35,9 @@ def canary():
 
 def _provider(owner, base_url: str, *, kind: str = "openai") -> Provider:
     # Saved without the save-time check, as a URL whose name resolved publicly when it was typed.
-    return Provider.objects.create(name=f"p-{Provider.objects.count()}", kind=kind, base_url=base_url, owner=owner)
+    return Provider.objects.create(
+        name=f"p-{Provider.objects.count()}", kind=kind, base_url=base_url, owner=owner
+    )
 
 
 def _chat(provider: Provider) -> None:
@@ -53,7 +55,9 @@ def _refusal(base_url: str) -> str:
 
 @pytest.mark.parametrize("host", LOOPBACK_FORMS)
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
-def test_charlies_provider_on_loopback_is_neither_listed_nor_chatted_with(no_allowance, charlie, canary, host, kind):
+def test_charlies_provider_on_loopback_is_neither_listed_nor_chatted_with(
+    no_allowance, charlie, canary, host, kind
+):
     provider = _provider(charlie, f"http://{host}:{canary.port}/v1", kind=kind)
 
     check = services.list_models(provider)
@@ -73,7 +77,10 @@ def test_every_failure_reads_the_same_so_ports_cannot_be_mapped(settings, charli
         "no such host": "http://no-such-host.invalid/v1",
     }
 
-    errors = {why: services.list_models(_provider(charlie, url)).error.replace(url, "URL") for why, url in urls.items()}
+    errors = {
+        why: services.list_models(_provider(charlie, url)).error.replace(url, "URL")
+        for why, url in urls.items()
+    }
 
     assert set(errors.values()) == {_refusal("URL")}, errors
     assert canary.heard == []
@@ -89,8 +96,13 @@ def test_a_redirect_from_an_allowed_host_to_loopback_is_not_followed(settings, c
 
 
 def test_staff_providers_on_loopback_still_work(no_allowance, dave, canary):
-    shared = services.create_provider(actor=None, name="lm-studio", kind="openai", base_url=f"http://127.0.0.1:{canary.port}/v1",
-                                      shared=True)
+    shared = services.create_provider(
+        actor=None,
+        name="lm-studio",
+        kind="openai",
+        base_url=f"http://127.0.0.1:{canary.port}/v1",
+        shared=True,
+    )
     daves = _provider(dave, f"http://localhost:{canary.port}/v1")
 
     assert services.list_models(shared).models == ["internal-service-id"]
@@ -98,19 +110,38 @@ def test_staff_providers_on_loopback_still_work(no_allowance, dave, canary):
     assert len(canary.heard) == 2
 
 
-def test_saving_a_literal_internal_address_is_refused_with_a_reason(no_allowance, charlie, admin_user):
+def test_saving_a_literal_internal_address_is_refused_with_a_reason(
+    no_allowance, charlie, admin_user
+):
     as_charlie, as_admin = APIClient(), APIClient()
     as_charlie.force_authenticate(charlie)
     as_admin.force_authenticate(admin_user)
 
     refused = [
-        as_charlie.post("/api/llm/providers/", {"name": f"n{i}", "kind": "openai", "base_url": url}, format="json")
-        for i, url in enumerate(["http://127.0.0.1:6379/v1", "http://localhost:11434/v1", "http://[::1]:5432/v1"])
+        as_charlie.post(
+            "/api/llm/providers/",
+            {"name": f"n{i}", "kind": "openai", "base_url": url},
+            format="json",
+        )
+        for i, url in enumerate(
+            ["http://127.0.0.1:6379/v1", "http://localhost:11434/v1", "http://[::1]:5432/v1"]
+        )
     ]
-    public = as_charlie.post("/api/llm/providers/", {"name": "openai", "kind": "openai", "base_url": "https://api.openai.com/v1"},
-                             format="json")
-    staff = as_admin.post("/api/llm/providers/", {"name": "ollama", "kind": "openai", "base_url": "http://localhost:11434/v1",
-                                                  "shared": True}, format="json")
+    public = as_charlie.post(
+        "/api/llm/providers/",
+        {"name": "openai", "kind": "openai", "base_url": "https://api.openai.com/v1"},
+        format="json",
+    )
+    staff = as_admin.post(
+        "/api/llm/providers/",
+        {
+            "name": "ollama",
+            "kind": "openai",
+            "base_url": "http://localhost:11434/v1",
+            "shared": True,
+        },
+        format="json",
+    )
 
     assert [r.status_code for r in refused] == [400, 400, 400]
     assert all("is not a public address" in r.json()["base_url"][0] for r in refused)
@@ -124,7 +155,9 @@ def test_a_users_https_provider_is_verified_by_its_name(settings, charlie, tmp_p
     files = make_tls_files(tmp_path, "provider", san="DNS:localhost")
     served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     served.load_cert_chain(files.cert, files.key)
-    monkeypatch.setattr(base, "shared_ssl_context", lambda: ssl.create_default_context(cafile=str(files.ca)))
+    monkeypatch.setattr(
+        base, "shared_ssl_context", lambda: ssl.create_default_context(cafile=str(files.ca))
+    )
 
     with Canary(tls=served) as canary:
         check = services.list_models(_provider(charlie, f"https://localhost:{canary.port}/v1"))

@@ -21,7 +21,10 @@ async def test_a_claude_model_gets_its_whole_output_limit_and_a_long_answer_is_n
         events = await _ask(adapter, "claude-sonnet-4-5")
         await _ask(adapter, "claude-sonnet-4-5")
     assert [r["max_tokens"] for r in llm.requests] == [64000, 64000]
-    assert events[-1] == Finish("stop") and "".join(e.text for e in events if isinstance(e, TextDelta)) == "word " * 2000
+    assert (
+        events[-1] == Finish("stop")
+        and "".join(e.text for e in events if isinstance(e, TextDelta)) == "word " * 2000
+    )
 
 
 async def test_the_model_list_says_the_limit_and_a_provider_setting_overrides_it(llm):
@@ -29,7 +32,9 @@ async def test_the_model_list_says_the_limit_and_a_provider_setting_overrides_it
     llm.script([Reply(text=["a"]), Reply(text=["b"])])
     async with adapter_class("anthropic")(base_url=llm.url, api_key="k", timeout=10) as adapter:
         await _ask(adapter, "claude-future-9")
-    async with adapter_class("anthropic")(base_url=llm.url, api_key="k", timeout=10, tuning=Tuning(max_output_tokens=500)) as adapter:
+    async with adapter_class("anthropic")(
+        base_url=llm.url, api_key="k", timeout=10, tuning=Tuning(max_output_tokens=500)
+    ) as adapter:
         await _ask(adapter, "claude-future-9")
     assert [r["max_tokens"] for r in llm.requests] == [128000, 500]
 
@@ -46,6 +51,8 @@ async def test_a_model_that_allows_less_is_asked_again_with_its_limit_once(llm):
 
 async def test_a_reply_cut_at_the_limit_says_so(llm):
     llm.script([Reply(text=["word " * 100], tokens=1000)])
-    async with adapter_class("anthropic")(base_url=llm.url, api_key="k", timeout=10, tuning=Tuning(max_output_tokens=100)) as adapter:
+    async with adapter_class("anthropic")(
+        base_url=llm.url, api_key="k", timeout=10, tuning=Tuning(max_output_tokens=100)
+    ) as adapter:
         events = await _ask(adapter, "claude-sonnet-4-5")
     assert events[-1] == Finish("length")

@@ -33,7 +33,9 @@ async def test_429_then_success_is_retried_once_and_the_user_sees_only_the_answe
 
 
 async def test_429_twice_is_a_clear_rate_limit_error(adapter, llm):
-    llm.script([Reply(error=429, retry_after=0), Reply(error=429, retry_after=0), Reply(text=["never"])])
+    llm.script(
+        [Reply(error=429, retry_after=0), Reply(error=429, retry_after=0), Reply(text=["never"])]
+    )
 
     with pytest.raises(LLMError) as caught:
         await collect(adapter)
@@ -63,7 +65,12 @@ async def test_a_reset_connection_is_retried(adapter, llm):
 
 async def test_a_reply_cut_off_mid_stream_is_not_retried(adapter, llm):
     # Both formats have sent at least one text delta by their fourth chunk.
-    llm.script([Reply(text=["one", "two", "three", "four", "five"], cut_after=4), Reply(text=["a second answer"])])
+    llm.script(
+        [
+            Reply(text=["one", "two", "three", "four", "five"], cut_after=4),
+            Reply(text=["a second answer"]),
+        ]
+    )
 
     with pytest.raises(LLMError) as caught:
         await collect(adapter)
@@ -98,7 +105,15 @@ async def test_an_unknown_model_says_which_and_what_to_do(kind):
 
 
 async def test_an_exhausted_quota_is_not_retried(adapter, llm):
-    llm.script([Reply(error=429, error_code="insufficient_quota", error_message="You exceeded your current quota.")])
+    llm.script(
+        [
+            Reply(
+                error=429,
+                error_code="insufficient_quota",
+                error_message="You exceeded your current quota.",
+            )
+        ]
+    )
 
     with pytest.raises(LLMError) as caught:
         await collect(adapter)
@@ -118,12 +133,22 @@ async def test_an_error_inside_the_stream_before_any_text_is_retried(adapter, ll
 
 
 async def test_an_error_inside_the_stream_after_text_says_the_reply_was_cut_off(adapter, llm):
-    llm.script([Reply(text=["one", "two", "three", "four", "five"], error_after=5, error_message="Overloaded")])
+    llm.script(
+        [
+            Reply(
+                text=["one", "two", "three", "four", "five"],
+                error_after=5,
+                error_message="Overloaded",
+            )
+        ]
+    )
 
     with pytest.raises(LLMError) as caught:
         await collect(adapter)
 
-    assert str(caught.value).startswith("The reply was cut off") and "Overloaded" in str(caught.value)
+    assert str(caught.value).startswith("The reply was cut off") and "Overloaded" in str(
+        caught.value
+    )
     assert caught.value.kind == "unavailable"
     assert len(llm.requests) == 1
 
@@ -148,11 +173,17 @@ async def test_a_wrong_base_url_is_not_blamed_on_the_model(llm):
     assert "is the base URL right?" in str(caught.value)
 
 
-@pytest.mark.parametrize("body, expected", [
-    ({"error": {"message": "Invalid model", "type": "invalid_request_error"}}, "Invalid model"),
-    ({"error": "model 'qwen' not found, try pulling it first"}, "try pulling it first"),  # Ollama's shape
-    ("<html><body>Internal admin console: secret=1</body></html>", "is the base URL right?"),
-])
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        ({"error": {"message": "Invalid model", "type": "invalid_request_error"}}, "Invalid model"),
+        (
+            {"error": "model 'qwen' not found, try pulling it first"},
+            "try pulling it first",
+        ),  # Ollama's shape
+        ("<html><body>Internal admin console: secret=1</body></html>", "is the base URL right?"),
+    ],
+)
 def test_only_an_llm_apis_own_error_words_are_repeated(body, expected):
     from apps.llm.adapters.errors import provider_message
 

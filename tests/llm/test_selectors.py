@@ -9,8 +9,15 @@ from apps.llm.selectors import default_provider_for, provider_for, providers_for
 
 
 def _provider(name: str, *, owner=None, is_default: bool = False):
-    return services.create_provider(actor=None, name=name, kind="openai", base_url="http://127.0.0.1:1234/v1",
-                                    owner=owner, shared=owner is None, is_default=is_default)
+    return services.create_provider(
+        actor=None,
+        name=name,
+        kind="openai",
+        base_url="http://127.0.0.1:1234/v1",
+        owner=owner,
+        shared=owner is None,
+        is_default=is_default,
+    )
 
 
 def test_each_user_sees_the_shared_providers_and_only_their_own(alice, bob, charlie):

@@ -14,7 +14,13 @@ async def test_text_arrives_in_the_streamed_chunks_then_usage_then_finish(adapte
 
     events = await collect(adapter)
 
-    assert events == [TextDelta("Hel"), TextDelta("lo"), TextDelta(", world"), Usage(42, 3), Finish("stop")]
+    assert events == [
+        TextDelta("Hel"),
+        TextDelta("lo"),
+        TextDelta(", world"),
+        Usage(42, 3),
+        Finish("stop"),
+    ]
 
 
 async def test_each_chunk_is_yielded_while_the_provider_is_still_answering(adapter, llm):
@@ -51,5 +57,7 @@ async def test_the_request_carries_the_history_and_tools_in_the_provider_format(
         assert body["stream_options"] == {"include_usage": True}
     else:
         assert body["system"] == "You are terse."
-        assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "Say hello"}]}]
+        assert body["messages"] == [
+            {"role": "user", "content": [{"type": "text", "text": "Say hello"}]}
+        ]
         assert body["tools"][0]["input_schema"]["required"] == ["text"]

@@ -23,15 +23,25 @@ async def test_arguments_split_across_many_deltas_are_assembled(adapter, llm):
 
 
 async def test_several_calls_in_one_reply_keep_their_order_after_the_text(adapter, llm):
-    llm.script([Reply(text=["Let me ", "check"], tool_calls=[
-        ("call_a", "echo", {"text": "one"}), ("call_b", "add", {"a": 1, "b": 2}), ("call_c", "now", {}),
-    ])])
+    llm.script(
+        [
+            Reply(
+                text=["Let me ", "check"],
+                tool_calls=[
+                    ("call_a", "echo", {"text": "one"}),
+                    ("call_b", "add", {"a": 1, "b": 2}),
+                    ("call_c", "now", {}),
+                ],
+            )
+        ]
+    )
 
     events = await collect(adapter)
 
     assert events[:2] == [TextDelta("Let me "), TextDelta("check")]
     assert events[2:5] == [
-        ToolCall("call_a", "echo", {"text": "one"}), ToolCall("call_b", "add", {"a": 1, "b": 2}),
+        ToolCall("call_a", "echo", {"text": "one"}),
+        ToolCall("call_b", "add", {"a": 1, "b": 2}),
         ToolCall("call_c", "now", {}),
     ]
     assert events[-1] == Finish("tool_calls")
@@ -63,11 +73,19 @@ async def test_the_history_of_a_tool_round_goes_back_in_the_provider_format(adap
 
     sent = llm.requests[0]["messages"]
     if kind == "openai":
-        assert sent[1]["tool_calls"][0]["function"] == {"name": "echo", "arguments": '{"text": "hi"}'}
+        assert sent[1]["tool_calls"][0]["function"] == {
+            "name": "echo",
+            "arguments": '{"text": "hi"}',
+        }
         assert sent[2] == {"role": "tool", "tool_call_id": "call_1", "content": "hi"}
         assert sent[3]["content"].startswith("Error") and "boom" in sent[3]["content"]
     else:
-        assert sent[1]["content"][1] == {"type": "tool_use", "id": "call_1", "name": "echo", "input": {"text": "hi"}}
+        assert sent[1]["content"][1] == {
+            "type": "tool_use",
+            "id": "call_1",
+            "name": "echo",
+            "input": {"text": "hi"},
+        }
         # Both results in the one user turn after the calls, as the Messages API requires.
         assert [block["tool_use_id"] for block in sent[2]["content"]] == ["call_1", "call_2"]
         assert sent[2]["content"][1]["is_error"] is True

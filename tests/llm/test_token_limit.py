@@ -30,12 +30,16 @@ async def test_a_reasoning_model_is_sent_max_completion_tokens(llm, model):
     assert llm.requests[0]["max_completion_tokens"] == 64 and "max_tokens" not in llm.requests[0]
 
 
-async def test_a_server_refusing_max_tokens_is_asked_again_with_max_completion_tokens_and_remembered(llm):
-    llm.script([
-        Reply(error=400, error_message=REFUSED, error_code="unsupported_parameter"),
-        Reply(text=["hel", "lo"]),
-        Reply(text=["again"]),
-    ])
+async def test_a_server_refusing_max_tokens_is_asked_again_with_max_completion_tokens_and_remembered(
+    llm,
+):
+    llm.script(
+        [
+            Reply(error=400, error_message=REFUSED, error_code="unsupported_parameter"),
+            Reply(text=["hel", "lo"]),
+            Reply(text=["again"]),
+        ]
+    )
     async with adapter_class("openai")(base_url=llm.url, api_key="sk-test", timeout=10) as adapter:
         first = await _ask(adapter, "house-reasoner")
         second = await _ask(adapter, "house-reasoner")

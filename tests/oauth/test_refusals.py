@@ -14,7 +14,6 @@ from oauth2_provider.models import AccessToken, Application
 from apps.oauth.models import RedeemedCode
 from apps.oauth.selectors import access_grant
 from apps.oauth.services import clear_expired
-
 from tests.oauth.flow import consent_fields
 from tests.oauth.oauth_client import (
     CALLBACK,
@@ -38,9 +37,18 @@ def alice_client(client, alice):
 
 @pytest.mark.parametrize(
     "uri",
-    ["http://evil.example/callback", "javascript:alert(1)", "ftp://127.0.0.1/cb", "https://app.example/cb#frag", "//no-scheme/cb",
-     "myapp://callback", "https://user:s3cret@app.example/cb", "https://app.example@evil.example/cb",
-     "http://user:s3cret@127.0.0.1:5/cb", "cursor://user:s3cret@anysphere.cursor-retrieval/cb"],
+    [
+        "http://evil.example/callback",
+        "javascript:alert(1)",
+        "ftp://127.0.0.1/cb",
+        "https://app.example/cb#frag",
+        "//no-scheme/cb",
+        "myapp://callback",
+        "https://user:s3cret@app.example/cb",
+        "https://app.example@evil.example/cb",
+        "http://user:s3cret@127.0.0.1:5/cb",
+        "cursor://user:s3cret@anysphere.cursor-retrieval/cb",
+    ],
 )
 def test_registration_refuses_redirect_uris_that_are_not_https_or_loopback(client, uri):
     status, body = register(client, redirect_uris=[CALLBACK, uri])
@@ -50,16 +58,28 @@ def test_registration_refuses_redirect_uris_that_are_not_https_or_loopback(clien
     assert not Application.objects.exists()
 
 
-@pytest.mark.parametrize("uri", ["https://user:s3cret@app.example/cb", "http://evil.example/callback"])
+@pytest.mark.parametrize(
+    "uri", ["https://user:s3cret@app.example/cb", "http://evil.example/callback"]
+)
 def test_a_registration_update_passes_the_same_checks(client, uri):
     status, body = register(client)
     assert status == 201
     url, auth = body["registration_client_uri"], f"Bearer {body['registration_access_token']}"
-    update = {"client_name": "Hand Client", "redirect_uris": [CALLBACK, uri], "token_endpoint_auth_method": "none"}
+    update = {
+        "client_name": "Hand Client",
+        "redirect_uris": [CALLBACK, uri],
+        "token_endpoint_auth_method": "none",
+    }
 
-    refused = client.put(url, json.dumps(update), content_type="application/json", HTTP_AUTHORIZATION=auth)
-    renamed = client.put(url, json.dumps({**update, "redirect_uris": [CALLBACK], "client_name": "Renamed"}),
-                         content_type="application/json", HTTP_AUTHORIZATION=auth)
+    refused = client.put(
+        url, json.dumps(update), content_type="application/json", HTTP_AUTHORIZATION=auth
+    )
+    renamed = client.put(
+        url,
+        json.dumps({**update, "redirect_uris": [CALLBACK], "client_name": "Renamed"}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=auth,
+    )
 
     assert (refused.status_code, refused.json()["error"]) == (400, "invalid_redirect_uri")
     assert renamed.status_code == 200  # a good update still goes through
@@ -68,7 +88,12 @@ def test_a_registration_update_passes_the_same_checks(client, uri):
 
 @pytest.mark.parametrize(
     "metadata",
-    [{"grant_types": ["implicit"]}, {"grant_types": ["client_credentials"]}, {"response_types": ["token"]}, {"client_name": "x" * 101}],
+    [
+        {"grant_types": ["implicit"]},
+        {"grant_types": ["client_credentials"]},
+        {"response_types": ["token"]},
+        {"client_name": "x" * 101},
+    ],
 )
 def test_registration_refuses_other_grants_and_odd_metadata(client, metadata):
     status, body = register(client, **metadata)
@@ -84,11 +109,21 @@ def test_registration_refuses_a_body_that_is_not_json(client):
 
 
 def test_registration_accepts_loopback_https_and_listed_native_redirects(client):
-    uris = [CALLBACK, "http://localhost:5/cb", "http://[::1]:6/cb", "https://app.example/cb", "cursor://anysphere.cursor-retrieval/oauth/callback"]
+    uris = [
+        CALLBACK,
+        "http://localhost:5/cb",
+        "http://[::1]:6/cb",
+        "https://app.example/cb",
+        "cursor://anysphere.cursor-retrieval/oauth/callback",
+    ]
     status, body = register(client, redirect_uris=uris)
 
     assert status == 201
-    assert body["client_id"] and body["token_endpoint_auth_method"] == "none" and "client_secret" not in body
+    assert (
+        body["client_id"]
+        and body["token_endpoint_auth_method"] == "none"
+        and "client_secret" not in body
+    )
 
 
 def test_registrations_are_rate_limited_per_address(client, settings):
@@ -121,7 +156,12 @@ def test_behind_a_trusted_proxy_each_client_has_its_own_registration_limit(setti
 def test_an_unregistered_redirect_uri_is_never_redirected_to(alice_client, alice):
     app = public_client(alice_client)
 
-    response = alice_client.get("/oauth/authorize/", authorize_params(app, endpoint_resource(alice.endpoints.get()), redirect_uri="http://127.0.0.1:9/evil"))
+    response = alice_client.get(
+        "/oauth/authorize/",
+        authorize_params(
+            app, endpoint_resource(alice.endpoints.get()), redirect_uri="http://127.0.0.1:9/evil"
+        ),
+    )
 
     assert response.status_code == 400
     assert "Location" not in response
@@ -131,7 +171,15 @@ def test_an_unregistered_redirect_uri_is_never_redirected_to(alice_client, alice
 def test_missing_pkce_is_refused_with_invalid_request(alice_client, alice):
     app = public_client(alice_client)
 
-    response = alice_client.get("/oauth/authorize/", authorize_params(app, endpoint_resource(alice.endpoints.get()), code_challenge=None, code_challenge_method=None))
+    response = alice_client.get(
+        "/oauth/authorize/",
+        authorize_params(
+            app,
+            endpoint_resource(alice.endpoints.get()),
+            code_challenge=None,
+            code_challenge_method=None,
+        ),
+    )
 
     assert response.status_code == 302 and response["Location"].startswith(CALLBACK)
     assert query_of(response["Location"])["error"] == "invalid_request"
@@ -141,7 +189,15 @@ def test_missing_pkce_is_refused_with_invalid_request(alice_client, alice):
 def test_plain_pkce_is_refused(alice_client, alice):
     app = public_client(alice_client)
 
-    response = alice_client.get("/oauth/authorize/", authorize_params(app, endpoint_resource(alice.endpoints.get()), code_challenge=app.verifier, code_challenge_method="plain"))
+    response = alice_client.get(
+        "/oauth/authorize/",
+        authorize_params(
+            app,
+            endpoint_resource(alice.endpoints.get()),
+            code_challenge=app.verifier,
+            code_challenge_method="plain",
+        ),
+    )
 
     assert query_of(response["Location"])["error"] == "invalid_request"
 
@@ -167,26 +223,44 @@ def test_a_replayed_code_is_refused_with_invalid_grant(alice_client, alice):
     assert (replay.status_code, replay.json()["error"]) == (400, "invalid_grant")
 
 
-def test_a_replayed_code_revokes_the_tokens_it_was_exchanged_for_and_their_rotations(alice_client, alice):
+def test_a_replayed_code_revokes_the_tokens_it_was_exchanged_for_and_their_rotations(
+    alice_client, alice
+):
     app = public_client(alice_client)
     endpoint = endpoint_resource(alice.endpoints.get())
     code = approve(alice_client, app, endpoint)
     tokens = exchange(alice_client, app, code).json()
     refresh = {"grant_type": "refresh_token", "client_id": app.client_id}
-    rotated = alice_client.post("/oauth/token/", {**refresh, "refresh_token": tokens["refresh_token"]}).json()
-    other = exchange(alice_client, app, approve(alice_client, app, endpoint)).json()  # another code: untouched
+    rotated = alice_client.post(
+        "/oauth/token/", {**refresh, "refresh_token": tokens["refresh_token"]}
+    ).json()
+    other = exchange(
+        alice_client, app, approve(alice_client, app, endpoint)
+    ).json()  # another code: untouched
 
     replay = exchange(alice_client, app, code)
 
     assert (replay.status_code, replay.json()["error"]) == (400, "invalid_grant")
-    assert access_grant(tokens["access_token"]) is None and access_grant(rotated["access_token"]) is None
-    again = alice_client.post("/oauth/token/", {**refresh, "refresh_token": rotated["refresh_token"]})
+    assert (
+        access_grant(tokens["access_token"]) is None
+        and access_grant(rotated["access_token"]) is None
+    )
+    again = alice_client.post(
+        "/oauth/token/", {**refresh, "refresh_token": rotated["refresh_token"]}
+    )
     assert (again.status_code, again.json()["error"]) == (400, "invalid_grant")
     assert access_grant(other["access_token"]) is not None
-    assert alice_client.post("/oauth/token/", {**refresh, "refresh_token": other["refresh_token"]}).status_code == 200
+    assert (
+        alice_client.post(
+            "/oauth/token/", {**refresh, "refresh_token": other["refresh_token"]}
+        ).status_code
+        == 200
+    )
 
 
-def test_a_redeemed_code_is_remembered_as_a_checksum_until_the_hourly_sweep_after_it_expires(alice_client, alice):
+def test_a_redeemed_code_is_remembered_as_a_checksum_until_the_hourly_sweep_after_it_expires(
+    alice_client, alice
+):
     app = public_client(alice_client)
     code = approve(alice_client, app, endpoint_resource(alice.endpoints.get()))
     exchange(alice_client, app, code)
@@ -197,7 +271,11 @@ def test_a_redeemed_code_is_remembered_as_a_checksum_until_the_hourly_sweep_afte
     RedeemedCode.objects.update(expires=timezone.now() - timedelta(seconds=1))
     clear_expired()
 
-    assert code not in remembered.code_checksum and len(remembered.code_checksum) == 64 and remembered.token_family
+    assert (
+        code not in remembered.code_checksum
+        and len(remembered.code_checksum) == 64
+        and remembered.token_family
+    )
     assert kept and not RedeemedCode.objects.exists()
 
 
@@ -222,7 +300,16 @@ def test_a_code_is_bound_to_its_client(alice_client, alice):
 
 
 def test_an_unknown_client_is_refused_with_invalid_client(client):
-    response = client.post("/oauth/token/", {"grant_type": "authorization_code", "code": "x", "redirect_uri": CALLBACK, "client_id": "nobody", "code_verifier": "x" * 64})
+    response = client.post(
+        "/oauth/token/",
+        {
+            "grant_type": "authorization_code",
+            "code": "x",
+            "redirect_uri": CALLBACK,
+            "client_id": "nobody",
+            "code_verifier": "x" * 64,
+        },
+    )
 
     assert (response.status_code, response.json()["error"]) == (401, "invalid_client")
 
@@ -251,8 +338,14 @@ def test_the_resource_must_be_one_of_the_users_own_endpoints(alice_client, bob, 
 
 def test_a_tampered_resource_on_the_consent_form_is_refused(alice_client, alice, bob):
     app = public_client(alice_client)
-    page = alice_client.get("/oauth/authorize/", authorize_params(app, endpoint_resource(alice.endpoints.get())))
-    form = {**consent_fields(page.content.decode()), "allow": "Authorize", "resource": endpoint_resource(bob.endpoints.get())}
+    page = alice_client.get(
+        "/oauth/authorize/", authorize_params(app, endpoint_resource(alice.endpoints.get()))
+    )
+    form = {
+        **consent_fields(page.content.decode()),
+        "allow": "Authorize",
+        "resource": endpoint_resource(bob.endpoints.get()),
+    }
     response = alice_client.post("/oauth/authorize/", form)
 
     assert query_of(response["Location"])["error"] == "invalid_target"
@@ -261,7 +354,9 @@ def test_a_tampered_resource_on_the_consent_form_is_refused(alice_client, alice,
 
 def test_denying_consent_sends_access_denied(alice_client, alice):
     app = public_client(alice_client)
-    page = alice_client.get("/oauth/authorize/", authorize_params(app, endpoint_resource(alice.endpoints.get())))
+    page = alice_client.get(
+        "/oauth/authorize/", authorize_params(app, endpoint_resource(alice.endpoints.get()))
+    )
     response = alice_client.post("/oauth/authorize/", consent_fields(page.content.decode()))
 
     assert query_of(response["Location"])["error"] == "access_denied"
@@ -269,16 +364,27 @@ def test_denying_consent_sends_access_denied(alice_client, alice):
 
 def test_a_replayed_refresh_token_is_refused_and_revokes_the_grant(alice_client, alice):
     app = public_client(alice_client)
-    tokens = exchange(alice_client, app, approve(alice_client, app, endpoint_resource(alice.endpoints.get()))).json()
+    tokens = exchange(
+        alice_client, app, approve(alice_client, app, endpoint_resource(alice.endpoints.get()))
+    ).json()
     refresh = {"grant_type": "refresh_token", "client_id": app.client_id}
 
-    rotated = alice_client.post("/oauth/token/", {**refresh, "refresh_token": tokens["refresh_token"]})
-    replay = alice_client.post("/oauth/token/", {**refresh, "refresh_token": tokens["refresh_token"]})
-    after = alice_client.post("/oauth/token/", {**refresh, "refresh_token": rotated.json()["refresh_token"]})
+    rotated = alice_client.post(
+        "/oauth/token/", {**refresh, "refresh_token": tokens["refresh_token"]}
+    )
+    replay = alice_client.post(
+        "/oauth/token/", {**refresh, "refresh_token": tokens["refresh_token"]}
+    )
+    after = alice_client.post(
+        "/oauth/token/", {**refresh, "refresh_token": rotated.json()["refresh_token"]}
+    )
 
     assert rotated.status_code == 200 and rotated.json()["refresh_token"] != tokens["refresh_token"]
     assert (replay.status_code, replay.json()["error"]) == (400, "invalid_grant")
-    assert (after.status_code, after.json()["error"]) == (400, "invalid_grant")  # the whole family is gone
+    assert (after.status_code, after.json()["error"]) == (
+        400,
+        "invalid_grant",
+    )  # the whole family is gone
 
 
 def test_a_token_request_cannot_widen_the_audience(alice_client, alice, bob):
@@ -294,7 +400,9 @@ def test_issued_tokens_are_short_lived_and_bound_to_the_endpoint(alice_client, a
     app = public_client(alice_client)
     endpoint = alice.endpoints.get()
 
-    body = exchange(alice_client, app, approve(alice_client, app, endpoint_resource(endpoint))).json()
+    body = exchange(
+        alice_client, app, approve(alice_client, app, endpoint_resource(endpoint))
+    ).json()
 
     assert body["token_type"] == "Bearer" and body["expires_in"] == 3600 and body["scope"] == "mcp"
     token = AccessToken.objects.get(scope="mcp")
@@ -304,16 +412,24 @@ def test_issued_tokens_are_short_lived_and_bound_to_the_endpoint(alice_client, a
 
 def test_browser_clients_may_discover_register_and_exchange_cross_origin(client):
     preflight = client.options(
-        "/oauth/token/", HTTP_ORIGIN="https://inspector.example", HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST",
+        "/oauth/token/",
+        HTTP_ORIGIN="https://inspector.example",
+        HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST",
         HTTP_ACCESS_CONTROL_REQUEST_HEADERS="content-type",
     )
-    metadata = client.get("/.well-known/oauth-authorization-server", HTTP_ORIGIN="https://inspector.example")
+    metadata = client.get(
+        "/.well-known/oauth-authorization-server", HTTP_ORIGIN="https://inspector.example"
+    )
     status, _ = register(client)
 
     assert preflight.status_code == 204 and preflight["Access-Control-Allow-Origin"] == "*"
     assert "MCP-Protocol-Version" in preflight["Access-Control-Allow-Headers"]
     assert metadata["Access-Control-Allow-Origin"] == "*" and status == 201
-    consent = client.options("/oauth/authorize/", HTTP_ORIGIN="https://evil.example", HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST")
+    consent = client.options(
+        "/oauth/authorize/",
+        HTTP_ORIGIN="https://evil.example",
+        HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST",
+    )
     assert "Access-Control-Allow-Origin" not in consent
 
 
@@ -331,9 +447,15 @@ def test_oauth_tokens_never_reach_a_log_line():
 
 def test_a_tampered_redirect_uri_on_the_consent_form_is_never_followed(alice_client, alice, bob):
     app = public_client(alice_client)
-    page = alice_client.get("/oauth/authorize/", authorize_params(app, endpoint_resource(alice.endpoints.get())))
-    form = {**consent_fields(page.content.decode()), "allow": "Authorize",
-            "resource": endpoint_resource(bob.endpoints.get()), "redirect_uri": "https://evil.example/steal"}
+    page = alice_client.get(
+        "/oauth/authorize/", authorize_params(app, endpoint_resource(alice.endpoints.get()))
+    )
+    form = {
+        **consent_fields(page.content.decode()),
+        "allow": "Authorize",
+        "resource": endpoint_resource(bob.endpoints.get()),
+        "redirect_uri": "https://evil.example/steal",
+    }
 
     response = alice_client.post("/oauth/authorize/", form)
 

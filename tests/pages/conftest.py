@@ -10,8 +10,12 @@ import pytest
 
 CHROMIUM = os.environ.get("MCPHUB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
 ]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 
@@ -21,12 +25,16 @@ def browser(live_server, _orm_beside_playwright):
     """One Chromium per test: Playwright's loop lives only as long as the test that needs it."""
     if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
         if os.environ.get("CI"):
-            pytest.fail(f"Chromium is missing at {CHROMIUM}: `./hub test` installs it (apt-get install chromium).")
+            pytest.fail(
+                f"Chromium is missing at {CHROMIUM}: `./hub test` installs it (apt-get install chromium)."
+            )
         pytest.skip("Chromium is not installed (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+        )
         yield browser
         browser.close()
 
@@ -43,7 +51,9 @@ def sign_in(browser, live_server):
     contexts = []
 
     def open_as(username: str, password: str, *, width: int = 1280):
-        context = browser.new_context(viewport={"width": width, "height": 900}, base_url=live_server.url)
+        context = browser.new_context(
+            viewport={"width": width, "height": 900}, base_url=live_server.url
+        )
         context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
         contexts.append(context)
         page = context.new_page()

@@ -14,9 +14,15 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def catalog(global_server, make_tool):
-    github = McpServer.objects.create(name="github", transport="streamable_http", url="https://gh.example.com/mcp",
-                                      status="healthy")
-    McpServer.objects.filter(pk=global_server.pk).update(status="down", last_error="spawn mcp-server-time ENOENT")
+    github = McpServer.objects.create(
+        name="github",
+        transport="streamable_http",
+        url="https://gh.example.com/mcp",
+        status="healthy",
+    )
+    McpServer.objects.filter(pk=global_server.pk).update(
+        status="down", last_error="spawn mcp-server-time ENOENT"
+    )
     tools = {
         "now": make_tool(global_server, "now", 100),
         "convert": make_tool(global_server, "convert", 300),
@@ -40,24 +46,24 @@ def test_alice_searches_toggles_and_watches_the_budget(sign_in, screenshot, alic
 
     page.get_by_label("Search tools").fill("conv")
     expect(page.locator(".tool")).to_have_count(1)
-    page.locator("#tool-%d .switch" % catalog["convert"].pk).click()
+    page.locator(f"#tool-{catalog['convert'].pk} .switch").click()
     expect(budget).to_have_text("300 / 800 tokens (38%)")
 
     page.get_by_label("Search tools").fill("")
     expect(page.locator(".tool")).to_have_count(6)
-    page.locator("#tool-%d .switch" % catalog["zones"].pk).click()
+    page.locator(f"#tool-{catalog['zones'].pk} .switch").click()
     expect(page.locator("#flash")).to_contain_text("100 over")
     expect(page.get_by_label("Enable time.zones")).not_to_be_checked()
     expect(budget).to_have_text("300 / 800 tokens (38%)")
     screenshot(page, "tools-refused-over-budget")
 
-    page.locator("#tool-%d .switch" % catalog["now"].pk).click()
+    page.locator(f"#tool-{catalog['now'].pk} .switch").click()
     expect(budget).to_have_text("400 / 800 tokens (50%)")
     expect(page.locator("#count-time")).to_have_text("2 / 3 enabled")
     assert sorted(t.name for t in endpoint.tools.all()) == ["convert", "now"]
     screenshot(page, "tools")
 
-    page.locator("#tool-%d" % catalog["now"].pk).get_by_role("button", name="Details").click()
+    page.locator(f"#tool-{catalog['now'].pk}").get_by_role("button", name="Details").click()
     expect(page.locator("#dialog")).to_be_visible()
     expect(page.locator("#dialog")).to_contain_text("Input schema")
     screenshot(page, "tool-details")
@@ -109,7 +115,9 @@ def test_alice_shares_a_preset_and_bob_loads_it(sign_in, screenshot, alice, bob,
     assert preset.latest_version.tool_keys == ["time.convert", "time.now"]
 
 
-def test_alice_creates_a_token_and_copies_the_claude_code_snippet(sign_in, screenshot, alice, catalog, live_server):
+def test_alice_creates_a_token_and_copies_the_claude_code_snippet(
+    sign_in, screenshot, alice, catalog, live_server
+):
     page = sign_in("alice", "alice-password")
     page.goto("/endpoint/")
     page.get_by_label("Token name").fill("laptop")
@@ -123,7 +131,10 @@ def test_alice_creates_a_token_and_copies_the_claude_code_snippet(sign_in, scree
 
     copied = page.evaluate("navigator.clipboard.readText()")
     url = f"{live_server.url}{alice.endpoints.get().path}"  # the address the browser used, its port included
-    assert copied == f'claude mcp add --transport http mcphub {url} --header "Authorization: Bearer {raw}"'
+    assert (
+        copied
+        == f'claude mcp add --transport http mcphub {url} --header "Authorization: Bearer {raw}"'
+    )
     screenshot(page, "endpoint")
 
     page.reload()  # the page after creating is a plain GET: reloading creates nothing, shows nothing again
@@ -150,10 +161,14 @@ def test_staff_see_server_status_and_errors(sign_in, screenshot, admin_user, cat
 
 
 def test_a_refused_action_says_why(sign_in, catalog, db):
-    User.objects.create_user("dana", password="dana-password", is_staff=True)  # staff, but no server permissions
+    User.objects.create_user(
+        "dana", password="dana-password", is_staff=True
+    )  # staff, but no server permissions
     page = sign_in("dana", "dana-password")
     page.goto("/servers/")
 
     page.locator("#server-time").get_by_role("button", name="Test").click()
 
-    expect(page.locator("#flash")).to_contain_text("Not allowed: You do not have permission to operate this server.")
+    expect(page.locator("#flash")).to_contain_text(
+        "Not allowed: You do not have permission to operate this server."
+    )

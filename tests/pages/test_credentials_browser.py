@@ -17,10 +17,18 @@ SECRET = "ghp_alice-browser-secret"
 @pytest.fixture
 def github(make_tool) -> McpServer:
     server = McpServer.objects.create(
-        name="github", transport=McpServer.Transport.STREAMABLE_HTTP, url="https://github.example.com/mcp?org=${user:ORG}",
+        name="github",
+        transport=McpServer.Transport.STREAMABLE_HTTP,
+        url="https://github.example.com/mcp?org=${user:ORG}",
         headers={"Authorization": "Bearer ${user:GITHUB_TOKEN}"},
-        user_variables=[{"name": "GITHUB_TOKEN", "label": "GitHub token", "help_text": "A fine-grained token with repo read access."},
-                        {"name": "ORG", "label": "Organisation", "required": False}],
+        user_variables=[
+            {
+                "name": "GITHUB_TOKEN",
+                "label": "GitHub token",
+                "help_text": "A fine-grained token with repo read access.",
+            },
+            {"name": "ORG", "label": "Organisation", "required": False},
+        ],
     )
     make_tool(server, "search_issues")
     return server
@@ -50,7 +58,9 @@ def test_alice_fills_her_credentials_for_a_shared_server(sign_in, screenshot, al
     screenshot(page, "credentials-saved")
 
     page.goto("/tools/")
-    expect(page.locator("#group-github").get_by_role("link", name="your credentials")).to_be_visible()
+    expect(
+        page.locator("#group-github").get_by_role("link", name="your credentials")
+    ).to_be_visible()
     expect(page.locator("#group-github").get_by_text("needs your credentials")).to_have_count(0)
 
     page.goto("/servers/github/credentials/")

@@ -8,7 +8,13 @@ from apps.accounts.services import create_access_token
 from apps.toolsets.models import Endpoint
 from apps.toolsets.services import create_endpoint
 
-SETTINGS = {"name": "Research", "naming_strategy": "prefixed", "mode": "dynamic", "token_budget": "4000", "approval": "all"}
+SETTINGS = {
+    "name": "Research",
+    "naming_strategy": "prefixed",
+    "mode": "dynamic",
+    "token_budget": "4000",
+    "approval": "all",
+}
 
 
 @pytest.fixture
@@ -27,8 +33,13 @@ def test_alice_creates_an_endpoint_with_its_settings(as_alice, alice):
 
     endpoint = alice.endpoints.get(name="Research")
     assert response.redirect_chain[-1][0] == f"/endpoints/{endpoint.slug}/"
-    assert (endpoint.naming_strategy, endpoint.mode, endpoint.token_budget, endpoint.budget_enforced, endpoint.approval) == (
-        "prefixed", "dynamic", 4000, True, "all")
+    assert (
+        endpoint.naming_strategy,
+        endpoint.mode,
+        endpoint.token_budget,
+        endpoint.budget_enforced,
+        endpoint.approval,
+    ) == ("prefixed", "dynamic", 4000, True, "all")
     assert "Endpoint “Research” created" in response.content.decode()
 
 
@@ -55,8 +66,14 @@ def test_alice_renames_and_reconfigures_an_endpoint(as_alice, work):
     as_alice.post(f"/endpoints/{work.slug}/settings/", {**SETTINGS, "name": "Work (new)"})
 
     work.refresh_from_db()
-    assert (work.name, work.naming_strategy, work.mode, work.token_budget, work.budget_enforced, work.approval) == (
-        "Work (new)", "prefixed", "dynamic", 4000, False, "all")
+    assert (
+        work.name,
+        work.naming_strategy,
+        work.mode,
+        work.token_budget,
+        work.budget_enforced,
+        work.approval,
+    ) == ("Work (new)", "prefixed", "dynamic", 4000, False, "all")
 
 
 def test_the_settings_form_shows_the_current_settings(as_alice, work):
@@ -65,10 +82,14 @@ def test_the_settings_form_shows_the_current_settings(as_alice, work):
 
     page = as_alice.get(f"/endpoints/{work.slug}/").content.decode()
 
-    assert '<option value="dynamic" selected>' in page and '<option value="prefixed" selected>' in page
+    assert (
+        '<option value="dynamic" selected>' in page and '<option value="prefixed" selected>' in page
+    )
 
 
-def test_the_mode_help_says_what_clients_list_and_what_it_costs(as_alice, work, make_tool, global_server):
+def test_the_mode_help_says_what_clients_list_and_what_it_costs(
+    as_alice, work, make_tool, global_server
+):
     from apps.gateway.dynamic import META_TOKENS
     from apps.toolsets.services import enable_tools
 
@@ -82,11 +103,16 @@ def test_the_mode_help_says_what_clients_list_and_what_it_costs(as_alice, work, 
 
 
 def test_bad_settings_change_nothing_and_say_why(as_alice, work):
-    response = as_alice.post(f"/endpoints/{work.slug}/settings/", {**SETTINGS, "token_budget": "-5"}, follow=True)
+    response = as_alice.post(
+        f"/endpoints/{work.slug}/settings/", {**SETTINGS, "token_budget": "-5"}, follow=True
+    )
 
     work.refresh_from_db()
     assert work.token_budget != -5 and work.name == "Work"
-    assert "Token budget: Ensure this value is greater than or equal to 0." in response.content.decode()
+    assert (
+        "Token budget: Ensure this value is greater than or equal to 0."
+        in response.content.decode()
+    )
 
 
 def test_deleting_asks_first_and_says_what_goes(as_alice, alice, work):
@@ -94,7 +120,10 @@ def test_deleting_asks_first_and_says_what_goes(as_alice, alice, work):
 
     page = as_alice.get(f"/endpoints/{work.slug}/delete/").content.decode()
 
-    assert "Delete “Work”?" in page and "1 active token scoped to this endpoint will be deleted" in page
+    assert (
+        "Delete “Work”?" in page
+        and "1 active token scoped to this endpoint will be deleted" in page
+    )
     assert Endpoint.objects.filter(pk=work.pk).exists()
 
 

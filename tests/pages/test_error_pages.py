@@ -19,8 +19,14 @@ def test_a_missing_page_says_so_in_the_layout_with_ways_on(as_alice):
 
     page = response.content.decode()
     assert response.status_code == 404
-    assert "<h1 id=\"error-title\">Page not found</h1>" in page and "<code>/no/such/page/</code>" in page
-    assert 'class="topbar"' in page and 'href="/">Go to the dashboard' in page and ">My endpoint</a>" in page
+    assert (
+        '<h1 id="error-title">Page not found</h1>' in page and "<code>/no/such/page/</code>" in page
+    )
+    assert (
+        'class="topbar"' in page
+        and 'href="/">Go to the dashboard' in page
+        and ">My endpoint</a>" in page
+    )
 
 
 def test_someone_elses_endpoint_is_the_same_styled_404(client, charlie, alice):
@@ -36,7 +42,11 @@ def test_a_forbidden_page_says_why(as_alice):
 
     page = response.content.decode()
     assert response.status_code == 403
-    assert "Not allowed" in page and "The servers page is for staff." in page and "Go to the dashboard" in page
+    assert (
+        "Not allowed" in page
+        and "The servers page is for staff." in page
+        and "Go to the dashboard" in page
+    )
 
 
 def test_a_visitor_who_is_not_signed_in_is_offered_sign_in(client, db):

@@ -11,11 +11,19 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from apps.accounts.models import User
 from apps.catalog.models import McpServer
 
-CONFIG = json.dumps({"mcpServers": {
-    "time": {"command": "mcp-server-time"},
-    "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
-    "github": {"type": "http", "url": "https://gh.example.com/mcp", "headers": {"Authorization": "Bearer ${GH:-abc}"}},
-}})
+CONFIG = json.dumps(
+    {
+        "mcpServers": {
+            "time": {"command": "mcp-server-time"},
+            "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
+            "github": {
+                "type": "http",
+                "url": "https://gh.example.com/mcp",
+                "headers": {"Authorization": "Bearer ${GH:-abc}"},
+            },
+        }
+    }
+)
 
 
 @pytest.fixture
@@ -28,8 +36,11 @@ def as_admin(client, admin_user):
 def server_manager(db) -> User:
     """Staff, but no superuser: holds exactly the permissions the import needs."""
     user = User.objects.create_user("dana", password="dana-password", is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(
-        content_type__app_label="catalog", codename__in=["add_mcpserver", "change_mcpserver"]))
+    user.user_permissions.set(
+        Permission.objects.filter(
+            content_type__app_label="catalog", codename__in=["add_mcpserver", "change_mcpserver"]
+        )
+    )
     return user
 
 
@@ -37,7 +48,9 @@ def _preview(client, text=CONFIG):
     return client.post("/servers/import/", {"text": text, "preview": "1"})
 
 
-def test_the_preview_says_what_would_be_created_changed_and_skipped_and_writes_nothing(as_admin, global_server):
+def test_the_preview_says_what_would_be_created_changed_and_skipped_and_writes_nothing(
+    as_admin, global_server
+):
     McpServer.objects.create(name="memory", command="old-memory")
 
     response = _preview(as_admin)
@@ -45,17 +58,25 @@ def test_the_preview_says_what_would_be_created_changed_and_skipped_and_writes_n
     page = response.content.decode()
     assert response.status_code == 200
     assert "Preview: 1 to create, 1 to change, 1 unchanged" in page
-    assert '<tr class="change-created">\n        <td data-label="Server"><strong>github</strong>' in page
-    assert "will change</span> <span class=\"muted\">command, args</span>" in page
+    assert (
+        '<tr class="change-created">\n        <td data-label="Server"><strong>github</strong>'
+        in page
+    )
+    assert 'will change</span> <span class="muted">command, args</span>' in page
     assert "unchanged (skipped)" in page
     assert "Apply: 1 new, 1 changed" in page
-    assert sorted(McpServer.objects.values_list("command", flat=True)) == ["mcp-server-time", "old-memory"]
+    assert sorted(McpServer.objects.values_list("command", flat=True)) == [
+        "mcp-server-time",
+        "old-memory",
+    ]
 
 
 def test_applying_the_preview_imports_it_all(as_admin):
     digest = _preview(as_admin).context["digest"]
 
-    response = as_admin.post("/servers/import/", {"text": CONFIG, "previewed": digest, "apply": "1"}, follow=True)
+    response = as_admin.post(
+        "/servers/import/", {"text": CONFIG, "previewed": digest, "apply": "1"}, follow=True
+    )
 
     assert response.redirect_chain[-1][0] == "/servers/"
     assert "Imported 3 server(s): 3 created, 0 changed, 0 unchanged." in response.content.decode()
@@ -66,7 +87,9 @@ def test_a_config_edited_after_its_preview_is_previewed_again_not_applied(as_adm
     digest = _preview(as_admin).context["digest"]
     edited = CONFIG.replace("mcp-server-time", "something-else")
 
-    response = as_admin.post("/servers/import/", {"text": edited, "previewed": digest, "apply": "1"})
+    response = as_admin.post(
+        "/servers/import/", {"text": edited, "previewed": digest, "apply": "1"}
+    )
 
     assert "The config changed after its preview" in response.content.decode()
     assert not McpServer.objects.exists()
@@ -74,12 +97,16 @@ def test_a_config_edited_after_its_preview_is_previewed_again_not_applied(as_adm
 
 def test_every_error_is_named_and_nothing_is_written(as_admin, alice):
     McpServer.objects.create(name="time", command="x", visibility="private", owner=alice)
-    bad = json.dumps({"mcpServers": {
-        "time": {"command": "mcp-server-time"},
-        "broken": {"command": 42},
-        "remote": {"type": "http", "url": "ftp://nowhere"},
-        "fine": {"command": "ok"},
-    }})
+    bad = json.dumps(
+        {
+            "mcpServers": {
+                "time": {"command": "mcp-server-time"},
+                "broken": {"command": 42},
+                "remote": {"type": "http", "url": "ftp://nowhere"},
+                "fine": {"command": "ok"},
+            }
+        }
+    )
 
     response = _preview(as_admin, bad)
 
@@ -118,8 +145,13 @@ def test_an_uploaded_file_is_previewed(as_admin):
     assert "Preview: 3 to create" in response.content.decode()
 
 
-@pytest.mark.parametrize("text,message", [("", "Paste a config or choose a file."),
-                                          ("{not json", "not valid JSON: Expecting property name")])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("", "Paste a config or choose a file."),
+        ("{not json", "not valid JSON: Expecting property name"),
+    ],
+)
 def test_nothing_to_read_says_why(as_admin, text, message):
     assert message in _preview(as_admin, text).content.decode()
 
@@ -146,7 +178,10 @@ def test_staff_without_the_server_permissions_may_not_import(client, db):
 
     response = client.get("/servers/import/")
 
-    assert response.status_code == 403 and b"Importing servers is for staff allowed to manage servers." in response.content
+    assert (
+        response.status_code == 403
+        and b"Importing servers is for staff allowed to manage servers." in response.content
+    )
 
 
 def test_the_export_masks_secrets(as_admin, alice_private_server):
@@ -159,7 +194,10 @@ def test_the_export_masks_secrets(as_admin, alice_private_server):
     assert json.loads(body)["mcpServers"]["gh"]["env"] == {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}
     assert "ghp_secret" not in body and "alice-secret-header" not in body
     page = as_admin.get("/servers/import/").content.decode()
-    assert "ghp_secret" not in page and "set GITHUB_TOKEN, MCP_ALICE_NOTES_AUTHORIZATION before using it" in page
+    assert (
+        "ghp_secret" not in page
+        and "set GITHUB_TOKEN, MCP_ALICE_NOTES_AUTHORIZATION before using it" in page
+    )
 
 
 def test_the_vscode_export_uses_servers(as_admin, global_server):
@@ -168,23 +206,37 @@ def test_the_vscode_export_uses_servers(as_admin, global_server):
 
 def test_stdio_servers_need_the_stdio_permission(client, server_manager, global_server):
     client.force_login(server_manager)
-    text = json.dumps({"mcpServers": {
-        "time": {"command": "mcp-server-time"},  # unchanged: nothing runs differently
-        "shell": {"command": "sh", "args": ["-c", "id"]},
-        "github": {"type": "http", "url": "https://gh.example.com/mcp"},
-        "broken": {"type": "http", "url": 5},
-    }})
+    text = json.dumps(
+        {
+            "mcpServers": {
+                "time": {"command": "mcp-server-time"},  # unchanged: nothing runs differently
+                "shell": {"command": "sh", "args": ["-c", "id"]},
+                "github": {"type": "http", "url": "https://gh.example.com/mcp"},
+                "broken": {"type": "http", "url": 5},
+            }
+        }
+    )
 
     page = client.post("/servers/import/", {"text": text, "preview": "1"}).content.decode()
 
-    assert "Nothing can be imported: 2 problems" in page and "mcpServers.broken.url: must be a string" in page
-    assert "mcpServers.shell: creating or changing a stdio server needs the &#x27;manage stdio servers&#x27; permission" in page
+    assert (
+        "Nothing can be imported: 2 problems" in page
+        and "mcpServers.broken.url: must be a string" in page
+    )
+    assert (
+        "mcpServers.shell: creating or changing a stdio server needs the &#x27;manage stdio servers&#x27; permission"
+        in page
+    )
     assert McpServer.objects.count() == 1
 
 
-def test_turning_a_stdio_server_remote_needs_the_stdio_permission_too(client, server_manager, global_server):
+def test_turning_a_stdio_server_remote_needs_the_stdio_permission_too(
+    client, server_manager, global_server
+):
     client.force_login(server_manager)
-    text = json.dumps({"mcpServers": {"time": {"type": "http", "url": "https://time.example.com/mcp"}}})
+    text = json.dumps(
+        {"mcpServers": {"time": {"type": "http", "url": "https://time.example.com/mcp"}}}
+    )
 
     page = client.post("/servers/import/", {"text": text, "preview": "1"}).content.decode()
 
@@ -204,12 +256,21 @@ def test_servers_can_be_imported_for_one_team_or_only_oneself(client, alice, tea
     alice.is_staff, alice.is_superuser = True, True
     alice.save()
     client.force_login(alice)
-    mine = json.dumps({"mcpServers": {"notes": {"type": "http", "url": "https://notes.example.com/mcp"}}})
-    theirs = json.dumps({"mcpServers": {"wiki": {"type": "http", "url": "https://wiki.example.com/mcp"}}})
+    mine = json.dumps(
+        {"mcpServers": {"notes": {"type": "http", "url": "https://notes.example.com/mcp"}}}
+    )
+    theirs = json.dumps(
+        {"mcpServers": {"wiki": {"type": "http", "url": "https://wiki.example.com/mcp"}}}
+    )
 
     for text, audience in [(mine, "me"), (theirs, f"team:{team.slug}")]:
-        digest = client.post("/servers/import/", {"text": text, "audience": audience, "preview": "1"}).context["digest"]
-        client.post("/servers/import/", {"text": text, "audience": audience, "previewed": digest, "apply": "1"})
+        digest = client.post(
+            "/servers/import/", {"text": text, "audience": audience, "preview": "1"}
+        ).context["digest"]
+        client.post(
+            "/servers/import/",
+            {"text": text, "audience": audience, "previewed": digest, "apply": "1"},
+        )
 
     notes, wiki = McpServer.objects.get(name="notes"), McpServer.objects.get(name="wiki")
     assert (notes.visibility, notes.owner, notes.team) == ("private", alice, None)
@@ -219,20 +280,26 @@ def test_servers_can_be_imported_for_one_team_or_only_oneself(client, alice, tea
 def test_changing_who_sees_them_after_the_preview_needs_a_new_preview(as_admin):
     digest = _preview(as_admin).context["digest"]
 
-    response = as_admin.post("/servers/import/", {"text": CONFIG, "audience": "me", "previewed": digest, "apply": "1"})
+    response = as_admin.post(
+        "/servers/import/", {"text": CONFIG, "audience": "me", "previewed": digest, "apply": "1"}
+    )
 
     assert "The config changed after its preview" in response.content.decode()
     assert not McpServer.objects.exists()
 
 
 def test_a_team_one_is_not_on_is_refused(as_admin, team):
-    response = as_admin.post("/servers/import/", {"text": CONFIG, "audience": f"team:{team.slug}", "preview": "1"})
+    response = as_admin.post(
+        "/servers/import/", {"text": CONFIG, "audience": f"team:{team.slug}", "preview": "1"}
+    )
 
     assert "is not one of the available choices" in response.content.decode()
     assert not McpServer.objects.exists()
 
 
-def test_the_export_shows_only_to_those_who_may_see_every_server(client, server_manager, alice_private_server):
+def test_the_export_shows_only_to_those_who_may_see_every_server(
+    client, server_manager, alice_private_server
+):
     client.force_login(server_manager)
 
     page = client.get("/servers/import/").content.decode()
@@ -257,13 +324,17 @@ def test_a_post_too_large_to_read_gets_a_clear_error_not_a_bad_request_page(as_a
     assert "Too large to read" in page and "at most 2.6 MB of a form or request body" in page
     assert not McpServer.objects.exists()
     logged = [r for r in caplog.records if r.name == "django.security.RequestDataTooBig"]
-    assert logged and all(r.exc_info is None and r.exc_text is None for r in logged)  # one line, no traceback
+    assert logged and all(
+        r.exc_info is None and r.exc_text is None for r in logged
+    )  # one line, no traceback
 
 
 def test_a_preview_with_nothing_to_change_offers_no_apply_button(as_admin):
     McpServer.objects.create(name="time", command="mcp-server-time")
 
-    page = _preview(as_admin, text=json.dumps({"mcpServers": {"time": {"command": "mcp-server-time"}}})).content.decode()
+    page = _preview(
+        as_admin, text=json.dumps({"mcpServers": {"time": {"command": "mcp-server-time"}}})
+    ).content.decode()
 
     assert "Preview: 0 to create, 0 to change, 1 unchanged" in page
     assert 'name="apply"' not in page and "Nothing to apply" in page

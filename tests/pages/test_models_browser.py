@@ -11,10 +11,13 @@ from tests.llm_server import ScriptedLLM
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_staff_add_the_detected_server_and_alice_tests_her_own(sign_in, screenshot, admin_user, alice, settings):
-    with ScriptedLLM(models=["qwen3-8b", "nomic-embed-text"]) as ollama, ScriptedLLM(
-        models=["gpt-4o-mini"], api_key="sk-alice"
-    ) as hosted:
+def test_staff_add_the_detected_server_and_alice_tests_her_own(
+    sign_in, screenshot, admin_user, alice, settings
+):
+    with (
+        ScriptedLLM(models=["qwen3-8b", "nomic-embed-text"]) as ollama,
+        ScriptedLLM(models=["gpt-4o-mini"], api_key="sk-alice") as hosted,
+    ):
         settings.MCPHUB_LLM_LOCAL_SERVERS = [("Ollama", ollama.url)]
         admin = sign_in("admin", "admin-password")
         admin.get_by_role("link", name="Models").click()

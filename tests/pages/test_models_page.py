@@ -13,23 +13,40 @@ KEY = "sk-alice-page-secret-987"
 
 @pytest.fixture
 def alices_provider(alice) -> Provider:
-    return services.create_provider(actor=alice, name="alice-openai", kind="openai",
-                                    base_url="https://api.openai.com/v1", default_model="gpt-4o", api_key=KEY)
+    return services.create_provider(
+        actor=alice,
+        name="alice-openai",
+        kind="openai",
+        base_url="https://api.openai.com/v1",
+        default_model="gpt-4o",
+        api_key=KEY,
+    )
 
 
 @pytest.fixture
 def shared(db) -> Provider:
-    return services.create_provider(actor=None, name="lm-studio", kind="openai", base_url="http://127.0.0.1:1234/v1",
-                                    shared=True)
+    return services.create_provider(
+        actor=None,
+        name="lm-studio",
+        kind="openai",
+        base_url="http://127.0.0.1:1234/v1",
+        shared=True,
+    )
 
 
 def test_alice_adds_a_provider_and_the_key_is_never_shown(client, alice):
     client.force_login(alice)
 
-    response = client.post("/models/add/", {
-        "name": "mine", "kind": "anthropic", "base_url": "https://api.anthropic.com", "default_model": "claude",
-        "api_key": KEY,
-    })
+    response = client.post(
+        "/models/add/",
+        {
+            "name": "mine",
+            "kind": "anthropic",
+            "base_url": "https://api.anthropic.com",
+            "default_model": "claude",
+            "api_key": KEY,
+        },
+    )
     page = client.get("/models/").content.decode()
 
     assert response.status_code == 302
@@ -54,15 +71,20 @@ def test_a_user_cannot_edit_or_share_a_shared_provider(client, alice, shared):
 
     assert client.get(f"/models/{shared.pk}/edit/").status_code == 403
     assert client.post(f"/models/{shared.pk}/delete/").status_code == 403
-    client.post("/models/add/", {"name": "sneaky", "kind": "openai", "base_url": "http://x/v1", "shared": "on"})
+    client.post(
+        "/models/add/",
+        {"name": "sneaky", "kind": "openai", "base_url": "http://x/v1", "shared": "on"},
+    )
     assert not Provider.objects.filter(name="sneaky", owner__isnull=True).exists()
 
 
 def test_staff_add_a_shared_provider(client, admin_user):
     client.force_login(admin_user)
 
-    client.post("/models/add/", {"name": "team", "kind": "openai", "base_url": "http://10.1.2.3:8000/v1",
-                                 "shared": "on"})
+    client.post(
+        "/models/add/",
+        {"name": "team", "kind": "openai", "base_url": "http://10.1.2.3:8000/v1", "shared": "on"},
+    )
 
     assert Provider.objects.get(name="team").is_shared
 
@@ -72,10 +94,16 @@ def test_edit_keeps_the_key_when_left_empty(client, alice, alices_provider):
     form = client.get(f"/models/{alices_provider.pk}/edit/").content.decode()
     assert KEY not in form
 
-    client.post(f"/models/{alices_provider.pk}/edit/", {
-        "name": "alice-openai", "kind": "openai", "base_url": "https://api.openai.com/v1", "default_model": "gpt-4.1",
-        "api_key": "",
-    })
+    client.post(
+        f"/models/{alices_provider.pk}/edit/",
+        {
+            "name": "alice-openai",
+            "kind": "openai",
+            "base_url": "https://api.openai.com/v1",
+            "default_model": "gpt-4.1",
+            "api_key": "",
+        },
+    )
 
     alices_provider.refresh_from_db()
     assert alices_provider.default_model == "gpt-4.1" and alices_provider.api_key == KEY
@@ -84,20 +112,35 @@ def test_edit_keeps_the_key_when_left_empty(client, alice, alices_provider):
 def test_bad_input_shows_the_error_and_changes_nothing(client, alice, alices_provider):
     client.force_login(alice)
 
-    bad_url = client.post("/models/add/", {"name": "x", "kind": "openai", "base_url": "javascript:alert(1)"})
-    duplicate = client.post("/models/add/", {"name": "alice-openai", "kind": "openai", "base_url": "http://a/v1"})
+    bad_url = client.post(
+        "/models/add/", {"name": "x", "kind": "openai", "base_url": "javascript:alert(1)"}
+    )
+    duplicate = client.post(
+        "/models/add/", {"name": "alice-openai", "kind": "openai", "base_url": "http://a/v1"}
+    )
 
     assert bad_url.status_code == 400 and "http(s) URL" in bad_url.content.decode()
-    assert duplicate.status_code == 400 and "already have a provider with this name" in duplicate.content.decode()
+    assert (
+        duplicate.status_code == 400
+        and "already have a provider with this name" in duplicate.content.decode()
+    )
     assert Provider.objects.count() == 1
 
 
 def test_test_and_list_models_shows_the_models_or_the_clear_error(client, alice):
     client.force_login(alice)
     with ScriptedLLM(models=["qwen3-8b", "llama-3.1-8b"], api_key="k") as llm:
-        good = services.create_provider(actor=alice, name="good", kind="openai", base_url=llm.url, api_key="k",
-                                        default_model="qwen3-8b")
-        bad = services.create_provider(actor=alice, name="bad", kind="openai", base_url=llm.url, api_key="nope")
+        good = services.create_provider(
+            actor=alice,
+            name="good",
+            kind="openai",
+            base_url=llm.url,
+            api_key="k",
+            default_model="qwen3-8b",
+        )
+        bad = services.create_provider(
+            actor=alice, name="bad", kind="openai", base_url=llm.url, api_key="nope"
+        )
 
         listed = client.post(f"/models/{good.pk}/test/").content.decode()
         refused = client.post(f"/models/{bad.pk}/test/").content.decode()
@@ -117,7 +160,11 @@ def test_staff_are_offered_a_detected_local_server_and_add_it(client, admin_user
 
     assert "Add detected Ollama" in offer
     provider = Provider.objects.get()
-    assert (provider.name, provider.is_shared, provider.default_model) == ("ollama", True, "qwen3-8b")
+    assert (provider.name, provider.is_shared, provider.default_model) == (
+        "ollama",
+        True,
+        "qwen3-8b",
+    )
     assert "Add detected" not in after
 
 

@@ -13,7 +13,10 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 @pytest.fixture
 def tools(global_server, make_tool):
-    return {name: make_tool(global_server, name, tokens) for name, tokens in [("now", 100), ("convert", 300), ("zones", 600)]}
+    return {
+        name: make_tool(global_server, name, tokens)
+        for name, tokens in [("now", 100), ("convert", 300), ("zones", 600)]
+    }
 
 
 @pytest.fixture
@@ -69,7 +72,12 @@ def test_charlie_cannot_open_alices_endpoint_or_toggle_its_tools(client, charlie
     slug = alice.endpoints.get().slug
 
     assert client.get(f"/endpoints/{slug}/").status_code == 404
-    assert client.post(f"/endpoints/{slug}/tools/{tools['now'].pk}/toggle/", {"enabled": "on"}, **HTMX).status_code == 404
+    assert (
+        client.post(
+            f"/endpoints/{slug}/tools/{tools['now'].pk}/toggle/", {"enabled": "on"}, **HTMX
+        ).status_code
+        == 404
+    )
     assert alice.endpoints.get().tools.count() == 0
 
 
@@ -84,7 +92,9 @@ def test_charlie_cannot_see_alices_private_tools(client, charlie, alice_private_
 def test_toggling_a_tool_returns_the_row_and_the_new_budget(as_alice, alice, tools):
     endpoint = alice.endpoints.get()
 
-    response = as_alice.post(f"/endpoints/{endpoint.slug}/tools/{tools['convert'].pk}/toggle/", {"enabled": "on"}, **HTMX)
+    response = as_alice.post(
+        f"/endpoints/{endpoint.slug}/tools/{tools['convert'].pk}/toggle/", {"enabled": "on"}, **HTMX
+    )
 
     body = response.content.decode()
     assert 'id="budget"' in body and 'hx-swap-oob="true"' in body
@@ -97,14 +107,18 @@ def test_going_over_budget_is_refused_with_the_amount(as_alice, alice, tools):
     endpoint.token_budget = 500
     endpoint.save()
 
-    body = as_alice.post(f"/endpoints/{endpoint.slug}/tools/{tools['zones'].pk}/toggle/", {"enabled": "on"}, **HTMX)
+    body = as_alice.post(
+        f"/endpoints/{endpoint.slug}/tools/{tools['zones'].pk}/toggle/", {"enabled": "on"}, **HTMX
+    )
 
     assert "100 over" in body.content.decode()
     assert endpoint.tools.count() == 0
 
 
 def test_search_returns_only_matching_tools(as_alice, alice, tools):
-    body = as_alice.get(f"/endpoints/{alice.endpoints.get().slug}/tools/?q=conv", **HTMX).content.decode()
+    body = as_alice.get(
+        f"/endpoints/{alice.endpoints.get().slug}/tools/?q=conv", **HTMX
+    ).content.decode()
 
     assert "convert" in body and "zones" not in body
 
@@ -128,13 +142,18 @@ def test_a_new_token_is_shown_once_in_the_snippets_after_a_redirect(as_alice, al
 
     response = as_alice.post(f"/endpoints/{endpoint.slug}/", {"name": "laptop"})
     token = AccessToken.objects.get(user=alice, name="laptop")
-    assert response.status_code == 302 and response["Location"] == f"/endpoints/{endpoint.slug}/#token"
+    assert (
+        response.status_code == 302 and response["Location"] == f"/endpoints/{endpoint.slug}/#token"
+    )
     assert f"mcphub_{token.prefix}_".encode() not in response.content
 
     first = as_alice.get(f"/endpoints/{endpoint.slug}/").content.decode()
     assert f"mcphub_{token.prefix}_" in first
     assert "claude mcp add --transport http mcphub" in first
-    assert f"mcphub_{token.prefix}_" not in as_alice.get(f"/endpoints/{endpoint.slug}/").content.decode()
+    assert (
+        f"mcphub_{token.prefix}_"
+        not in as_alice.get(f"/endpoints/{endpoint.slug}/").content.decode()
+    )
     assert AccessToken.objects.filter(user=alice).count() == 1
 
 

@@ -62,10 +62,16 @@ SPILLS = """() => {
 def a_busy_hub(admin_user, global_server, make_tool):
     """Long names, long errors, tokens, presets with versions and a day of calls: what makes pages wide."""
     github = McpServer.objects.create(
-        name="github-enterprise-server", display_name="GitHub Enterprise (mirror)", transport="streamable_http",
-        url="https://github-enterprise.internal.example.com/api/v3/mcp/streamable", status="healthy")
+        name="github-enterprise-server",
+        display_name="GitHub Enterprise (mirror)",
+        transport="streamable_http",
+        url="https://github-enterprise.internal.example.com/api/v3/mcp/streamable",
+        status="healthy",
+    )
     McpServer.objects.filter(pk=global_server.pk).update(
-        status="down", last_error="spawn mcp-server-time ENOENT: no such file or directory, /usr/local/bin/x " * 3)
+        status="down",
+        last_error="spawn mcp-server-time ENOENT: no such file or directory, /usr/local/bin/x " * 3,
+    )
     tools = [make_tool(github, f"search_issues_and_pull_requests_{n}", 250) for n in range(3)]
     tools.append(make_tool(global_server, "convert_time_between_timezones", 300))
     endpoint = admin_user.endpoints.get()
@@ -73,26 +79,59 @@ def a_busy_hub(admin_user, global_server, make_tool):
     enable_tools(endpoint=endpoint, tools=tools[:2])
     for name in ("Claude Desktop on the work laptop", "Cursor"):
         create_access_token(user=admin_user, name=name, endpoint=endpoint)
-    provider = create_provider(actor=admin_user, name="LM Studio on the workstation in the lab", kind="openai",
-                               base_url="http://127.0.0.1:9/v1", default_model="qwen2.5-coder-32b-instruct-q4_k_m")
-    for title in ("Why is the time server down on the staging host?", "Summarise yesterday's failed deploys",
-                  "Compare the enterprise GitHub mirror's open issues with last week's", "Plan the migration"):
+    provider = create_provider(
+        actor=admin_user,
+        name="LM Studio on the workstation in the lab",
+        kind="openai",
+        base_url="http://127.0.0.1:9/v1",
+        default_model="qwen2.5-coder-32b-instruct-q4_k_m",
+    )
+    for title in (
+        "Why is the time server down on the staging host?",
+        "Summarise yesterday's failed deploys",
+        "Compare the enterprise GitHub mirror's open issues with last week's",
+        "Plan the migration",
+    ):
         create_conversation(owner=admin_user, title=title, provider=provider, endpoint=endpoint)
-    crew = create_team(name="Platform and infrastructure reliability engineering", slug="platform", owner=admin_user)
-    add_member(team=crew, user=User.objects.create_user("a-rather-long-username", "someone.with.a.long.address@example.com"))
-    preset = create_preset(owner=admin_user, name="Code review with the enterprise GitHub", tool_keys=[t.key for t in tools[:1]])
+    crew = create_team(
+        name="Platform and infrastructure reliability engineering",
+        slug="platform",
+        owner=admin_user,
+    )
+    add_member(
+        team=crew,
+        user=User.objects.create_user(
+            "a-rather-long-username", "someone.with.a.long.address@example.com"
+        ),
+    )
+    preset = create_preset(
+        owner=admin_user,
+        name="Code review with the enterprise GitHub",
+        tool_keys=[t.key for t in tools[:1]],
+    )
     update_preset(preset=preset, user=admin_user, tool_keys=[t.key for t in tools])
     now = timezone.now()
     ToolCall.objects.bulk_create(
-        ToolCall(user=admin_user, endpoint=endpoint, server_name=github.name, tool_name=tools[n % 3].name,
-                 exposed_name=tools[n % 3].name, started_at=now - timedelta(minutes=7 * n), duration_ms=120 + n,
-                 ok=n % 5 != 0, error="" if n % 5 else "upstream timeout")
-        for n in range(150))
+        ToolCall(
+            user=admin_user,
+            endpoint=endpoint,
+            server_name=github.name,
+            tool_name=tools[n % 3].name,
+            exposed_name=tools[n % 3].name,
+            started_at=now - timedelta(minutes=7 * n),
+            duration_ms=120 + n,
+            ok=n % 5 != 0,
+            error="" if n % 5 else "upstream timeout",
+        )
+        for n in range(150)
+    )
     return endpoint
 
 
 def _links(page, selector: str) -> list[str]:
-    hrefs = page.eval_on_selector_all(selector, "els => els.filter(a => !a.hasAttribute('download')).map(a => a.href)")
+    hrefs = page.eval_on_selector_all(
+        selector, "els => els.filter(a => !a.hasAttribute('download')).map(a => a.href)"
+    )
     return [h for h in hrefs if urlsplit(h).netloc == urlsplit(page.url).netloc]
 
 
@@ -107,7 +146,9 @@ def _check(page, screenshot, name: str, problems: list[str]) -> None:
     if wide[0] > wide[1] or spills:
         problems.append(f"{name}: scrollWidth {wide[0]} > {wide[1]}; spilling: {spills}")
     # Stable names across runs: ids, uuids and endpoints' random suffixes become "n".
-    stable = re.sub(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}|-[0-9a-f]{6}(?=/)|\d+", "n", name.lower())
+    stable = re.sub(
+        r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}|-[0-9a-f]{6}(?=/)|\d+", "n", name.lower()
+    )
     screenshot(page, "phone-" + (re.sub(r"[^a-z0-9]+", "-", stable).strip("-") or "dashboard"))
 
 
@@ -137,7 +178,9 @@ def test_every_page_fits_a_phone(a_busy_hub, sign_in, screenshot, browser, live_
 
     page.goto("/servers/")
     current = page.locator('header nav [aria-current="page"]').bounding_box()
-    assert current["x"] >= 0 and current["x"] + current["width"] <= PHONE, "the current page's nav entry is off screen"
+    assert current["x"] >= 0 and current["x"] + current["width"] <= PHONE, (
+        "the current page's nav entry is off screen"
+    )
     page.locator("#server-time").get_by_role("button", name="Stderr & counters").click()
     expect(page.locator("#server-time .server-panel")).to_be_visible()
     _check(page, screenshot, "servers-panel", problems)
@@ -145,7 +188,9 @@ def test_every_page_fits_a_phone(a_busy_hub, sign_in, screenshot, browser, live_
     expect(page.get_by_role("heading", name="Page not found")).to_be_visible()
     _check(page, screenshot, "not-found", problems)
 
-    visitor = browser.new_context(viewport={"width": PHONE, "height": 800}, base_url=live_server.url).new_page()
+    visitor = browser.new_context(
+        viewport={"width": PHONE, "height": 800}, base_url=live_server.url
+    ).new_page()
     visitor.goto("/login/")
     _check(visitor, screenshot, "login", problems)
     visitor.context.close()

@@ -11,7 +11,9 @@ from apps.catalog.models import McpServer
 from apps.chat.models import Conversation
 from apps.toolsets.models import Endpoint, Preset
 
-CONFIG = json.dumps({"mcpServers": {"notes": {"type": "http", "url": "https://notes.example.com/mcp"}}})
+CONFIG = json.dumps(
+    {"mcpServers": {"notes": {"type": "http", "url": "https://notes.example.com/mcp"}}}
+)
 
 
 def _digest(client) -> str:
@@ -19,17 +21,38 @@ def _digest(client) -> str:
 
 
 CREATIONS = [
-    ("token", lambda c, u: (f"/endpoints/{u.endpoints.get().slug}/", {"name": "laptop"}), AccessToken),
-    ("endpoint", lambda c, u: ("/endpoint/new/", {"name": "Research", "naming_strategy": "hybrid", "mode": "static",
-                                                  "token_budget": "1000"}), Endpoint),
+    (
+        "token",
+        lambda c, u: (f"/endpoints/{u.endpoints.get().slug}/", {"name": "laptop"}),
+        AccessToken,
+    ),
+    (
+        "endpoint",
+        lambda c, u: (
+            "/endpoint/new/",
+            {
+                "name": "Research",
+                "naming_strategy": "hybrid",
+                "mode": "static",
+                "token_budget": "1000",
+            },
+        ),
+        Endpoint,
+    ),
     ("preset", lambda c, u: ("/presets/save/", {"name": "review"}), Preset),
     ("conversation", lambda c, u: ("/chat/new/", {}), Conversation),
-    ("import", lambda c, u: ("/servers/import/", {"text": CONFIG, "previewed": _digest(c), "apply": "1"}), McpServer),
+    (
+        "import",
+        lambda c, u: ("/servers/import/", {"text": CONFIG, "previewed": _digest(c), "apply": "1"}),
+        McpServer,
+    ),
 ]
 
 
 @pytest.mark.parametrize("what,request_for,model", CREATIONS, ids=[c[0] for c in CREATIONS])
-def test_creating_redirects_and_a_reload_creates_nothing_more(client, admin_user, what, request_for, model):
+def test_creating_redirects_and_a_reload_creates_nothing_more(
+    client, admin_user, what, request_for, model
+):
     client.force_login(admin_user)
     path, data = request_for(client, admin_user)
     before = model.objects.count()

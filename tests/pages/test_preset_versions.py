@@ -25,7 +25,9 @@ def test_saving_under_an_existing_name_adds_a_version_and_shows_the_diff(as_alic
     as_alice.post("/presets/save/", {"name": "Time & memory", "endpoint": endpoint.slug})
     set_enabled_tools(endpoint=endpoint, tools=[tools["now"], tools["zones"]])
 
-    response = as_alice.post("/presets/save/", {"name": "time & memory", "endpoint": endpoint.slug}, follow=True)
+    response = as_alice.post(
+        "/presets/save/", {"name": "time & memory", "endpoint": endpoint.slug}, follow=True
+    )
 
     preset = Preset.objects.get(owner=alice)
     assert [v.number for v in preset.versions.all()] == [2, 1]
@@ -54,7 +56,9 @@ def test_a_name_only_bob_uses_makes_alice_her_own_preset(as_alice, alice, bob, t
     as_alice.post("/presets/save/", {"name": "review"})
 
     assert bobs.versions.count() == 1
-    assert Preset.objects.get(owner=alice, name="review").latest_version.tool_keys == ["time.convert"]
+    assert Preset.objects.get(owner=alice, name="review").latest_version.tool_keys == [
+        "time.convert"
+    ]
 
 
 def test_saving_a_new_version_with_a_team_shares_it(as_alice, alice, team, tools):

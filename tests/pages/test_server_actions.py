@@ -15,7 +15,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def tiny(transactional_db) -> McpServer:
-    return McpServer.objects.create(name="tiny", command=sys.executable, args=["-I", "-S", str(SERVERS / "tiny.py")])
+    return McpServer.objects.create(
+        name="tiny", command=sys.executable, args=["-I", "-S", str(SERVERS / "tiny.py")]
+    )
 
 
 def test_staff_test_and_discover_a_server_from_its_row(client, admin_user, tiny, pool_host):
@@ -38,7 +40,10 @@ def test_a_broken_server_shows_why(client, admin_user, tiny, pool_host):
 
     response = client.post("/servers/tiny/test/")
 
-    assert "Does not work: " in response.content.decode() and "Status is now Down." in response.content.decode()
+    assert (
+        "Does not work: " in response.content.decode()
+        and "Status is now Down." in response.content.decode()
+    )
 
 
 def test_the_live_state_of_a_down_server_is_in_plain_words(client, admin_user, tiny):
@@ -57,10 +62,12 @@ def test_results_sit_in_a_panel_under_the_row_not_in_the_actions_cell(client, ad
 
     body = client.get("/servers/tiny/live/").content.decode()
 
-    actions = body[body.index('<td class="server-actions">'):]
-    actions = actions[:actions.index("</td>")]
+    actions = body[body.index('<td class="server-actions">') :]
+    actions = actions[: actions.index("</td>")]
     assert "Connection" not in actions
-    assert body.index('<tr class="server-panel"><td colspan="7">') > body.index('<td class="server-actions">')
+    assert body.index('<tr class="server-panel"><td colspan="7">') > body.index(
+        '<td class="server-actions">'
+    )
 
 
 def test_non_staff_cannot_operate_servers(client, alice, tiny):

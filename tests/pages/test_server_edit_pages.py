@@ -16,9 +16,22 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def form_data(**fields) -> dict:
-    data = {"name": "tiny", "transport": "stdio", "command": sys.executable, "args": f"-I\n-S\n{SERVERS / 'tiny.py'}",
-            "visibility": "global", "timeout": "30", "enabled": "on", "env": "", "headers": "", "url": "", "cwd": "",
-            "display_name": "", "description": "", "user_variables": "[]"}
+    data = {
+        "name": "tiny",
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": f"-I\n-S\n{SERVERS / 'tiny.py'}",
+        "visibility": "global",
+        "timeout": "30",
+        "enabled": "on",
+        "env": "",
+        "headers": "",
+        "url": "",
+        "cwd": "",
+        "display_name": "",
+        "description": "",
+        "user_variables": "[]",
+    }
     return {**data, **fields}
 
 
@@ -32,27 +45,42 @@ def test_staff_test_a_config_before_saving_it_and_nothing_is_saved(as_admin, poo
     response = as_admin.post("/servers/new/", {**form_data(), "test": "1"})
 
     assert response.status_code == 200
-    assert "Works: tiny answered" in response.content.decode() and "Status is now" not in response.content.decode()
+    assert (
+        "Works: tiny answered" in response.content.decode()
+        and "Status is now" not in response.content.decode()
+    )
     assert not McpServer.objects.exists()
 
 
 def test_a_broken_config_tests_as_not_working(as_admin, pool_host):
-    response = as_admin.post("/servers/new/", {**form_data(command="/nonexistent/server"), "test": "1"})
+    response = as_admin.post(
+        "/servers/new/", {**form_data(command="/nonexistent/server"), "test": "1"}
+    )
 
     assert "Does not work:" in response.content.decode()
     assert not McpServer.objects.exists()
 
 
 def test_staff_add_a_server_with_a_secret_and_it_is_discovered(as_admin, pool_host):
-    response = as_admin.post("/servers/new/", {**form_data(env="API_KEY=s3cret-value"), "save": "1"}, follow=True)
+    response = as_admin.post(
+        "/servers/new/", {**form_data(env="API_KEY=s3cret-value"), "save": "1"}, follow=True
+    )
 
     server = McpServer.objects.get(name="tiny")
-    assert response.redirect_chain[-1][0] == "/servers/" and "Server “tiny” saved" in response.content.decode()
+    assert (
+        response.redirect_chain[-1][0] == "/servers/"
+        and "Server “tiny” saved" in response.content.decode()
+    )
     assert server.env == {"API_KEY": "s3cret-value"}
     page = as_admin.get("/servers/tiny/edit/").content.decode()
-    assert "s3cret-value" not in page and "API_KEY=" in page  # write-only: the name shows, never the value
+    assert (
+        "s3cret-value" not in page and "API_KEY=" in page
+    )  # write-only: the name shows, never the value
     # Discovered on save: at once embedded, by the worker after commit in production.
-    assert wait_for(lambda: McpServer.objects.filter(name="tiny", last_checked_at__isnull=False).exists(), timeout=60)
+    assert wait_for(
+        lambda: McpServer.objects.filter(name="tiny", last_checked_at__isnull=False).exists(),
+        timeout=60,
+    )
 
 
 def test_editing_keeps_a_masked_secret_and_a_bad_edit_changes_nothing(as_admin):
@@ -81,8 +109,12 @@ def test_deleting_asks_first(as_admin):
 
 def test_staff_without_the_stdio_permission_cannot_define_a_stdio_server(client, db):
     manager = User.objects.create_user("erin", password="x", is_staff=True)
-    manager.user_permissions.set(Permission.objects.filter(
-        content_type__app_label="catalog", codename__in=["add_mcpserver", "change_mcpserver", "delete_mcpserver"]))
+    manager.user_permissions.set(
+        Permission.objects.filter(
+            content_type__app_label="catalog",
+            codename__in=["add_mcpserver", "change_mcpserver", "delete_mcpserver"],
+        )
+    )
     client.force_login(manager)
     McpServer.objects.create(name="local", command="x")
 
@@ -90,8 +122,19 @@ def test_staff_without_the_stdio_permission_cannot_define_a_stdio_server(client,
 
     assert refused.status_code == 400 and "manage stdio servers" in refused.content.decode()
     assert client.get("/servers/local/edit/").status_code == 403
-    added = client.post("/servers/new/", {**form_data(name="remote", transport="streamable_http", command="", args="",
-                                                       url="https://mcp.example.com/mcp"), "save": "1"})
+    added = client.post(
+        "/servers/new/",
+        {
+            **form_data(
+                name="remote",
+                transport="streamable_http",
+                command="",
+                args="",
+                url="https://mcp.example.com/mcp",
+            ),
+            "save": "1",
+        },
+    )
     assert added.status_code == 302 and McpServer.objects.filter(name="remote").exists()
 
 

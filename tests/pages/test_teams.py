@@ -29,7 +29,9 @@ def test_alice_creates_a_team_and_adds_bob_by_email(client, alice, bob):
 
     team = Team.objects.get(name="Platform team")
     assert response.redirect_chain[-1][0] == f"/teams/{team.slug}/" and team.slug == "platform-team"
-    response = as_alice.post(f"/teams/{team.slug}/members/", {"who": "BOB@example.com"}, follow=True)
+    response = as_alice.post(
+        f"/teams/{team.slug}/members/", {"who": "BOB@example.com"}, follow=True
+    )
 
     assert "bob is now a member of Platform team." in flash(response)
     assert roles(team) == {"alice": "owner", "bob": "member"}
@@ -65,15 +67,24 @@ def test_a_member_may_not_add_or_remove_and_sees_no_form(client, bob, charlie, a
     assert roles(team) == {"alice": "owner", "bob": "member"}
 
 
-def test_an_admin_removes_members_but_not_the_owner_and_cannot_change_roles(client, alice, bob, charlie, team):
+def test_an_admin_removes_members_but_not_the_owner_and_cannot_change_roles(
+    client, alice, bob, charlie, team
+):
     team.memberships.filter(user=bob).update(role=Membership.Role.ADMIN)
     Membership.objects.create(team=team, user=charlie)
     as_bob = signed_in(client, bob)
 
-    assert "owner" in flash(as_bob.post(f"/teams/{team.slug}/members/{alice.pk}/remove/", follow=True))
+    assert "owner" in flash(
+        as_bob.post(f"/teams/{team.slug}/members/{alice.pk}/remove/", follow=True)
+    )
     assert "Only the team's owners change roles." in flash(
-        as_bob.post(f"/teams/{team.slug}/members/{charlie.pk}/role/", {"role": "owner"}, follow=True))
-    assert "charlie left Alice's team." in flash(as_bob.post(f"/teams/{team.slug}/members/{charlie.pk}/remove/", follow=True))
+        as_bob.post(
+            f"/teams/{team.slug}/members/{charlie.pk}/role/", {"role": "owner"}, follow=True
+        )
+    )
+    assert "charlie left Alice's team." in flash(
+        as_bob.post(f"/teams/{team.slug}/members/{charlie.pk}/remove/", follow=True)
+    )
     assert roles(team) == {"alice": "owner", "bob": "admin"}
 
 
@@ -81,7 +92,9 @@ def test_a_member_leaves_and_the_last_owner_cannot(client, alice, bob, team):
     left = signed_in(client, bob).post(f"/teams/{team.slug}/members/{bob.pk}/remove/", follow=True)
     assert left.redirect_chain[-1][0] == "/teams/" and "You left Alice's team." in flash(left)
 
-    refused = flash(signed_in(client, alice).post(f"/teams/{team.slug}/members/{alice.pk}/remove/", follow=True))
+    refused = flash(
+        signed_in(client, alice).post(f"/teams/{team.slug}/members/{alice.pk}/remove/", follow=True)
+    )
 
     assert "Alice's team needs an owner: make someone else owner first." in refused
     assert roles(team) == {"alice": "owner"}
@@ -89,7 +102,11 @@ def test_a_member_leaves_and_the_last_owner_cannot(client, alice, bob, team):
 
 def test_an_owner_hands_over_then_may_leave(client, alice, bob, team):
     as_alice = signed_in(client, alice)
-    assert "needs an owner" in flash(as_alice.post(f"/teams/{team.slug}/members/{alice.pk}/role/", {"role": "member"}, follow=True))
+    assert "needs an owner" in flash(
+        as_alice.post(
+            f"/teams/{team.slug}/members/{alice.pk}/role/", {"role": "member"}, follow=True
+        )
+    )
     assert roles(team)["alice"] == "owner"  # refused: the only owner
 
     as_alice.post(f"/teams/{team.slug}/members/{bob.pk}/role/", {"role": "owner"})

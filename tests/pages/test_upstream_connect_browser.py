@@ -21,7 +21,9 @@ def oauth_backend():
 
 
 def test_alice_connects_an_oauth_server_in_the_browser(sign_in, alice, oauth_backend):
-    McpServer.objects.create(name="vault", transport="streamable_http", url=oauth_backend.url, oauth=True)
+    McpServer.objects.create(
+        name="vault", transport="streamable_http", url=oauth_backend.url, oauth=True
+    )
     page = sign_in("alice", "alice-password")
     page.goto("/tools/")
     row = page.locator("#connection-vault")

@@ -12,8 +12,14 @@ from apps.toolsets.models import ToolCall
 
 def log_call(user, server: str, tool: str, *, minutes_ago: int, ms: float, ok: bool = True) -> None:
     ToolCall.objects.create(
-        user=user, endpoint=user.endpoints.get(is_default=True), server_name=server, tool_name=tool,
-        exposed_name=tool, started_at=timezone.now() - timedelta(minutes=minutes_ago), duration_ms=ms, ok=ok,
+        user=user,
+        endpoint=user.endpoints.get(is_default=True),
+        server_name=server,
+        tool_name=tool,
+        exposed_name=tool,
+        started_at=timezone.now() - timedelta(minutes=minutes_ago),
+        duration_ms=ms,
+        ok=ok,
     )
 
 

@@ -35,15 +35,35 @@ def test_the_inspector_script_installs_its_peers_when_only_hub_run_ran(tmp_path)
     bin_dir.mkdir()
     (bin_dir / "npm").write_text(FAKE_NPM)
     (bin_dir / "npm").chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "NPM_LOG": str(tmp_path / "npm.log")}
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "NPM_LOG": str(tmp_path / "npm.log"),
+    }
     env.pop("NODE", None)
 
     result = subprocess.run(
-        [str(root / "scripts" / "inspector.sh"), "http://127.0.0.1:9/mcp/x/", "--transport", "http", "--method", "tools/list"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        [
+            str(root / "scripts" / "inspector.sh"),
+            "http://127.0.0.1:9/mcp/x/",
+            "--transport",
+            "http",
+            "--method",
+            "tools/list",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "npm.log").read_text().startswith("npm ci ")
-    assert "--cli http://127.0.0.1:9/mcp/x/ --transport http --method tools/list --stored-auth-only" in result.stdout
-    assert (root / "node_modules" / ".package-lock.sha256").exists()  # the next run installs nothing
+    assert (
+        "--cli http://127.0.0.1:9/mcp/x/ --transport http --method tools/list --stored-auth-only"
+        in result.stdout
+    )
+    assert (
+        root / "node_modules" / ".package-lock.sha256"
+    ).exists()  # the next run installs nothing

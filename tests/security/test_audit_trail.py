@@ -30,7 +30,9 @@ def entries(model, **filters):
 
 
 def trail_text() -> str:
-    rows = LogEntry.objects.values("changes", "object_repr", "serialized_data", "additional_data", "changes_text")
+    rows = LogEntry.objects.values(
+        "changes", "object_repr", "serialized_data", "additional_data", "changes_text"
+    )
     return json.dumps(list(rows), default=str)
 
 
@@ -45,15 +47,26 @@ def api(alice) -> tuple[APIClient, str]:
 def test_admin_changes_to_a_server_are_recorded_with_secrets_hidden(client, admin_user):
     client.force_login(admin_user)
     add = "/admin/catalog/mcpserver/add/"
-    form = {**form_data(client.get(add).content.decode()), "name": "remote", "transport": "streamable_http",
-            "url": "https://mcp.example.com/mcp", "headers": f"Authorization={SECRET_HEADER}"}
+    form = {
+        **form_data(client.get(add).content.decode()),
+        "name": "remote",
+        "transport": "streamable_http",
+        "url": "https://mcp.example.com/mcp",
+        "headers": f"Authorization={SECRET_HEADER}",
+    }
     form.pop("enabled", None)  # no discovery of a server that does not exist
 
-    added = client.post(add, form, REMOTE_ADDR="198.51.100.9", HTTP_X_FORWARDED_FOR="192.0.2.1")  # a forged hop
+    added = client.post(
+        add, form, REMOTE_ADDR="198.51.100.9", HTTP_X_FORWARDED_FOR="192.0.2.1"
+    )  # a forged hop
     assert added.status_code == 302, added.context["adminform"].form.errors
     server = McpServer.objects.get(name="remote")
     change = f"/admin/catalog/mcpserver/{server.pk}/change/"
-    edited = {**form_data(client.get(change).content.decode()), "headers": "Authorization=Bearer rotated-secret", "description": "docs"}
+    edited = {
+        **form_data(client.get(change).content.decode()),
+        "headers": "Authorization=Bearer rotated-secret",
+        "description": "docs",
+    }
     edited.pop("enabled", None)
     assert client.post(change, edited).status_code == 302
 
@@ -61,29 +74,61 @@ def test_admin_changes_to_a_server_are_recorded_with_secrets_hidden(client, admi
     assert (created.action, updated.action) == (LogEntry.Action.CREATE, LogEntry.Action.UPDATE)
     assert created.actor == admin_user and created.additional_data == {"source": "admin"}
     assert created.remote_addr == "198.51.100.9"
-    assert updated.changes_dict["headers"] == ["[secret]", "[secret]"]  # that it changed, not to what
+    assert updated.changes_dict["headers"] == [
+        "[secret]",
+        "[secret]",
+    ]  # that it changed, not to what
     assert updated.changes_dict["description"] == ["", "docs"]
     assert SECRET_HEADER not in trail_text() and "rotated-secret" not in trail_text()
 
 
-def test_api_changes_to_tokens_endpoints_tools_presets_and_teams_are_recorded(api, alice, global_server, make_tool):
+def test_api_changes_to_tokens_endpoints_tools_presets_and_teams_are_recorded(
+    api, alice, global_server, make_tool
+):
     client, raw = api
     make_tool(global_server, "now")
     slug = alice.endpoints.get().slug
 
     token = client.post("/api/tokens/", {"name": "ci", "scope": "api_read"}, format="json").json()
-    assert client.put(f"/api/endpoints/{slug}/enabled-tools/", {"tools": ["time.now"]}, format="json").status_code == 200
-    assert client.patch(f"/api/endpoints/{slug}/tools/time.now/", {"enabled": False}, format="json").status_code == 200
-    assert client.post("/api/presets/", {"name": "mine", "tools": ["time.now"]}, format="json").status_code == 201
-    assert client.post("/api/teams/", {"name": "Ops", "slug": "ops"}, format="json").status_code == 201
-    assert client.patch(f"/api/endpoints/{slug}/", {"name": "Renamed"}, format="json").status_code == 200
+    assert (
+        client.put(
+            f"/api/endpoints/{slug}/enabled-tools/", {"tools": ["time.now"]}, format="json"
+        ).status_code
+        == 200
+    )
+    assert (
+        client.patch(
+            f"/api/endpoints/{slug}/tools/time.now/", {"enabled": False}, format="json"
+        ).status_code
+        == 200
+    )
+    assert (
+        client.post(
+            "/api/presets/", {"name": "mine", "tools": ["time.now"]}, format="json"
+        ).status_code
+        == 201
+    )
+    assert (
+        client.post("/api/teams/", {"name": "Ops", "slug": "ops"}, format="json").status_code == 201
+    )
+    assert (
+        client.patch(f"/api/endpoints/{slug}/", {"name": "Renamed"}, format="json").status_code
+        == 200
+    )
     assert client.delete(f"/api/tokens/{token['id']}/").status_code == 204
 
     toggles = [entry.changes_dict["tools"] for entry in entries(Endpoint, changes__has_key="tools")]
     assert {"type": "m2m", "operation": "add", "objects": ["time.now"]} in toggles
     assert {"type": "m2m", "operation": "delete", "objects": ["time.now"]} in toggles
-    for model, action in [(AccessToken, "CREATE"), (AccessToken, "UPDATE"), (Preset, "CREATE"), (Endpoint, "UPDATE")]:
-        found = entries(model, action=getattr(LogEntry.Action, action), additional_data__source="api")
+    for model, action in [
+        (AccessToken, "CREATE"),
+        (AccessToken, "UPDATE"),
+        (Preset, "CREATE"),
+        (Endpoint, "UPDATE"),
+    ]:
+        found = entries(
+            model, action=getattr(LogEntry.Action, action), additional_data__source="api"
+        )
         assert found.exists(), (model, action)
         assert {entry.actor for entry in found} == {alice}
         assert {entry.remote_addr for entry in found} == {"203.0.113.5"}
@@ -98,8 +143,16 @@ def test_api_changes_to_tokens_endpoints_tools_presets_and_teams_are_recorded(ap
 def test_page_changes_are_recorded_as_from_the_pages(client, alice):
     client.force_login(alice)
 
-    response = client.post("/endpoint/new/", {"name": "Laptop", "naming_strategy": "hybrid", "mode": "static",
-                                              "token_budget": "1000", "budget_enforced": "on"})
+    response = client.post(
+        "/endpoint/new/",
+        {
+            "name": "Laptop",
+            "naming_strategy": "hybrid",
+            "mode": "static",
+            "token_budget": "1000",
+            "budget_enforced": "on",
+        },
+    )
 
     assert response.status_code == 302
     entry = entries(Endpoint, action=LogEntry.Action.CREATE).last()
@@ -109,8 +162,21 @@ def test_page_changes_are_recorded_as_from_the_pages(client, alice):
 @pytest.mark.django_db(transaction=True)
 def test_management_commands_are_recorded_as_commands(alice):
     result = subprocess.run(
-        [sys.executable, "manage.py", "mcp_token", "create", "--user", "alice", "--scope", "api_read"],
-        cwd=ROOT, env=hub_env(), capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "manage.py",
+            "mcp_token",
+            "create",
+            "--user",
+            "alice",
+            "--scope",
+            "api_read",
+        ],
+        cwd=ROOT,
+        env=hub_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
 
@@ -129,7 +195,10 @@ def test_staff_read_the_trail_in_the_admin_with_filters_and_dave_cannot(admin_us
     listing = admin.get("/admin/auditlog/logentry/", {"source": "system"})
 
     assert listing.status_code == 200 and "x" in listing.content.decode()
-    assert admin.get("/admin/auditlog/logentry/", {"source": "api", "action__exact": "0"}).status_code == 200
+    assert (
+        admin.get("/admin/auditlog/logentry/", {"source": "api", "action__exact": "0"}).status_code
+        == 200
+    )
     assert staff_without_perms.get("/admin/auditlog/logentry/").status_code == 403
 
 
@@ -138,8 +207,11 @@ def test_llm_providers_are_audited_without_their_api_key(api, alice):
 
     client, _ = api
     key = "sk-provider-secret-key-0123456789"
-    created = client.post("/api/llm/providers/", {"name": "Local", "kind": "openai", "base_url": "http://127.0.0.1:1234/v1",
-                                                  "api_key": key}, format="json")
+    created = client.post(
+        "/api/llm/providers/",
+        {"name": "Local", "kind": "openai", "base_url": "http://127.0.0.1:1234/v1", "api_key": key},
+        format="json",
+    )
     assert created.status_code == 201, created.content
 
     entry = entries(Provider, action=LogEntry.Action.CREATE).last()
@@ -166,7 +238,11 @@ def test_activation_patterns_are_audited(api, alice):
     from apps.discovery.models import ActivationPattern
 
     client, _ = api
-    created = client.post(f"/api/endpoints/{alice.endpoints.get().slug}/patterns/", {"pattern": "clock", "targets": ["time.now"]}, format="json")
+    created = client.post(
+        f"/api/endpoints/{alice.endpoints.get().slug}/patterns/",
+        {"pattern": "clock", "targets": ["time.now"]},
+        format="json",
+    )
 
     assert created.status_code == 201, created.content
     entry = entries(ActivationPattern, action=LogEntry.Action.CREATE).last()

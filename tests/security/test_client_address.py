@@ -8,7 +8,9 @@ import pytest
 from apps.core.client_address import client_address
 
 
-@pytest.mark.parametrize("forwarded", [[], ["198.51.100.7"], ["198.51.100.7, 192.0.2.1"], ["garbage"]])
+@pytest.mark.parametrize(
+    "forwarded", [[], ["198.51.100.7"], ["198.51.100.7, 192.0.2.1"], ["garbage"]]
+)
 def test_without_a_trusted_proxy_the_header_is_ignored(forwarded, settings):
     settings.MCPHUB_TRUSTED_PROXIES = 0
 
@@ -19,9 +21,17 @@ def test_without_a_trusted_proxy_the_header_is_ignored(forwarded, settings):
     ("trusted", "forwarded", "expected"),
     [
         (1, ["198.51.100.7"], "198.51.100.7"),
-        (1, ["1.2.3.4, 198.51.100.7"], "198.51.100.7"),  # the client's own entry on the left is not believed
+        (
+            1,
+            ["1.2.3.4, 198.51.100.7"],
+            "198.51.100.7",
+        ),  # the client's own entry on the left is not believed
         (1, ["1.2.3.4", "198.51.100.7"], "198.51.100.7"),  # two header lines are one list
-        (2, ["1.2.3.4, 198.51.100.7, 10.0.0.3"], "198.51.100.7"),  # the outer proxy saw 198.51.100.7
+        (
+            2,
+            ["1.2.3.4, 198.51.100.7, 10.0.0.3"],
+            "198.51.100.7",
+        ),  # the outer proxy saw 198.51.100.7
         (2, ["198.51.100.7"], "10.0.0.1"),  # it did not pass both proxies: only the socket is known
         (1, [], "10.0.0.1"),
         (1, ["not-an-address"], "10.0.0.1"),

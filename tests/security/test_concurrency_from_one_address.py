@@ -23,7 +23,9 @@ SESSIONS = 48  # three times MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT's default
 REFUSED = "requests still arriving"  # the guard's log line for a refusal
 
 
-async def test_48_sessions_from_one_address_with_slow_calls_and_open_streams_are_all_served(hub, alice_endpoint, alice_hub_token):
+async def test_48_sessions_from_one_address_with_slow_calls_and_open_streams_are_all_served(
+    hub, alice_endpoint, alice_hub_token
+):
     refusals_before = hub.log().count(REFUSED)
     results: dict[int, list[str]] = {}
     failures: dict[int, str] = {}
@@ -40,9 +42,14 @@ async def test_48_sessions_from_one_address_with_slow_calls_and_open_streams_are
     async def session(n: int) -> None:
         try:
             # The SDK's client opens its GET stream for server messages after initialize, and keeps it open.
-            async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token, cache=None) as client:
+            async with mcp_client(
+                hub.url(alice_endpoint.path), alice_hub_token, cache=None
+            ) as client:
                 await barrier()  # every session (and its stream) is open before any call
-                echoed = [(await client.call_tool("echo", {"text": f"{n}-{i}"})).content[0].text for i in range(3)]
+                echoed = [
+                    (await client.call_tool("echo", {"text": f"{n}-{i}"})).content[0].text
+                    for i in range(3)
+                ]
                 if n % 3 == 0:  # a long tool call in flight beside the others
                     echoed.append((await client.call_tool("slow", {"seconds": 2})).content[0].text)
                 results[n] = echoed

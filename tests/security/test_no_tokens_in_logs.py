@@ -26,14 +26,23 @@ def test_the_access_log_never_holds_a_url_token(hub, alice):
     garbage = "not-a-token-but-secret-looking-0123456789abcdef"
     with httpx2.Client(timeout=10) as http:
         ok = http.post(hub.url(f"/mcp/t/{accepted}/"), json=INITIALIZE, headers=HEADERS)
-        refused = [http.post(hub.url(f"/mcp/t/{raw}/"), json=INITIALIZE, headers=HEADERS) for raw in (revoked, garbage)]
+        refused = [
+            http.post(hub.url(f"/mcp/t/{raw}/"), json=INITIALIZE, headers=HEADERS)
+            for raw in (revoked, garbage)
+        ]
         legacy = http.get(hub.url(f"/mcp/t/{revoked}/sse"))
-    assert ok.status_code == 200 and [r.status_code for r in refused] == [401, 401] and legacy.status_code == 401
+    assert (
+        ok.status_code == 200
+        and [r.status_code for r in refused] == [401, 401]
+        and legacy.status_code == 401
+    )
 
     log = _wait_for_access_lines(hub, f"/mcp/t/mcphub_{accepted_row.prefix}_", 3)
     for raw in (accepted, revoked, garbage):
         assert raw not in log
-    assert f"/mcp/t/mcphub_{accepted_row.prefix}_…/" in log  # the prefix stays, to tell tokens apart
+    assert (
+        f"/mcp/t/mcphub_{accepted_row.prefix}_…/" in log
+    )  # the prefix stays, to tell tokens apart
     assert f"/mcp/t/mcphub_{revoked_row.prefix}_…/sse" in log
     assert "/mcp/t/…/" in log
 
@@ -50,7 +59,10 @@ def _wait_for_access_lines(hub, needle: str, count: int) -> str:
 def test_redact_keeps_the_prefix_and_nothing_secret():
     raw = "mcphub_abcdefghij_" + "S" * 43
 
-    assert redact(f"POST /mcp/t/{raw}/messages?session_id=1") == "POST /mcp/t/mcphub_abcdefghij_…/messages?session_id=1"
+    assert (
+        redact(f"POST /mcp/t/{raw}/messages?session_id=1")
+        == "POST /mcp/t/mcphub_abcdefghij_…/messages?session_id=1"
+    )
     assert redact(f"Authorization: Bearer {raw}") == "Authorization: Bearer mcphub_abcdefghij_…"
     assert redact("GET /mcp/t/whatever-junk/sse") == "GET /mcp/t/…/sse"
     assert redact("GET /mcp/alice-default/") == "GET /mcp/alice-default/"
@@ -62,7 +74,13 @@ def test_every_log_record_is_redacted_before_a_handler_writes_it():
         raise ValueError(f"boom on /mcp/t/{raw}/")
     except ValueError:
         record = logging.getLogger("x").makeRecord(
-            "x", logging.ERROR, __file__, 1, "gateway error on %s %s", ("POST", f"/mcp/t/{raw}/"), sys.exc_info()
+            "x",
+            logging.ERROR,
+            __file__,
+            1,
+            "gateway error on %s %s",
+            ("POST", f"/mcp/t/{raw}/"),
+            sys.exc_info(),
         )
 
     RedactTokensFilter().filter(record)

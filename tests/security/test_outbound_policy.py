@@ -41,14 +41,23 @@ def canary():
 
 def _charlies_server(charlie, name: str, transport: str, url: str) -> McpServer:
     # Saved as if its name had resolved publicly when charlie typed it (literal addresses are refused then).
-    return McpServer.objects.create(name=name, transport=transport, url=url, visibility=McpServer.Visibility.PRIVATE, owner=charlie)
+    return McpServer.objects.create(
+        name=name,
+        transport=transport,
+        url=url,
+        visibility=McpServer.Visibility.PRIVATE,
+        owner=charlie,
+    )
 
 
 @pytest.mark.parametrize("host", ["[::1]", "127.0.0.2"])
-async def test_charlies_provider_on_loopback_gets_no_model_list_and_no_chat_turn(hub, charlie, charlie_token, canary, host):
+async def test_charlies_provider_on_loopback_gets_no_model_list_and_no_chat_turn(
+    hub, charlie, charlie_token, canary, host
+):
     base_url = f"http://{host}:{canary.port}/v1"
-    provider = await sync_to_async(Provider.objects.create)(name="mine", kind="openai", base_url=base_url, owner=charlie,
-                                                            default_model="m")
+    provider = await sync_to_async(Provider.objects.create)(
+        name="mine", kind="openai", base_url=base_url, owner=charlie, default_model="m"
+    )
 
     async with Api(hub.base_url, charlie_token) as api:
         listed = (await api.client.get(f"/llm/providers/{provider.pk}/models/")).json()
@@ -58,7 +67,10 @@ async def test_charlies_provider_on_loopback_gets_no_model_list_and_no_chat_turn
             end = await chat.until("end", timeout=60)
 
     assert listed["ok"] is False and listed["models"] == [] and REFUSED in listed["error"]
-    assert end["payload"]["status"] == "failed" and REFUSED in chat.of("error")[0]["payload"]["message"]
+    assert (
+        end["payload"]["status"] == "failed"
+        and REFUSED in chat.of("error")[0]["payload"]["message"]
+    )
     assert canary.heard == []
 
 
@@ -66,12 +78,18 @@ async def test_charlies_http_servers_on_loopback_are_neither_discovered_nor_call
     hub, pool_host, charlie, charlie_token, canary, make_tool
 ):
     servers = [
-        await sync_to_async(_charlies_server)(charlie, "mine-http", "streamable_http", f"http://[::1]:{canary.port}/mcp"),
-        await sync_to_async(_charlies_server)(charlie, "mine-sse", "sse", f"http://127.0.0.2:{canary.port}/sse"),
+        await sync_to_async(_charlies_server)(
+            charlie, "mine-http", "streamable_http", f"http://[::1]:{canary.port}/mcp"
+        ),
+        await sync_to_async(_charlies_server)(
+            charlie, "mine-sse", "sse", f"http://127.0.0.2:{canary.port}/sse"
+        ),
     ]
 
     outcomes = [await sync_to_async(operations.discover_now)(server=server) for server in servers]
-    tools = [await sync_to_async(make_tool)(server, f"lookup_{server.transport}") for server in servers]
+    tools = [
+        await sync_to_async(make_tool)(server, f"lookup_{server.transport}") for server in servers
+    ]
     endpoint = await sync_to_async(charlie.endpoints.get)()
     await sync_to_async(enable_tools)(endpoint=endpoint, tools=tools)
     async with mcp_client(hub.url(endpoint.path), charlie_token) as client:
@@ -80,11 +98,15 @@ async def test_charlies_http_servers_on_loopback_are_neither_discovered_nor_call
     assert [outcome.ok for outcome in outcomes] == [False, False]
     assert all(REFUSED in outcome.error for outcome in outcomes), [o.error for o in outcomes]
     assert [result.is_error for result in results] == [True, True]
-    assert all(REFUSED in result.content[0].text for result in results), [r.content[0].text for r in results]
+    assert all(REFUSED in result.content[0].text for result in results), [
+        r.content[0].text for r in results
+    ]
     assert canary.heard == []
 
 
-def test_saving_a_server_at_a_literal_internal_address_is_refused_with_a_reason(settings, charlie, admin_user):
+def test_saving_a_server_at_a_literal_internal_address_is_refused_with_a_reason(
+    settings, charlie, admin_user
+):
     from rest_framework.test import APIClient
 
     settings.MCPHUB_USERS_MAY_ADD_SERVERS = True
@@ -94,11 +116,23 @@ def test_saving_a_server_at_a_literal_internal_address_is_refused_with_a_reason(
     as_admin.force_authenticate(admin_user)
 
     def add(api: APIClient, name: str, url: str):
-        return api.post("/api/servers/", {"name": name, "transport": "streamable_http", "url": url}, format="json")
+        return api.post(
+            "/api/servers/",
+            {"name": name, "transport": "streamable_http", "url": url},
+            format="json",
+        )
 
-    refused = [add(as_charlie, f"mine{i}", url) for i, url in enumerate(
-        ["http://127.0.0.1:8080/mcp", "http://[::1]:8080/mcp", "http://localhost:6379/mcp", "http://169.254.169.254/mcp"]
-    )]
+    refused = [
+        add(as_charlie, f"mine{i}", url)
+        for i, url in enumerate(
+            [
+                "http://127.0.0.1:8080/mcp",
+                "http://[::1]:8080/mcp",
+                "http://localhost:6379/mcp",
+                "http://169.254.169.254/mcp",
+            ]
+        )
+    ]
     public = add(as_charlie, "public", "https://mcp.example.com/mcp")
     staff = add(as_admin, "local", "http://localhost:8080/mcp")
 
@@ -109,12 +143,18 @@ def test_saving_a_server_at_a_literal_internal_address_is_refused_with_a_reason(
 
 
 def _client_document(method: str, path: str) -> tuple[int, dict[str, str], bytes]:
-    document = {"client_name": "Tool", "redirect_uris": ["https://tool.example/callback"], "token_endpoint_auth_method": "none"}
+    document = {
+        "client_name": "Tool",
+        "redirect_uris": ["https://tool.example/callback"],
+        "token_endpoint_auth_method": "none",
+    }
     return 200, {"Content-Type": "application/json"}, json.dumps(document).encode()
 
 
 @pytest.mark.parametrize("allowed", [[], ["localhost"]])
-def test_client_metadata_documents_are_fetched_under_the_same_policy(settings, monkeypatch, tmp_path, allowed):
+def test_client_metadata_documents_are_fetched_under_the_same_policy(
+    settings, monkeypatch, tmp_path, allowed
+):
     # The CIMD fetch (a client names its own document URL) follows the one policy, staff allowances included.
     settings.MCPHUB_OUTBOUND_ALLOW = allowed
     settings.MCPHUB_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP = False

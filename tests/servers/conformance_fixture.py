@@ -51,9 +51,7 @@ warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 log = logging.getLogger("conformance_fixture")
 
 # A 1x1 red PNG and a minimal (silent) WAV file.
-PNG_1X1 = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
-)
+PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 WAV_SILENT = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQIAAAAAAA=="
 
 LOG_LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
@@ -72,14 +70,19 @@ TOOLS = [
     _tool("test_embedded_resource", "Returns an embedded text resource."),
     _tool("test_multiple_content_types", "Returns text, image and resource content together."),
     _tool("test_tool_with_logging", "Sends three info log notifications while it runs."),
-    _tool("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100 when given a progressToken."),
+    _tool(
+        "test_tool_with_progress",
+        "Reports progress 0, 50 and 100 of 100 when given a progressToken.",
+    ),
     _tool("test_error_handling", "Always fails with a tool error (isError: true)."),
     _tool(
         "test_sampling",
         "Asks the client's model (sampling/createMessage) and returns its answer.",
         {
             "type": "object",
-            "properties": {"prompt": {"type": "string", "description": "The prompt to send to the LLM"}},
+            "properties": {
+                "prompt": {"type": "string", "description": "The prompt to send to the LLM"}
+            },
             "required": ["prompt"],
         },
     ),
@@ -88,11 +91,16 @@ TOOLS = [
         "Asks the user for a username and email (elicitation/create).",
         {
             "type": "object",
-            "properties": {"message": {"type": "string", "description": "The message to show the user"}},
+            "properties": {
+                "message": {"type": "string", "description": "The message to show the user"}
+            },
             "required": ["message"],
         },
     ),
-    _tool("test_elicitation_sep1034_defaults", "Elicitation whose schema has defaults for every primitive type."),
+    _tool(
+        "test_elicitation_sep1034_defaults",
+        "Elicitation whose schema has defaults for every primitive type.",
+    ),
     _tool("test_elicitation_sep1330_enums", "Elicitation whose schema has all five enum variants."),
     _tool(
         "json_schema_2020_12_tool",
@@ -110,7 +118,10 @@ TOOLS = [
             "additionalProperties": False,
         },
     ),
-    _tool("test_reconnection", "Closes its SSE response stream mid-call, then answers after the client resumes."),
+    _tool(
+        "test_reconnection",
+        "Closes its SSE response stream mid-call, then answers after the client resumes.",
+    ),
 ]
 
 ELICIT_USER_SCHEMA: dict[str, Any] = {
@@ -185,10 +196,16 @@ ELICIT_SEP1330_SCHEMA: dict[str, Any] = {
 STATIC_TEXT = "This is the content of the static text resource."
 RESOURCES = [
     types.Resource(
-        uri="test://static-text", name="static-text", description="A static text resource.", mime_type="text/plain"
+        uri="test://static-text",
+        name="static-text",
+        description="A static text resource.",
+        mime_type="text/plain",
     ),
     types.Resource(
-        uri="test://static-binary", name="static-binary", description="A static PNG image.", mime_type="image/png"
+        uri="test://static-binary",
+        name="static-binary",
+        description="A static PNG image.",
+        mime_type="image/png",
     ),
     types.Resource(
         uri="test://watched-resource",
@@ -219,7 +236,11 @@ PROMPTS = [
     types.Prompt(
         name="test_prompt_with_embedded_resource",
         description="A prompt that embeds a resource.",
-        arguments=[types.PromptArgument(name="resourceUri", description="URI of the resource to embed", required=True)],
+        arguments=[
+            types.PromptArgument(
+                name="resourceUri", description="URI of the resource to embed", required=True
+            )
+        ],
     ),
     types.Prompt(name="test_prompt_with_image", description="A prompt with image content."),
 ]
@@ -263,14 +284,18 @@ async def _log(ctx: Any, level: str, message: str) -> None:
     minimum = _conn_state(ctx).get("log_level", "debug")
     if LOG_LEVELS.index(level) < LOG_LEVELS.index(minimum):
         return
-    await ctx.session.send_log_message(level, message, logger="conformance", related_request_id=ctx.request_id)
+    await ctx.session.send_log_message(
+        level, message, logger="conformance", related_request_id=ctx.request_id
+    )
 
 
 def _has_capability(ctx: Any, **capability: Any) -> bool:
     return ctx.session.check_client_capability(types.ClientCapabilities(**capability))
 
 
-async def _ask(ctx: Any, params: types.CallToolRequestParams, request: Any, result_type: type[Any]) -> Any:
+async def _ask(
+    ctx: Any, params: types.CallToolRequestParams, request: Any, result_type: type[Any]
+) -> Any:
     """Send a server-to-client request (sampling, elicitation) and return the client's answer.
 
     Handshake eras (2025-*) carry it on this call's own stream, as a related request. The stateless
@@ -283,7 +308,9 @@ async def _ask(ctx: Any, params: types.CallToolRequestParams, request: Any, resu
     answer = (params.input_responses or {}).get("input")
     if answer is None:
         return types.InputRequiredResult(input_requests={"input": request})
-    return result_type.model_validate(answer.model_dump(by_alias=True, mode="json", exclude_none=True))
+    return result_type.model_validate(
+        answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+    )
 
 
 async def _elicit(
@@ -291,7 +318,9 @@ async def _elicit(
 ) -> types.CallToolResult | types.InputRequiredResult:
     if not _has_capability(ctx, elicitation=types.ElicitationCapability()):
         return _result(_text("The client does not support elicitation."), is_error=True)
-    request = types.ElicitRequest(params=types.ElicitRequestFormParams(message=message, requested_schema=schema))
+    request = types.ElicitRequest(
+        params=types.ElicitRequestFormParams(message=message, requested_schema=schema)
+    )
     answer = await _ask(ctx, params, request, types.ElicitResult)
     if isinstance(answer, types.InputRequiredResult):
         return answer
@@ -318,15 +347,21 @@ async def call_tool(
         return _result(types.AudioContent(type="audio", data=WAV_SILENT, mime_type="audio/wav"))
     if name == "test_embedded_resource":
         resource = types.TextResourceContents(
-            uri="test://embedded-resource", mime_type="text/plain", text="This is an embedded resource content."
+            uri="test://embedded-resource",
+            mime_type="text/plain",
+            text="This is an embedded resource content.",
         )
         return _result(types.EmbeddedResource(type="resource", resource=resource))
     if name == "test_multiple_content_types":
         resource = types.TextResourceContents(
-            uri="test://mixed-content-resource", mime_type="application/json", text='{"test":"data","value":123}'
+            uri="test://mixed-content-resource",
+            mime_type="application/json",
+            text='{"test":"data","value":123}',
         )
         return _result(
-            _text("Multiple content types test:"), _image(), types.EmbeddedResource(type="resource", resource=resource)
+            _text("Multiple content types test:"),
+            _image(),
+            types.EmbeddedResource(type="resource", resource=resource),
         )
     if name == "test_tool_with_logging":
         await _log(ctx, "info", "Tool execution started")
@@ -355,7 +390,11 @@ async def call_tool(
         reply = await _ask(ctx, params, request, types.CreateMessageResult)
         if isinstance(reply, types.InputRequiredResult):
             return reply
-        text = reply.content.text if isinstance(reply.content, types.TextContent) else str(reply.content)
+        text = (
+            reply.content.text
+            if isinstance(reply.content, types.TextContent)
+            else str(reply.content)
+        )
         return _result(_text(f"LLM response: {text}"))
     if name == "test_elicitation":
         message = str(args.get("message", "Please provide your information"))
@@ -385,17 +424,28 @@ async def list_resource_templates(ctx: Any, params: Any) -> types.ListResourceTe
     return types.ListResourceTemplatesResult(resource_templates=TEMPLATES)
 
 
-async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+async def read_resource(
+    ctx: Any, params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
     uri = str(params.uri)
     if uri == "test://static-text":
-        contents: list[Any] = [types.TextResourceContents(uri=uri, mime_type="text/plain", text=STATIC_TEXT)]
+        contents: list[Any] = [
+            types.TextResourceContents(uri=uri, mime_type="text/plain", text=STATIC_TEXT)
+        ]
     elif uri == "test://static-binary":
         contents = [types.BlobResourceContents(uri=uri, mime_type="image/png", blob=PNG_1X1)]
     elif uri == "test://watched-resource":
-        contents = [types.TextResourceContents(uri=uri, mime_type="text/plain", text="Watched resource content")]
+        contents = [
+            types.TextResourceContents(
+                uri=uri, mime_type="text/plain", text="Watched resource content"
+            )
+        ]
     elif uri.startswith("test://template/") and uri.endswith("/data") and uri.count("/") == 4:
         item = uri[len("test://template/") : -len("/data")]
-        body = json.dumps({"id": item, "templateTest": True, "data": f"Data for ID: {item}"}, separators=(",", ":"))
+        body = json.dumps(
+            {"id": item, "templateTest": True, "data": f"Data for ID: {item}"},
+            separators=(",", ":"),
+        )
         contents = [types.TextResourceContents(uri=uri, mime_type="application/json", text=body)]
     else:
         raise MCPError(code=-32002, message=f"Resource not found: {uri}", data={"uri": uri})
@@ -427,13 +477,22 @@ async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.Ge
     elif params.name == "test_prompt_with_arguments":
         missing = [a for a in ("arg1", "arg2") if a not in args]
         if missing:
-            raise MCPError(code=types.INVALID_PARAMS, message=f"Missing required arguments: {', '.join(missing)}")
-        messages = [user(_text(f"Prompt with arguments: arg1='{args['arg1']}', arg2='{args['arg2']}'"))]
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"Missing required arguments: {', '.join(missing)}",
+            )
+        messages = [
+            user(_text(f"Prompt with arguments: arg1='{args['arg1']}', arg2='{args['arg2']}'"))
+        ]
     elif params.name == "test_prompt_with_embedded_resource":
         if "resourceUri" not in args:
-            raise MCPError(code=types.INVALID_PARAMS, message="Missing required argument: resourceUri")
+            raise MCPError(
+                code=types.INVALID_PARAMS, message="Missing required argument: resourceUri"
+            )
         resource = types.TextResourceContents(
-            uri=args["resourceUri"], mime_type="text/plain", text="Embedded resource content for testing."
+            uri=args["resourceUri"],
+            mime_type="text/plain",
+            text="Embedded resource content for testing.",
         )
         messages = [
             user(types.EmbeddedResource(type="resource", resource=resource)),
@@ -449,7 +508,9 @@ async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.Ge
 async def complete(ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
     prefix = params.argument.value or ""
     values = [v for v in COMPLETIONS.get(params.argument.name, []) if v.startswith(prefix)]
-    return types.CompleteResult(completion=types.Completion(values=values, total=len(values), has_more=False))
+    return types.CompleteResult(
+        completion=types.Completion(values=values, total=len(values), has_more=False)
+    )
 
 
 async def set_logging_level(ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
@@ -491,7 +552,9 @@ class MemoryEventStore(EventStore):
         self._events.append((event_id, stream_id, message))
         return event_id
 
-    async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
+    async def replay_events_after(
+        self, last_event_id: str, send_callback: EventCallback
+    ) -> str | None:
         stream = next((s for e, s, _ in self._events if e == last_event_id), None)
         if stream is None:
             return None
@@ -551,7 +614,11 @@ def run_sse(server: Server, host: str, port: int) -> None:
     from starlette.routing import Mount, Route
 
     security = None
-    if host in ("127.0.0.1", "localhost", "::1"):  # the same DNS-rebinding guard the SDK's own sse_app sets
+    if host in (
+        "127.0.0.1",
+        "localhost",
+        "::1",
+    ):  # the same DNS-rebinding guard the SDK's own sse_app sets
         security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
@@ -560,11 +627,16 @@ def run_sse(server: Server, host: str, port: int) -> None:
     sse = SseServerTransport("/messages/", security_settings=security)
 
     async def handle_sse(request: Any) -> Response:
-        async with sse.connect_sse(request.scope, request.receive, request._send) as (read_stream, write_stream):
+        async with sse.connect_sse(request.scope, request.receive, request._send) as (
+            read_stream,
+            write_stream,
+        ):
             await server.run(read_stream, write_stream, server.create_initialization_options())
         return Response()
 
-    app = Starlette(routes=[Route("/sse", handle_sse), Mount("/messages/", app=sse.handle_post_message)])
+    app = Starlette(
+        routes=[Route("/sse", handle_sse), Mount("/messages/", app=sse.handle_post_message)]
+    )
     print(f"conformance fixture: http://{host}:{port}/sse", file=sys.stderr, flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
@@ -572,9 +644,15 @@ def run_sse(server: Server, host: str, port: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--http", type=int, metavar="PORT", help="serve Streamable HTTP at http://HOST:PORT/mcp")
-    mode.add_argument("--sse", type=int, metavar="PORT", help="serve legacy SSE at http://HOST:PORT/sse")
-    parser.add_argument("--host", default="127.0.0.1", help="bind address for --http/--sse (default 127.0.0.1)")
+    mode.add_argument(
+        "--http", type=int, metavar="PORT", help="serve Streamable HTTP at http://HOST:PORT/mcp"
+    )
+    mode.add_argument(
+        "--sse", type=int, metavar="PORT", help="serve legacy SSE at http://HOST:PORT/sse"
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="bind address for --http/--sse (default 127.0.0.1)"
+    )
     parser.add_argument(
         "--bearer",
         metavar="TOKEN",

@@ -155,7 +155,9 @@ if __name__ == "__main__":
         server.run("stdio")
     elif transport == "http":
         server.run("streamable-http", host="127.0.0.1", port=port)
-    elif transport == "http-json":  # answers plain requests with a JSON body instead of an SSE stream
+    elif (
+        transport == "http-json"
+    ):  # answers plain requests with a JSON body instead of an SSE stream
         server.run("streamable-http", host="127.0.0.1", port=port, json_response=True)
     elif transport == "https":  # Streamable HTTP over TLS, as most remote servers are
         import uvicorn
@@ -166,6 +168,8 @@ if __name__ == "__main__":
             ssl_certfile=os.environ["ECHO_TLS_CERT"], ssl_keyfile=os.environ["ECHO_TLS_KEY"],
         )  # fmt: skip
     elif transport == "http-stateless":  # no session id, a JSON body per request
-        server.run("streamable-http", host="127.0.0.1", port=port, json_response=True, stateless_http=True)
+        server.run(
+            "streamable-http", host="127.0.0.1", port=port, json_response=True, stateless_http=True
+        )
     else:
         server.run("sse", host="127.0.0.1", port=port)

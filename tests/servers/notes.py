@@ -15,18 +15,26 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-warnings.filterwarnings("ignore", category=MCPDeprecationWarning)  # resources/subscribe is deprecated in 2026-07-28
+warnings.filterwarnings(
+    "ignore", category=MCPDeprecationWarning
+)  # resources/subscribe is deprecated in 2026-07-28
 
 URI = "note://board"
 board = {"text": "empty", "subscribed": False}
 
 
 async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-    return types.ListResourcesResult(resources=[types.Resource(uri=URI, name="board", mime_type="text/plain")])
+    return types.ListResourcesResult(
+        resources=[types.Resource(uri=URI, name="board", mime_type="text/plain")]
+    )
 
 
-async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-    return types.ReadResourceResult(contents=[types.TextResourceContents(uri=URI, mime_type="text/plain", text=board["text"])])
+async def read_resource(
+    ctx: Any, params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    return types.ReadResourceResult(
+        contents=[types.TextResourceContents(uri=URI, mime_type="text/plain", text=board["text"])]
+    )
 
 
 async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
@@ -39,7 +47,15 @@ async def unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> types
     return types.EmptyResult()
 
 
-WRITE = types.Tool(name="write", description="Write the note", input_schema={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+WRITE = types.Tool(
+    name="write",
+    description="Write the note",
+    input_schema={
+        "type": "object",
+        "properties": {"text": {"type": "string"}},
+        "required": ["text"],
+    },
+)
 
 
 async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -55,10 +71,14 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
 
 def build_server() -> Server:
     return Server(
-        "notes", version="1.0.0",
-        on_list_tools=list_tools, on_call_tool=call_tool,
-        on_list_resources=list_resources, on_read_resource=read_resource,
-        on_subscribe_resource=subscribe, on_unsubscribe_resource=unsubscribe,
+        "notes",
+        version="1.0.0",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+        on_subscribe_resource=subscribe,
+        on_unsubscribe_resource=unsubscribe,
     )
 
 

@@ -58,7 +58,9 @@ class Store:
     pending: dict[str, tuple[str, AuthorizationParams]] = field(default_factory=dict)
     codes: dict[str, AuthorizationCode] = field(default_factory=dict)
     grants: dict[str, Grant] = field(default_factory=dict)
-    access: dict[str, tuple[AccessToken, str]] = field(default_factory=dict)  # token -> (token, grant id)
+    access: dict[str, tuple[AccessToken, str]] = field(
+        default_factory=dict
+    )  # token -> (token, grant id)
     refresh: dict[str, tuple[RefreshToken, str]] = field(default_factory=dict)
     refreshes: dict[str, int] = field(default_factory=dict)  # subject -> successful refreshes
     authorize_requests: list[dict[str, str | None]] = field(default_factory=list)
@@ -77,20 +79,29 @@ class Provider:
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         self.store.clients[client_info.client_id] = client_info
 
-    async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+    async def authorize(
+        self, client: OAuthClientInformationFull, params: AuthorizationParams
+    ) -> str:
         if not params.state:
             raise AuthorizeError("invalid_request", "state is required")
         request_id = secrets.token_urlsafe(16)
         self.store.pending[request_id] = (client.client_id, params)
-        self.store.authorize_requests.append({"client_id": client.client_id, "resource": params.resource})
+        self.store.authorize_requests.append(
+            {"client_id": client.client_id, "resource": params.resource}
+        )
         return f"{self.base_url}/approve?request={request_id}"
 
     def approve(self, request_id: str, subject: str) -> str:
         client_id, params = self.store.pending.pop(request_id)
         code = AuthorizationCode(
-            code=secrets.token_urlsafe(32), scopes=params.scopes or ["mcp"], expires_at=time.time() + 300,
-            client_id=client_id, code_challenge=params.code_challenge, redirect_uri=params.redirect_uri,
-            redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly, resource=params.resource,
+            code=secrets.token_urlsafe(32),
+            scopes=params.scopes or ["mcp"],
+            expires_at=time.time() + 300,
+            client_id=client_id,
+            code_challenge=params.code_challenge,
+            redirect_uri=params.redirect_uri,
+            redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
+            resource=params.resource,
             subject=subject,
         )
         self.store.codes[code.code] = code
@@ -98,28 +109,49 @@ class Provider:
 
     def deny(self, request_id: str) -> str:
         _, params = self.store.pending.pop(request_id)
-        return construct_redirect_uri(str(params.redirect_uri), error="access_denied", state=params.state)
+        return construct_redirect_uri(
+            str(params.redirect_uri), error="access_denied", state=params.state
+        )
 
-    async def load_authorization_code(self, client: OAuthClientInformationFull, authorization_code: str) -> AuthorizationCode | None:
+    async def load_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: str
+    ) -> AuthorizationCode | None:
         code = self.store.codes.get(authorization_code)
         return code if code is not None and code.client_id == client.client_id else None
 
-    async def exchange_authorization_code(self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode) -> OAuthToken:
+    async def exchange_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
+    ) -> OAuthToken:
         if self.store.codes.pop(authorization_code.code, None) is None:
             raise TokenError("invalid_grant", "authorization code already used")
-        grant = Grant(secrets.token_hex(4), authorization_code.subject or "?", client.client_id,
-                      authorization_code.scopes, authorization_code.resource)
+        grant = Grant(
+            secrets.token_hex(4),
+            authorization_code.subject or "?",
+            client.client_id,
+            authorization_code.scopes,
+            authorization_code.resource,
+        )
         self.store.grants[grant.id] = grant
         return self._issue(grant)
 
-    async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
+    async def load_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: str
+    ) -> RefreshToken | None:
         found = self.store.refresh.get(refresh_token)
-        if found is None or found[0].client_id != client.client_id or self.store.grants[found[1]].revoked:
+        if (
+            found is None
+            or found[0].client_id != client.client_id
+            or self.store.grants[found[1]].revoked
+        ):
             return None
         return found[0]
 
-    async def exchange_refresh_token(self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]) -> OAuthToken:
-        _, grant_id = self.store.refresh.pop(refresh_token.token)  # rotation: a refresh token works once
+    async def exchange_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
+    ) -> OAuthToken:
+        _, grant_id = self.store.refresh.pop(
+            refresh_token.token
+        )  # rotation: a refresh token works once
         grant = self.store.grants[grant_id]
         self.store.refreshes[grant.subject] = self.store.refreshes.get(grant.subject, 0) + 1
         return self._issue(grant)
@@ -128,10 +160,23 @@ class Provider:
         grant.generation += 1
         access, refresh = f"at-{secrets.token_urlsafe(24)}", f"rt-{secrets.token_urlsafe(24)}"
         expires_at = int(time.time()) + self.store.token_ttl
-        common = {"client_id": grant.client_id, "scopes": grant.scopes, "resource": grant.resource, "subject": grant.subject}
-        self.store.access[access] = (AccessToken(token=access, expires_at=expires_at, **common), grant.id)
+        common = {
+            "client_id": grant.client_id,
+            "scopes": grant.scopes,
+            "resource": grant.resource,
+            "subject": grant.subject,
+        }
+        self.store.access[access] = (
+            AccessToken(token=access, expires_at=expires_at, **common),
+            grant.id,
+        )
         self.store.refresh[refresh] = (RefreshToken(token=refresh, **common), grant.id)
-        return OAuthToken(access_token=access, expires_in=self.store.token_ttl, scope=" ".join(grant.scopes), refresh_token=refresh)
+        return OAuthToken(
+            access_token=access,
+            expires_in=self.store.token_ttl,
+            scope=" ".join(grant.scopes),
+            refresh_token=refresh,
+        )
 
     async def load_access_token(self, token: str) -> AccessToken | None:
         found = self.store.access.get(token)
@@ -161,22 +206,42 @@ def build(port: int, token_ttl: int) -> tuple[MCPServer, Provider]:
     base = f"http://127.0.0.1:{port}"
     provider = Provider(Store(token_ttl), base)
     auth = AuthSettings(
-        issuer_url=base, resource_server_url=f"{base}/mcp", required_scopes=["mcp"], validate_token_resource=True,
-        client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=SCOPES, default_scopes=["mcp"]),
+        issuer_url=base,
+        resource_server_url=f"{base}/mcp",
+        required_scopes=["mcp"],
+        validate_token_resource=True,
+        client_registration_options=ClientRegistrationOptions(
+            enabled=True, valid_scopes=SCOPES, default_scopes=["mcp"]
+        ),
         revocation_options=RevocationOptions(enabled=True),
     )
-    server = MCPServer("oauth-protected", version="1.0", auth=auth, auth_server_provider=provider, log_level="WARNING")
+    server = MCPServer(
+        "oauth-protected",
+        version="1.0",
+        auth=auth,
+        auth_server_provider=provider,
+        log_level="WARNING",
+    )
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))  # unmarked, an LLM's call would wait for approval
+    @server.tool(
+        annotations=ToolAnnotations(read_only_hint=True)
+    )  # unmarked, an LLM's call would wait for approval
     def whoami() -> dict[str, object]:
         """Who the presented token belongs to at this backend: subject, grant and token generation."""
         token = get_access_token()
         grant = provider.grant_of(token.token) if token else None
         if grant is None:
             return {"subject": None}
-        return {"subject": grant.subject, "grant": grant.id, "generation": grant.generation, "client_id": grant.client_id}
+        return {
+            "subject": grant.subject,
+            "grant": grant.id,
+            "generation": grant.generation,
+            "client_id": grant.client_id,
+        }
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))  # unmarked, an LLM's call would wait for approval
+    @server.tool(
+        annotations=ToolAnnotations(read_only_hint=True)
+    )  # unmarked, an LLM's call would wait for approval
     def echo(text: str) -> str:
         """Return the text unchanged."""
         return text
@@ -207,13 +272,23 @@ def build(port: int, token_ttl: int) -> tuple[MCPServer, Provider]:
     @server.custom_route("/admin/stats", methods=["GET"])
     async def admin_stats(request: Request) -> Response:
         store = provider.store
-        return JSONResponse({
-            "clients": len(store.clients),
-            "refreshes": store.refreshes,
-            "grants": [{"id": g.id, "subject": g.subject, "revoked": g.revoked, "generation": g.generation,
-                        "resource": g.resource} for g in store.grants.values()],
-            "authorize_requests": store.authorize_requests,
-        })
+        return JSONResponse(
+            {
+                "clients": len(store.clients),
+                "refreshes": store.refreshes,
+                "grants": [
+                    {
+                        "id": g.id,
+                        "subject": g.subject,
+                        "revoked": g.revoked,
+                        "generation": g.generation,
+                        "resource": g.resource,
+                    }
+                    for g in store.grants.values()
+                ],
+                "authorize_requests": store.authorize_requests,
+            }
+        )
 
     return server, provider
 

@@ -33,7 +33,10 @@ async def list_prompts(ctx, params):
 
 
 server = Server(
-    "paged", on_list_tools=list_tools, on_list_resources=list_resources, on_list_prompts=list_prompts
+    "paged",
+    on_list_tools=list_tools,
+    on_list_resources=list_resources,
+    on_list_prompts=list_prompts,
 )
 
 

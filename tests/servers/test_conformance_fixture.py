@@ -29,7 +29,9 @@ pytestmark = [
     pytest.mark.anyio,
     pytest.mark.timeout(60),
     # logging/setLevel, sampling and resources/subscribe are deprecated in 2026-07-28; the 2025 eras test them.
-    pytest.mark.filterwarnings(f"ignore::{MCPDeprecationWarning.__module__}.{MCPDeprecationWarning.__name__}"),
+    pytest.mark.filterwarnings(
+        f"ignore::{MCPDeprecationWarning.__module__}.{MCPDeprecationWarning.__name__}"
+    ),
 ]
 
 FIXTURE = Path(conformance_fixture.__file__)
@@ -63,15 +65,21 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def answer_sampling(context, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+async def answer_sampling(
+    context, params: types.CreateMessageRequestParams
+) -> types.CreateMessageResult:
     asked = params.messages[0].content.text
     return types.CreateMessageResult(
-        role="assistant", content=types.TextContent(type="text", text=f"echo {asked}"), model="scripted"
+        role="assistant",
+        content=types.TextContent(type="text", text=f"echo {asked}"),
+        model="scripted",
     )
 
 
 async def answer_elicitation(context, params: types.ElicitRequestParams) -> types.ElicitResult:
-    return types.ElicitResult(action="accept", content={"username": "alice", "email": "alice@example.com"})
+    return types.ElicitResult(
+        action="accept", content={"username": "alice", "email": "alice@example.com"}
+    )
 
 
 async def test_stdio_tools_resources_prompts() -> None:
@@ -126,7 +134,10 @@ async def test_stdio_tools_resources_prompts() -> None:
         sampled = await client.call_tool("test_sampling", {"prompt": "hello"})
         assert sampled.content[0].text == "LLM response: echo hello"
         elicited = await client.call_tool("test_elicitation", {"message": "who are you?"})
-        assert "action=accept" in elicited.content[0].text and "alice@example.com" in elicited.content[0].text
+        assert (
+            "action=accept" in elicited.content[0].text
+            and "alice@example.com" in elicited.content[0].text
+        )
 
         uris = {str(r.uri) for r in (await client.list_resources()).resources}
         assert {"test://static-text", "test://static-binary", "test://watched-resource"} <= uris
@@ -137,11 +148,19 @@ async def test_stdio_tools_resources_prompts() -> None:
         binary = await client.read_resource("test://static-binary")
         assert binary.contents[0].mime_type == "image/png" and binary.contents[0].blob
         templated = await client.read_resource("test://template/123/data")
-        assert json.loads(templated.contents[0].text) == {"id": "123", "templateTest": True, "data": "Data for ID: 123"}
+        assert json.loads(templated.contents[0].text) == {
+            "id": "123",
+            "templateTest": True,
+            "data": "Data for ID: 123",
+        }
 
         assert {p.name for p in (await client.list_prompts()).prompts} == EXPECTED_PROMPTS
-        prompt = await client.get_prompt("test_prompt_with_arguments", {"arg1": "hello", "arg2": "world"})
-        assert prompt.messages[0].content.text == "Prompt with arguments: arg1='hello', arg2='world'"
+        prompt = await client.get_prompt(
+            "test_prompt_with_arguments", {"arg1": "hello", "arg2": "world"}
+        )
+        assert (
+            prompt.messages[0].content.text == "Prompt with arguments: arg1='hello', arg2='world'"
+        )
         image_prompt = await client.get_prompt("test_prompt_with_image")
         assert image_prompt.messages[0].content.type == "image"
 
@@ -207,12 +226,22 @@ async def test_http_reconnection_resumes_with_last_event_id(http_fixture: str) -
         params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client_info}
         initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
         response = await http.post(http_fixture, json=initialize, headers=json_sse)
-        session = {"mcp-session-id": response.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        session = {
+            "mcp-session-id": response.headers["mcp-session-id"],
+            "mcp-protocol-version": "2025-11-25",
+        }
         initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         await http.post(http_fixture, json=initialized, headers=json_sse | session)
 
-        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "test_reconnection"}}
-        async with http.stream("POST", http_fixture, json=call, headers=json_sse | session) as response:
+        call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "test_reconnection"},
+        }
+        async with http.stream(
+            "POST", http_fixture, json=call, headers=json_sse | session
+        ) as response:
             closed_early = await sse_events(response)
         # The stream ends after the priming event (an id, empty data, a retry hint), before any result.
         assert [e.get("data") for e in closed_early] == [""]

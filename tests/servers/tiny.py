@@ -66,7 +66,11 @@ def answer(msg):
 
 def flags():
     argv = sys.argv[1:]
-    return {argv[i]: (argv[i + 1] if i + 1 < len(argv) else "") for i in range(len(argv)) if argv[i].startswith("--")}
+    return {
+        argv[i]: (argv[i + 1] if i + 1 < len(argv) else "")
+        for i in range(len(argv))
+        if argv[i].startswith("--")
+    }
 
 
 def main():
@@ -89,7 +93,11 @@ def main():
             continue
         result = answer(msg)
         if result is None:
-            reply = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "Method not found"}}
+            reply = {
+                "jsonrpc": "2.0",
+                "id": msg["id"],
+                "error": {"code": -32601, "message": "Method not found"},
+            }
         else:
             reply = {"jsonrpc": "2.0", "id": msg["id"], "result": result}
         sys.stdout.write(json.dumps(reply) + "\n")

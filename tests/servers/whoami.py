@@ -22,7 +22,12 @@ def whoami(ctx: Context) -> str:
     request = ctx.request_context.request
     if request is None:
         return json.dumps({"token": os.environ.get("USER_TOKEN", ""), "pid": os.getpid()})
-    return json.dumps({"header": request.headers.get("x-user-token", ""), "key": request.query_params.get("key", "")})
+    return json.dumps(
+        {
+            "header": request.headers.get("x-user-token", ""),
+            "key": request.query_params.get("key", ""),
+        }
+    )
 
 
 if __name__ == "__main__":
@@ -30,4 +35,10 @@ if __name__ == "__main__":
     if transport == "stdio":
         server.run("stdio")
     else:
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]), stateless_http=True, json_response=True)
+        server.run(
+            "streamable-http",
+            host="127.0.0.1",
+            port=int(sys.argv[2]),
+            stateless_http=True,
+            json_response=True,
+        )

@@ -8,13 +8,24 @@ import pytest
 
 from apps.toolsets.models import EVERY_CALL, MARKED_DESTRUCTIVE, NOT_READ_ONLY, Endpoint
 
-UNMARKED = [None, {}, {"title": "Drop all"}, {"readOnlyHint": False}, {"destructiveHint": None}, "garbage", [True]]
+UNMARKED = [
+    None,
+    {},
+    {"title": "Drop all"},
+    {"readOnlyHint": False},
+    {"destructiveHint": None},
+    "garbage",
+    [True],
+]
 HINTS = [
     *[(annotations, NOT_READ_ONLY) for annotations in UNMARKED],
     ({"destructiveHint": True}, MARKED_DESTRUCTIVE),
     ({"readOnlyHint": False, "destructiveHint": True}, MARKED_DESTRUCTIVE),
     ({"readOnlyHint": True}, None),
-    ({"readOnlyHint": True, "destructiveHint": True}, None),  # destructiveHint means nothing for a read-only tool
+    (
+        {"readOnlyHint": True, "destructiveHint": True},
+        None,
+    ),  # destructiveHint means nothing for a read-only tool
     ({"destructiveHint": False}, None),
     ({"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True}, None),
     # Only JSON booleans are marks: a server's "true" string or 1 does not make a tool read-only.
@@ -39,4 +50,3 @@ def test_every_call_mode_says_the_tools_own_reason_first(annotations, reason):
 @pytest.mark.parametrize("annotations, reason", HINTS)
 def test_approval_off_never_asks(annotations, reason):
     assert Endpoint(approval="off").approval_reason(annotations) is None
-

@@ -29,7 +29,9 @@ async def test_a_row_recorded_during_a_slow_write_is_written_soon_after(monkeypa
     calllog.record(None, None, ECHO, now, time.perf_counter(), ok=True, error="", arguments={})
     await asyncio.sleep(0.2)  # the first batch is being written now
     second = Exposed(name="crash", server="echo", backend_name="crash", item_id=1, entry={})
-    calllog.record(None, None, second, now, time.perf_counter(), ok=False, error="boom", arguments={})
+    calllog.record(
+        None, None, second, now, time.perf_counter(), ok=False, error="boom", arguments={}
+    )
 
     for _ in range(40):
         if "crash" in written:

@@ -29,17 +29,31 @@ def test_mcp_token_json_prints_a_working_token_and_the_endpoint(db):
 
 def test_a_user_created_for_a_token_is_told_how_to_get_a_password(db):
     err = StringIO()
-    call_command("mcp_token", "create", "--user", "erin", "--create-user", stdout=StringIO(), stderr=err)
+    call_command(
+        "mcp_token", "create", "--user", "erin", "--create-user", stdout=StringIO(), stderr=err
+    )
 
-    assert "without a password" in err.getvalue() and "./hub manage changepassword erin" in err.getvalue()
+    assert (
+        "without a password" in err.getvalue()
+        and "./hub manage changepassword erin" in err.getvalue()
+    )
     assert not User.objects.get(username="erin").has_usable_password()
 
 
 def test_a_user_created_with_a_password_from_the_environment_can_sign_in(db, monkeypatch, client):
     monkeypatch.setenv("ERIN_PASSWORD", "a-long-enough-secret")
     err = StringIO()
-    call_command("mcp_token", "create", "--user", "erin", "--create-user", "--password-env", "ERIN_PASSWORD",
-                 stdout=StringIO(), stderr=err)
+    call_command(
+        "mcp_token",
+        "create",
+        "--user",
+        "erin",
+        "--create-user",
+        "--password-env",
+        "ERIN_PASSWORD",
+        stdout=StringIO(),
+        stderr=err,
+    )
 
     assert err.getvalue() == ""
     assert User.objects.get(username="erin").check_password("a-long-enough-secret")
@@ -48,7 +62,16 @@ def test_a_user_created_with_a_password_from_the_environment_can_sign_in(db, mon
 def test_a_password_variable_that_is_not_set_changes_nothing(db, monkeypatch):
     monkeypatch.delenv("NOPE", raising=False)
     with pytest.raises(CommandError, match="NOPE: that environment variable is not set"):
-        call_command("mcp_token", "create", "--user", "erin", "--create-user", "--password-env", "NOPE", stdout=StringIO())
+        call_command(
+            "mcp_token",
+            "create",
+            "--user",
+            "erin",
+            "--create-user",
+            "--password-env",
+            "NOPE",
+            stdout=StringIO(),
+        )
 
     assert not User.objects.filter(username="erin").exists()
 
@@ -56,7 +79,9 @@ def test_a_password_variable_that_is_not_set_changes_nothing(db, monkeypatch):
 def test_mcp_token_scoped_to_an_endpoint(alice):
     slug = alice.endpoints.get().slug
 
-    payload = json.loads(run("mcp_token", "create", "--user", "alice", "--endpoint", slug, "--json"))
+    payload = json.loads(
+        run("mcp_token", "create", "--user", "alice", "--endpoint", slug, "--json")
+    )
 
     assert authenticate_token(payload["token"]).endpoint.slug == slug
 
@@ -91,13 +116,19 @@ def test_mcp_enable_by_pattern_and_disable(alice, global_server, alice_private_s
     endpoint = alice.endpoints.get()
 
     run("mcp_enable", "--user", "alice", "time.*", "alice-notes.read_note")
-    assert {t.key for t in endpoint.tools.all()} == {"time.now", "time.convert", "alice-notes.read_note"}
+    assert {t.key for t in endpoint.tools.all()} == {
+        "time.now",
+        "time.convert",
+        "alice-notes.read_note",
+    }
 
     run("mcp_enable", "--user", "alice", "--disable", "*.convert")
     assert {t.key for t in endpoint.tools.all()} == {"time.now", "alice-notes.read_note"}
 
 
-def test_mcp_enable_never_reaches_tools_the_user_cannot_see(charlie, alice_private_server, make_tool):
+def test_mcp_enable_never_reaches_tools_the_user_cannot_see(
+    charlie, alice_private_server, make_tool
+):
     make_tool(alice_private_server, "read_note")
 
     with pytest.raises(CommandError, match="No tool matches"):

@@ -16,7 +16,10 @@ def test_alices_urls_do_not_carry_her_username(alice):
 
 
 def test_two_endpoints_of_the_same_name_get_different_urls(alice, bob):
-    assert create_endpoint(owner=alice, name="Work").slug != create_endpoint(owner=bob, name="Work").slug
+    assert (
+        create_endpoint(owner=alice, name="Work").slug
+        != create_endpoint(owner=bob, name="Work").slug
+    )
 
 
 def test_a_name_with_nothing_sluggable_still_gets_a_valid_url(alice):
@@ -24,4 +27,3 @@ def test_a_name_with_nothing_sluggable_still_gets_a_valid_url(alice):
 
     assert re.fullmatch(r"endpoint-[0-9a-f]{6}", endpoint.slug)
     endpoint.full_clean()
-

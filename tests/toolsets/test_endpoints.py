@@ -71,7 +71,9 @@ def test_replacing_the_enabled_set_keeps_overrides_of_kept_tools(alice, global_s
 
     set_enabled_tools(endpoint=endpoint, tools=[keep])
 
-    assert [(et.tool, et.name_override) for et in endpoint.endpoint_tools.all()] == [(keep, "my_keep")]
+    assert [(et.tool, et.name_override) for et in endpoint.endpoint_tools.all()] == [
+        (keep, "my_keep")
+    ]
 
 
 def test_each_preset_save_is_a_new_version(alice):

@@ -8,7 +8,9 @@ from apps.toolsets.models import Preset
 from apps.toolsets.selectors import visible_endpoints, visible_presets
 
 
-def test_private_servers_and_their_tools_are_the_owners_alone(alice, bob, charlie, alice_private_server, global_server, make_tool):
+def test_private_servers_and_their_tools_are_the_owners_alone(
+    alice, bob, charlie, alice_private_server, global_server, make_tool
+):
     make_tool(alice_private_server, "read_note")
     make_tool(global_server, "now")
 
@@ -19,7 +21,9 @@ def test_private_servers_and_their_tools_are_the_owners_alone(alice, bob, charli
 
 
 def test_team_servers_are_seen_by_the_team_only(alice, bob, charlie, team):
-    server = McpServer.objects.create(name="team-db", command="x", visibility="team", team=team, owner=alice)
+    server = McpServer.objects.create(
+        name="team-db", command="x", visibility="team", team=team, owner=alice
+    )
 
     assert server in visible_servers(bob)
     assert server not in visible_servers(charlie)

@@ -48,7 +48,9 @@ def test_a_newcomer_with_the_same_name_is_the_one_prefixed(alice, everything, ot
     assert static_names(endpoint) == {"echo": "everything.echo", "other__echo": "other.echo"}
 
 
-def test_the_name_survives_switching_to_dynamic_beside_others_servers(alice, everything, other_echo):
+def test_the_name_survives_switching_to_dynamic_beside_others_servers(
+    alice, everything, other_echo
+):
     endpoint = alice.endpoints.get()
     enable_tools(endpoint=endpoint, tools=[everything])
     static_names(endpoint)
@@ -71,12 +73,17 @@ def test_the_owner_changing_the_strategy_renames_everything(alice, everything, o
 
 
 def test_an_override_wins_over_a_kept_name():
-    names = assign([Candidate("a", "echo", fixed="echo"), Candidate("b", "say", override="echo")], "hybrid")
+    names = assign(
+        [Candidate("a", "echo", fixed="echo"), Candidate("b", "say", override="echo")], "hybrid"
+    )
 
     assert names == ["a__echo", "echo"]
 
 
 def test_two_newcomers_that_clash_are_both_prefixed_and_the_kept_one_stays():
-    names = assign([Candidate("a", "echo", fixed="echo"), Candidate("b", "echo"), Candidate("c", "echo")], "hybrid")
+    names = assign(
+        [Candidate("a", "echo", fixed="echo"), Candidate("b", "echo"), Candidate("c", "echo")],
+        "hybrid",
+    )
 
     assert names == ["echo", "b__echo", "c__echo"]

@@ -19,7 +19,9 @@ def oauth_backend() -> Iterator[OAuthBackend]:
 @pytest.fixture
 def oauth_server(transactional_db, oauth_backend) -> McpServer:
     """The OAuth backend as a shared server, marked as requiring OAuth (as discovery leaves it)."""
-    return McpServer.objects.create(name="vault", transport="streamable_http", url=oauth_backend.url, oauth=True)
+    return McpServer.objects.create(
+        name="vault", transport="streamable_http", url=oauth_backend.url, oauth=True
+    )
 
 
 @pytest.fixture

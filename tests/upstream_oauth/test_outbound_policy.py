@@ -21,7 +21,10 @@ def _challenging(metadata_url: str, *, authorization_server: str | None = None):
 
     def answer(method: str, path: str) -> tuple[int, dict[str, str], bytes]:
         if path.startswith("/.well-known/oauth-protected-resource") and authorization_server:
-            document = {"resource": "http://placeholder/mcp", "authorization_servers": [authorization_server]}
+            document = {
+                "resource": "http://placeholder/mcp",
+                "authorization_servers": [authorization_server],
+            }
             return 200, {"Content-Type": "application/json"}, json.dumps(document).encode()
         if path == "/mcp":
             return 401, {"WWW-Authenticate": f'Bearer resource_metadata="{metadata_url}"'}, b""
@@ -37,8 +40,12 @@ def no_allowance(settings) -> None:
 
 def test_a_loopback_metadata_url_in_the_challenge_is_not_fetched(no_allowance):
     with Canary() as internal, Canary() as backend:
-        backend.answer = _challenging(f"http://127.0.0.1:{internal.port}/.well-known/oauth-protected-resource")
-        server = McpServer.objects.create(name="vault", transport="streamable_http", url=f"http://127.0.0.1:{backend.port}/mcp")
+        backend.answer = _challenging(
+            f"http://127.0.0.1:{internal.port}/.well-known/oauth-protected-resource"
+        )
+        server = McpServer.objects.create(
+            name="vault", transport="streamable_http", url=f"http://127.0.0.1:{backend.port}/mcp"
+        )
 
         with pytest.raises(upstream_services.ConnectFailed) as failed:
             upstream_services.server_auth(server=server)
@@ -52,8 +59,12 @@ def test_a_loopback_metadata_url_in_the_challenge_is_not_fetched(no_allowance):
 def test_an_authorization_server_on_another_loopback_port_is_not_fetched(no_allowance):
     with Canary() as internal, Canary() as backend:
         own_metadata = f"http://127.0.0.1:{backend.port}/.well-known/oauth-protected-resource"
-        backend.answer = _challenging(own_metadata, authorization_server=f"http://[::1]:{internal.port}/")
-        server = McpServer.objects.create(name="vault", transport="streamable_http", url=f"http://127.0.0.1:{backend.port}/mcp")
+        backend.answer = _challenging(
+            own_metadata, authorization_server=f"http://[::1]:{internal.port}/"
+        )
+        server = McpServer.objects.create(
+            name="vault", transport="streamable_http", url=f"http://127.0.0.1:{backend.port}/mcp"
+        )
 
         with pytest.raises(upstream_services.ConnectFailed) as failed:
             upstream_services.server_auth(server=server)

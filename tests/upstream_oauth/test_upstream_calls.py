@@ -16,8 +16,8 @@ from apps.catalog import operations
 from apps.catalog.models import McpServer
 from apps.credentials.upstream_models import UpstreamOAuthGrant
 from apps.toolsets.services import enable_tools
-from tests.upstream_oauth.upstream import OAuthBackend, connect, whoami
 from tests.live_hub import wait_for
+from tests.upstream_oauth.upstream import OAuthBackend, connect, whoami
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.anyio]
 
@@ -34,17 +34,25 @@ def short_lived_backend() -> Iterator[OAuthBackend]:
 @pytest.fixture
 def vault(hub, short_lived_backend, admin_user, alice, bob, charlie, browser_of) -> McpServer:
     """The backend, discovered with the admin's own sign-in, enabled on alice's, bob's and charlie's endpoints."""
-    server = McpServer.objects.create(name="vault", transport="streamable_http", url=short_lived_backend.url)
+    server = McpServer.objects.create(
+        name="vault", transport="streamable_http", url=short_lived_backend.url
+    )
     assert "Requires OAuth" in operations.discover_now(server=server).error  # marks it
-    browser_of(admin_user).authorize("vault", subject="admin@vault")  # discovers it with the admin's sign-in
-    assert wait_for(lambda: server.tools.filter(name="whoami").exists(), 60), McpServer.objects.get(pk=server.pk).last_error
+    browser_of(admin_user).authorize(
+        "vault", subject="admin@vault"
+    )  # discovers it with the admin's sign-in
+    assert wait_for(lambda: server.tools.filter(name="whoami").exists(), 60), McpServer.objects.get(
+        pk=server.pk
+    ).last_error
     assert McpServer.objects.get(pk=server.pk).status == McpServer.Status.HEALTHY
     for user in (alice, bob, charlie):
         enable_tools(endpoint=user.endpoints.get(), tools=server.tools.all())
     return server
 
 
-async def test_each_users_calls_reach_the_backend_with_their_own_token(hub, vault, short_lived_backend, alice, bob, browser_of):
+async def test_each_users_calls_reach_the_backend_with_their_own_token(
+    hub, vault, short_lived_backend, alice, bob, browser_of
+):
     await connect(browser_of, alice, "alice@vault")
     await connect(browser_of, bob, "bob@vault")
 
@@ -55,9 +63,10 @@ async def test_each_users_calls_reach_the_backend_with_their_own_token(hub, vaul
     assert alices[0]["grant"] != bobs[0]["grant"]
 
 
-
 async def test_background_health_checks_use_a_staff_users_sign_in(hub, vault):
-    verdict = await sync_to_async(operations.check_health)(server=vault)  # no acting user: a beat task
+    verdict = await sync_to_async(operations.check_health)(
+        server=vault
+    )  # no acting user: a beat task
 
     assert verdict.status == McpServer.Status.HEALTHY, verdict.reason
 
@@ -70,7 +79,9 @@ async def test_charlie_who_never_connected_is_told_where_to_connect(hub, vault, 
     assert "/tools/#connections" in text
 
 
-async def test_an_expiring_token_is_refreshed_before_the_call(hub, vault, short_lived_backend, alice, browser_of):
+async def test_an_expiring_token_is_refreshed_before_the_call(
+    hub, vault, short_lived_backend, alice, browser_of
+):
     await connect(browser_of, alice, "alice@vault")
     first, _ = await whoami(hub, alice)
 
@@ -86,7 +97,9 @@ async def test_an_expiring_token_is_refreshed_before_the_call(hub, vault, short_
     assert grant.refreshed_at is not None and not grant.broken
 
 
-async def test_a_revoked_grant_says_reconnect_and_never_borrows_another_users_token(hub, vault, short_lived_backend, alice, bob, browser_of):
+async def test_a_revoked_grant_says_reconnect_and_never_borrows_another_users_token(
+    hub, vault, short_lived_backend, alice, bob, browser_of
+):
     await connect(browser_of, alice, "alice@vault")
     await connect(browser_of, bob, "bob@vault")
     assert (await whoami(hub, bob))[0]["subject"] == "bob@vault"
@@ -107,7 +120,9 @@ async def test_a_revoked_grant_says_reconnect_and_never_borrows_another_users_to
     assert (await whoami(hub, bob))[0]["subject"] == "bob@vault"
 
 
-async def test_tokens_never_appear_in_api_pages_logs_or_exports(hub, vault, alice, admin_user, browser_of, client):
+async def test_tokens_never_appear_in_api_pages_logs_or_exports(
+    hub, vault, alice, admin_user, browser_of, client
+):
     await connect(browser_of, alice, "alice@vault")
     await whoami(hub, alice)
     grants = await sync_to_async(list)(UpstreamOAuthGrant.objects.all())
@@ -118,11 +133,21 @@ async def test_tokens_never_appear_in_api_pages_logs_or_exports(hub, vault, alic
         client.force_login(admin_user)
         export = io.StringIO()
         call_command("mcp_export", "--include-secrets", stdout=export)
-        pages = [client.get(path).content.decode() for path in ("/servers/", "/tools/", "/api/servers/", "/api/servers/vault/")]
-        admin_pages = [client.get(f"/admin/credentials/{model}/").content.decode() for model in ("upstreamoauthgrant", "upstreamoauthclient")]
-        return "\n".join([export.getvalue(), *pages, *admin_pages, browser_of(alice).tools_page(), hub.log()])
+        pages = [
+            client.get(path).content.decode()
+            for path in ("/servers/", "/tools/", "/api/servers/", "/api/servers/vault/")
+        ]
+        admin_pages = [
+            client.get(f"/admin/credentials/{model}/").content.decode()
+            for model in ("upstreamoauthgrant", "upstreamoauthclient")
+        ]
+        return "\n".join(
+            [export.getvalue(), *pages, *admin_pages, browser_of(alice).tools_page(), hub.log()]
+        )
 
     everything = await sync_to_async(seen_by_people)()
     assert "vault" in everything and "alice@example.com" not in everything
-    assert '<a href="/admin/credentials/upstreamoauthgrant/' in everything  # the admin lists the grants
+    assert (
+        '<a href="/admin/credentials/upstreamoauthgrant/' in everything
+    )  # the admin lists the grants
     assert not [s for s in secrets if s in everything]

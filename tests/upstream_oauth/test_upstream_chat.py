@@ -22,7 +22,9 @@ pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest
 
 @pytest.fixture
 def alice_token(hub, oauth_backend, admin_user, alice, browser_of) -> str:
-    server = McpServer.objects.create(name="vault", transport="streamable_http", url=oauth_backend.url)
+    server = McpServer.objects.create(
+        name="vault", transport="streamable_http", url=oauth_backend.url
+    )
     operations.discover_now(server=server)  # marks it as requiring OAuth
     browser_of(admin_user).authorize("vault", subject="admin-chat@vault")
     assert wait_for(lambda: server.tools.filter(name="whoami").exists(), 60)
@@ -40,7 +42,9 @@ async def _turn(hub, llm, token: str) -> str:  # noqa: F811
     return next(m["content"] for m in llm.requests[-1]["messages"] if m["role"] == "tool")
 
 
-async def test_a_chat_turn_calls_the_backend_with_alices_own_sign_in(hub, llm, alice_provider, alice_token, alice, browser_of):  # noqa: F811
+async def test_a_chat_turn_calls_the_backend_with_alices_own_sign_in(
+    hub, llm, alice_provider, alice_token, alice, browser_of
+):  # noqa: F811
     told_before = await _turn(hub, llm, alice_token)
     await connect(browser_of, alice, "alice-chat@vault")
     # Embedded, a version read that meets a writer committing serves the last value seen once

@@ -16,8 +16,12 @@ from tests.upstream_oauth.upstream import csrf
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
-def test_discovery_marks_a_backend_answering_401_as_requiring_oauth(pool_host, oauth_backend, admin_user, client):
-    server = McpServer.objects.create(name="vault", transport="streamable_http", url=oauth_backend.url)
+def test_discovery_marks_a_backend_answering_401_as_requiring_oauth(
+    pool_host, oauth_backend, admin_user, client
+):
+    server = McpServer.objects.create(
+        name="vault", transport="streamable_http", url=oauth_backend.url
+    )
 
     outcome = operations.discover_now(server=server)
 
@@ -30,16 +34,25 @@ def test_discovery_marks_a_backend_answering_401_as_requiring_oauth(pool_host, o
     assert "OAuth: per-user sign-in" in client.get("/servers/").content.decode()
 
 
-def test_a_marked_server_waits_for_a_staff_sign_in_instead_of_failing(pool_host, oauth_server, admin_user):
+def test_a_marked_server_waits_for_a_staff_sign_in_instead_of_failing(
+    pool_host, oauth_server, admin_user
+):
     outcome = operations.discover_now(server=oauth_server, user=admin_user)
 
     oauth_server.refresh_from_db()
-    assert "requires OAuth: it is discovered and checked with the sign-in of the staff user" in outcome.error
-    assert oauth_server.status == McpServer.Status.UNKNOWN and "connect it" in oauth_server.last_error
+    assert (
+        "requires OAuth: it is discovered and checked with the sign-in of the staff user"
+        in outcome.error
+    )
+    assert (
+        oauth_server.status == McpServer.Status.UNKNOWN and "connect it" in oauth_server.last_error
+    )
 
 
 def test_a_backend_without_oauth_is_not_marked(pool_host, admin_user):
-    server = McpServer.objects.create(name="nowhere", transport="streamable_http", url="http://127.0.0.1:9/mcp")
+    server = McpServer.objects.create(
+        name="nowhere", transport="streamable_http", url="http://127.0.0.1:9/mcp"
+    )
 
     operations.discover_now(server=server)
 
@@ -57,10 +70,16 @@ def test_alice_connects_with_her_own_account(oauth_server, oauth_backend, alice,
     assert answer.headers["location"].startswith("/tools/")
     assert browser.messages(answer) == ["Connected vault with your account."]
     grant = UpstreamOAuthGrant.objects.get(user=alice, server=oauth_server)
-    assert grant.tokens["access_token"].startswith("at-") and grant.tokens["refresh_token"].startswith("rt-")
+    assert grant.tokens["access_token"].startswith("at-") and grant.tokens[
+        "refresh_token"
+    ].startswith("rt-")
     assert not grant.broken and grant.expires_at is not None and "mcp" in grant.scope
-    backend_grant = next(g for g in oauth_backend.stats()["grants"] if g["subject"] == "alice@vault")
-    assert backend_grant["resource"] == oauth_backend.url  # RFC 8707: the token is bound to this backend
+    backend_grant = next(
+        g for g in oauth_backend.stats()["grants"] if g["subject"] == "alice@vault"
+    )
+    assert (
+        backend_grant["resource"] == oauth_backend.url
+    )  # RFC 8707: the token is bound to this backend
     page = browser.tools_page()
     assert 'id="connection-vault"' in page and "connected" in page and "Disconnect" in page
     api = browser.http.get("/api/servers/vault/my-oauth/").text
@@ -78,8 +97,14 @@ def test_tokens_and_client_secret_are_encrypted_at_rest(oauth_server, alice, bro
         raw_tokens = cursor.fetchone()[0]
         cursor.execute("SELECT client_info FROM credentials_upstreamoauthclient")
         raw_client = cursor.fetchone()[0]
-    assert grant.tokens["access_token"] not in raw_tokens and grant.tokens["refresh_token"] not in raw_tokens
-    assert client.client_info["client_secret"] and client.client_info["client_secret"] not in raw_client
+    assert (
+        grant.tokens["access_token"] not in raw_tokens
+        and grant.tokens["refresh_token"] not in raw_tokens
+    )
+    assert (
+        client.client_info["client_secret"]
+        and client.client_info["client_secret"] not in raw_client
+    )
 
 
 def test_the_hub_registers_once_per_backend(oauth_server, oauth_backend, alice, bob, browser_of):
@@ -123,18 +148,30 @@ def test_charlie_cannot_connect_a_server_he_cannot_see(oauth_server, alice, char
     assert browser.http.get("/api/servers/vault/my-oauth/").status_code == 404
 
 
-def test_disconnect_forgets_the_grant_and_revokes_it_at_the_backend(oauth_server, oauth_backend, alice, browser_of):
+def test_disconnect_forgets_the_grant_and_revokes_it_at_the_backend(
+    oauth_server, oauth_backend, alice, browser_of
+):
     browser = browser_of(alice)
     browser.authorize("vault", subject="alice-leaving@vault")
 
-    answer = browser.http.post("/servers/vault/disconnect/", data={"csrfmiddlewaretoken": csrf(browser.tools_page())})
+    answer = browser.http.post(
+        "/servers/vault/disconnect/", data={"csrfmiddlewaretoken": csrf(browser.tools_page())}
+    )
 
-    assert browser.messages(answer) == ["Disconnected vault: your calls to it stop until you connect it again."]
+    assert browser.messages(answer) == [
+        "Disconnected vault: your calls to it stop until you connect it again."
+    ]
     assert not UpstreamOAuthGrant.objects.filter(user=alice).exists()
-    assert all(g["revoked"] for g in oauth_backend.stats()["grants"] if g["subject"] == "alice-leaving@vault")
+    assert all(
+        g["revoked"]
+        for g in oauth_backend.stats()["grants"]
+        if g["subject"] == "alice-leaving@vault"
+    )
 
 
-def test_the_authorization_request_carries_pkce_s256_state_and_the_resource(oauth_server, oauth_backend, alice, browser_of):
+def test_the_authorization_request_carries_pkce_s256_state_and_the_resource(
+    oauth_server, oauth_backend, alice, browser_of
+):
     url = browser_of(alice).authorization_url("vault")
 
     query = {key: values[0] for key, values in parse_qs(urlparse(url).query).items()}
@@ -151,7 +188,9 @@ def test_disconnect_through_the_api(oauth_server, alice, browser_of):
     browser.authorize("vault", subject="alice-api@vault")
     csrf_token = browser.http.cookies.get("csrftoken")
 
-    deleted = browser.http.delete("/api/servers/vault/my-oauth/", headers={"X-CSRFToken": csrf_token})
+    deleted = browser.http.delete(
+        "/api/servers/vault/my-oauth/", headers={"X-CSRFToken": csrf_token}
+    )
 
     assert deleted.status_code == 204
     assert browser.http.get("/api/servers/vault/my-oauth/").json()["state"] == "not_connected"

@@ -18,7 +18,9 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def _due(grant: UpstreamOAuthGrant) -> UpstreamOAuthGrant:
-    UpstreamOAuthGrant.objects.filter(pk=grant.pk).update(expires_at=timezone.now() + timedelta(seconds=1))
+    UpstreamOAuthGrant.objects.filter(pk=grant.pk).update(
+        expires_at=timezone.now() + timedelta(seconds=1)
+    )
     return UpstreamOAuthGrant.objects.get(pk=grant.pk)
 
 
@@ -41,7 +43,9 @@ def test_concurrent_callers_share_one_refresh(oauth_server, oauth_backend, alice
     assert not UpstreamOAuthGrant.objects.get(pk=grant.pk).broken
 
 
-def test_a_refused_refresh_breaks_the_grant_with_a_reconnect_error(oauth_server, oauth_backend, alice, bob, browser_of):
+def test_a_refused_refresh_breaks_the_grant_with_a_reconnect_error(
+    oauth_server, oauth_backend, alice, bob, browser_of
+):
     browser_of(alice).authorize("vault", subject="alice-refused@vault")
     browser_of(bob).authorize("vault", subject="bob-kept@vault")
     _due(UpstreamOAuthGrant.objects.get(user=alice))

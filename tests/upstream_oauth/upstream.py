@@ -25,8 +25,16 @@ class OAuthBackend:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.url = f"{self.base}/mcp"
-        args = [sys.executable, str(SERVERS / "oauth_protected.py"), str(self.port), "--token-ttl", str(token_ttl)]
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        args = [
+            sys.executable,
+            str(SERVERS / "oauth_protected.py"),
+            str(self.port),
+            "--token-ttl",
+            str(token_ttl),
+        ]
+        self.process = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         assert wait_for(lambda: _accepts(self.port), 30), "the OAuth backend did not start"
 
     def stats(self) -> dict:
@@ -56,12 +64,17 @@ class HubBrowser:
     def start_connect(self, server: str) -> httpx2.Response:
         """Press Connect: the hub's answer (a page moving on to the backend's authorization server, or back with an error)."""
         page = self.tools_page()
-        return self.http.post(f"/servers/{server}/connect/", data={"csrfmiddlewaretoken": csrf(page), "next": "/tools/"})
+        return self.http.post(
+            f"/servers/{server}/connect/",
+            data={"csrfmiddlewaretoken": csrf(page), "next": "/tools/"},
+        )
 
     def authorization_url(self, server: str) -> str:
         answer = self.start_connect(server)
         assert answer.status_code == 200, answer.text[:500]
-        return html.unescape(re.search(r'id="continue-sign-in" href="([^"]+)"', answer.text).group(1))
+        return html.unescape(
+            re.search(r'id="continue-sign-in" href="([^"]+)"', answer.text).group(1)
+        )
 
     def authorize(self, server: str, *, subject: str | None, deny: bool = False) -> httpx2.Response:
         """Connect through the backend's approve page; returns the hub's answer to the callback."""
@@ -70,7 +83,11 @@ class HubBrowser:
         approve_url = to_approve.headers["location"]
         request_id = parse_qs(urlparse(approve_url).query)["request"][0]
         assert httpx2.get(approve_url).status_code == 200
-        form = {"request": request_id, "action": "deny" if deny else "approve", "subject": subject or ""}
+        form = {
+            "request": request_id,
+            "action": "deny" if deny else "approve",
+            "subject": subject or "",
+        }
         back = httpx2.post(approve_url.split("?")[0], data=form)
         assert back.status_code == 302, back.text
         return self.callback(back.headers["location"])
@@ -82,7 +99,10 @@ class HubBrowser:
     def messages(self, response: httpx2.Response) -> list[str]:
         """Follow the hub's redirect and read the flash messages it shows."""
         page = self.http.get(response.headers["location"]).text
-        return [html.unescape(m).strip() for m in re.findall(r'<div class="flash flash-\w+"[^>]*>(.*?)</div>', page, re.S)]
+        return [
+            html.unescape(m).strip()
+            for m in re.findall(r'<div class="flash flash-\w+"[^>]*>(.*?)</div>', page, re.S)
+        ]
 
 
 def csrf(page: str) -> str:

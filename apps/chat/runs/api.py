@@ -11,7 +11,12 @@ from rest_framework.response import Response
 
 from apps.chat.runs import selectors, services
 from apps.chat.runs.models import Run
-from apps.chat.runs.serializers import ApprovalSerializer, RunDetailSerializer, RunSerializer, StartRunSerializer
+from apps.chat.runs.serializers import (
+    ApprovalSerializer,
+    RunDetailSerializer,
+    RunSerializer,
+    StartRunSerializer,
+)
 
 
 class RunConflict(exceptions.APIException):

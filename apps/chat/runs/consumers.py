@@ -51,7 +51,10 @@ class RunConsumer(ResumableConsumer):
         from apps.chat import runtime
 
         runtime.bind_web_loop()
-        self.replayed: tuple[int, set[Key]] = (-1, set())  # the state a resume sent: its seq, its events
+        self.replayed: tuple[int, set[Key]] = (
+            -1,
+            set(),
+        )  # the state a resume sent: its seq, its events
         self.run = await self.open(self.scope["url_route"]["kwargs"]["run_id"], run_group, _find)
 
     async def _replay(self, after: int) -> None:
@@ -86,6 +89,8 @@ class RunConsumer(ResumableConsumer):
     async def _fill_gap(self, until: int) -> None:
         if until <= self.cursor:
             return
-        for event in await database_sync_to_async(selectors.step_events)(self.run, self.cursor, until=until):
+        for event in await database_sync_to_async(selectors.step_events)(
+            self.run, self.cursor, until=until
+        ):
             await self.send_json(event)
             self.cursor = event["seq"]

@@ -32,10 +32,18 @@ class Context:
 def _round_messages(step: dict[str, Any], result_chars: int) -> list[Message]:
     calls = step.get("tool_calls") or []
     assistant = stored_message(
-        text=step.get("text", ""), calls=calls, reasoning=step.get("reasoning") or "", replay=step.get("replay")
+        text=step.get("text", ""),
+        calls=calls,
+        reasoning=step.get("reasoning") or "",
+        replay=step.get("replay"),
     )
     results = [
-        Message(role="tool", text=result_text(c.get("result") or {}, result_chars), tool_call_id=c["id"], is_error=bool(c.get("isError")))
+        Message(
+            role="tool",
+            text=result_text(c.get("result") or {}, result_chars),
+            tool_call_id=c["id"],
+            is_error=bool(c.get("isError")),
+        )
         for c in calls
     ]
     if not calls and step.get("finish_reason") == "length":
@@ -52,10 +60,15 @@ def size(messages: Sequence[Message]) -> int:
     return total
 
 
-def build(task: str, steps: Sequence[dict[str, Any]], *, limit: int, keep_rounds: int, result_chars: int) -> Context:
+def build(
+    task: str, steps: Sequence[dict[str, Any]], *, limit: int, keep_rounds: int, result_chars: int
+) -> Context:
     """Messages for the next round; `steps` are the completed rounds, oldest first."""
     recent = len(steps) - keep_rounds
-    rounds = [_round_messages(step, result_chars if i >= recent else OLD_RESULT_CHARS) for i, step in enumerate(steps)]
+    rounds = [
+        _round_messages(step, result_chars if i >= recent else OLD_RESULT_CHARS)
+        for i, step in enumerate(steps)
+    ]
     omitted = 0
     head = [Message(role="system", text=SYSTEM), Message(role="user", text=task)]
     total = size(head) + sum(size(r) for r in rounds)

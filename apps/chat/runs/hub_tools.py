@@ -22,11 +22,26 @@ from apps.chat.runs.models import Run
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
 _LIMITS = {
-    "max_rounds": {"type": "integer", "minimum": 1, "maximum": services.MAX_ROUNDS_CAP, "description": "Most model rounds (default 10000)."},
-    "model": {"type": "string", "description": "One of your LLM providers by name, or a model of your default provider."},
-    "wait": {"type": "boolean", "default": True, "description": "false: return the run id at once; poll it with get_run."},
+    "max_rounds": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": services.MAX_ROUNDS_CAP,
+        "description": "Most model rounds (default 10000).",
+    },
+    "model": {
+        "type": "string",
+        "description": "One of your LLM providers by name, or a model of your default provider.",
+    },
+    "wait": {
+        "type": "boolean",
+        "default": True,
+        "description": "false: return the run id at once; poll it with get_run.",
+    },
 }
-_TASK = {"type": "string", "description": "What to do, in plain words; the final answer comes back."}
+_TASK = {
+    "type": "string",
+    "description": "What to do, in plain words; the final answer comes back.",
+}
 _RUN_ID = {"type": "object", "properties": {"run_id": {"type": "string"}}, "required": ["run_id"]}
 
 TOOLS: dict[str, dict[str, Any]] = {
@@ -37,19 +52,31 @@ TOOLS: dict[str, dict[str, Any]] = {
     },
     "autonomous_with_mcp": {
         "description": "Hand a task to an LLM that works through one MCP server's tools, round after round, and returns the final answer.",
-        "inputSchema": {"type": "object", "properties": {"mcp_name": {"type": "string"}, "task": _TASK, **_LIMITS}, "required": ["mcp_name", "task"]},
+        "inputSchema": {
+            "type": "object",
+            "properties": {"mcp_name": {"type": "string"}, "task": _TASK, **_LIMITS},
+            "required": ["mcp_name", "task"],
+        },
     },
     "autonomous_with_multiple_mcps": {
         "description": "Hand a task to an LLM that works with the tools of several MCP servers and returns the final answer.",
         "inputSchema": {
             "type": "object",
-            "properties": {"mcp_names": {"type": "array", "items": {"type": "string"}, "minItems": 1}, "task": _TASK, **_LIMITS},
+            "properties": {
+                "mcp_names": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                "task": _TASK,
+                **_LIMITS,
+            },
             "required": ["mcp_names", "task"],
         },
     },
     "autonomous_discover_and_execute": {
         "description": "Hand a task to an LLM that may use every tool you enabled here and returns the final answer.",
-        "inputSchema": {"type": "object", "properties": {"task": _TASK, **_LIMITS}, "required": ["task"]},
+        "inputSchema": {
+            "type": "object",
+            "properties": {"task": _TASK, **_LIMITS},
+            "required": ["task"],
+        },
     },
     "get_run": {
         "description": "A run's status, rounds so far, and its final answer once done.",
@@ -71,16 +98,26 @@ def ensure_hub_server():
     with transaction.atomic():
         server, _ = McpServer.objects.update_or_create(
             name=services.HUB_SERVER,
-            defaults={"transport": McpServer.Transport.STREAMABLE_HTTP, "url": BUILTIN_URL, "display_name": "MCP Hub",
-                      "description": "The hub's own tools: hand tasks to an LLM that works with your MCP servers."},
+            defaults={
+                "transport": McpServer.Transport.STREAMABLE_HTTP,
+                "url": BUILTIN_URL,
+                "display_name": "MCP Hub",
+                "description": "The hub's own tools: hand tasks to an LLM that works with your MCP servers.",
+            },
         )
         McpServer.objects.filter(pk=server.pk).update(status=McpServer.Status.HEALTHY)
         for name, entry in TOOLS.items():
-            Tool.objects.update_or_create(server=server, name=name, defaults={
-                "description": entry["description"], "input_schema": entry["inputSchema"],
-                "annotations": entry.get("annotations"), "available": True,
-                "token_estimate": estimate_tokens({"name": name, **entry}),
-            })
+            Tool.objects.update_or_create(
+                server=server,
+                name=name,
+                defaults={
+                    "description": entry["description"],
+                    "input_schema": entry["inputSchema"],
+                    "annotations": entry.get("annotations"),
+                    "available": True,
+                    "token_estimate": estimate_tokens({"name": name, **entry}),
+                },
+            )
     return server
 
 
@@ -90,14 +127,23 @@ def is_builtin(spec: Any) -> bool:
     return spec.name == services.HUB_SERVER and spec.url == BUILTIN_URL
 
 
-def text_result(text: str, structured: dict[str, Any] | None = None, *, error: bool = False) -> dict[str, Any]:
+def text_result(
+    text: str, structured: dict[str, Any] | None = None, *, error: bool = False
+) -> dict[str, Any]:
     result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": error}
     if structured is not None:
         result["structuredContent"] = structured
     return result
 
 
-async def call(*, user_id: int, endpoint_id: int, tool: str, arguments: dict[str, Any], progress: Progress | None) -> dict[str, Any]:
+async def call(
+    *,
+    user_id: int,
+    endpoint_id: int,
+    tool: str,
+    arguments: dict[str, Any],
+    progress: Progress | None,
+) -> dict[str, Any]:
     """One hub tool call as `user_id` on `endpoint_id`: an MCP tool result, never raising but on cancel."""
     handler = HANDLERS.get(tool)
     if handler is None:
@@ -118,10 +164,17 @@ def _user(user_id: int):
     return User.objects.get(pk=user_id)
 
 
-async def list_available_mcps(user_id: int, endpoint_id: int, arguments: dict[str, Any], progress: Progress | None) -> dict[str, Any]:
+async def list_available_mcps(
+    user_id: int, endpoint_id: int, arguments: dict[str, Any], progress: Progress | None
+) -> dict[str, Any]:
     servers = await _db(_servers)(user_id, endpoint_id)
-    lines = [f"{s['name']} ({s['status']}): {s['enabled_tools']} of {s['tools']} tools enabled here" for s in servers]
-    return text_result("\n".join(lines) or "No MCP servers are available to you.", {"servers": servers})
+    lines = [
+        f"{s['name']} ({s['status']}): {s['enabled_tools']} of {s['tools']} tools enabled here"
+        for s in servers
+    ]
+    return text_result(
+        "\n".join(lines) or "No MCP servers are available to you.", {"servers": servers}
+    )
 
 
 def _servers(user_id: int, endpoint_id: int) -> list[dict[str, Any]]:
@@ -130,20 +183,35 @@ def _servers(user_id: int, endpoint_id: int) -> list[dict[str, Any]]:
     from apps.catalog.selectors import visible_servers
 
     rows = (
-        visible_servers(_user(user_id)).filter(enabled=True).exclude(name=services.HUB_SERVER)
+        visible_servers(_user(user_id))
+        .filter(enabled=True)
+        .exclude(name=services.HUB_SERVER)
         .annotate(
             tools_count=Count("tools", filter=Q(tools__available=True), distinct=True),
-            enabled_count=Count("tools", filter=Q(tools__available=True, tools__endpoints__id=endpoint_id), distinct=True),
-        ).order_by("name")
+            enabled_count=Count(
+                "tools",
+                filter=Q(tools__available=True, tools__endpoints__id=endpoint_id),
+                distinct=True,
+            ),
+        )
+        .order_by("name")
     )
     return [
-        {"name": s.name, "description": s.description, "status": s.status, "tools": s.tools_count, "enabled_tools": s.enabled_count}
+        {
+            "name": s.name,
+            "description": s.description,
+            "status": s.status,
+            "tools": s.tools_count,
+            "enabled_tools": s.enabled_count,
+        }
         for s in rows
     ]
 
 
 def _autonomous(servers_of: Callable[[dict[str, Any]], list[str] | None]):
-    async def handler(user_id: int, endpoint_id: int, arguments: dict[str, Any], progress: Progress | None) -> dict[str, Any]:
+    async def handler(
+        user_id: int, endpoint_id: int, arguments: dict[str, Any], progress: Progress | None
+    ) -> dict[str, Any]:
         wait = arguments.get("wait", True)
         if not isinstance(wait, bool):
             raise services.RunError("'wait' must be true or false.")
@@ -155,7 +223,9 @@ def _autonomous(servers_of: Callable[[dict[str, Any]], list[str] | None]):
     return handler
 
 
-def _start(user_id: int, endpoint_id: int, arguments: dict[str, Any], servers: list[str] | None) -> Run:
+def _start(
+    user_id: int, endpoint_id: int, arguments: dict[str, Any], servers: list[str] | None
+) -> Run:
     model = arguments.get("model") or ""
     if not isinstance(model, str):
         raise services.RunError("'model' must be a string.")
@@ -163,7 +233,11 @@ def _start(user_id: int, endpoint_id: int, arguments: dict[str, Any], servers: l
 
     endpoint = Endpoint.objects.get(pk=endpoint_id)
     return services.start_run(
-        owner=_user(user_id), task=arguments.get("task"), servers=servers, endpoint=endpoint, model=model,
+        owner=_user(user_id),
+        task=arguments.get("task"),
+        servers=servers,
+        endpoint=endpoint,
+        model=model,
         max_rounds=arguments.get("max_rounds"),
     )
 
@@ -178,7 +252,9 @@ def _one(arguments: dict[str, Any]) -> list[str]:
 def _many(arguments: dict[str, Any]) -> list[str]:
     names = arguments.get("mcp_names")
     if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
-        raise services.RunError("'mcp_names' must be a non-empty list of server names (see list_available_mcps).")
+        raise services.RunError(
+            "'mcp_names' must be a non-empty list of server names (see list_available_mcps)."
+        )
     return names
 
 
@@ -213,13 +289,17 @@ async def _follow(run: Run, progress: Progress | None) -> dict[str, Any]:
     try:
         run = await read(pk=run.pk)
         while True:
-            if progress is not None and run.rounds > seen:  # also the last rounds of a run that has ended
+            if (
+                progress is not None and run.rounds > seen
+            ):  # also the last rounds of a run that has ended
                 seen = run.rounds
                 await progress(float(seen), *_bound(run, seen))
             if run.status not in Run.ACTIVE:
                 return _final(run)
             try:
-                event = (await asyncio.wait_for(layer.receive(channel), FALLBACK_SECONDS)).get("event") or {}
+                event = (await asyncio.wait_for(layer.receive(channel), FALLBACK_SECONDS)).get(
+                    "event"
+                ) or {}
             except TimeoutError:
                 event = {"type": "end"}  # nothing heard for a while: read how it stands
             if event.get("type") == "end":
@@ -240,16 +320,28 @@ def _cancel_quietly(run_id: uuid.UUID) -> None:
 
 
 def _summary(run: Run) -> dict[str, Any]:
-    return {"run_id": str(run.pk), "status": run.status, "rounds": run.rounds, "max_rounds": run.max_rounds}
+    return {
+        "run_id": str(run.pk),
+        "status": run.status,
+        "rounds": run.rounds,
+        "max_rounds": run.max_rounds,
+    }
 
 
 def _final(run: Run) -> dict[str, Any]:
     if run.status == Run.Status.SUCCEEDED:
         return text_result(run.answer, _summary(run))
     if run.status == Run.Status.INCOMPLETE:  # what the model did answer, said to be partial
-        return text_result(f"{run.answer}\n\n[The run ended incomplete after {run.rounds} rounds: {run.error}]",
-                           _summary(run), error=True)
-    return text_result(f"The run ended {run.status} after {run.rounds} rounds: {run.error}", _summary(run), error=True)
+        return text_result(
+            f"{run.answer}\n\n[The run ended incomplete after {run.rounds} rounds: {run.error}]",
+            _summary(run),
+            error=True,
+        )
+    return text_result(
+        f"The run ended {run.status} after {run.rounds} rounds: {run.error}",
+        _summary(run),
+        error=True,
+    )
 
 
 def _own_run(user_id: int, arguments: dict[str, Any]) -> Run:
@@ -259,21 +351,32 @@ def _own_run(user_id: int, arguments: dict[str, Any]) -> Run:
     return run
 
 
-async def get_run(user_id: int, endpoint_id: int, arguments: dict[str, Any], progress: Progress | None) -> dict[str, Any]:
+async def get_run(
+    user_id: int, endpoint_id: int, arguments: dict[str, Any], progress: Progress | None
+) -> dict[str, Any]:
     run = await _db(_own_run)(user_id, arguments)
     if run.status in Run.ACTIVE:
-        return text_result(f"Run {run.pk} is {run.status}, after {run.rounds} rounds.", _summary(run))
+        return text_result(
+            f"Run {run.pk} is {run.status}, after {run.rounds} rounds.", _summary(run)
+        )
     result = _final(run)
     result["isError"] = False  # reading a failed run is not a failed call
     return result
 
 
-async def cancel_run(user_id: int, endpoint_id: int, arguments: dict[str, Any], progress: Progress | None) -> dict[str, Any]:
+async def cancel_run(
+    user_id: int, endpoint_id: int, arguments: dict[str, Any], progress: Progress | None
+) -> dict[str, Any]:
     def cancel() -> Run:
         return services.request_cancel(run=_own_run(user_id, arguments))
 
     run = await _db(cancel)()
-    return text_result(f"Run {run.pk} is being cancelled." if run.status in Run.ACTIVE else f"Run {run.pk} is {run.status}.", _summary(run))
+    return text_result(
+        f"Run {run.pk} is being cancelled."
+        if run.status in Run.ACTIVE
+        else f"Run {run.pk} is {run.status}.",
+        _summary(run),
+    )
 
 
 HANDLERS = {

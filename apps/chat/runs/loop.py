@@ -25,8 +25,8 @@ from django.conf import settings
 
 from apps.chat import rounds
 from apps.chat.events import Control
-from apps.chat.runs import context, services
 from apps.chat.journal import journal
+from apps.chat.runs import context, services
 from apps.chat.runs.models import Run, RunStep
 from apps.chat.tools import Toolbox
 from apps.core import metrics
@@ -63,14 +63,22 @@ def run_group(run_id: uuid.UUID | str) -> str:
     return f"run.{uuid.UUID(str(run_id)).hex}"
 
 
-async def publish(run_id: uuid.UUID, kind: str, payload: dict[str, Any], *, rounds: int | None = None) -> None:
+async def publish(
+    run_id: uuid.UUID, kind: str, payload: dict[str, Any], *, rounds: int | None = None
+) -> None:
     """Best effort: the steps are in the database already, so a lost event loses nothing.
 
     `seq` (see apps.chat.runs.consumers): a step's round; for any other event `rounds`, the rounds
     completed when it is sent."""
-    event = {"type": kind, "seq": payload["round"] if kind == "step" else rounds, "payload": payload}
+    event = {
+        "type": kind,
+        "seq": payload["round"] if kind == "step" else rounds,
+        "payload": payload,
+    }
     try:
-        await get_channel_layer().group_send(run_group(run_id), {"type": "run.event", "event": event})
+        await get_channel_layer().group_send(
+            run_group(run_id), {"type": "run.event", "event": event}
+        )
     except Exception:  # noqa: BLE001
         logger.warning("runs: could not publish %s of %s", kind, run_id, exc_info=True)
 
@@ -84,7 +92,11 @@ async def execute(run_id: uuid.UUID) -> None:
     try:
         # A resumed run goes on from its stored steps; a new one has none to read.
         fields = ("round", "text", "tool_calls", "reasoning", "replay", "finish_reason")
-        steps = await _db(lambda: list(run.steps.order_by("round").values(*fields)))() if run.rounds else []
+        steps = (
+            await _db(lambda: list(run.steps.order_by("round").values(*fields)))()
+            if run.rounds
+            else []
+        )
         async with Control(run.pk) as control:
             await RunRunner(run, steps, control).execute()
     finally:
@@ -95,7 +107,9 @@ async def save_step(run_id: uuid.UUID, *, elapsed_s: float, **fields: Any) -> No
     """A completed round and the run's totals, in one transaction of the loop's journal (a crash
     keeps both or neither), shared with the other turns and runs writing meanwhile."""
     row = RunStep(run_id=run_id, **fields)
-    await journal().write(rows=[row], updates=[partial(services.count_step, row, elapsed_s=elapsed_s)])
+    await journal().write(
+        rows=[row], updates=[partial(services.count_step, row, elapsed_s=elapsed_s)]
+    )
 
 
 def active() -> int:
@@ -112,20 +126,31 @@ class RunRunner:
     tokens: int = 0
 
     def __post_init__(self) -> None:
-        self.tokens = self.run.input_tokens + self.run.output_tokens  # a resumed run counts what it spent
+        self.tokens = (
+            self.run.input_tokens + self.run.output_tokens
+        )  # a resumed run counts what it spent
 
     @property
     def elapsed(self) -> float:
         return self.run.elapsed_s + (time.monotonic() - self.started)
 
     async def execute(self) -> None:
-        await publish(self.run.pk, "status", {"status": Run.Status.RUNNING, "round": len(self.steps)}, rounds=len(self.steps))
+        await publish(
+            self.run.pk,
+            "status",
+            {"status": Run.Status.RUNNING, "round": len(self.steps)},
+            rounds=len(self.steps),
+        )
         work = asyncio.create_task(self._rounds())
         stop = asyncio.create_task(self.control.stopped.wait())
         beat = asyncio.create_task(self._heartbeat())
         waits = {work, stop}
         if self.run.time_limit_s:
-            waits.add(asyncio.create_task(asyncio.sleep(max(0.0, self.run.time_limit_s - self.run.elapsed_s))))
+            waits.add(
+                asyncio.create_task(
+                    asyncio.sleep(max(0.0, self.run.time_limit_s - self.run.elapsed_s))
+                )
+            )
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             if work.done():
@@ -136,7 +161,11 @@ class RunRunner:
                 if stop.done():
                     await self._end(Run.Status.CANCELLED, "", "Cancelled.")
                 else:
-                    await self._end(Run.Status.FAILED, "", f"Stopped: the time limit ({self.run.time_limit_s} s) ran out.")
+                    await self._end(
+                        Run.Status.FAILED,
+                        "",
+                        f"Stopped: the time limit ({self.run.time_limit_s} s) ran out.",
+                    )
         finally:
             for task in waits | {beat}:
                 task.cancel()
@@ -149,20 +178,35 @@ class RunRunner:
             return Run.Status.FAILED, "", str(exc)
         if isinstance(exc, Incomplete):
             times = settings.MCPHUB_RUN_CONTINUATIONS + 1
-            return Run.Status.INCOMPLETE, exc.answer, f"The answer was cut at the model's output limit {times} times; resume the run to let it go on."
+            return (
+                Run.Status.INCOMPLETE,
+                exc.answer,
+                f"The answer was cut at the model's output limit {times} times; resume the run to let it go on.",
+            )
         if isinstance(exc, Refused):
             return Run.Status.FAILED, "", f"The model refused: {exc}"
         if isinstance(exc, Drained):
-            return Run.Status.INTERRUPTED, "", "The worker shut down after a completed round: resume the run to continue."
+            return (
+                Run.Status.INTERRUPTED,
+                "",
+                "The worker shut down after a completed round: resume the run to continue.",
+            )
         if isinstance(exc, LLMError):
             return Run.Status.FAILED, "", f"The model provider failed: {exc.message}"
         logger.error("run %s failed", self.run.pk, exc_info=exc)
         return Run.Status.FAILED, "", f"The run failed unexpectedly ({type(exc).__name__})."
 
     async def _end(self, status: str, answer: str, error: str) -> None:
-        await _db(services.finish)(self.run.pk, status, answer=answer, error=error, elapsed_s=self.elapsed)
+        await _db(services.finish)(
+            self.run.pk, status, answer=answer, error=error, elapsed_s=self.elapsed
+        )
         metrics.run_ended(status)
-        await publish(self.run.pk, "end", {"status": status, "answer": answer, "error": error, "rounds": len(self.steps)}, rounds=len(self.steps))
+        await publish(
+            self.run.pk,
+            "end",
+            {"status": status, "answer": answer, "error": error, "rounds": len(self.steps)},
+            rounds=len(self.steps),
+        )
 
     async def _heartbeat(self) -> None:
         # Also the backstop for a cancel sent before this run joined its control group.
@@ -179,13 +223,18 @@ class RunRunner:
         if run.provider is None:
             raise Limit("The run's LLM provider was deleted.")
         self.toolbox = await load_toolbox(run)
-        adapter = cached_adapter(run.provider)  # the loop's shared one (as chat turns use): not closed here
+        adapter = cached_adapter(
+            run.provider
+        )  # the loop's shared one (as chat turns use): not closed here
         model = run.model or run.provider.default_model
         while True:
             self._check_limits()
             ctx = context.build(
-                run.task, self.steps, limit=settings.MCPHUB_RUN_CONTEXT_CHARS,
-                keep_rounds=settings.MCPHUB_RUN_KEEP_ROUNDS, result_chars=settings.MCPHUB_CHAT_TOOL_RESULT_CHARS,
+                run.task,
+                self.steps,
+                limit=settings.MCPHUB_RUN_CONTEXT_CHARS,
+                keep_rounds=settings.MCPHUB_RUN_KEEP_ROUNDS,
+                result_chars=settings.MCPHUB_CHAT_TOOL_RESULT_CHARS,
             )
             answer = await self._round(adapter, model, ctx)
             if answer is not None:
@@ -196,28 +245,52 @@ class RunRunner:
         if draining.is_set():
             raise Drained()
         if done >= run.max_rounds:
-            raise Limit(f"Stopped after {done} rounds (the run's max_rounds) without a final answer.")
+            raise Limit(
+                f"Stopped after {done} rounds (the run's max_rounds) without a final answer."
+            )
         if run.token_budget and self.tokens >= run.token_budget:
-            raise Limit(f"Stopped: the token budget ({run.token_budget}) is used up ({self.tokens} tokens).")
+            raise Limit(
+                f"Stopped: the token budget ({run.token_budget}) is used up ({self.tokens} tokens)."
+            )
 
     async def _round(self, adapter: Any, model: str, ctx: context.Context) -> str | None:
         number = len(self.steps) + 1
         clock = time.perf_counter()
-        reply = await rounds.model_round(adapter, model=model, history=ctx.messages, toolbox=self.toolbox, on_status=self._status)
+        reply = await rounds.model_round(
+            adapter, model=model, history=ctx.messages, toolbox=self.toolbox, on_status=self._status
+        )
         results = await asyncio.gather(*(self._tool(call) for call in reply.calls))
-        shown = {"round": number, "text": reply.shown_text, "tool_calls": list(results), "reasoning": reply.reasoning,
-                 "finish_reason": reply.finish_reason}
+        shown = {
+            "round": number,
+            "text": reply.shown_text,
+            "tool_calls": list(results),
+            "reasoning": reply.reasoning,
+            "finish_reason": reply.finish_reason,
+        }
         await save_step(
-            self.run.pk, elapsed_s=self.elapsed, **shown, replay=reply.replay(),
-            input_tokens=reply.usage.input_tokens, output_tokens=reply.usage.output_tokens, context_chars=ctx.chars,
-            model_ms=reply.duration_ms, duration_ms=(time.perf_counter() - clock) * 1000,
+            self.run.pk,
+            elapsed_s=self.elapsed,
+            **shown,
+            replay=reply.replay(),
+            input_tokens=reply.usage.input_tokens,
+            output_tokens=reply.usage.output_tokens,
+            context_chars=ctx.chars,
+            model_ms=reply.duration_ms,
+            duration_ms=(time.perf_counter() - clock) * 1000,
         )
         self.steps.append({**shown, "replay": reply.replay()})
         self.tokens += reply.usage.input_tokens + reply.usage.output_tokens
-        await publish(self.run.pk, "step", {
-            **shown, "input_tokens": reply.usage.input_tokens, "output_tokens": reply.usage.output_tokens,
-            "context_chars": ctx.chars, "max_rounds": self.run.max_rounds,
-        })
+        await publish(
+            self.run.pk,
+            "step",
+            {
+                **shown,
+                "input_tokens": reply.usage.input_tokens,
+                "output_tokens": reply.usage.output_tokens,
+                "context_chars": ctx.chars,
+                "max_rounds": self.run.max_rounds,
+            },
+        )
         return None if reply.calls else self._answer(reply)
 
     def _answer(self, reply: rounds.ModelReply) -> str | None:
@@ -240,15 +313,21 @@ class RunRunner:
         """What the provider is doing before it answers (a loading model), for the run's page."""
         done = len(self.steps)
         # Its own type: a `status` of the same seq as the state a resume replayed would be dropped as seen.
-        await publish(self.run.pk, "provider_status", {"message": message, "round": done}, rounds=done)
+        await publish(
+            self.run.pk, "provider_status", {"message": message, "round": done}, rounds=done
+        )
 
     async def _tool(self, call: ToolCall) -> dict[str, Any]:
         result, duration = await rounds.call_tool(
             self.toolbox, call, approval_reason=self._approval_reason, approve=self._approve
         )
         return {
-            "id": call.id, "name": call.name, "arguments": call.arguments, "result": result,
-            "isError": bool(result.get("isError")), "duration_ms": round(duration, 1),
+            "id": call.id,
+            "name": call.name,
+            "arguments": call.arguments,
+            "result": result,
+            "isError": bool(result.get("isError")),
+            "duration_ms": round(duration, 1),
         }
 
     def _approval_reason(self, annotations: object) -> str | None:
@@ -276,8 +355,10 @@ async def load_toolbox(run: Run) -> Toolbox:
     view = toolbox.view
     if view is not None:
         keep = {
-            name: exposed for name, exposed in view.tools.items()
-            if exposed.server != services.HUB_SERVER and (not run.servers or exposed.server in run.servers)
+            name: exposed
+            for name, exposed in view.tools.items()
+            if exposed.server != services.HUB_SERVER
+            and (not run.servers or exposed.server in run.servers)
         }
         if not run.servers:
             keep = await _db(_within_budget)(run, keep)
@@ -298,7 +379,12 @@ def _within_budget(run: Run, tools: dict[str, Any]) -> dict[str, Any]:
     total = Tool.objects.filter(pk__in=ids).aggregate(total=Sum("token_estimate"))["total"] or 0
     if endpoint is None or total <= endpoint.token_budget:
         return tools
-    found = suggest_tools(endpoint=endpoint, task=run.task, budget=endpoint.token_budget, limit=len(tools))
-    chosen = {s.key for s in found.tools}  # `server.tool`: the exposed names of a wider catalog may differ
-    return {name: e for name, e in tools.items() if f"{e.server}.{e.backend_name}" in chosen} or tools
-
+    found = suggest_tools(
+        endpoint=endpoint, task=run.task, budget=endpoint.token_budget, limit=len(tools)
+    )
+    chosen = {
+        s.key for s in found.tools
+    }  # `server.tool`: the exposed names of a wider catalog may differ
+    return {
+        name: e for name, e in tools.items() if f"{e.server}.{e.backend_name}" in chosen
+    } or tools

@@ -26,11 +26,19 @@ class Run(models.Model):
     RESUMABLE = (Status.INTERRUPTED, Status.FAILED, Status.INCOMPLETE)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs"
+    )
     task = models.TextField()
-    provider = models.ForeignKey("llm.Provider", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    model = models.CharField(max_length=200, blank=True, help_text="Empty: the provider's default model.")
-    endpoint = models.ForeignKey("toolsets.Endpoint", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    provider = models.ForeignKey(
+        "llm.Provider", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    model = models.CharField(
+        max_length=200, blank=True, help_text="Empty: the provider's default model."
+    )
+    endpoint = models.ForeignKey(
+        "toolsets.Endpoint", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     # Empty: every tool enabled on the endpoint; else only those of these servers.
     servers = models.JSONField(default=list, blank=True)
     max_rounds = models.PositiveIntegerField(default=10000)

@@ -37,7 +37,16 @@ def steps_of(run: Run) -> QuerySet[RunStep]:
 
 # What the replay reads of the run row (not its task, which may be 100,000 characters).
 STATE_FIELDS = ("status", "rounds", "answer", "error", "pending_approvals", "max_rounds")
-STEP_FIELDS = ("round", "text", "reasoning", "finish_reason", "tool_calls", "input_tokens", "output_tokens", "context_chars")
+STEP_FIELDS = (
+    "round",
+    "text",
+    "reasoning",
+    "finish_reason",
+    "tool_calls",
+    "input_tokens",
+    "output_tokens",
+    "context_chars",
+)
 
 
 def _event(kind: str, seq: int, payload: dict[str, Any]) -> dict[str, Any]:
@@ -51,16 +60,32 @@ def step_events(run: Run, after: int, *, until: int | None = None) -> list[dict[
     steps = run.steps.filter(round__gt=after)
     if until is not None:
         steps = steps.filter(round__lte=until)
-    return [_event("step", s["round"], {**s, "max_rounds": run.max_rounds}) for s in steps.order_by("round").values(*STEP_FIELDS)]
+    return [
+        _event("step", s["round"], {**s, "max_rounds": run.max_rounds})
+        for s in steps.order_by("round").values(*STEP_FIELDS)
+    ]
 
 
 def state_events(run: Run) -> list[dict[str, Any]]:
     """The run's state now, as the events that announced it: `end` once it finished,
     `approval_required` per call it waits on, else its `status`."""
     if run.status not in Run.ACTIVE:
-        return [_event("end", run.rounds, {"status": run.status, "answer": run.answer, "error": run.error, "rounds": run.rounds})]
+        return [
+            _event(
+                "end",
+                run.rounds,
+                {
+                    "status": run.status,
+                    "answer": run.answer,
+                    "error": run.error,
+                    "rounds": run.rounds,
+                },
+            )
+        ]
     if run.status == Run.Status.WAITING_APPROVAL and run.pending_approvals:
-        return [_event("approval_required", run.rounds, dict(call)) for call in run.pending_approvals]
+        return [
+            _event("approval_required", run.rounds, dict(call)) for call in run.pending_approvals
+        ]
     return [_event("status", run.rounds, {"status": run.status, "round": run.rounds})]
 
 
@@ -72,4 +97,3 @@ def replay(run_id: uuid.UUID, after: int) -> list[dict[str, Any]]:
     if run is None:
         return []
     return [*step_events(run, after, until=run.rounds), *state_events(run)]
-

@@ -11,7 +11,9 @@ class StartRunSerializer(serializers.Serializer):
     of your default provider."""
 
     task = serializers.CharField(max_length=100_000, trim_whitespace=False)
-    servers = serializers.ListField(child=serializers.CharField(max_length=40), required=False, allow_empty=False)
+    servers = serializers.ListField(
+        child=serializers.CharField(max_length=40), required=False, allow_empty=False
+    )
     endpoint = serializers.CharField(max_length=64, required=False)
     model = serializers.CharField(max_length=200, required=False, allow_blank=True)
     max_rounds = serializers.IntegerField(required=False, min_value=1, max_value=100_000)
@@ -33,8 +35,17 @@ class RunStepSerializer(serializers.ModelSerializer):
     class Meta:
         model = RunStep
         fields = [
-            "round", "text", "reasoning", "finish_reason", "tool_calls", "input_tokens", "output_tokens", "context_chars", "model_ms",
-            "duration_ms", "created_at",
+            "round",
+            "text",
+            "reasoning",
+            "finish_reason",
+            "tool_calls",
+            "input_tokens",
+            "output_tokens",
+            "context_chars",
+            "model_ms",
+            "duration_ms",
+            "created_at",
         ]
         read_only_fields = fields
 
@@ -46,9 +57,26 @@ class RunSerializer(serializers.ModelSerializer):
     class Meta:
         model = Run
         fields = [
-            "id", "task", "provider", "model", "endpoint", "servers", "max_rounds", "token_budget", "time_limit_s",
-            "status", "pending_approvals", "answer", "error", "rounds", "input_tokens", "output_tokens", "elapsed_s", "created_at",
-            "started_at", "finished_at",
+            "id",
+            "task",
+            "provider",
+            "model",
+            "endpoint",
+            "servers",
+            "max_rounds",
+            "token_budget",
+            "time_limit_s",
+            "status",
+            "pending_approvals",
+            "answer",
+            "error",
+            "rounds",
+            "input_tokens",
+            "output_tokens",
+            "elapsed_s",
+            "created_at",
+            "started_at",
+            "finished_at",
         ]
         read_only_fields = fields
 

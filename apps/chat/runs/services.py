@@ -16,7 +16,9 @@ from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from apps.catalog.models import HUB_SERVER  # a run never gets the hub's own tools (no runs starting runs)
+from apps.catalog.models import (
+    HUB_SERVER,
+)  # a run never gets the hub's own tools (no runs starting runs)
 from apps.chat.runs.models import Run, RunStep
 from apps.toolsets.models import Endpoint, EndpointTool
 
@@ -43,7 +45,12 @@ def _resolve_provider(owner, model: str, provider=None):
     if provider is not None and not providers_for(owner).filter(pk=provider.pk).exists():
         raise RunError("Unknown provider.", code="provider")
     if provider is None and model:
-        named = providers_for(owner).filter(name=model).order_by(F("owner_id").asc(nulls_last=True)).first()
+        named = (
+            providers_for(owner)
+            .filter(name=model)
+            .order_by(F("owner_id").asc(nulls_last=True))
+            .first()
+        )
         if named is not None:
             return named, ""
     provider = provider or default_provider_for(owner)
@@ -61,7 +68,9 @@ def _resolve_endpoint(owner, endpoint: Endpoint | str | None) -> Endpoint:
         raise RunError("Unknown endpoint.", code="endpoint")
     endpoint = endpoint or Endpoint.objects.filter(owner=owner, is_default=True).first()
     if endpoint is None:
-        raise RunError("You have no endpoint: create one to choose the tools a run may use.", code="endpoint")
+        raise RunError(
+            "You have no endpoint: create one to choose the tools a run may use.", code="endpoint"
+        )
     return endpoint
 
 
@@ -74,14 +83,18 @@ def _check_servers(endpoint: Endpoint, servers: list[str]) -> list[str]:
     names = list(dict.fromkeys(servers))
     usable = set(
         EndpointTool.objects.filter(
-            endpoint=endpoint, tool__available=True, tool__server__enabled=True,
-            tool__server__in=visible_servers(endpoint.owner), tool__server__name__in=names,
+            endpoint=endpoint,
+            tool__available=True,
+            tool__server__enabled=True,
+            tool__server__in=visible_servers(endpoint.owner),
+            tool__server__name__in=names,
         ).values_list("tool__server__name", flat=True)
     ) - {HUB_SERVER}
     missing = [name for name in names if name not in usable]
     if missing:
         raise RunError(
-            f"No tools of {', '.join(missing)} are enabled on endpoint {endpoint.slug}: enable some first.", code="servers"
+            f"No tools of {', '.join(missing)} are enabled on endpoint {endpoint.slug}: enable some first.",
+            code="servers",
         )
     return names
 
@@ -95,8 +108,15 @@ def _limit(value: Any, name: str, *, cap: int) -> int | None:
 
 
 def start_run(
-    *, owner, task: Any, servers: list[str] | None = None, endpoint: Endpoint | str | None = None,
-    provider=None, model: str = "", max_rounds: int | None = None, token_budget: int | None = None,
+    *,
+    owner,
+    task: Any,
+    servers: list[str] | None = None,
+    endpoint: Endpoint | str | None = None,
+    provider=None,
+    model: str = "",
+    max_rounds: int | None = None,
+    token_budget: int | None = None,
     time_limit_s: int | None = None,
 ) -> Run:
     """A queued run the worker picks up once this commits; bad input raises RunError, changing nothing."""
@@ -107,9 +127,15 @@ def start_run(
     provider, model = _resolve_provider(owner, (model or "").strip(), provider)
     endpoint = _resolve_endpoint(owner, endpoint)
     run = Run(
-        owner=owner, task=task, provider=provider, model=model, endpoint=endpoint, heartbeat_at=timezone.now(),
+        owner=owner,
+        task=task,
+        provider=provider,
+        model=model,
+        endpoint=endpoint,
+        heartbeat_at=timezone.now(),
         servers=_check_servers(endpoint, servers) if servers else [],
-        max_rounds=_limit(max_rounds, "max_rounds", cap=MAX_ROUNDS_CAP) or settings.MCPHUB_RUN_MAX_ROUNDS,
+        max_rounds=_limit(max_rounds, "max_rounds", cap=MAX_ROUNDS_CAP)
+        or settings.MCPHUB_RUN_MAX_ROUNDS,
         token_budget=_limit(token_budget, "token_budget", cap=10**12),
         time_limit_s=_limit(time_limit_s, "time_limit_s", cap=30 * 86400),
     )
@@ -129,8 +155,13 @@ def request_cancel(*, run: Run) -> Run:
     calls in flight) and marks it cancelled."""
     if run.status not in (*Run.ACTIVE, Run.Status.INTERRUPTED):
         raise RunError(f"The run is {run.status}: nothing to cancel.", code="finished")
-    updated = Run.objects.filter(pk=run.pk, status__in=(Run.Status.QUEUED, Run.Status.INTERRUPTED)).update(
-        status=Run.Status.CANCELLED, cancel_requested=True, finished_at=timezone.now(), error="Cancelled."
+    updated = Run.objects.filter(
+        pk=run.pk, status__in=(Run.Status.QUEUED, Run.Status.INTERRUPTED)
+    ).update(
+        status=Run.Status.CANCELLED,
+        cancel_requested=True,
+        finished_at=timezone.now(),
+        error="Cancelled.",
     )
     if not updated:
         Run.objects.filter(pk=run.pk).update(cancel_requested=True)
@@ -142,10 +173,17 @@ def request_cancel(*, run: Run) -> Run:
 def resume_run(*, run: Run) -> Run:
     """An interrupted (or failed) run continues from its last completed step."""
     if run.status not in Run.RESUMABLE:
-        raise RunError(f"The run is {run.status}: only an interrupted, failed or incomplete run can be resumed.", code="not_resumable")
+        raise RunError(
+            f"The run is {run.status}: only an interrupted, failed or incomplete run can be resumed.",
+            code="not_resumable",
+        )
     with transaction.atomic():
         updated = Run.objects.filter(pk=run.pk, status=run.status).update(
-            status=Run.Status.QUEUED, error="", finished_at=None, cancel_requested=False, heartbeat_at=timezone.now()
+            status=Run.Status.QUEUED,
+            error="",
+            finished_at=None,
+            cancel_requested=False,
+            heartbeat_at=timezone.now(),
         )
         if not updated:
             raise RunError("The run changed meanwhile: reload it.", code="conflict")
@@ -179,8 +217,11 @@ def sweep_lost_runs() -> int:
     """Runs whose worker stopped beating (killed, crashed) become `interrupted`: resumable. Queued
     runs no worker took within the stale time are handed to the workers again (`requeue_lost_runs`)."""
     cutoff = timezone.now() - timedelta(seconds=settings.MCPHUB_RUN_STALE_SECONDS)
-    lost = Run.objects.filter(status__in=(Run.Status.RUNNING, Run.Status.WAITING_APPROVAL), heartbeat_at__lt=cutoff).update(
-        status=Run.Status.INTERRUPTED, error="The worker running this run was lost: resume it to continue."
+    lost = Run.objects.filter(
+        status__in=(Run.Status.RUNNING, Run.Status.WAITING_APPROVAL), heartbeat_at__lt=cutoff
+    ).update(
+        status=Run.Status.INTERRUPTED,
+        error="The worker running this run was lost: resume it to continue.",
     )
     requeue_lost_runs()
     return lost
@@ -199,17 +240,23 @@ def requeue_lost_runs() -> list[uuid.UUID]:
     requeued = []
     for run_id in waiting.values_list("pk", flat=True)[:1000]:
         # The update decides: another sweeper (beat and a worker both sweep) may have taken it.
-        if Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).filter(
-            Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True)
-        ).update(heartbeat_at=now):
+        if (
+            Run.objects.filter(pk=run_id, status=Run.Status.QUEUED)
+            .filter(Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True))
+            .update(heartbeat_at=now)
+        ):
             requeued.append(run_id)
     for run_id in requeued:
         try:
             _enqueue(run_id)
         except Exception:  # noqa: BLE001 - the broker is down: the next sweep tries again
-            logger.warning("runs: could not hand queued run %s to the workers again", run_id, exc_info=True)
+            logger.warning(
+                "runs: could not hand queued run %s to the workers again", run_id, exc_info=True
+            )
     if requeued:
-        logger.warning("runs: %d queued run(s) never taken by a worker were handed over again", len(requeued))
+        logger.warning(
+            "runs: %d queued run(s) never taken by a worker were handed over again", len(requeued)
+        )
     return requeued
 
 
@@ -219,12 +266,19 @@ def requeue_lost_runs() -> list[uuid.UUID]:
 def claim(run_id: uuid.UUID, worker: str) -> Run | None:
     """Queued → running, for exactly one worker; None when there is nothing to run."""
     now = timezone.now()
-    claimed = Run.objects.filter(pk=run_id, status=Run.Status.QUEUED, cancel_requested=False).update(
-        status=Run.Status.RUNNING, heartbeat_at=now, worker=worker[:200], started_at=Coalesce("started_at", Value(now)),
+    claimed = Run.objects.filter(
+        pk=run_id, status=Run.Status.QUEUED, cancel_requested=False
+    ).update(
+        status=Run.Status.RUNNING,
+        heartbeat_at=now,
+        worker=worker[:200],
+        started_at=Coalesce("started_at", Value(now)),
     )
     if not claimed:
         return None
-    return Run.objects.select_related("provider__owner", "endpoint").get(pk=run_id)  # owner: Provider.public_only
+    return Run.objects.select_related("provider__owner", "endpoint").get(
+        pk=run_id
+    )  # owner: Provider.public_only
 
 
 def count_step(step: RunStep, *, elapsed_s: float) -> None:
@@ -234,8 +288,11 @@ def count_step(step: RunStep, *, elapsed_s: float) -> None:
     at once and safe from any worker crash; only a crash of Postgres itself could lose the last
     fraction of a second, and a resume then redoes that round. Waiting cost 6-8 ms of every round."""
     Run.objects.filter(pk=step.run_id).update(
-        rounds=F("rounds") + 1, input_tokens=F("input_tokens") + step.input_tokens,
-        output_tokens=F("output_tokens") + step.output_tokens, elapsed_s=elapsed_s, heartbeat_at=timezone.now(),
+        rounds=F("rounds") + 1,
+        input_tokens=F("input_tokens") + step.input_tokens,
+        output_tokens=F("output_tokens") + step.output_tokens,
+        elapsed_s=elapsed_s,
+        heartbeat_at=timezone.now(),
     )
 
 
@@ -243,7 +300,10 @@ def count_step(step: RunStep, *, elapsed_s: float) -> None:
 def wait_for_approval(run_id: uuid.UUID, call: dict[str, Any]) -> None:
     run = Run.objects.select_for_update().get(pk=run_id)  # calls of one round ask at once
     if run.status in Run.ACTIVE:
-        run.status, run.pending_approvals = Run.Status.WAITING_APPROVAL, [*run.pending_approvals, call]
+        run.status, run.pending_approvals = (
+            Run.Status.WAITING_APPROVAL,
+            [*run.pending_approvals, call],
+        )
         run.save(update_fields=["status", "pending_approvals"])
 
 
@@ -259,16 +319,27 @@ def approval_answered(run_id: uuid.UUID, call_id: str) -> None:
 def heartbeat(run_id: uuid.UUID) -> bool:
     """Marks the run alive; False once a cancel was requested. One query while it goes on."""
     beating = (Run.Status.RUNNING, Run.Status.WAITING_APPROVAL)
-    if Run.objects.filter(pk=run_id, status__in=beating, cancel_requested=False).update(heartbeat_at=timezone.now()):
+    if Run.objects.filter(pk=run_id, status__in=beating, cancel_requested=False).update(
+        heartbeat_at=timezone.now()
+    ):
         return True
     return not Run.objects.filter(pk=run_id, cancel_requested=True).exists()
 
 
-def finish(run_id: uuid.UUID, status: str, *, answer: str = "", error: str = "", elapsed_s: float | None = None) -> None:
+def finish(
+    run_id: uuid.UUID,
+    status: str,
+    *,
+    answer: str = "",
+    error: str = "",
+    elapsed_s: float | None = None,
+) -> None:
     fields: dict[str, Any] = {"status": status, "answer": answer, "error": error[:5000]}
     if status != Run.Status.INTERRUPTED:
         fields["finished_at"] = timezone.now()
     if elapsed_s is not None:
         fields["elapsed_s"] = elapsed_s
     fields["pending_approvals"] = []
-    Run.objects.filter(pk=run_id, status__in=(Run.Status.RUNNING, Run.Status.WAITING_APPROVAL)).update(**fields)
+    Run.objects.filter(
+        pk=run_id, status__in=(Run.Status.RUNNING, Run.Status.WAITING_APPROVAL)
+    ).update(**fields)

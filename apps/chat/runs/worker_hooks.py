@@ -47,7 +47,10 @@ def drain(**_: Any) -> None:
     while loop.active() and time.monotonic() < deadline:
         time.sleep(0.1)
     if loop.active():
-        logger.warning("runs: %d run(s) still mid-round at shutdown; they will be found interrupted", loop.active())
+        logger.warning(
+            "runs: %d run(s) still mid-round at shutdown; they will be found interrupted",
+            loop.active(),
+        )
 
 
 def connect(app: Any) -> None:

@@ -23,7 +23,9 @@ OPENERS: dict[str, Opener] = {
 }
 
 
-def open_transport(spec: ServerSpec, child: ChildProcess) -> AbstractAsyncContextManager[TransportStreams]:
+def open_transport(
+    spec: ServerSpec, child: ChildProcess
+) -> AbstractAsyncContextManager[TransportStreams]:
     return OPENERS[spec.transport](spec, child)
 
 

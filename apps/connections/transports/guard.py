@@ -48,7 +48,10 @@ def async_client_kwargs(public_only: bool, **transport_kwargs: object) -> dict[s
     chosen = guard(public_only)
     if chosen is None:
         return {}
-    return {"transport": chosen.async_transport(httpx2.AsyncHTTPTransport(**transport_kwargs)), "trust_env": False}
+    return {
+        "transport": chosen.async_transport(httpx2.AsyncHTTPTransport(**transport_kwargs)),
+        "trust_env": False,
+    }
 
 
 def sync_client_kwargs(public_only: bool) -> dict[str, object]:

@@ -23,7 +23,9 @@ _HTTP_LIMITS = httpx2.Limits(max_connections=None, max_keepalive_connections=32)
 
 
 @asynccontextmanager
-async def streamable_http_transport(spec: ServerSpec, child: ChildProcess) -> AsyncIterator[TransportStreams]:
+async def streamable_http_transport(
+    spec: ServerSpec, child: ChildProcess
+) -> AsyncIterator[TransportStreams]:
     def expired() -> None:
         child.session_expired = True
 
@@ -35,7 +37,11 @@ async def streamable_http_transport(spec: ServerSpec, child: ChildProcess) -> As
     tls = httpx2.create_ssl_context()
     guarded = async_client_kwargs(spec.public_only, verify=tls, limits=_HTTP_LIMITS)
     async with httpx2.AsyncClient(
-        headers=dict(spec.headers), timeout=_HTTP_TIMEOUT, limits=_HTTP_LIMITS, event_hooks={"response": [watch]}, verify=tls,
+        headers=dict(spec.headers),
+        timeout=_HTTP_TIMEOUT,
+        limits=_HTTP_LIMITS,
+        event_hooks={"response": [watch]},
+        verify=tls,
         **guarded,  # type: ignore[arg-type]
     ) as http:
         # Shared with the lean request path (transports/lean_http.py) once the SDK has done the handshake.
@@ -50,9 +56,20 @@ async def streamable_http_transport(spec: ServerSpec, child: ChildProcess) -> As
 
 @asynccontextmanager
 async def sse_transport(spec: ServerSpec, child: ChildProcess) -> AsyncIterator[TransportStreams]:
-    def client(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
-        return httpx2.AsyncClient(headers=headers, timeout=timeout or _HTTP_TIMEOUT, auth=auth, **async_client_kwargs(True))  # type: ignore[arg-type]
+    def client(
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(
+            headers=headers,
+            timeout=timeout or _HTTP_TIMEOUT,
+            auth=auth,
+            **async_client_kwargs(True),
+        )  # type: ignore[arg-type]
 
     factory = {"httpx_client_factory": client} if spec.public_only else {}
-    async with sse_client(spec.url, headers=dict(spec.headers), timeout=30.0, sse_read_timeout=300.0, **factory) as streams:
+    async with sse_client(
+        spec.url, headers=dict(spec.headers), timeout=30.0, sse_read_timeout=300.0, **factory
+    ) as streams:
         yield streams

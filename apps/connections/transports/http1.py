@@ -26,7 +26,9 @@ from apps.connections.transports.guard import Guard
 
 _LIMIT = 1 << 20  # StreamReader buffer: one line (a chunk-size line, a header) must fit
 _IDLE_KEEP = 32  # idle connections kept per backend session (as httpx2's max_keepalive_connections)
-_CONNECT_TIMEOUT = 30.0  # TCP connect + TLS handshake, as httpx2's connect timeout (transports/http.py)
+_CONNECT_TIMEOUT = (
+    30.0  # TCP connect + TLS handshake, as httpx2's connect timeout (transports/http.py)
+)
 
 
 class HttpError(OSError):
@@ -95,14 +97,22 @@ class Response:
 class _Conn:
     __slots__ = ("client", "reader", "writer", "reusable")
 
-    def __init__(self, client: Http1Client, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, client: Http1Client, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         self.client = client
         self.reader = reader
         self.writer = writer
         self.reusable = True
 
     def release(self, *, reuse: bool) -> None:
-        if reuse and self.reusable and not self.reader.at_eof() and not self.client.closed and len(self.client.idle) < _IDLE_KEEP:
+        if (
+            reuse
+            and self.reusable
+            and not self.reader.at_eof()
+            and not self.client.closed
+            and len(self.client.idle) < _IDLE_KEEP
+        ):
             self.client.idle.append(self)
         else:
             self.writer.close()
@@ -112,15 +122,22 @@ class Http1Client:
     """Keep-alive connections to one origin; `post()` sends on an idle one or a new one."""
 
     def __init__(
-        self, url: str, headers: Mapping[str, str], ssl_context: ssl.SSLContext | None = None, *,
-        connect_timeout: float = _CONNECT_TIMEOUT, guard: Guard | None = None,
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        ssl_context: ssl.SSLContext | None = None,
+        *,
+        connect_timeout: float = _CONNECT_TIMEOUT,
+        guard: Guard | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
         self.host = parts.hostname
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
-        self.ssl = (ssl_context or ssl.create_default_context()) if parts.scheme == "https" else None
+        self.ssl = (
+            (ssl_context or ssl.create_default_context()) if parts.scheme == "https" else None
+        )
         self.connect_timeout = connect_timeout
         # The outbound address policy, when one applies: connect only to what it permits.
         self.guard = guard
@@ -128,7 +145,9 @@ class Http1Client:
         default_port = self.port == (443 if parts.scheme == "https" else 80)
         host = f"[{self.host}]" if ":" in self.host else self.host
         self._prefix = f"Host: {host if default_port else f'{host}:{self.port}'}\r\n" + "".join(
-            f"{_token(k)}: {_value(v)}\r\n" for k, v in headers.items() if k.lower() not in ("host", "content-length")
+            f"{_token(k)}: {_value(v)}\r\n"
+            for k, v in headers.items()
+            if k.lower() not in ("host", "content-length")
         )
         self.idle: list[_Conn] = []
         self.closed = False
@@ -158,10 +177,16 @@ class Http1Client:
         try:
             async with asyncio.timeout(self.connect_timeout):
                 reader, writer = await asyncio.open_connection(
-                    self.host, self.port, ssl=self.ssl, limit=_LIMIT, server_hostname=self.host if self.ssl else None
+                    self.host,
+                    self.port,
+                    ssl=self.ssl,
+                    limit=_LIMIT,
+                    server_hostname=self.host if self.ssl else None,
                 )
         except TimeoutError:
-            raise HttpError(f"cannot connect to {self.host}:{self.port}: timed out after {self.connect_timeout:g} s") from None
+            raise HttpError(
+                f"cannot connect to {self.host}:{self.port}: timed out after {self.connect_timeout:g} s"
+            ) from None
         except (OSError, ssl.SSLError) as exc:
             raise HttpError(f"cannot connect to {self.host}:{self.port}: {exc}") from None
         return _Conn(self, reader, writer)
@@ -176,18 +201,26 @@ class Http1Client:
             try:
                 async with asyncio.timeout(self.connect_timeout):
                     reader, writer = await asyncio.open_connection(
-                        address, self.port, ssl=self.ssl, limit=_LIMIT, server_hostname=self.host if self.ssl else None
+                        address,
+                        self.port,
+                        ssl=self.ssl,
+                        limit=_LIMIT,
+                        server_hostname=self.host if self.ssl else None,
                     )
                 return _Conn(self, reader, writer)
             except (TimeoutError, OSError, ssl.SSLError):
                 continue
         raise HttpError(guard.refused)
 
-    async def _exchange(self, conn: _Conn, head: bytes, body: bytes, *, fresh: bool = False) -> Response:
+    async def _exchange(
+        self, conn: _Conn, head: bytes, body: bytes, *, fresh: bool = False
+    ) -> Response:
         try:
             conn.writer.write(head + body)
             await conn.writer.drain()
-            status_line, *lines = (await conn.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+            status_line, *lines = (
+                (await conn.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+            )
             status = int(status_line.split(" ", 2)[1])
             headers: dict[str, str] = {}
             for line in lines:

@@ -66,20 +66,33 @@ _CANCEL_TIMEOUT = 5.0
 _RESUME_ATTEMPTS = 2
 _MAX_EVENT = 16 * 1024 * 1024
 _DRAIN_TIMEOUT = 1.0
-_TRANSPORT_ERRORS = (httpx2.TransportError, HttpError)  # after the response, how long the rest of its stream may take to end  # bytes of one SSE event before the stream is refused
+_TRANSPORT_ERRORS = (
+    httpx2.TransportError,
+    HttpError,
+)  # after the response, how long the rest of its stream may take to end  # bytes of one SSE event before the stream is refused
 
 
 class HttpLink:
     """What the SDK's Streamable HTTP transport and the lean path share of one session."""
 
     def __init__(
-        self, url: str, headers: Mapping[str, str], http: httpx2.AsyncClient, on_expired: Callable[[], None], tls: ssl.SSLContext,
-        *, guard: Guard | None = None,
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        http: httpx2.AsyncClient,
+        on_expired: Callable[[], None],
+        tls: ssl.SSLContext,
+        *,
+        guard: Guard | None = None,
     ) -> None:
         self.url = url
         self.guard = guard  # the outbound address policy `http` goes through, which the lean client applies too
-        self.tls = tls  # the TLS context `http` verifies servers with: the lean client uses the same
-        self.headers = dict(headers)  # the server's configured headers (auth): the lean client sends them too
+        self.tls = (
+            tls  # the TLS context `http` verifies servers with: the lean client uses the same
+        )
+        self.headers = dict(
+            headers
+        )  # the server's configured headers (auth): the lean client sends them too
         self.http = http
         self.session_id: str | None = None
         self.on_expired = on_expired
@@ -110,7 +123,9 @@ class HttpLink:
             self.get_stream_answered.set()
         sent = response.request.headers.get(MCP_SESSION_ID)
         if sent is None:
-            if (given := response.headers.get(MCP_SESSION_ID)) is not None and self.session_id is None:
+            if (
+                given := response.headers.get(MCP_SESSION_ID)
+            ) is not None and self.session_id is None:
                 self.session_id = given
         elif response.status_code == 404:
             # The transport spec: 404 for a request carrying our session id means the server no
@@ -132,7 +147,9 @@ class LeanHttp:
 
     streams_progress = True  # progress notifications come on the request's own stream
 
-    def __init__(self, link: HttpLink, session: Any, protocol_version: str, on_lost: Callable[[str], None]) -> None:
+    def __init__(
+        self, link: HttpLink, session: Any, protocol_version: str, on_lost: Callable[[str], None]
+    ) -> None:
         self.link = link
         self.session = session
         self.protocol_version = protocol_version
@@ -154,12 +171,26 @@ class LeanHttp:
         return headers
 
     async def call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None, progress: ProgressFn | None, meta: Mapping[str, Any] | None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        progress: ProgressFn | None,
+        meta: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
-        return await self.request("tools/call", tool_call_params(name, arguments, meta), progress=progress, name_header=name)
+        return await self.request(
+            "tools/call",
+            tool_call_params(name, arguments, meta),
+            progress=progress,
+            name_header=name,
+        )
 
     async def request(
-        self, method: str, params: dict[str, Any] | None, *, progress: ProgressFn | None = None, name_header: str | None = None
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        *,
+        progress: ProgressFn | None = None,
+        name_header: str | None = None,
     ) -> dict[str, Any]:
         """The result dict of one request; MCPError for a JSON-RPC error (its code kept)."""
         request_id = next(self._ids)
@@ -169,7 +200,9 @@ class LeanHttp:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             message["params"] = params
-        headers = {MCP_NAME_HEADER: encode_header_value(name_header)} if name_header is not None else {}
+        headers = (
+            {MCP_NAME_HEADER: encode_header_value(name_header)} if name_header is not None else {}
+        )
         answered = False
         try:
             try:
@@ -204,7 +237,9 @@ class LeanHttp:
         self.on_lost(reason)
         return MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
 
-    async def _reply(self, response: Any, request_id: int, progress: ProgressFn | None) -> dict[str, Any]:
+    async def _reply(
+        self, response: Any, request_id: int, progress: ProgressFn | None
+    ) -> dict[str, Any]:
         status = response.status_code
         if status == 404 and self.link.session_id is not None:
             self.link.on_expired()  # see HttpLink.saw
@@ -217,14 +252,22 @@ class LeanHttp:
             if 300 <= status < 400:
                 raise UseSdkPath(f"HTTP {status}")
             if status == 202:
-                raise MCPError(code=types.INVALID_REQUEST, message="server answered a request with 202 Accepted")
+                raise MCPError(
+                    code=types.INVALID_REQUEST,
+                    message="server answered a request with 202 Accepted",
+                )
             if status >= 400:
                 return await self._http_error(response)
-            raise MCPError(code=types.INVALID_REQUEST, message=f"Unexpected content type: {kind or '(none)'} (HTTP {status})")
+            raise MCPError(
+                code=types.INVALID_REQUEST,
+                message=f"Unexpected content type: {kind or '(none)'} (HTTP {status})",
+            )
         except _TRANSPORT_ERRORS as exc:
             raise self._lost(exc) from None
         except (ValueError, UnicodeDecodeError) as exc:
-            raise MCPError(code=types.PARSE_ERROR, message=f"Failed to parse the backend's response: {exc}") from None
+            raise MCPError(
+                code=types.PARSE_ERROR, message=f"Failed to parse the backend's response: {exc}"
+            ) from None
 
     async def _http_error(self, response: Any) -> dict[str, Any]:
         # A server may send the JSON-RPC error in the body at a non-2xx status: keep its code.
@@ -237,9 +280,14 @@ class LeanHttp:
                 return body
         if response.status_code == 404 and self.link.session_id is not None:
             raise MCPError(code=types.INVALID_REQUEST, message="Session terminated")
-        raise MCPError(code=types.INTERNAL_ERROR, message=f"Server returned an error response (HTTP {response.status_code})")
+        raise MCPError(
+            code=types.INTERNAL_ERROR,
+            message=f"Server returned an error response (HTTP {response.status_code})",
+        )
 
-    async def _stream(self, response: Any, request_id: int, progress: ProgressFn | None) -> dict[str, Any]:
+    async def _stream(
+        self, response: Any, request_id: int, progress: ProgressFn | None
+    ) -> dict[str, Any]:
         """Read the request's SSE stream up to its response, handling what comes before it."""
         last_id: str | None = None
         attempts = 0
@@ -258,22 +306,36 @@ class LeanHttp:
                 if last_id is None:
                     raise
             if last_id is None:
-                raise MCPError(code=types.CONNECTION_CLOSED, message="SSE stream ended without a response")
+                raise MCPError(
+                    code=types.CONNECTION_CLOSED, message="SSE stream ended without a response"
+                )
             # A resumable stream that dropped: pick it up where it was (Last-Event-ID), as the SDK does.
             attempts += 1
             if attempts > _RESUME_ATTEMPTS:
-                raise MCPError(code=types.CONNECTION_CLOSED, message="SSE stream ended and reconnection attempts were exhausted")
+                raise MCPError(
+                    code=types.CONNECTION_CLOSED,
+                    message="SSE stream ended and reconnection attempts were exhausted",
+                )
             await response.aclose()
             headers = {**self.headers(), "accept": "text/event-stream", LAST_EVENT_ID: last_id}
-            response = await self._send(self.link.http.build_request("GET", self.link.url, headers=headers))
+            response = await self._send(
+                self.link.http.build_request("GET", self.link.url, headers=headers)
+            )
             if response.status_code != 200:
                 await response.aclose()
-                raise MCPError(code=types.CONNECTION_CLOSED, message=f"SSE stream could not be resumed (HTTP {response.status_code})")
+                raise MCPError(
+                    code=types.CONNECTION_CLOSED,
+                    message=f"SSE stream could not be resumed (HTTP {response.status_code})",
+                )
 
-    async def _frame(self, data: bytes, request_id: int, progress: ProgressFn | None) -> dict[str, Any] | None:
+    async def _frame(
+        self, data: bytes, request_id: int, progress: ProgressFn | None
+    ) -> dict[str, Any] | None:
         message = json.loads(data)
         if not isinstance(message, dict):
-            raise MCPError(code=types.PARSE_ERROR, message="Failed to parse SSE message: not a JSON-RPC object")
+            raise MCPError(
+                code=types.PARSE_ERROR, message="Failed to parse SSE message: not a JSON-RPC object"
+            )
         method = message.get("method")
         if method is None:
             if message.get("id") == request_id:
@@ -283,7 +345,11 @@ class LeanHttp:
         if "id" in message:
             self._spawn(self._answer(message["id"], method, params))
             return None
-        if method == "notifications/progress" and isinstance(params, dict) and params.get("progressToken") == request_id:
+        if (
+            method == "notifications/progress"
+            and isinstance(params, dict)
+            and params.get("progressToken") == request_id
+        ):
             if progress is not None:
                 await _progress(progress, params)
             return None
@@ -293,28 +359,50 @@ class LeanHttp:
     async def _answer(self, server_request_id: Any, method: str, params: Any) -> None:
         """A server→client request on our stream: the SDK session's callbacks answer it."""
         try:
-            result = await self.session._on_request(SimpleNamespace(request_id=server_request_id), method, params)
+            result = await self.session._on_request(
+                SimpleNamespace(request_id=server_request_id), method, params
+            )
             reply: dict[str, Any] = {"jsonrpc": "2.0", "id": server_request_id, "result": result}
         except MCPError as exc:
-            reply = {"jsonrpc": "2.0", "id": server_request_id, "error": exc.error.model_dump(mode="json", exclude_none=True)}
+            reply = {
+                "jsonrpc": "2.0",
+                "id": server_request_id,
+                "error": exc.error.model_dump(mode="json", exclude_none=True),
+            }
         except Exception as exc:  # boundary: the backend must get an answer, not a hang
             logger.exception("answering %s from the backend failed", method)
-            reply = {"jsonrpc": "2.0", "id": server_request_id, "error": {"code": types.INTERNAL_ERROR, "message": str(exc)}}
+            reply = {
+                "jsonrpc": "2.0",
+                "id": server_request_id,
+                "error": {"code": types.INTERNAL_ERROR, "message": str(exc)},
+            }
         await self._post_message(reply)
 
     async def _cancel(self, request_id: int) -> None:
-        note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id, "reason": "the caller gave up"}}
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": request_id, "reason": "the caller gave up"},
+        }
         async with asyncio.timeout(_CANCEL_TIMEOUT):
             await self._post_message(note)
 
     async def _post_message(self, message: dict[str, Any]) -> None:
         """POST a response or notification (answered 202, no body)."""
         try:
-            response = await self.link.http.post(self.link.url, content=json.dumps(message), headers=self.headers())
+            response = await self.link.http.post(
+                self.link.url, content=json.dumps(message), headers=self.headers()
+            )
             if response.status_code >= 400:
-                logger.debug("backend refused %s: HTTP %s", message.get("method", "a response"), response.status_code)
+                logger.debug(
+                    "backend refused %s: HTTP %s",
+                    message.get("method", "a response"),
+                    response.status_code,
+                )
         except httpx2.HTTPError as exc:
-            logger.debug("could not POST %s to the backend: %s", message.get("method", "a response"), exc)
+            logger.debug(
+                "could not POST %s to the backend: %s", message.get("method", "a response"), exc
+            )
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coro)
@@ -323,7 +411,11 @@ class LeanHttp:
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._background.discard(task)
-        if not task.cancelled() and (exc := task.exception()) is not None and not isinstance(exc, TimeoutError):
+        if (
+            not task.cancelled()
+            and (exc := task.exception()) is not None
+            and not isinstance(exc, TimeoutError)
+        ):
             logger.debug("lean HTTP background task failed: %s", exc)
 
     async def aclose(self) -> None:
@@ -333,7 +425,9 @@ class LeanHttp:
         await asyncio.gather(*self._background, return_exceptions=True)
 
 
-def tool_call_params(name: str, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any] | None) -> dict[str, Any]:
+def tool_call_params(
+    name: str, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any] | None
+) -> dict[str, Any]:
     params: dict[str, Any] = {"name": name}
     if arguments is not None:
         params["arguments"] = arguments
@@ -344,13 +438,21 @@ def tool_call_params(name: str, arguments: Mapping[str, Any] | None, meta: Mappi
 
 def result_of(reply: Any) -> dict[str, Any]:
     if not isinstance(reply, dict):
-        raise MCPError(code=types.PARSE_ERROR, message="Failed to parse the backend's response: not a JSON-RPC object")
+        raise MCPError(
+            code=types.PARSE_ERROR,
+            message="Failed to parse the backend's response: not a JSON-RPC object",
+        )
     if "result" in reply:
         return reply["result"]
     error = reply.get("error")
     if isinstance(error, dict) and isinstance(error.get("code"), int):
-        raise MCPError(code=error["code"], message=str(error.get("message", "")), data=error.get("data"))
-    raise MCPError(code=types.PARSE_ERROR, message="Failed to parse the backend's response: neither result nor error")
+        raise MCPError(
+            code=error["code"], message=str(error.get("message", "")), data=error.get("data")
+        )
+    raise MCPError(
+        code=types.PARSE_ERROR,
+        message="Failed to parse the backend's response: neither result nor error",
+    )
 
 
 async def _progress(progress: ProgressFn, params: dict[str, Any]) -> None:
@@ -358,7 +460,11 @@ async def _progress(progress: ProgressFn, params: dict[str, Any]) -> None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         total = params.get("total")
         message = params.get("message")
-        await progress(value, total if isinstance(total, int | float) else None, message if isinstance(message, str) else None)
+        await progress(
+            value,
+            total if isinstance(total, int | float) else None,
+            message if isinstance(message, str) else None,
+        )
 
 
 async def _drain(events: AsyncGenerator[Any, None]) -> None:
@@ -387,7 +493,9 @@ async def _events(response: Any) -> AsyncGenerator[tuple[str | None, bytes], Non
         *events, buffer = buffer.split(b"\n\n")
         buffer += held
         if len(buffer) > _MAX_EVENT:
-            raise MCPError(code=types.PARSE_ERROR, message=f"SSE event larger than {_MAX_EVENT} bytes")
+            raise MCPError(
+                code=types.PARSE_ERROR, message=f"SSE event larger than {_MAX_EVENT} bytes"
+            )
         for event in events:
             parsed = _event(event)
             if parsed is not None:

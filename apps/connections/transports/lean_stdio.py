@@ -38,7 +38,9 @@ _WRITE_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
 
 
 class LeanStdio:
-    streams_progress = False  # calls with a progress callback take the SDK path (see module docstring)
+    streams_progress = (
+        False  # calls with a progress callback take the SDK path (see module docstring)
+    )
 
     def __init__(self, link: StdioLink) -> None:
         self.link = link
@@ -46,7 +48,11 @@ class LeanStdio:
         self._background: set[asyncio.Task[None]] = set()
 
     async def call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None, progress: Any, meta: Mapping[str, Any] | None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        progress: Any,
+        meta: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
         return await self.request("tools/call", tool_call_params(name, arguments, meta))
 
@@ -74,7 +80,11 @@ class LeanStdio:
         return result_of(reply)
 
     async def _cancel(self, request_id: int) -> None:
-        note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id, "reason": "the caller gave up"}}
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": request_id, "reason": "the caller gave up"},
+        }
         try:
             await self.link.send(json.dumps(note).encode() + b"\n")
         except _WRITE_ERRORS:

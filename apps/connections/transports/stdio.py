@@ -54,11 +54,17 @@ _PY_GUARD = (
     "os.getppid()==int(sys.argv[1]) or os._exit(70);"  # the parent died before prctl: exit now
     "os.execvp(sys.argv[2],sys.argv[2:])"
 )
-_live_groups: set[int] = set()  # process groups of children this process started and not yet stopped
+_live_groups: set[int] = (
+    set()
+)  # process groups of children this process started and not yet stopped
 
 
 def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
-    base = {k: v for k in BASE_ENV_KEYS if (v := os.environ.get(k)) is not None and not v.startswith("()")}
+    base = {
+        k: v
+        for k in BASE_ENV_KEYS
+        if (v := os.environ.get(k)) is not None and not v.startswith("()")
+    }
     return base | (extra or {})
 
 
@@ -71,7 +77,9 @@ class ChildProcess:
         self.grace = 2.0  # seconds between closing stdin and SIGTERM; 0 for a hung child
         self.process: anyio.abc.Process | None = None
         self.session_expired = False  # an HTTP server answered 404 for our session id
-        self.http: HttpLink | None = None  # a Streamable HTTP session's link, for the lean request path
+        self.http: HttpLink | None = (
+            None  # a Streamable HTTP session's link, for the lean request path
+        )
         self.stdio: StdioLink | None = None  # a stdio child's link, for the lean request path
 
     @property
@@ -115,7 +123,11 @@ class StdioLink:
 
     def take(self, data: dict[str, Any]) -> bool:
         if "method" in data:
-            if data["method"] == "notifications/message" and "id" not in data and self.on_log is not None:
+            if (
+                data["method"] == "notifications/message"
+                and "id" not in data
+                and self.on_log is not None
+            ):
                 return self.on_log(data)
             return False
         request_id = data.get("id")
@@ -132,7 +144,9 @@ class StdioLink:
         pending, self.pending = self.pending, {}
         for future in pending.values():
             if not future.done():
-                future.set_exception(MCPError(code=types.CONNECTION_CLOSED, message="Connection closed"))
+                future.set_exception(
+                    MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
+                )
 
 
 def guarded_command(argv: list[str]) -> list[str]:
@@ -205,7 +219,9 @@ async def _pump_stdout(
     assert process.stdout is not None
     buffer = b""
     async with sink:
-        with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        with suppress(
+            anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError
+        ):
             while True:
                 chunk = await process.stdout.receive()
                 *lines, buffer = (buffer + chunk).split(b"\n")
@@ -229,10 +245,17 @@ def _parse(line: bytes, link: StdioLink | None = None) -> SessionMessage | Excep
     # Fast path for the common case, a successful response: the session validates its
     # `result` against the request's result type anyway (or hands it on raw), so building
     # the envelope without pydantic's union matching saves ~30 µs per call.
-    if type(data) is dict and len(data) == 3 and type(data.get("result")) is dict and data.get("jsonrpc") == "2.0":
+    if (
+        type(data) is dict
+        and len(data) == 3
+        and type(data.get("result")) is dict
+        and data.get("jsonrpc") == "2.0"
+    ):
         request_id = data.get("id")
         if type(request_id) is int or type(request_id) is str:
-            response = types.JSONRPCResponse.model_construct(jsonrpc="2.0", id=request_id, result=data["result"])
+            response = types.JSONRPCResponse.model_construct(
+                jsonrpc="2.0", id=request_id, result=data["result"]
+            )
             return SessionMessage(response)
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_python(data, by_name=False))
@@ -273,7 +296,7 @@ async def _pump_stderr(process: anyio.abc.Process, tail: StderrTail) -> None:
 async def _settle_exit(process: anyio.abc.Process, timeout: float = 0.5) -> None:
     """Give a child that closed stdout a moment to be reaped, so its exit code can be reported."""
     with anyio.move_on_after(timeout):
-        while process.returncode is None:
+        while process.returncode is None:  # noqa: ASYNC110 - the child's exit is not an event here
             await anyio.sleep(_EXIT_POLL)
 
 
@@ -296,7 +319,7 @@ async def stop_process_group(process: anyio.abc.Process, grace: float) -> None:
 async def _exited_within(process: anyio.abc.Process, timeout: float) -> bool:
     # Not process.wait(): on asyncio it also waits for pipe EOF, which a grandchild can hold open.
     with anyio.move_on_after(timeout):
-        while process.returncode is None:
+        while process.returncode is None:  # noqa: ASYNC110 - the child's exit is not an event here
             await anyio.sleep(_EXIT_POLL)
     return process.returncode is not None
 

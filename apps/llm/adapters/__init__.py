@@ -12,7 +12,10 @@ from apps.llm.adapters.base import Adapter
 from apps.llm.types import LLMError
 
 # kind -> the module whose @register class serves it
-_MODULES = {"openai": "apps.llm.adapters.openai_compat", "anthropic": "apps.llm.adapters.anthropic_messages"}
+_MODULES = {
+    "openai": "apps.llm.adapters.openai_compat",
+    "anthropic": "apps.llm.adapters.anthropic_messages",
+}
 _REGISTRY: dict[str, type[Adapter]] = {}
 
 
@@ -23,7 +26,9 @@ def register(cls: type[Adapter]) -> type[Adapter]:
 
 def adapter_class(kind: str) -> type[Adapter]:
     if kind not in _MODULES:
-        raise LLMError(f"Unknown provider kind {kind!r}; known: {', '.join(kinds())}.", kind="bad_request")
+        raise LLMError(
+            f"Unknown provider kind {kind!r}; known: {', '.join(kinds())}.", kind="bad_request"
+        )
     import_module(_MODULES[kind])
     return _REGISTRY[kind]
 

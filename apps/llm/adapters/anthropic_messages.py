@@ -18,13 +18,24 @@ from apps.llm.types import Event, Finish, Message, ReasoningDelta, TextDelta, To
 # provider sets one): what the API's model list says, else these known limits (longest prefix
 # first), else DEFAULT_MAX_TOKENS; a model that allows less says so in its 400, and gets that.
 OUTPUT_LIMITS = (
-    ("claude-3-5-", 8192), ("claude-3-", 4096), ("claude-opus-4-0", 32000), ("claude-opus-4-1", 32000),
-    ("claude-opus-4-2", 32000), ("claude-opus-4", 64000), ("claude-", 64000),
+    ("claude-3-5-", 8192),
+    ("claude-3-", 4096),
+    ("claude-opus-4-0", 32000),
+    ("claude-opus-4-1", 32000),
+    ("claude-opus-4-2", 32000),
+    ("claude-opus-4", 64000),
+    ("claude-", 64000),
 )
 DEFAULT_MAX_TOKENS = 32000
 _MAX_TOKENS_REFUSED = re.compile(r"max_tokens: \d+ > (\d+)")
-_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length",
-            "model_context_window_exceeded": "length", "refusal": "refusal"}
+_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "refusal",
+}
 # Reasoning blocks the API wants back unchanged (signature included) in a tool-use turn.
 _THINKING = ("thinking", "redacted_thinking")
 
@@ -34,31 +45,56 @@ class AnthropicAdapter(Adapter):
     kind = "anthropic"
 
     def __init__(
-        self, *, base_url: str, api_key: str | None, timeout: float = 120.0, tuning: Tuning | None = None,
+        self,
+        *,
+        base_url: str,
+        api_key: str | None,
+        timeout: float = 120.0,
+        tuning: Tuning | None = None,
         public_only: bool = False,
     ) -> None:
-        super().__init__(base_url=base_url, api_key=api_key, timeout=timeout, tuning=tuning, public_only=public_only)
+        super().__init__(
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            tuning=tuning,
+            public_only=public_only,
+        )
         # The SDK adds /v1/... itself; people paste "https://api.anthropic.com/v1" as often as not.
         root = base_url.rstrip("/").removesuffix("/v1")
         # max_retries=0: the one retry is ours (retrying.py).
         timeouts = anthropic.Timeout(timeout, connect=min(timeout, 10.0))
         self._client = anthropic.AsyncAnthropic(
-            base_url=root, api_key=self.api_key or NO_KEY, max_retries=0, timeout=timeouts,
+            base_url=root,
+            api_key=self.api_key or NO_KEY,
+            max_retries=0,
+            timeout=timeouts,
             http_client=sdk_http_client(anthropic, timeouts, public_only=public_only),
         )
         self._attempts = Attempts(sdk=anthropic, base_url=base_url, timeout=timeout)
         self._limits: dict[str, int] = {}  # model -> its output limit, once learnt
 
     def stream(
-        self, *, model: str, messages: Sequence[Message], tools: Sequence[ToolSpec], max_tokens: int | None = None
+        self,
+        *,
+        model: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        max_tokens: int | None = None,
     ) -> AsyncIterator[Event]:
         system = "\n\n".join(m.text for m in messages if m.role == "system" and m.text)
-        request: dict[str, Any] = {"model": model, "messages": _conversation(messages), "stream": True}
+        request: dict[str, Any] = {
+            "model": model,
+            "messages": _conversation(messages),
+            "stream": True,
+        }
         if system:
             request["system"] = system
         if tools:
-            request["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
-                                for t in tools]
+            request["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+                for t in tools
+            ]
         if self.tuning.thinking_budget:
             request["thinking"] = {"type": "enabled", "budget_tokens": self.tuning.thinking_budget}
         limit = max_tokens or self.tuning.max_output_tokens
@@ -71,7 +107,10 @@ class AnthropicAdapter(Adapter):
                 listed = (await self._client.models.retrieve(model)).max_tokens
             except Exception:  # noqa: BLE001 - a proxy or an older API without it: the table decides
                 listed = None
-            known = next((limit for prefix, limit in OUTPUT_LIMITS if model.startswith(prefix)), DEFAULT_MAX_TOKENS)
+            known = next(
+                (limit for prefix, limit in OUTPUT_LIMITS if model.startswith(prefix)),
+                DEFAULT_MAX_TOKENS,
+            )
             self._limits[model] = listed if isinstance(listed, int) and listed > 0 else known
         return self._limits[model]
 
@@ -86,7 +125,9 @@ class AnthropicAdapter(Adapter):
                 raise
             # The model allows less than we thought: ask with its limit, from now on.
             self._limits[model] = int(allowed.group(1))
-            return await self._client.messages.create(**{**request, "max_tokens": self._limits[model]})
+            return await self._client.messages.create(
+                **{**request, "max_tokens": self._limits[model]}
+            )
 
     async def _events(self, request: dict[str, Any], limit: int | None) -> AsyncIterator[Event]:
         stream = await self._open(request, limit)
@@ -101,7 +142,9 @@ class AnthropicAdapter(Adapter):
                     output_tokens = event.message.usage.output_tokens or 0
                 elif event.type == "content_block_start" and event.content_block.type == "tool_use":
                     block = event.content_block
-                    calls[event.index] = PartialCall(id=block.id, name=block.name, given=block.input or None)
+                    calls[event.index] = PartialCall(
+                        id=block.id, name=block.name, given=block.input or None
+                    )
                 elif event.type == "content_block_start" and event.content_block.type in _THINKING:
                     thinking[event.index] = event.content_block.to_dict()
                 elif event.type == "content_block_delta":
@@ -111,10 +154,14 @@ class AnthropicAdapter(Adapter):
                     elif delta.type == "input_json_delta" and event.index in calls:
                         calls[event.index].fragments.append(delta.partial_json)
                     elif delta.type == "thinking_delta" and event.index in thinking:
-                        thinking[event.index]["thinking"] = thinking[event.index].get("thinking", "") + delta.thinking
+                        thinking[event.index]["thinking"] = (
+                            thinking[event.index].get("thinking", "") + delta.thinking
+                        )
                         yield ReasoningDelta(delta.thinking)
                     elif delta.type == "signature_delta" and event.index in thinking:
-                        thinking[event.index]["signature"] = thinking[event.index].get("signature", "") + delta.signature
+                        thinking[event.index]["signature"] = (
+                            thinking[event.index].get("signature", "") + delta.signature
+                        )
                 elif event.type == "content_block_stop" and event.index in calls:
                     yield calls.pop(event.index).finish(fallback_id=f"toolu_{event.index}")
                 elif event.type == "message_delta":
@@ -159,11 +206,20 @@ def _conversation(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 def _blocks(message: Message) -> list[dict[str, Any]]:
     if message.role == "tool":
-        return [{"type": "tool_result", "tool_use_id": message.tool_call_id or "", "content": message.text,
-                 "is_error": message.is_error}]
+        return [
+            {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id or "",
+                "content": message.text,
+                "is_error": message.is_error,
+            }
+        ]
     # Thinking blocks first and unchanged: the API checks their signatures in a tool-use turn.
     blocks: list[dict[str, Any]] = list((message.replay or {}).get("thinking") or ())
     if message.text:  # the API refuses empty text blocks
         blocks.append({"type": "text", "text": message.text})
-    blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in message.tool_calls]
+    blocks += [
+        {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+        for c in message.tool_calls
+    ]
     return blocks

@@ -33,7 +33,9 @@ class PartialCall:
 
     def finish(self, fallback_id: str) -> ToolCall:
         arguments, error = parse_arguments("".join(self.fragments), given=self.given)
-        return ToolCall(id=self.id or fallback_id, name=self.name, arguments=arguments, arguments_error=error)
+        return ToolCall(
+            id=self.id or fallback_id, name=self.name, arguments=arguments, arguments_error=error
+        )
 
 
 def parse_arguments(raw: str, *, given: dict | None = None) -> tuple[dict, str | None]:
@@ -43,7 +45,13 @@ def parse_arguments(raw: str, *, given: dict | None = None) -> tuple[dict, str |
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
-        return {}, f"The tool arguments are not valid JSON ({exc.msg} at character {exc.pos}): {raw[:200]}"
+        return (
+            {},
+            f"The tool arguments are not valid JSON ({exc.msg} at character {exc.pos}): {raw[:200]}",
+        )
     if not isinstance(value, dict):
-        return {}, f"The tool arguments must be a JSON object, not {type(value).__name__}: {raw[:200]}"
+        return (
+            {},
+            f"The tool arguments must be a JSON object, not {type(value).__name__}: {raw[:200]}",
+        )
     return value, None

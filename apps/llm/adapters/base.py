@@ -31,7 +31,9 @@ def shared_ssl_context() -> ssl.SSLContext:
     return httpx2.create_ssl_context()
 
 
-def sdk_http_client(sdk: ModuleType, timeouts: httpx2.Timeout, *, public_only: bool = False) -> httpx2.AsyncClient:
+def sdk_http_client(
+    sdk: ModuleType, timeouts: httpx2.Timeout, *, public_only: bool = False
+) -> httpx2.AsyncClient:
     """The HTTP client an official SDK (`openai`, `anthropic`) sends through: its documented aiohttp
     transport (`DefaultAioHttpClient`, the SDKs' `aiohttp` extra) instead of the default httpx2 one.
     The SDK's request path, retries, errors and SSE decoding stay the same; underneath is a
@@ -44,7 +46,9 @@ def sdk_http_client(sdk: ModuleType, timeouts: httpx2.Timeout, *, public_only: b
     through the outbound address policy (apps/core/outbound.py), and no environment proxy."""
     if not public_only:
         return sdk.DefaultAioHttpClient(verify=shared_ssl_context(), timeout=timeouts)
-    return _guarded_client_class(sdk)(verify=shared_ssl_context(), timeout=timeouts, trust_env=False)
+    return _guarded_client_class(sdk)(
+        verify=shared_ssl_context(), timeout=timeouts, trust_env=False
+    )
 
 
 @cache
@@ -81,14 +85,21 @@ class Adapter(ABC):
     kind: ClassVar[str]
 
     def __init__(
-        self, *, base_url: str, api_key: str | None, timeout: float = 120.0, tuning: Tuning | None = None,
+        self,
+        *,
+        base_url: str,
+        api_key: str | None,
+        timeout: float = 120.0,
+        tuning: Tuning | None = None,
         public_only: bool = False,
     ) -> None:
         self.base_url = base_url
         self.api_key = api_key or None
         self.timeout = timeout
         self.tuning = tuning or Tuning()
-        self.public_only = public_only  # a non-staff user chose base_url: the outbound address policy applies
+        self.public_only = (
+            public_only  # a non-staff user chose base_url: the outbound address policy applies
+        )
 
     @abstractmethod
     def stream(

@@ -26,21 +26,34 @@ MAX_RETRY_AFTER = 20.0
 RETRY_DELAY = 0.5
 _MESSAGE_LIMIT = 300
 
-_MODEL_MISSING = re.compile(r"model.*(not[ _]found|does not exist|not exist|unknown|not available|no such)", re.I)
+_MODEL_MISSING = re.compile(
+    r"model.*(not[ _]found|does not exist|not exist|unknown|not available|no such)", re.I
+)
 _QUOTA = re.compile(r"insufficient_quota|quota|credit balance|billing|payment required", re.I)
 # A local server's cold start or full queue, in its own words: llama.cpp's 503 "Loading model", LM
 # Studio's "Model is loading", Ollama's 503 "server busy, please try again" / "no slots available".
 # Waited out (retrying.py) rather than retried once.
-_LOADING = re.compile(r"loading model|model is (still |being )?loading|model.{0,40}\bis loading", re.I)
+_LOADING = re.compile(
+    r"loading model|model is (still |being )?loading|model.{0,40}\bis loading", re.I
+)
 _BUSY = re.compile(r"server busy|no slots available|busy, please try again", re.I)
 # Google's RetryInfo detail ("37s"): the provider's own wait, as a Retry-After header would say.
 _DELAY = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 # Failures inside a 200 stream (Anthropic's `error` event, OpenAI's error chunk): the type or code
 # says what happened. Checked in order, so specific codes come before generic types.
 _ERROR_TYPE_STATUS = {
-    "invalid_api_key": 401, "model_not_found": 404, "insufficient_quota": 429, "rate_limit_exceeded": 429,
-    "authentication_error": 401, "permission_error": 403, "not_found_error": 404, "rate_limit_error": 429,
-    "invalid_request_error": 400, "api_error": 500, "overloaded_error": 529, "billing_error": 402,
+    "invalid_api_key": 401,
+    "model_not_found": 404,
+    "insufficient_quota": 429,
+    "rate_limit_exceeded": 429,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "rate_limit_error": 429,
+    "invalid_request_error": 400,
+    "api_error": 500,
+    "overloaded_error": 529,
+    "billing_error": 402,
 }
 
 
@@ -64,7 +77,13 @@ class Failure:
     broke: str = ""
 
     def error(self, *, retried: bool = False, waited: float = 0.0) -> LLMError:
-        again = f" after {waited:.0f} s of waiting" if waited else ", also on a retry" if retried else ""
+        again = (
+            f" after {waited:.0f} s of waiting"
+            if waited
+            else ", also on a retry"
+            if retried
+            else ""
+        )
         return LLMError(self.message.replace(_AGAIN, again), kind=self.kind, status=self.status)
 
 
@@ -79,7 +98,11 @@ def _layers(body: Any, depth: int = 0) -> Iterator[Any]:
     if isinstance(body, list) and body:
         inner = body[0]
     elif isinstance(body, dict):
-        inner = body.get("error") if isinstance(body.get("error"), (dict, list)) else _json_text(body.get("message"))
+        inner = (
+            body.get("error")
+            if isinstance(body.get("error"), (dict, list))
+            else _json_text(body.get("message"))
+        )
     else:
         inner = _json_text(body)
     if inner is not None:
@@ -108,7 +131,9 @@ def _words(layer: Any) -> str | None:
         if isinstance(value, str) and value.strip() and _json_text(value) is None:
             return value.strip()
         if key == "detail" and isinstance(value, list):
-            said = "; ".join(str(item["msg"]) for item in value if isinstance(item, dict) and item.get("msg"))
+            said = "; ".join(
+                str(item["msg"]) for item in value if isinstance(item, dict) and item.get("msg")
+            )
             if said:
                 return said
     return None
@@ -139,8 +164,13 @@ def _error_code(body: Any) -> str:
 
 def _details(body: Any) -> list[dict]:
     """Google's typed error details (RetryInfo, QuotaFailure, ...)."""
-    return [d for layer in _layers(body) if isinstance(layer, dict) for d in layer.get("details") or ()
-            if isinstance(d, dict)]
+    return [
+        d
+        for layer in _layers(body)
+        if isinstance(layer, dict)
+        for d in layer.get("details") or ()
+        if isinstance(d, dict)
+    ]
 
 
 def _google_retry_delay(body: Any) -> float | None:
@@ -153,8 +183,12 @@ def _google_retry_delay(body: Any) -> float | None:
 
 def _daily_quota(body: Any) -> bool:
     """A QuotaFailure naming a per-day quota: nothing to retry until tomorrow."""
-    return any("PerDay" in str(v.get("quotaId") or "") for d in _details(body) for v in d.get("violations") or ()
-               if isinstance(v, dict))
+    return any(
+        "PerDay" in str(v.get("quotaId") or "")
+        for d in _details(body)
+        for v in d.get("violations") or ()
+        if isinstance(v, dict)
+    )
 
 
 def _asked_wait(exc: Any) -> float | None:
@@ -205,17 +239,27 @@ def _dropped(exc: BaseException) -> bool:
     )
 
 
-def classify(exc: BaseException, *, sdk: ModuleType, base_url: str, model: str | None, timeout: float) -> Failure | None:
+def classify(
+    exc: BaseException, *, sdk: ModuleType, base_url: str, model: str | None, timeout: float
+) -> Failure | None:
     """A Failure for an SDK exception, or None when `exc` is not the SDK's to explain."""
     # The anthropic SDK lets a transport error raised mid-stream through unwrapped.
     if isinstance(exc, (sdk.APITimeoutError, httpx2.TimeoutException)) and not _dropped(exc):
         # Not retried: a model that took the whole timeout would likely take it again, doubling the wait.
-        return Failure(f"The provider at {base_url} did not answer within {timeout:g} s.", "unavailable", None,
-                       broke=f"the provider at {base_url} sent nothing more for {timeout:g} s")
+        return Failure(
+            f"The provider at {base_url} did not answer within {timeout:g} s.",
+            "unavailable",
+            None,
+            broke=f"the provider at {base_url} sent nothing more for {timeout:g} s",
+        )
     if isinstance(exc, (sdk.APIConnectionError, httpx2.TransportError)):
         reason = _connection_reason(exc)
-        return Failure(f"Cannot reach the provider at {base_url}{_AGAIN}: {reason}.", "unavailable", RETRY_DELAY,
-                       broke=f"the connection to the provider at {base_url} closed before the reply was complete")
+        return Failure(
+            f"Cannot reach the provider at {base_url}{_AGAIN}: {reason}.",
+            "unavailable",
+            RETRY_DELAY,
+            broke=f"the connection to the provider at {base_url} closed before the reply was complete",
+        )
     if isinstance(exc, sdk.APIStatusError):
         return _status_failure(exc, exc.status_code, base_url=base_url, model=model)
     if isinstance(exc, sdk.APIError):  # the openai SDK's error chunk inside a 200 stream
@@ -233,32 +277,71 @@ def _status_failure(exc: Any, status: int, *, base_url: str, model: str | None) 
     # Quota wording alone is not enough: Gemini words a per-minute limit "You exceeded your current
     # quota" too, and then says when to retry (RetryInfo) unless the quota is a daily one.
     per_minute = _google_retry_delay(body) is not None and not _daily_quota(body)
-    if status == 402 or _daily_quota(body) or (
-        status in (400, 403, 429) and _QUOTA.search(f"{code} {said}") and not per_minute
+    if (
+        status == 402
+        or _daily_quota(body)
+        or (status in (400, 403, 429) and _QUOTA.search(f"{code} {said}") and not per_minute)
     ):
-        return Failure(f"The provider account at {base_url} is out of quota or credit ({detail}). "
-                       "Check its plan and billing.", "quota", None, status)
+        return Failure(
+            f"The provider account at {base_url} is out of quota or credit ({detail}). "
+            "Check its plan and billing.",
+            "quota",
+            None,
+            status,
+        )
     waiting = "loading" if _LOADING.search(said) else "busy" if _BUSY.search(said) else ""
     if waiting and status not in (401, 403, 404):
         what = "The model is still loading" if waiting == "loading" else "The provider is busy"
-        return Failure(f"{what} at {base_url}{_AGAIN} ({detail}). Try again shortly.", "unavailable",
-                       min(_retry_after(exc), MAX_RETRY_AFTER), status, waiting=waiting, asked_wait=_asked_wait(exc))
+        return Failure(
+            f"{what} at {base_url}{_AGAIN} ({detail}). Try again shortly.",
+            "unavailable",
+            min(_retry_after(exc), MAX_RETRY_AFTER),
+            status,
+            waiting=waiting,
+            asked_wait=_asked_wait(exc),
+        )
     if status in (401, 403):
         what = "rejected the API key" if status == 401 else "refused access with this API key"
-        return Failure(f"The provider at {base_url} {what} ({detail}). Check the provider's API key.",
-                       "auth", None, status)
+        return Failure(
+            f"The provider at {base_url} {what} ({detail}). Check the provider's API key.",
+            "auth",
+            None,
+            status,
+        )
     # A 404 is about the model only when it says so: a wrong base URL 404s too.
-    about_model = "model_not_found" in code or bool(model and (model in said or _MODEL_MISSING.search(said)))
+    about_model = "model_not_found" in code or bool(
+        model and (model in said or _MODEL_MISSING.search(said))
+    )
     if model and status in (400, 404, 422) and about_model:
-        return Failure(f"Model {model!r} is not available at {base_url} ({detail}). "
-                       "Pick one from the provider's model list.", "model", None, status)
+        return Failure(
+            f"Model {model!r} is not available at {base_url} ({detail}). "
+            "Pick one from the provider's model list.",
+            "model",
+            None,
+            status,
+        )
     if status == 429:
         wait = _retry_after(exc)
-        return Failure(f"The provider at {base_url} is rate-limiting requests{_AGAIN} ({detail}). Try again shortly.",
-                       "rate_limit", wait if wait <= MAX_RETRY_AFTER else None, status)
+        return Failure(
+            f"The provider at {base_url} is rate-limiting requests{_AGAIN} ({detail}). Try again shortly.",
+            "rate_limit",
+            wait if wait <= MAX_RETRY_AFTER else None,
+            status,
+        )
     if status >= 500 or status == 408:
-        return Failure(f"The provider at {base_url} failed{_AGAIN} ({detail}). Try again later.",
-                       "unavailable", min(_retry_after(exc), MAX_RETRY_AFTER), status)
+        return Failure(
+            f"The provider at {base_url} failed{_AGAIN} ({detail}). Try again later.",
+            "unavailable",
+            min(_retry_after(exc), MAX_RETRY_AFTER),
+            status,
+        )
     if status == 404:
-        return Failure(f"Not found at {base_url} ({detail}): is the base URL right?", "bad_request", None, status)
-    return Failure(f"The provider at {base_url} refused the request ({detail}).", "bad_request", None, status)
+        return Failure(
+            f"Not found at {base_url} ({detail}): is the base URL right?",
+            "bad_request",
+            None,
+            status,
+        )
+    return Failure(
+        f"The provider at {base_url} refused the request ({detail}).", "bad_request", None, status
+    )

@@ -16,14 +16,27 @@ from apps.llm.adapters.assembly import PartialCall
 from apps.llm.adapters.base import NO_KEY, Adapter, Tuning, sdk_http_client
 from apps.llm.adapters.errors import provider_message
 from apps.llm.adapters.retrying import Attempts
-from apps.llm.types import Event, Finish, LLMError, Message, ReasoningDelta, TextDelta, ToolCall, ToolSpec, Usage
+from apps.llm.types import (
+    Event,
+    Finish,
+    LLMError,
+    Message,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 
 # A 400 refusing `stream: true`: OpenAI's o1 at launch ("Unsupported value: 'stream' does not support
 # true with this model", param "stream"), and servers or gateways that cannot stream ("Streaming is
 # not supported"). Such a model is asked without streaming from then on, by this provider's adapter
 # (one per provider and event loop, apps/chat/providers.py: a provider saved since asks again).
-_NO_STREAMING = re.compile(r"\bstream(ing)?\b.{0,60}(not supported|unsupported|does not support|not available|"
-                           r"only the default)|(not support|unsupported|cannot).{0,40}\bstream", re.I | re.S)
+_NO_STREAMING = re.compile(
+    r"\bstream(ing)?\b.{0,60}(not supported|unsupported|does not support|not available|"
+    r"only the default)|(not support|unsupported|cannot).{0,40}\bstream",
+    re.I | re.S,
+)
 
 # OpenAI's reasoning models (o1, o3, o4-mini, the gpt-5 family) refuse `max_tokens` and take
 # `max_completion_tokens`; other OpenAI-compatible servers (LM Studio, Ollama, vLLM) know `max_tokens`.
@@ -40,14 +53,28 @@ class OpenAIAdapter(Adapter):
     kind = "openai"
 
     def __init__(
-        self, *, base_url: str, api_key: str | None, timeout: float = 120.0, tuning: Tuning | None = None,
+        self,
+        *,
+        base_url: str,
+        api_key: str | None,
+        timeout: float = 120.0,
+        tuning: Tuning | None = None,
         public_only: bool = False,
     ) -> None:
-        super().__init__(base_url=base_url, api_key=api_key, timeout=timeout, tuning=tuning, public_only=public_only)
+        super().__init__(
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            tuning=tuning,
+            public_only=public_only,
+        )
         # max_retries=0: the one retry is ours (retrying.py), so its behaviour is tested, not the SDK's.
         timeouts = openai.Timeout(timeout, connect=min(timeout, 10.0))
         self._client = openai.AsyncOpenAI(
-            base_url=base_url, api_key=self.api_key or NO_KEY, max_retries=0, timeout=timeouts,
+            base_url=base_url,
+            api_key=self.api_key or NO_KEY,
+            max_retries=0,
+            timeout=timeouts,
             http_client=sdk_http_client(openai, timeouts, public_only=public_only),
         )
         self._attempts = Attempts(sdk=openai, base_url=base_url, timeout=timeout)
@@ -57,7 +84,12 @@ class OpenAIAdapter(Adapter):
         self._whole_replies: set[str] = set()
 
     def stream(
-        self, *, model: str, messages: Sequence[Message], tools: Sequence[ToolSpec], max_tokens: int | None = None
+        self,
+        *,
+        model: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        max_tokens: int | None = None,
     ) -> AsyncIterator[Event]:
         request: dict[str, Any] = {
             "model": model,
@@ -76,7 +108,11 @@ class OpenAIAdapter(Adapter):
 
     def _token_limit_key(self, model: str) -> str:
         name = model.rsplit("/", 1)[-1]  # "openai/o3-mini" through a router
-        return "max_completion_tokens" if _REASONING_MODEL.match(name) or model in self._completion_tokens else "max_tokens"
+        return (
+            "max_completion_tokens"
+            if _REASONING_MODEL.match(name) or model in self._completion_tokens
+            else "max_tokens"
+        )
 
     async def _events(self, request: dict[str, Any]) -> AsyncIterator[Event]:
         try:
@@ -102,7 +138,10 @@ class OpenAIAdapter(Adapter):
         try:
             async for chunk in stream:
                 if chunk.get("usage"):
-                    usage = Usage(chunk["usage"].get("prompt_tokens") or 0, chunk["usage"].get("completion_tokens") or 0)
+                    usage = Usage(
+                        chunk["usage"].get("prompt_tokens") or 0,
+                        chunk["usage"].get("completion_tokens") or 0,
+                    )
                 for choice in (chunk.get("choices") or ())[:1]:
                     delta = choice.get("delta") or {}
                     if thought := kept.keep(delta):
@@ -115,7 +154,9 @@ class OpenAIAdapter(Adapter):
                     reason = choice.get("finish_reason") or reason
         finally:
             await stream.close()
-        for position, index in enumerate(index for index in sorted(calls) if not calls[index].empty):
+        for position, index in enumerate(
+            index for index in sorted(calls) if not calls[index].empty
+        ):
             yield kept.with_call_fields(calls[index].finish(fallback_id=f"call_{position}"))
         if usage is not None:
             yield usage
@@ -134,9 +175,15 @@ class OpenAIAdapter(Adapter):
 
     async def _whole(self, request: dict[str, Any]) -> Any:
         """The reply of a server that does not stream, asked for in one piece."""
-        body = {key: value for key, value in request.items() if key not in ("stream", "stream_options")}
-        return await self._client.post("/chat/completions", body=body, cast_to=object,
-                                       options={"security": {"bearer_auth": True}})
+        body = {
+            key: value for key, value in request.items() if key not in ("stream", "stream_options")
+        }
+        return await self._client.post(
+            "/chat/completions",
+            body=body,
+            cast_to=object,
+            options={"security": {"bearer_auth": True}},
+        )
 
     async def _explain_not_found(self) -> None:
         """Ollama's own API answers a base URL without /v1 with 404s: say what to change. Raises
@@ -145,12 +192,18 @@ class OpenAIAdapter(Adapter):
         if root.endswith("/v1"):
             return
         try:
-            tags = await self._client.get("/api/tags", cast_to=object, options={"timeout": min(self.timeout, 5.0)})
+            tags = await self._client.get(
+                "/api/tags", cast_to=object, options={"timeout": min(self.timeout, 5.0)}
+            )
         except Exception:  # noqa: BLE001 - not Ollama, or not answering: the 404 stands
             return
         if isinstance(tags, dict) and isinstance(tags.get("models"), list):
-            raise LLMError(f"{root} answers with Ollama's own API; its OpenAI-compatible API is at {root}/v1: "
-                           "add /v1 to the provider's base URL.", kind="bad_request", status=404)
+            raise LLMError(
+                f"{root} answers with Ollama's own API; its OpenAI-compatible API is at {root}/v1: "
+                "add /v1 to the provider's base URL.",
+                kind="bad_request",
+                status=404,
+            )
 
     async def _post(self, request: dict[str, Any]) -> openai.AsyncStream[dict[str, Any]]:
         # The SDK's own request path and stream, without `chat.completions.create()`: it walks every
@@ -159,8 +212,12 @@ class OpenAIAdapter(Adapter):
         # come as the SDK's parsed JSON (`object`: its documented raw-data cast) rather than
         # ChatCompletionChunk models, whose construction was a third of a round's CPU in the SDK.
         return await self._client.post(
-            "/chat/completions", body=request, cast_to=ChatCompletion, stream=True,
-            stream_cls=openai.AsyncStream[object], options={"security": {"bearer_auth": True}},
+            "/chat/completions",
+            body=request,
+            cast_to=ChatCompletion,
+            stream=True,
+            stream_cls=openai.AsyncStream[object],
+            options={"security": {"bearer_auth": True}},
         )
 
     async def list_models(self, *, retry: bool = True) -> list[str]:
@@ -224,11 +281,15 @@ async def _read_json(stream: openai.AsyncStream[Any]) -> Any:
 def _reply_events(reply: Any) -> list[Event]:
     """The events of one whole chat completion, as its stream would have given them."""
     if not isinstance(reply, dict):
-        raise LLMError("The provider answered with something other than a chat completion.", kind="bad_request")
+        raise LLMError(
+            "The provider answered with something other than a chat completion.", kind="bad_request"
+        )
     choice = (reply.get("choices") or [{}])[0]
     message = choice.get("message") or {}
     kept = Kept()
-    thought = kept.keep(message)  # a whole message carries its reasoning and refusal as a delta would
+    thought = kept.keep(
+        message
+    )  # a whole message carries its reasoning and refusal as a delta would
     events: list[Event] = [ReasoningDelta(thought)] if thought else []
     if message.get("content"):
         events.append(TextDelta(message["content"]))
@@ -239,9 +300,17 @@ def _reply_events(reply: Any) -> list[Event]:
         call = PartialCall(id=raw.get("id") or "", name=function.get("name") or "")
         call.add(function.get("arguments"))
         calls.append(call)
-    events += [kept.with_call_fields(call.finish(fallback_id=f"call_{position}")) for position, call in enumerate(calls)]
+    events += [
+        kept.with_call_fields(call.finish(fallback_id=f"call_{position}"))
+        for position, call in enumerate(calls)
+    ]
     if reply.get("usage"):
-        events.append(Usage(reply["usage"].get("prompt_tokens") or 0, reply["usage"].get("completion_tokens") or 0))
+        events.append(
+            Usage(
+                reply["usage"].get("prompt_tokens") or 0,
+                reply["usage"].get("completion_tokens") or 0,
+            )
+        )
     events.append(_finish(choice.get("finish_reason"), called=bool(calls), kept=kept))
     return events
 
@@ -249,7 +318,11 @@ def _reply_events(reply: Any) -> list[Event]:
 def _finish(reason: str | None, *, called: bool, kept: Kept) -> Finish:
     # Some servers (older Ollama) say "stop" after calling tools; the calls are what matter.
     reason = "tool_calls" if called and reason in (None, "stop") else reason or "stop"
-    return Finish("refusal" if kept.refusal and reason == "stop" else reason, refusal=kept.refusal, replay=kept.replay())
+    return Finish(
+        "refusal" if kept.refusal and reason == "stop" else reason,
+        refusal=kept.refusal,
+        replay=kept.replay(),
+    )
 
 
 class Kept:
@@ -284,9 +357,17 @@ class Kept:
         kept = self.details.setdefault(index, {})
         for key, value in detail.items():
             # Streamed pieces of one detail continue its strings (text, summary, data); the rest is whole.
-            both_text = isinstance(value, str) and isinstance(kept.get(key), str) and key in ("text", "summary", "data")
+            both_text = (
+                isinstance(value, str)
+                and isinstance(kept.get(key), str)
+                and key in ("text", "summary", "data")
+            )
             kept[key] = kept[key] + value if both_text else value
-        return str(detail.get("text") or detail.get("summary") or "") if detail.get("type") != "reasoning.encrypted" else ""
+        return (
+            str(detail.get("text") or detail.get("summary") or "")
+            if detail.get("type") != "reasoning.encrypted"
+            else ""
+        )
 
     def call_fields(self, fragment: dict[str, Any]) -> None:
         self._call_id = fragment.get("id") or self._call_id
@@ -322,8 +403,12 @@ def _message(message: Message) -> dict[str, Any]:
         "role": "assistant",
         "content": message.text or None,
         "tool_calls": [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
-             **(c.replay or {})}
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                **(c.replay or {}),
+            }
             for c in message.tool_calls
         ],
         **replay,
@@ -333,5 +418,9 @@ def _message(message: Message) -> dict[str, Any]:
 def _tool(tool: ToolSpec) -> dict[str, Any]:
     return {
         "type": "function",
-        "function": {"name": tool.name, "description": tool.description, "parameters": tool.input_schema},
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.input_schema,
+        },
     }

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from contextlib import aclosing
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
 from types import ModuleType
 from typing import TypeVar
 
@@ -59,7 +59,9 @@ class _Tries:
 
     def status(self, failure: Failure) -> ProviderStatus:
         what = "The model is loading" if failure.waiting == "loading" else "The provider is busy"
-        return ProviderStatus(f"{what}; waiting for it ({self.waited:.0f} s of at most {self.budget:.0f} s)…")
+        return ProviderStatus(
+            f"{what}; waiting for it ({self.waited:.0f} s of at most {self.budget:.0f} s)…"
+        )
 
 
 class Attempts:
@@ -72,12 +74,16 @@ class Attempts:
         self.timeout = timeout
 
     def _failure(self, exc: BaseException, model: str | None) -> Failure:
-        failure = classify(exc, sdk=self.sdk, base_url=self.base_url, model=model, timeout=self.timeout)
+        failure = classify(
+            exc, sdk=self.sdk, base_url=self.base_url, model=model, timeout=self.timeout
+        )
         if failure is None:
             raise exc
         return failure
 
-    async def call(self, fn: Callable[[], Awaitable[T]], *, model: str | None = None, retry: bool = True) -> T:
+    async def call(
+        self, fn: Callable[[], Awaitable[T]], *, model: str | None = None, retry: bool = True
+    ) -> T:
         # Model lists answer pages and probes: a loading server gets the one retry, not the long wait.
         tries = _Tries(0.0)
         while True:
@@ -92,7 +98,9 @@ class Attempts:
                     raise tries.error(failure) from exc
                 await self._pause(failure, wait)
 
-    async def stream(self, open_events: Callable[[], AsyncIterator[Event]], *, model: str) -> AsyncIterator[Event]:
+    async def stream(
+        self, open_events: Callable[[], AsyncIterator[Event]], *, model: str
+    ) -> AsyncIterator[Event]:
         tries = _Tries(loading_wait())
         while True:
             started = False
@@ -120,7 +128,12 @@ class Attempts:
                 await self._pause(failure, wait)
 
     async def _pause(self, failure: Failure, wait: float) -> None:
-        log.info("LLM call to %s failed (%s); asking again in %.2f s", self.base_url, failure.error(), wait)
+        log.info(
+            "LLM call to %s failed (%s); asking again in %.2f s",
+            self.base_url,
+            failure.error(),
+            wait,
+        )
         await asyncio.sleep(wait)
 
 
@@ -128,5 +141,9 @@ def _cut_off(failure: Failure, received: int) -> LLMError:
     # A retry now would repeat text the user already saw: report the broken reply instead.
     reason = (failure.broke or failure.error().message).rstrip(".")
     after = f" after {received} characters" if received else ""
-    return LLMError(f"The reply was cut off{after}: {reason}.", kind=failure.kind, status=failure.status,
-                    received_chars=received)
+    return LLMError(
+        f"The reply was cut off{after}: {reason}.",
+        kind=failure.kind,
+        status=failure.status,
+        received_chars=received,
+    )

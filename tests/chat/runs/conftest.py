@@ -31,14 +31,23 @@ async def start_run(api: Api, **fields: Any) -> dict[str, Any]:
     return response.json()
 
 
-async def wait_run(api: Api, run_id: str, *, until: tuple[str, ...] = FINISHED, rounds: int = 0, timeout: float = 60) -> dict[str, Any]:
+async def wait_run(
+    api: Api,
+    run_id: str,
+    *,
+    until: tuple[str, ...] = FINISHED,
+    rounds: int = 0,
+    timeout: float = 60,
+) -> dict[str, Any]:
     """The run's detail once its status is one of `until` (and it has at least `rounds` rounds)."""
     deadline = time.monotonic() + timeout
     while True:
         run = (await api.client.get(f"/runs/{run_id}/")).json()
         if run["status"] in until and run["rounds"] >= rounds:
             return run
-        assert time.monotonic() < deadline, f"run still {run['status']} after {run['rounds']} rounds"
+        assert time.monotonic() < deadline, (
+            f"run still {run['status']} after {run['rounds']} rounds"
+        )
         await asyncio.sleep(0.1)
 
 

@@ -48,24 +48,45 @@ def test_alice_starts_watches_and_cancels_a_run(llm, alice_provider, alice_endpo
 
 def test_alice_resumes_an_interrupted_run(llm, alice, alice_provider, alice_endpoint, page):
     run = Run.objects.create(
-        owner=alice, task="Add one more", provider=alice_provider, endpoint=alice_endpoint, servers=["echo"],
-        status=Run.Status.INTERRUPTED, rounds=1, error="The worker running this run was lost: resume it to continue.",
+        owner=alice,
+        task="Add one more",
+        provider=alice_provider,
+        endpoint=alice_endpoint,
+        servers=["echo"],
+        status=Run.Status.INTERRUPTED,
+        rounds=1,
+        error="The worker running this run was lost: resume it to continue.",
     )
-    RunStep.objects.create(run=run, round=1, tool_calls=[{
-        "id": "c1", "name": "add", "arguments": {"a": 1, "b": 1}, "isError": False,
-        "result": {"content": [{"type": "text", "text": "2"}]},
-    }])
-    llm.script([Reply(text=["It was **2** <script>window.pwned = 1</script> [x](javascript:alert(1))"])])
+    RunStep.objects.create(
+        run=run,
+        round=1,
+        tool_calls=[
+            {
+                "id": "c1",
+                "name": "add",
+                "arguments": {"a": 1, "b": 1},
+                "isError": False,
+                "result": {"content": [{"type": "text", "text": "2"}]},
+            }
+        ],
+    )
+    llm.script(
+        [Reply(text=["It was **2** <script>window.pwned = 1</script> [x](javascript:alert(1))"])]
+    )
     page.goto(f"/runs/{run.pk}/")
     expect(page.locator("#run-status")).to_have_text("interrupted")
     page.get_by_role("button", name="Resume").click()
     expect(page.locator("#run-status")).to_have_text("succeeded", timeout=30_000)
     expect(page.locator("#run-answer")).to_contain_text("It was 2")
-    expect(page.locator("#run-answer strong")).to_have_text("2")  # the answer's markdown, rendered safely
+    expect(page.locator("#run-answer strong")).to_have_text(
+        "2"
+    )  # the answer's markdown, rendered safely
     expect(page.locator("#run-answer")).to_contain_text("<script>window.pwned = 1</script>")
     assert page.locator("#run-answer a").count() == 0 and page.evaluate("window.pwned") is None
     expect(page.locator(".step")).to_have_count(2)
-    stored = page.locator(".step[data-round='1'] .toolcard")  # stored before: rendered by the server
+    stored = page.locator(
+        ".step[data-round='1'] .toolcard"
+    )  # stored before: rendered by the server
     expect(stored.locator("summary")).to_have_text("add · done")
     expect(stored.locator(".tool-args")).to_have_text('{\n  "a": 1,\n  "b": 1\n}')
     expect(stored.locator(".tool-result")).to_have_text("2")

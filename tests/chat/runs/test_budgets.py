@@ -14,12 +14,16 @@ pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest
 def _forever(llm, delay: float = 0.0) -> None:
     def respond(body: dict) -> Reply:
         done = sum(1 for m in body["messages"] if m["role"] == "tool")
-        return Reply(tool_calls=[(f"c{done}", "echo", {"text": "again"})], usage=(100, 10), delay=delay)
+        return Reply(
+            tool_calls=[(f"c{done}", "echo", {"text": "again"})], usage=(100, 10), delay=delay
+        )
 
     llm.responder = respond
 
 
-async def test_the_token_budget_stops_a_run(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
+async def test_the_token_budget_stops_a_run(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token
+):
     _forever(llm)
     async with Api(hub.base_url, alice_hub_token) as api:
         run = await start_run(api, task="Loop", token_budget=300)
@@ -29,7 +33,9 @@ async def test_the_token_budget_stops_a_run(hub, llm, alice_provider, alice_endp
     assert done["rounds"] == 3 and done["input_tokens"] + done["output_tokens"] == 330
 
 
-async def test_the_time_limit_stops_a_run_mid_model_call(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
+async def test_the_time_limit_stops_a_run_mid_model_call(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token
+):
     _forever(llm, delay=0.4)
     async with Api(hub.base_url, alice_hub_token) as api:
         run = await start_run(api, task="Loop slowly", time_limit_s=1)

@@ -21,9 +21,16 @@ async def _cancellations(hub, endpoint, token) -> int:
     return int(result.content[0].text)
 
 
-async def test_cancel_stops_the_tool_call_in_flight(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
+async def test_cancel_stops_the_tool_call_in_flight(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token
+):
     before = await _cancellations(hub, alice_endpoint, alice_hub_token)
-    llm.script([Reply(tool_calls=[("c1", "echo", {"text": "first"})]), Reply(tool_calls=[("c2", "slow", {"seconds": 30})])])
+    llm.script(
+        [
+            Reply(tool_calls=[("c1", "echo", {"text": "first"})]),
+            Reply(tool_calls=[("c2", "slow", {"seconds": 30})]),
+        ]
+    )
     async with Api(hub.base_url, alice_hub_token) as api:
         run = await start_run(api, task="Be slow")
         await wait_run(api, run["id"], until=("running",), rounds=1)
@@ -43,12 +50,16 @@ async def test_cancel_stops_the_tool_call_in_flight(hub, llm, alice_provider, al
     assert await _cancellations(hub, alice_endpoint, alice_hub_token) == before + 1
 
 
-async def test_resume_continues_from_the_last_completed_step(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
-    llm.script([
-        Reply(tool_calls=[("c1", "add", {"a": 1, "b": 1})]),
-        Reply(tool_calls=[("c2", "add", {"a": 2, "b": 2})]),
-        Reply(error=400),
-    ])
+async def test_resume_continues_from_the_last_completed_step(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token
+):
+    llm.script(
+        [
+            Reply(tool_calls=[("c1", "add", {"a": 1, "b": 1})]),
+            Reply(tool_calls=[("c2", "add", {"a": 2, "b": 2})]),
+            Reply(error=400),
+        ]
+    )
     async with Api(hub.base_url, alice_hub_token) as api:
         run = await start_run(api, task="Add things", servers=["echo"])
         failed = await wait_run(api, run["id"])
@@ -56,7 +67,11 @@ async def test_resume_continues_from_the_last_completed_step(hub, llm, alice_pro
         llm.script([Reply(text=["2 and 4"])])
         sent_before = len(llm.requests)
         resumed = await api.client.post(f"/runs/{run['id']}/resume/")
-        assert resumed.status_code == 200 and resumed.json()["status"] in ("queued", "running", "succeeded")
+        assert resumed.status_code == 200 and resumed.json()["status"] in (
+            "queued",
+            "running",
+            "succeeded",
+        )
         done = await wait_run(api, run["id"])
         twice = await api.client.post(f"/runs/{run['id']}/resume/")
 
@@ -86,23 +101,37 @@ async def test_charlie_cannot_see_cancel_or_resume_alices_run(
     assert await db(lambda: Run.objects.get(pk=run["id"]).status)() == "failed"
 
 
-async def test_a_call_that_needs_approval_waits_for_alices_answer(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
+async def test_a_call_that_needs_approval_waits_for_alices_answer(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token
+):
     alice_endpoint.approval = "all"
     await db(alice_endpoint.save)()
-    llm.script([
-        Reply(tool_calls=[("c1", "echo", {"text": "allowed"})]),
-        Reply(tool_calls=[("c2", "echo", {"text": "denied"})]),
-        Reply(text=["One ran, one was denied"]),
-    ])
+    llm.script(
+        [
+            Reply(tool_calls=[("c1", "echo", {"text": "allowed"})]),
+            Reply(tool_calls=[("c2", "echo", {"text": "denied"})]),
+            Reply(text=["One ran, one was denied"]),
+        ]
+    )
     async with Api(hub.base_url, alice_hub_token) as api:
         run = await start_run(api, task="Echo twice")
         waiting = await wait_run(api, run["id"], until=("waiting_approval",))
         assert [p["id"] for p in waiting["pending_approvals"]] == ["c1"]
-        wrong = await api.client.post(f"/runs/{run['id']}/approve/", json={"call_id": "c9", "allow": True})
+        wrong = await api.client.post(
+            f"/runs/{run['id']}/approve/", json={"call_id": "c9", "allow": True}
+        )
         assert wrong.status_code == 409
-        assert (await api.client.post(f"/runs/{run['id']}/approve/", json={"call_id": "c1", "allow": True})).status_code == 200
+        assert (
+            await api.client.post(
+                f"/runs/{run['id']}/approve/", json={"call_id": "c1", "allow": True}
+            )
+        ).status_code == 200
         await wait_run(api, run["id"], until=("waiting_approval",), rounds=1)
-        assert (await api.client.post(f"/runs/{run['id']}/approve/", json={"call_id": "c2", "allow": False})).status_code == 200
+        assert (
+            await api.client.post(
+                f"/runs/{run['id']}/approve/", json={"call_id": "c2", "allow": False}
+            )
+        ).status_code == 200
         done = await wait_run(api, run["id"])
 
     assert done["status"] == "succeeded" and done["pending_approvals"] == []

@@ -10,16 +10,27 @@ BIG = "x" * 3000
 
 def _steps(count: int) -> list[dict]:
     return [
-        {"round": n, "text": f"round {n}", "tool_calls": [
-            {"id": f"c{n}", "name": "echo", "arguments": {"text": "hi"}, "isError": False,
-             "result": {"content": [{"type": "text", "text": f"{n}:{BIG}"}]}},
-        ]}
+        {
+            "round": n,
+            "text": f"round {n}",
+            "tool_calls": [
+                {
+                    "id": f"c{n}",
+                    "name": "echo",
+                    "arguments": {"text": "hi"},
+                    "isError": False,
+                    "result": {"content": [{"type": "text", "text": f"{n}:{BIG}"}]},
+                },
+            ],
+        }
         for n in range(1, count + 1)
     ]
 
 
 def _build(count: int, limit: int = 40_000, keep: int = 4) -> context.Context:
-    return context.build("The task", _steps(count), limit=limit, keep_rounds=keep, result_chars=16_000)
+    return context.build(
+        "The task", _steps(count), limit=limit, keep_rounds=keep, result_chars=16_000
+    )
 
 
 def test_a_short_run_is_sent_whole():

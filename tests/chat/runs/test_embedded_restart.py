@@ -16,12 +16,17 @@ from tests.chat.runs.test_worker_killed import FAST_SWEEP, ROUNDS, _slow_counter
 from tests.live_hub import free_port, hub_env, start_private_hub, start_web, stop, wait_healthy
 
 pytestmark = [
-    pytest.mark.slow, pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(150),
+    pytest.mark.slow,
+    pytest.mark.anyio,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.timeout(150),
     pytest.mark.skipif(bool(settings.REDIS_URL), reason="the embedded shape"),
 ]
 
 
-async def test_a_killed_hub_process_leaves_its_run_resumable(tmp_path, llm, alice_provider, alice_endpoint, alice_hub_token):
+async def test_a_killed_hub_process_leaves_its_run_resumable(
+    tmp_path, llm, alice_provider, alice_endpoint, alice_hub_token
+):
     _slow_counter(llm)
     extra = {**FAST_SWEEP, "MCPHUB_EMBEDDED_BEAT": "true"}
     hub = start_private_hub(tmp_path / "hub", redis_url=None, **extra)
@@ -33,7 +38,12 @@ async def test_a_killed_hub_process_leaves_its_run_resumable(tmp_path, llm, alic
         hub.processes[0].wait()
         await asyncio.sleep(3.5)  # its heartbeat goes stale
         port = free_port()
-        hub.processes[0] = start_web(port, hub_env(embedded=True, MCPHUB_DATA_DIR=str(tmp_path / "hub"), **extra), tmp_path / "hub", name="web2")
+        hub.processes[0] = start_web(
+            port,
+            hub_env(embedded=True, MCPHUB_DATA_DIR=str(tmp_path / "hub"), **extra),
+            tmp_path / "hub",
+            name="web2",
+        )
         base_url = f"http://127.0.0.1:{port}"
         await asyncio.to_thread(wait_healthy, base_url, hub.processes)
         async with Api(base_url, alice_hub_token) as api:

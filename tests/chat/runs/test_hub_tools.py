@@ -15,15 +15,19 @@ pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest
 
 
 def _three_adds(llm) -> None:
-    llm.script([
-        Reply(tool_calls=[("c1", "add", {"a": 1, "b": 2})]),
-        Reply(tool_calls=[("c2", "add", {"a": 3, "b": 3})]),
-        Reply(tool_calls=[("c3", "echo", {"text": "done"})]),
-        Reply(text=["The sums are 3 and 6"]),
-    ])
+    llm.script(
+        [
+            Reply(tool_calls=[("c1", "add", {"a": 1, "b": 2})]),
+            Reply(tool_calls=[("c2", "add", {"a": 3, "b": 3})]),
+            Reply(tool_calls=[("c3", "echo", {"text": "done"})]),
+            Reply(text=["The sums are 3 and 6"]),
+        ]
+    )
 
 
-async def test_autonomous_with_mcp_reports_progress_and_answers(hub, llm, alice_provider, alice_endpoint, hub_tools, alice_hub_token):
+async def test_autonomous_with_mcp_reports_progress_and_answers(
+    hub, llm, alice_provider, alice_endpoint, hub_tools, alice_hub_token
+):
     _three_adds(llm)
     updates: list[tuple[float, float | None, str | None]] = []
 
@@ -34,7 +38,8 @@ async def test_autonomous_with_mcp_reports_progress_and_answers(hub, llm, alice_
         listed = {t.name for t in (await client.list_tools()).tools}
         available = await client.call_tool("list_available_mcps", {})
         result = await client.call_tool(
-            "autonomous_with_mcp", {"mcp_name": "echo", "task": "Add 1+2 and 3+3", "max_rounds": 20},
+            "autonomous_with_mcp",
+            {"mcp_name": "echo", "task": "Add 1+2 and 3+3", "max_rounds": 20},
             progress_callback=on_progress,
         )
 
@@ -43,7 +48,10 @@ async def test_autonomous_with_mcp_reports_progress_and_answers(hub, llm, alice_
     assert "hub" not in available.content[0].text
     assert result.is_error is False
     assert result.content[0].text == "The sums are 3 and 6"
-    assert result.structured_content["rounds"] == 4 and result.structured_content["status"] == "succeeded"
+    assert (
+        result.structured_content["rounds"] == 4
+        and result.structured_content["status"] == "succeeded"
+    )
     assert [u[0] for u in updates] == sorted({u[0] for u in updates}) and updates[-1][0] == 4
     assert updates[-1][1] == 20
     run = await db(lambda: Run.objects.get(pk=result.structured_content["run_id"]))()
@@ -58,9 +66,16 @@ async def test_a_run_that_ended_before_its_caller_looked_still_reports_its_round
     the caller is still told the rounds it took before the answer."""
     from apps.chat.runs.hub_tools import _follow
 
-    run = await db(lambda: Run.objects.create(
-        owner=alice, task="quick", status=Run.Status.SUCCEEDED, rounds=2, max_rounds=20, answer="done quickly",
-    ))()
+    run = await db(
+        lambda: Run.objects.create(
+            owner=alice,
+            task="quick",
+            status=Run.Status.SUCCEEDED,
+            rounds=2,
+            max_rounds=20,
+            answer="done quickly",
+        )
+    )()
     updates: list[tuple[float, float | None]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -69,7 +84,10 @@ async def test_a_run_that_ended_before_its_caller_looked_still_reports_its_round
     result = await _follow(run, on_progress)
 
     assert updates == [(2.0, 20.0)]
-    assert result["content"][0]["text"] == "done quickly" and result["structuredContent"]["rounds"] == 2
+    assert (
+        result["content"][0]["text"] == "done quickly"
+        and result["structuredContent"]["rounds"] == 2
+    )
 
 
 async def test_wait_false_returns_the_run_id_and_get_run_follows_it(
@@ -77,7 +95,9 @@ async def test_wait_false_returns_the_run_id_and_get_run_follows_it(
 ):
     _three_adds(llm)
     async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
-        started = await client.call_tool("autonomous_discover_and_execute", {"task": "Add things", "wait": False})
+        started = await client.call_tool(
+            "autonomous_discover_and_execute", {"task": "Add things", "wait": False}
+        )
         run_id = started.structured_content["run_id"]
         for _ in range(200):
             got = await client.call_tool("get_run", {"run_id": run_id})
@@ -90,12 +110,18 @@ async def test_wait_false_returns_the_run_id_and_get_run_follows_it(
     assert got.content[0].text == "The sums are 3 and 6"
     assert bad.is_error is True and "nope" in bad.content[0].text
     # charlie's hub tools (on his own endpoint) know nothing of alice's run.
-    charlie_endpoint = await db(lambda: alice_endpoint.__class__.objects.get(owner__username="charlie"))()
+    charlie_endpoint = await db(
+        lambda: alice_endpoint.__class__.objects.get(owner__username="charlie")
+    )()
     from apps.chat.runs.hub_tools import ensure_hub_server
     from apps.toolsets.services import enable_tools
 
     server = await db(ensure_hub_server)()
-    await db(lambda: enable_tools(endpoint=charlie_endpoint, tools=server.tools.all(), enforce_budget=False))()
+    await db(
+        lambda: enable_tools(
+            endpoint=charlie_endpoint, tools=server.tools.all(), enforce_budget=False
+        )
+    )()
     async with mcp_client(hub.url(charlie_endpoint.path), charlie_hub_token) as client:
         peek = await client.call_tool("get_run", {"run_id": run_id})
         cancel = await client.call_tool("cancel_run", {"run_id": run_id})
@@ -103,14 +129,18 @@ async def test_wait_false_returns_the_run_id_and_get_run_follows_it(
     assert "The sums" not in peek.content[0].text
 
 
-async def test_a_client_that_cancels_the_call_cancels_the_run(hub, llm, alice_provider, alice_endpoint, hub_tools, alice_hub_token):
+async def test_a_client_that_cancels_the_call_cancels_the_run(
+    hub, llm, alice_provider, alice_endpoint, hub_tools, alice_hub_token
+):
     def forever(body: dict) -> Reply:
         done = sum(1 for m in body["messages"] if m["role"] == "tool")
         return Reply(tool_calls=[(f"c{done}", "echo", {"text": "again"})], delay=0.2)
 
     llm.responder = forever
     async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
-        call = asyncio.ensure_future(client.call_tool("autonomous_with_mcp", {"mcp_name": "echo", "task": "Never stop"}))
+        call = asyncio.ensure_future(
+            client.call_tool("autonomous_with_mcp", {"mcp_name": "echo", "task": "Never stop"})
+        )
         for _ in range(100):
             await asyncio.sleep(0.1)
             if await db(Run.objects.filter(status="running", rounds__gte=2).exists)():

@@ -20,8 +20,15 @@ def _client(user) -> Client:
 
 @pytest.fixture
 def alice_run(alice, alice_provider, alice_endpoint) -> Run:
-    return Run.objects.create(owner=alice, task="Alice's secret task", provider=alice_provider, endpoint=alice_endpoint,
-                              status=Run.Status.INTERRUPTED, rounds=3, max_rounds=10)
+    return Run.objects.create(
+        owner=alice,
+        task="Alice's secret task",
+        provider=alice_provider,
+        endpoint=alice_endpoint,
+        status=Run.Status.INTERRUPTED,
+        rounds=3,
+        max_rounds=10,
+    )
 
 
 def test_alice_sees_her_runs_with_progress(alice, alice_run):
@@ -53,23 +60,41 @@ def test_a_bad_start_says_why_and_starts_nothing(alice, alice_provider, alice_en
 
 
 def test_a_conversation_hands_its_task_to_a_run(alice, alice_provider, alice_endpoint, monkeypatch):
-    monkeypatch.setattr("apps.chat.runs.services._enqueue", lambda run_id: None)  # only the handover is under test
+    monkeypatch.setattr(
+        "apps.chat.runs.services._enqueue", lambda run_id: None
+    )  # only the handover is under test
     conversation = create_conversation(owner=alice, model="big-model")
     Message.objects.create(conversation=conversation, role="user", text="Summarise the repo")
     response = _client(alice).post(f"/chat/{conversation.pk}/run/")
     run = Run.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/runs/{run.pk}/"
     assert (run.task, run.model, run.endpoint_id, run.provider_id) == (
-        "Summarise the repo", "big-model", alice_endpoint.pk, alice_provider.pk)
+        "Summarise the repo",
+        "big-model",
+        alice_endpoint.pk,
+        alice_provider.pk,
+    )
 
 
-def test_an_incomplete_run_shows_its_reasoning_collapsed_and_the_cut_and_may_be_resumed(alice, alice_run):
-    Run.objects.filter(pk=alice_run.pk).update(status=Run.Status.INCOMPLETE, answer="Half an", error="Cut.")
-    alice_run.steps.create(round=1, text="Half an", reasoning="I <b>think</b>", finish_reason="length",
-                           replay={"message": {"reasoning_content": "secret-opaque"}})
+def test_an_incomplete_run_shows_its_reasoning_collapsed_and_the_cut_and_may_be_resumed(
+    alice, alice_run
+):
+    Run.objects.filter(pk=alice_run.pk).update(
+        status=Run.Status.INCOMPLETE, answer="Half an", error="Cut."
+    )
+    alice_run.steps.create(
+        round=1,
+        text="Half an",
+        reasoning="I <b>think</b>",
+        finish_reason="length",
+        replay={"message": {"reasoning_content": "secret-opaque"}},
+    )
     detail = _client(alice).get(f"/runs/{alice_run.pk}/").content.decode()
 
-    assert '<details class="reasoning"><summary>Reasoning</summary><div class="reasoning-text">I &lt;b&gt;think&lt;/b&gt;</div></details>' in detail
+    assert (
+        '<details class="reasoning"><summary>Reasoning</summary><div class="reasoning-text">I &lt;b&gt;think&lt;/b&gt;</div></details>'
+        in detail
+    )
     assert "Cut at the model's output limit." in detail
     assert "Resume" in detail and "secret-opaque" not in detail
-    assert 'status-incomplete' in _client(alice).get("/runs/").content.decode()
+    assert "status-incomplete" in _client(alice).get("/runs/").content.decode()

@@ -25,18 +25,24 @@ async def test_a_two_tool_run(hub, llm, flavour, flavour_provider, alice_endpoin
     flavour.sent(llm.requests)
     assert "".join(s["reasoning"] for s in done["steps"]) == flavour.reasoning
     assert all("replay" not in s and "extra_content" not in str(s) for s in done["steps"])
-    if flavour.run_replies is not None:  # the cut answer was continued: the model was asked to go on
+    if (
+        flavour.run_replies is not None
+    ):  # the cut answer was continued: the model was asked to go on
         assert llm.requests[2]["messages"][-1] == {"role": "user", "content": CONTINUE}
         assert [s["finish_reason"] for s in done["steps"]] == ["", "length", ""]
 
 
-async def test_an_answer_cut_every_time_ends_the_run_incomplete(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
+async def test_an_answer_cut_every_time_ends_the_run_incomplete(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token
+):
     llm.script([Reply(text=[f"part {n}. "], finish="length") for n in range(1, 5)])
     async with Api(hub.base_url, alice_hub_token) as api:
         run = await start_run(api, task="Write a long essay", servers=["echo"])
         done = await wait_run(api, run["id"], until=("incomplete", "succeeded", "failed"))
         assert done["status"] == "incomplete"
-        assert done["answer"] == "part 1. part 2. part 3. part 4. "  # one cut answer, then 3 continuations
+        assert (
+            done["answer"] == "part 1. part 2. part 3. part 4. "
+        )  # one cut answer, then 3 continuations
         assert "cut at the model's output limit" in done["error"]
         # Resuming lets it go on once more, and it may finish.
         llm.script([Reply(text=["The end."])])

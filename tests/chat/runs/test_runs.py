@@ -18,13 +18,18 @@ def counting(llm, rounds: int):
     def respond(body: dict) -> Reply:
         done = sum(1 for m in body["messages"] if m["role"] == "tool")
         if done < rounds:
-            return Reply(tool_calls=[(f"c{done + 1}", "add", {"a": done, "b": 1})], text=[f"round {done + 1}"])
+            return Reply(
+                tool_calls=[(f"c{done + 1}", "add", {"a": done, "b": 1})],
+                text=[f"round {done + 1}"],
+            )
         return Reply(text=["Counted to ", str(rounds)])
 
     llm.responder = respond
 
 
-async def test_a_20_round_run_persists_every_step(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
+async def test_a_20_round_run_persists_every_step(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token
+):
     counting(llm, 20)
     async with Api(hub.base_url, alice_hub_token) as api:
         run = await start_run(api, task="Count to 20 with add", servers=["echo"])
@@ -46,18 +51,24 @@ async def test_a_20_round_run_persists_every_step(hub, llm, alice_provider, alic
     assert "echo" in offered and "add" in offered
 
 
-async def test_bad_input_is_refused_and_changes_nothing(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
+async def test_bad_input_is_refused_and_changes_nothing(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token
+):
     async with Api(hub.base_url, alice_hub_token) as api:
         empty = await api.client.post("/runs/", json={"task": "  "})
         unknown = await api.client.post("/runs/", json={"task": "x", "servers": ["nope"]})
-        both = await api.client.post("/runs/", json={"task": "x", "servers": ["echo"], "endpoint": "e"})
+        both = await api.client.post(
+            "/runs/", json={"task": "x", "servers": ["echo"], "endpoint": "e"}
+        )
         rounds = await api.client.post("/runs/", json={"task": "x", "max_rounds": 0})
     assert [r.status_code for r in (empty, unknown, both, rounds)] == [400, 400, 400, 400]
     assert "nope" in unknown.json()["detail"]
     assert await db(RunStep.objects.count)() == 0
 
 
-async def test_the_round_limit_ends_a_run_that_never_answers(hub, llm, alice_provider, alice_endpoint, alice_hub_token):
+async def test_the_round_limit_ends_a_run_that_never_answers(
+    hub, llm, alice_provider, alice_endpoint, alice_hub_token
+):
     counting(llm, 1000)
     async with Api(hub.base_url, alice_hub_token) as api:
         run = await start_run(api, task="Count forever", max_rounds=3)
@@ -72,7 +83,9 @@ async def test_a_run_over_the_endpoints_budget_gets_the_tools_search_ranks_for_i
 ):
     from apps.catalog.models import Tool
 
-    tools = await db(lambda: dict(Tool.objects.filter(server__name="echo").values_list("name", "token_estimate")))()
+    tools = await db(
+        lambda: dict(Tool.objects.filter(server__name="echo").values_list("name", "token_estimate"))
+    )()
     alice_endpoint.token_budget = tools["add"] + tools["echo"] + 10
     await db(alice_endpoint.save)()
     llm.script([Reply(text=["5"])])

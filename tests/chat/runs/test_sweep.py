@@ -25,7 +25,9 @@ def test_task_names_are_stable_and_beat_sweeps_lost_runs():
 def test_only_silent_running_runs_become_interrupted(alice):
     old = timezone.now() - timedelta(seconds=settings.MCPHUB_RUN_STALE_SECONDS + 5)
     lost = Run.objects.create(owner=alice, task="lost", status=Run.Status.RUNNING, heartbeat_at=old)
-    Run.objects.create(owner=alice, task="alive", status=Run.Status.RUNNING, heartbeat_at=timezone.now())
+    Run.objects.create(
+        owner=alice, task="alive", status=Run.Status.RUNNING, heartbeat_at=timezone.now()
+    )
     Run.objects.create(owner=alice, task="done", status=Run.Status.SUCCEEDED, heartbeat_at=old)
 
     assert sweep_lost_runs() == 1
@@ -47,7 +49,9 @@ def test_a_queued_run_no_worker_took_is_handed_over_again_once_per_stale_time(al
     Run.objects.filter(pk=legacy.pk).update(created_at=old)
     Run.objects.create(owner=alice, task="just queued", heartbeat_at=timezone.now())
     Run.objects.create(owner=alice, task="cancelled", heartbeat_at=old, cancel_requested=True)
-    Run.objects.create(owner=alice, task="running", status=Run.Status.RUNNING, heartbeat_at=timezone.now())
+    Run.objects.create(
+        owner=alice, task="running", status=Run.Status.RUNNING, heartbeat_at=timezone.now()
+    )
 
     sweep_lost_runs()
     assert sorted(map(str, handed)) == sorted([str(lost.pk), str(legacy.pk)])
@@ -59,13 +63,19 @@ def test_a_queued_run_no_worker_took_is_handed_over_again_once_per_stale_time(al
 
 
 @pytest.mark.django_db
-def test_starting_or_resuming_a_run_stamps_its_hand_off(alice, alice_provider, alice_endpoint, monkeypatch):
+def test_starting_or_resuming_a_run_stamps_its_hand_off(
+    alice, alice_provider, alice_endpoint, monkeypatch
+):
     from apps.chat.runs import services
 
     monkeypatch.setattr(services, "_enqueue", lambda run_id: None)
     run = services.start_run(owner=alice, task="do it")
     assert run.heartbeat_at is not None and timezone.now() - run.heartbeat_at < timedelta(seconds=5)
-    Run.objects.filter(pk=run.pk).update(status=Run.Status.INTERRUPTED, heartbeat_at=timezone.now() - timedelta(hours=1))
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.INTERRUPTED, heartbeat_at=timezone.now() - timedelta(hours=1)
+    )
     run.refresh_from_db()
     resumed = services.resume_run(run=run)
-    assert resumed.status == "queued" and timezone.now() - resumed.heartbeat_at < timedelta(seconds=5)
+    assert resumed.status == "queued" and timezone.now() - resumed.heartbeat_at < timedelta(
+        seconds=5
+    )

@@ -14,12 +14,25 @@ from django.conf import settings
 from apps.chat.runs.models import Run, RunStep
 from tests.chat.conftest import Api
 from tests.chat.runs.conftest import start_run, wait_run
-from tests.live_hub import free_port, hub_env, start_private_hub, start_redis, start_worker, stop, wait_for_pool_worker
+from tests.live_hub import (
+    free_port,
+    hub_env,
+    start_private_hub,
+    start_redis,
+    start_worker,
+    stop,
+    wait_for_pool_worker,
+)
 from tests.llm_server import Reply
 
 pytestmark = [
-    pytest.mark.slow, pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(150),
-    pytest.mark.skipif(not settings.REDIS_URL, reason="a Celery worker to kill needs the production shape"),
+    pytest.mark.slow,
+    pytest.mark.anyio,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.timeout(150),
+    pytest.mark.skipif(
+        not settings.REDIS_URL, reason="a Celery worker to kill needs the production shape"
+    ),
 ]
 ROUNDS = 12
 FAST_SWEEP = {"MCPHUB_RUN_HEARTBEAT_SECONDS": "1", "MCPHUB_RUN_STALE_SECONDS": "3"}
@@ -37,7 +50,9 @@ def _slow_counter(llm) -> None:
 
 async def _next_worker(hub, log_dir, redis_url: str, **extra: str) -> None:
     """A new worker in place of the stopped one (as a deploy or a supervisor would start)."""
-    hub.processes[1] = start_worker(hub_env(MCPHUB_DATA_DIR=str(log_dir), REDIS_URL=redis_url, **extra), log_dir, name="worker2")
+    hub.processes[1] = start_worker(
+        hub_env(MCPHUB_DATA_DIR=str(log_dir), REDIS_URL=redis_url, **extra), log_dir, name="worker2"
+    )
     await asyncio.to_thread(wait_for_pool_worker, redis_url=redis_url)
 
 
@@ -82,7 +97,10 @@ async def test_a_killed_workers_run_is_interrupted_then_resumed_without_repeatin
     # Each completed step's tool call ran once: the results count up without a repeat.
     results = [s["tool_calls"][0]["result"]["content"][0]["text"] for s in done["steps"][:ROUNDS]]
     assert results == [str(n) for n in range(1, ROUNDS + 1)]
-    assert await asyncio.to_thread(lambda: RunStep.objects.filter(run_id=run["id"]).count()) == ROUNDS + 1
+    assert (
+        await asyncio.to_thread(lambda: RunStep.objects.filter(run_id=run["id"]).count())
+        == ROUNDS + 1
+    )
     assert await asyncio.to_thread(lambda: Run.objects.get(pk=run["id"]).status) == "succeeded"
 
 
@@ -92,7 +110,9 @@ async def test_sigterm_finishes_the_current_round_and_leaves_the_run_resumable(
     _slow_counter(llm)
     redis = start_redis(port := free_port(), tmp_path)
     redis_url = f"redis://127.0.0.1:{port}/0"
-    hub = start_private_hub(tmp_path / "hub", redis_url=redis_url)  # the default 40 s: no sweep can be what ends it
+    hub = start_private_hub(
+        tmp_path / "hub", redis_url=redis_url
+    )  # the default 40 s: no sweep can be what ends it
     try:
         async with Api(hub.base_url, alice_hub_token) as api:
             run = await start_run(api, task="Count slowly", servers=["echo"])

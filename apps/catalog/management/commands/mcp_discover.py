@@ -29,7 +29,9 @@ class Command(BaseCommand):
     def handle(self, *args, names: list[str], verbosity: int, **options) -> None:
         servers = list(self._servers(names))
         if not servers:
-            self.stdout.write("No enabled servers yet: add them in the admin (/admin/) or import a .mcp.json (mcp_import).")
+            self.stdout.write(
+                "No enabled servers yet: add them in the admin (/admin/) or import a .mcp.json (mcp_import)."
+            )
             return
         started = time.perf_counter()
         with _quiet_pool_logs(unless=verbosity > 1):
@@ -45,7 +47,10 @@ class Command(BaseCommand):
     def _servers(self, names: list[str]):
         if not names:
             return McpServer.objects.filter(enabled=True).exclude(url=BUILTIN_URL)
-        missing = sorted(set(names) - set(McpServer.objects.filter(name__in=names).values_list("name", flat=True)))
+        missing = sorted(
+            set(names)
+            - set(McpServer.objects.filter(name__in=names).values_list("name", flat=True))
+        )
         if missing:
             raise CommandError(f"No server named {', '.join(missing)}.")
         return McpServer.objects.filter(name__in=names)
@@ -54,7 +59,10 @@ class Command(BaseCommand):
         rows = [COLUMNS, *(_row(outcome) for outcome in sorted(outcomes, key=lambda o: o.server))]
         widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
         for number, row in enumerate(rows):
-            line = "  ".join(cell.rjust(w) if 2 <= i <= 4 else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+            line = "  ".join(
+                cell.rjust(w) if 2 <= i <= 4 else cell.ljust(w)
+                for i, (cell, w) in enumerate(zip(row, widths))
+            )
             self.stdout.write(_style(self.style, row[1], number)(line.rstrip()))
 
 
@@ -64,7 +72,14 @@ def _row(outcome: DiscoveryOutcome) -> tuple[str, ...]:
     report = outcome.report
     counts = report.counts
     resources = counts.get("resources", 0) + counts.get("templates", 0)
-    return (outcome.server, "healthy", str(counts.get("tools", 0)), str(resources), str(counts.get("prompts", 0)), report.changes)
+    return (
+        outcome.server,
+        "healthy",
+        str(counts.get("tools", 0)),
+        str(resources),
+        str(counts.get("prompts", 0)),
+        report.changes,
+    )
 
 
 def _style(style, status: str, number: int):
@@ -76,7 +91,9 @@ def _style(style, status: str, number: int):
 def _summary(outcomes: list[DiscoveryOutcome], seconds: float) -> str:
     down = sum(not o.ok for o in outcomes)
     healthy = len(outcomes) - down
-    text = f"{len(outcomes)} server(s) discovered in {seconds:.1f} s: {healthy} healthy, {down} down"
+    text = (
+        f"{len(outcomes)} server(s) discovered in {seconds:.1f} s: {healthy} healthy, {down} down"
+    )
     return text + ("; the hub serves the healthy ones, fix the others in the admin" if down else "")
 
 

@@ -17,11 +17,17 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--output", "-o", type=Path, help="Write to this file (default: standard output).")
+        parser.add_argument(
+            "--output", "-o", type=Path, help="Write to this file (default: standard output)."
+        )
         parser.add_argument("--format", choices=["claude", "vscode"], default="claude")
-        parser.add_argument("--include-secrets", action="store_true", help="Write env and header values in clear.")
+        parser.add_argument(
+            "--include-secrets", action="store_true", help="Write env and header values in clear."
+        )
 
-    def handle(self, *args, output: Path | None, format: str, include_secrets: bool, **options) -> None:
+    def handle(
+        self, *args, output: Path | None, format: str, include_secrets: bool, **options
+    ) -> None:
         export = export_servers(style=format, include_secrets=include_secrets)
         if output is None:
             self.stdout.write(export.text, ending="")

@@ -15,7 +15,13 @@ from django.db import IntegrityError
 from apps.accounts.models import Team, User
 from apps.catalog.found_file import import_found_file
 from apps.catalog.importing import import_servers
-from apps.catalog.mcp_json import McpJsonError, ServerConfig, candidate_paths, find_mcp_json, read_mcp_json
+from apps.catalog.mcp_json import (
+    McpJsonError,
+    ServerConfig,
+    candidate_paths,
+    find_mcp_json,
+    read_mcp_json,
+)
 
 T = TypeVar("T")
 
@@ -28,24 +34,39 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "path", nargs="?", type=Path, help="The file; default: the first of $MCP_JSON_PATH, "
-            "~/.lmstudio/mcp.json, ./.mcp.json, ~/.mcp.json, ../.mcp.json that exists."
+            "path",
+            nargs="?",
+            type=Path,
+            help="The file; default: the first of $MCP_JSON_PATH, "
+            "~/.lmstudio/mcp.json, ./.mcp.json, ~/.mcp.json, ../.mcp.json that exists.",
         )
-        parser.add_argument("--owner", metavar="USERNAME", help="Make the servers private to this user.")
+        parser.add_argument(
+            "--owner", metavar="USERNAME", help="Make the servers private to this user."
+        )
         parser.add_argument("--team", metavar="SLUG", help="Share the servers with this team only.")
-        parser.add_argument("--dry-run", action="store_true", help="Show what would change; write nothing.")
         parser.add_argument(
-            "--if-found", action="store_true", help="Without PATH: finding no file is not an error (for the launcher)."
+            "--dry-run", action="store_true", help="Show what would change; write nothing."
         )
         parser.add_argument(
-            "--sync", action="store_true", help="With --if-found: the file wins over changes made in the hub "
+            "--if-found",
+            action="store_true",
+            help="Without PATH: finding no file is not an error (for the launcher).",
+        )
+        parser.add_argument(
+            "--sync",
+            action="store_true",
+            help="With --if-found: the file wins over changes made in the hub "
             "(re-creates deleted servers, overwrites changed ones, deletes servers it imported and no longer lists).",
         )
         parser.add_argument(
-            "--no-discover", action="store_true", help="Do not discover the servers created or changed (the launcher does next)."
+            "--no-discover",
+            action="store_true",
+            help="Do not discover the servers created or changed (the launcher does next).",
         )
 
-    def handle(self, *args, path: Path | None, dry_run: bool, if_found: bool, no_discover: bool, **options) -> None:
+    def handle(
+        self, *args, path: Path | None, dry_run: bool, if_found: bool, no_discover: bool, **options
+    ) -> None:
         if options["owner"] and options["team"]:
             raise CommandError("Give --owner or --team, not both.")
         self.verbosity = options["verbosity"]
@@ -55,11 +76,17 @@ class Command(BaseCommand):
         if if_found and path is None:
             path = self._discover(if_found=True)
             if path is not None:
-                self._import_found(path, sync=options["sync"], dry_run=dry_run, discover=not no_discover)
+                self._import_found(
+                    path, sync=options["sync"], dry_run=dry_run, discover=not no_discover
+                )
             return
         path = path or self._discover(if_found=False)
-        changes = self._apply(path, lambda configs: import_servers(
-            configs=configs, owner=owner, team=team, dry_run=dry_run, discover=not no_discover))
+        changes = self._apply(
+            path,
+            lambda configs: import_servers(
+                configs=configs, owner=owner, team=team, dry_run=dry_run, discover=not no_discover
+            ),
+        )
         if self.verbosity > 0:
             for change in changes:
                 self.stdout.write(f"{'would be ' if dry_run else ''}{change}")
@@ -67,8 +94,12 @@ class Command(BaseCommand):
 
     def _import_found(self, path: Path, *, sync: bool, dry_run: bool, discover: bool) -> None:
         """The launcher's import: once, then only what changed in the file and nobody changed in the hub."""
-        outcome = self._apply(path, lambda configs: import_found_file(
-            path=path, configs=configs, sync=sync, dry_run=dry_run, discover=discover))
+        outcome = self._apply(
+            path,
+            lambda configs: import_found_file(
+                path=path, configs=configs, sync=sync, dry_run=dry_run, discover=discover
+            ),
+        )
         if outcome.unchanged_file:
             self.stdout.write(f"{path}: unchanged since it was imported; nothing to do")
             return
@@ -85,10 +116,14 @@ class Command(BaseCommand):
             parsed = read_mcp_json(path)
             result = importing(parsed.servers)
         except McpJsonError as exc:
-            raise CommandError(f"{path}: nothing imported.\n" + "\n".join(f"  {e}" for e in exc.errors)) from None
+            raise CommandError(
+                f"{path}: nothing imported.\n" + "\n".join(f"  {e}" for e in exc.errors)
+            ) from None
         except IntegrityError as exc:
             # Someone else wrote a server of the same name meanwhile; the transaction rolled back.
-            raise CommandError(f"{path}: nothing imported: a concurrent change got in the way ({exc}); run again.")
+            raise CommandError(
+                f"{path}: nothing imported: a concurrent change got in the way ({exc}); run again."
+            )
         for warning in parsed.warnings:
             self.stderr.write(self.style.WARNING(f"warning: {warning}"))
         return result
@@ -104,7 +139,9 @@ class Command(BaseCommand):
         if if_found:
             self.stdout.write(f"no MCP config file found; nothing to import. Looked in:\n{looked}")
             return None
-        raise CommandError(f"No MCP config file found. Give a PATH, or put one in one of:\n{looked}")
+        raise CommandError(
+            f"No MCP config file found. Give a PATH, or put one in one of:\n{looked}"
+        )
 
     def _owner(self, username: str | None) -> User | None:
         if username is None:

@@ -19,12 +19,22 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("patterns", nargs="*", metavar="PATTERN")
         parser.add_argument("--user", required=True)
-        parser.add_argument("--endpoint", help="Endpoint slug (default: the user's default endpoint).")
-        parser.add_argument("--all", action="store_true", help="Every available tool the user may see.")
-        parser.add_argument("--disable", action="store_true", help="Disable the matching tools instead.")
-        parser.add_argument("--ignore-budget", action="store_true", help="Enable even beyond the token budget.")
+        parser.add_argument(
+            "--endpoint", help="Endpoint slug (default: the user's default endpoint)."
+        )
+        parser.add_argument(
+            "--all", action="store_true", help="Every available tool the user may see."
+        )
+        parser.add_argument(
+            "--disable", action="store_true", help="Disable the matching tools instead."
+        )
+        parser.add_argument(
+            "--ignore-budget", action="store_true", help="Enable even beyond the token budget."
+        )
 
-    def handle(self, *args, patterns: list[str], all: bool, disable: bool, ignore_budget: bool, **options) -> None:
+    def handle(
+        self, *args, patterns: list[str], all: bool, disable: bool, ignore_budget: bool, **options
+    ) -> None:
         if all == bool(patterns):
             raise CommandError("Give either --all or one or more PATTERNs.")
         user = User.objects.filter(username=options["user"]).first()
@@ -36,21 +46,35 @@ class Command(BaseCommand):
             disable_tools(endpoint=endpoint, tools=tools)
         else:
             try:
-                enable_tools(endpoint=endpoint, tools=tools, enforce_budget=False if ignore_budget else None)
+                enable_tools(
+                    endpoint=endpoint, tools=tools, enforce_budget=False if ignore_budget else None
+                )
             except BudgetExceeded as exc:
-                raise CommandError(f"{exc} Nothing changed; use --ignore-budget or raise the budget.") from None
+                raise CommandError(
+                    f"{exc} Nothing changed; use --ignore-budget or raise the budget."
+                ) from None
         verb = "Disabled" if disable else "Enabled"
-        self.stdout.write(f"{verb} {len(tools)} tool(s) on {endpoint.path}: {', '.join(t.key for t in tools)}")
-        self.stdout.write(f"Now {endpoint.tools.count()} enabled, ~{enabled_token_total(endpoint)} of {endpoint.token_budget} tokens.")
+        self.stdout.write(
+            f"{verb} {len(tools)} tool(s) on {endpoint.path}: {', '.join(t.key for t in tools)}"
+        )
+        self.stdout.write(
+            f"Now {endpoint.tools.count()} enabled, ~{enabled_token_total(endpoint)} of {endpoint.token_budget} tokens."
+        )
 
     def _endpoint(self, user: User, slug: str | None) -> Endpoint:
         endpoints = Endpoint.objects.filter(owner=user)
-        endpoint = endpoints.filter(slug=slug).first() if slug else endpoints.filter(is_default=True).first()
+        endpoint = (
+            endpoints.filter(slug=slug).first()
+            if slug
+            else endpoints.filter(is_default=True).first()
+        )
         if endpoint is None:
             raise CommandError(f"User {user.username!r} has no endpoint {slug or '(default)'!r}.")
         return endpoint
 
-    def _matching(self, user: User, patterns: list[str], *, include_unavailable: bool) -> list[Tool]:
+    def _matching(
+        self, user: User, patterns: list[str], *, include_unavailable: bool
+    ) -> list[Tool]:
         tools = visible_tools(user)
         if not include_unavailable:
             tools = tools.filter(available=True, server__enabled=True)

@@ -20,19 +20,27 @@ class Command(BaseCommand):
         actions = parser.add_subparsers(dest="action", required=True)
         create = actions.add_parser("create", help="Create a token and print it once.")
         create.add_argument("--user", required=True)
-        create.add_argument("--endpoint", help="An MCP token for this endpoint slug only (may sit in the URL).")
         create.add_argument(
-            "--scope", choices=TokenScope.values,
+            "--endpoint", help="An MCP token for this endpoint slug only (may sit in the URL)."
+        )
+        create.add_argument(
+            "--scope",
+            choices=TokenScope.values,
             help="mcp (MCP endpoints only; the default with --endpoint), api_read, api_write, or full "
             "(API read-write and MCP; the default otherwise).",
         )
         create.add_argument("--name", default="", help="A label, e.g. the client that will use it.")
-        create.add_argument("--create-user", action="store_true", help="Create the user if it does not exist.")
         create.add_argument(
-            "--password-env", metavar="VAR",
+            "--create-user", action="store_true", help="Create the user if it does not exist."
+        )
+        create.add_argument(
+            "--password-env",
+            metavar="VAR",
             help="With --create-user: the new user's sign-in password, read from this environment variable (never argv).",
         )
-        create.add_argument("--json", action="store_true", help='Print {"token": ..., "endpoint": ...}.')
+        create.add_argument(
+            "--json", action="store_true", help='Print {"token": ..., "endpoint": ...}.'
+        )
         listing = actions.add_parser("list", help="List a user's tokens (prefixes only).")
         listing.add_argument("--user", required=True)
         revoke = actions.add_parser("revoke", help="Revoke a token by its prefix.")
@@ -42,19 +50,35 @@ class Command(BaseCommand):
         getattr(self, f"_{action}")(**options)
 
     def _create(
-        self, *, user: str, endpoint: str | None, scope: str | None, name: str, create_user: bool, json: bool,
-        password_env: str | None, **_
+        self,
+        *,
+        user: str,
+        endpoint: str | None,
+        scope: str | None,
+        name: str,
+        create_user: bool,
+        json: bool,
+        password_env: str | None,
+        **_,
     ) -> None:
         if password_env and not create_user:
-            raise CommandError("--password-env goes with --create-user (change an existing password with changepassword).")
+            raise CommandError(
+                "--password-env goes with --create-user (change an existing password with changepassword)."
+            )
         owner = self._user(user, create=create_user, password=self._password(password_env))
-        target = self._endpoint(owner, endpoint) if endpoint else ensure_default_endpoint(user=owner)
+        target = (
+            self._endpoint(owner, endpoint) if endpoint else ensure_default_endpoint(user=owner)
+        )
         try:
-            token, raw = create_access_token(user=owner, name=name, endpoint=target if endpoint else None, scope=scope)
+            token, raw = create_access_token(
+                user=owner, name=name, endpoint=target if endpoint else None, scope=scope
+            )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         if json:
-            self.stdout.write(_json_line({"token": raw, "endpoint": target.path, "scope": token.scope}))
+            self.stdout.write(
+                _json_line({"token": raw, "endpoint": target.path, "scope": token.scope})
+            )
         else:
             self.stdout.write(f"Token (shown once, store it now): {raw}")
             self.stdout.write(f"Endpoint: {target.path}")
@@ -63,7 +87,9 @@ class Command(BaseCommand):
     def _list(self, *, user: str, **_) -> None:
         for token in AccessToken.objects.filter(user=self._user(user)).select_related("endpoint"):
             state = "active" if token.is_active else "revoked/expired"
-            self.stdout.write(f"{token.prefix}  {token.name or '-'}  {token.scope_label}  {state}  last used: {token.last_used_at or 'never'}")
+            self.stdout.write(
+                f"{token.prefix}  {token.name or '-'}  {token.scope_label}  {state}  last used: {token.last_used_at or 'never'}"
+            )
 
     def _revoke(self, *, prefix: str, **_) -> None:
         token = AccessToken.objects.filter(prefix=prefix).first()
@@ -77,7 +103,9 @@ class Command(BaseCommand):
             return None
         value = os.environ.get(variable)
         if not value:
-            raise CommandError(f"--password-env {variable}: that environment variable is not set or empty.")
+            raise CommandError(
+                f"--password-env {variable}: that environment variable is not set or empty."
+            )
         return value
 
     def _user(self, username: str, *, create: bool = False, password: str | None = None) -> User:
