@@ -88,9 +88,13 @@ def run_from_conversation(request: HttpRequest, conversation_id: str) -> HttpRes
 @require_GET
 def run_page(request: HttpRequest, run_id: str) -> HttpResponse:
     run = _own(request, run_id)
-    return render(
-        request, "web/run.html", {"nav": "runs", "run": run, "steps": selectors.steps_of(run)}
-    )
+    context = {
+        "nav": "runs",
+        "run": run,
+        "steps": selectors.steps_of(run),
+        "status_labels": dict(Run.Status.choices),  # runs.js shows a live status as the page does
+    }
+    return render(request, "web/run.html", context)
 
 
 @login_required

@@ -12,6 +12,7 @@
   if (!ACTIVE.includes(root.dataset.status)) return;
 
   const el = hubRender.el;
+  const LABELS = JSON.parse(document.getElementById("run-status-labels").textContent);
 
   function addStep(step) {
     if (list.querySelector(`[data-round="${step.round}"]`)) return;
@@ -68,7 +69,7 @@
     ws.onmessage = (message) => {
       const event = JSON.parse(message.data);
       if (event.type === "step") addStep(event.payload);
-      else if (event.type === "status") document.getElementById("run-status").textContent = event.payload.status;
+      else if (event.type === "status") document.getElementById("run-status").textContent = LABELS[event.payload.status] || event.payload.status;
       else if (event.type === "provider_status") document.getElementById("run-note").textContent = event.payload.message;
       else if (event.type === "end") window.location.reload();
       else if (event.type === "approval_required" && !shown(event.payload)) window.location.reload();

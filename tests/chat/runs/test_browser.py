@@ -38,7 +38,7 @@ def test_alice_starts_watches_and_cancels_a_run(llm, alice_provider, alice_endpo
     expect(card.locator(".tool-result")).to_have_text("3")
     expect(page.locator(".run-task")).to_have_text("Count <b>slowly</b>")
     page.get_by_role("button", name="Cancel").click()
-    expect(page.locator("#run-status")).to_have_text("cancelled", timeout=15_000)
+    expect(page.locator("#run-status")).to_have_text("Cancelled", timeout=15_000)
     assert Run.objects.get().status == "cancelled"
 
     page.get_by_role("link", name="← Runs").click()
@@ -74,9 +74,9 @@ def test_alice_resumes_an_interrupted_run(llm, alice, alice_provider, alice_endp
         [Reply(text=["It was **2** <script>window.pwned = 1</script> [x](javascript:alert(1))"])]
     )
     page.goto(f"/runs/{run.pk}/")
-    expect(page.locator("#run-status")).to_have_text("interrupted")
+    expect(page.locator("#run-status")).to_have_text("Interrupted")
     page.get_by_role("button", name="Resume").click()
-    expect(page.locator("#run-status")).to_have_text("succeeded", timeout=30_000)
+    expect(page.locator("#run-status")).to_have_text("Succeeded", timeout=30_000)
     expect(page.locator("#run-answer")).to_contain_text("It was 2")
     expect(page.locator("#run-answer strong")).to_have_text(
         "2"
