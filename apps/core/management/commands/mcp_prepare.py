@@ -1,0 +1,64 @@
+"""Everything `./hub run` does before serving, in one process; the slow rest after it serves.
+
+Each `manage.py` process spends ~1.5 s (quiet machine) to 3–6 s (loaded) importing Django and the
+apps before doing anything: start-up ran six of them in a row (migrate, collectstatic, the found
+`.mcp.json`, discovery, the hub's own tools, looking for a local LLM server), 23 s for a warm restart
+of the embedded default. Here the quick steps run in this one process (`call_command`, by name: the
+commands belong to the apps above core), and `--after-start` runs the slow ones — connecting to
+every server, probing local LLM ports — beside the serving hub, which picks their results up as
+from any other process (the catalog's change counters).
+
+Exit status: 0 ready; 3 ready, but no admin user exists yet (the launcher then asks for one).
+"""
+
+from __future__ import annotations
+
+import io
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+NO_ADMIN = 3
+
+
+class Command(BaseCommand):
+    # Loading every URL conf and view for the system checks costs ~1 s more; `./hub manage check`
+    # (run by CI) is where they are looked at.
+    requires_system_checks: list[str] = []
+    help = "Prepare the hub to serve (migrate, static files, found .mcp.json, built-in tools); --after-start: discover servers and look for a local LLM."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--sync",
+            action="store_true",
+            help="The found .mcp.json wins over changes made in the hub (as mcp_import --sync).",
+        )
+        parser.add_argument(
+            "--after-start",
+            action="store_true",
+            help="The slow part, beside a serving hub: discover every enabled server, then look for a local LLM server.",
+        )
+
+    def handle(self, *args, sync: bool, after_start: bool, **options) -> None:
+        if after_start:
+            self._after_start()
+            return
+        call_command("migrate", interactive=False, verbosity=0)
+        call_command("collectstatic", interactive=False, verbosity=0)
+        found = ["--if-found", "--no-discover"] + (["--sync"] if sync else [])
+        call_command("mcp_import", *found, verbosity=0)
+        call_command("mcp_hub_tools", verbosity=0, stdout=io.StringIO())
+        from django.contrib.auth import get_user_model
+
+        if not get_user_model().objects.filter(is_superuser=True).exists():
+            raise SystemExit(NO_ADMIN)
+
+    def _after_start(self) -> None:
+        try:
+            call_command("mcp_discover")  # its table says which servers failed and why
+        except SystemExit:  # a server failed: reported in the table; go on
+            pass
+        try:
+            call_command("mcp_llm", "detect", "--if-none")
+        except Exception as exc:  # noqa: BLE001 - a probe failing must not look like the hub failing
+            self.stderr.write(f"could not look for a local LLM server: {exc}")
