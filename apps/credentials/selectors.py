@@ -151,7 +151,7 @@ def spec_for_operation(server: McpServer, user: Any = None) -> ServerSpec:
     if (
         server.oauth
     ):  # upstream OAuth: else a staff user who connected it (most recently refreshed first)
-        from apps.credentials.upstream_selectors import staff_with_grants
+        from apps.credentials.upstream.selectors import staff_with_grants
 
         candidates += staff_with_grants(server)
     if not server.user_variable_list() and not server.oauth:

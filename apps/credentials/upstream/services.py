@@ -32,10 +32,10 @@ from apps.connections.auth_probe import probe
 from apps.connections.errors import ServerUnavailable
 from apps.connections.specs import ServerSpec
 from apps.core import public_url
-from apps.credentials import upstream_oauth as oauth
 from apps.credentials.errors import CredentialsMissing
 from apps.credentials.signals import credentials_changed
-from apps.credentials.upstream_models import UpstreamOAuthClient, UpstreamOAuthGrant
+from apps.credentials.upstream import oauth
+from apps.credentials.upstream.models import UpstreamOAuthClient, UpstreamOAuthGrant
 
 logger = logging.getLogger(__name__)
 
