@@ -35,7 +35,7 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
-from apps.catalog.discovery import (
+from apps.catalog.introspection import (
     DiscoveryReport,
     ServerGone,
     _describe,
