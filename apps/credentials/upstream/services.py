@@ -25,7 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-from apps.catalog import operations
+from apps.catalog import tasks
 from apps.catalog.models import McpServer
 from apps.catalog.permissions import may_write_server
 from apps.connections.auth_probe import probe
@@ -183,7 +183,7 @@ def finish_connect(*, user: Any, session: Any, params: dict[str, str]) -> tuple[
     )
     if server.enabled and server.last_ok_at is None and may_write_server(user, server):
         # A staff user's first sign-in is what a never-discovered server was waiting for.
-        operations.request_discovery(server_ids=[server.pk], user_id=user.pk)
+        tasks.request_discovery(server_ids=[server.pk], user_id=user.pk)
     return Connected(server, token.scope or ""), entry["next"]
 
 
