@@ -33,6 +33,7 @@ from asgiref.sync import SyncToAsync, async_to_sync
 from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from apps.catalog.introspection import (
     DiscoveryReport,
@@ -115,28 +116,19 @@ class ServerPoolStats:
 
 # --- Whose values ---------------------------------------------------------------------------
 
-# How discovery and health checks get a server's spec. A server with `${user:NAME}` variables has
-# no spec of its own: apps.credentials installs a resolver (the catalog cannot import it) that uses
-# the values of the staff user running the operation, else the server owner's, else raises a
-# PoolError saying whose values are missing (the operation is then skipped with that reason).
+# How discovery and health checks get a server's spec. A server with `${user:NAME}` variables, or
+# one requiring OAuth, has no spec of its own: the values (or sign-in) of the staff user running the
+# operation are used, else the server owner's, else it raises a PoolError saying whose are missing
+# (the operation is then skipped with that reason). Those values live in apps.credentials, above
+# the catalog, so the project's settings name the function (MCPHUB_OPERATIONAL_SPEC, wired in
+# mcphub/settings.py as AUTHENTICATION_BACKENDS is).
 SpecResolver = Callable[[McpServer, Any], ServerSpec]
-
-
-def _own_spec(server: McpServer, user: Any) -> ServerSpec:
-    return server.to_spec()
-
-
-_spec_resolver: SpecResolver = _own_spec
-
-
-def set_spec_resolver(resolver: SpecResolver) -> None:
-    global _spec_resolver
-    _spec_resolver = resolver
 
 
 def operational_spec(server: McpServer, user: Any = None) -> ServerSpec:
     """The spec discovery and health checks use, as `user` (None: a background task)."""
-    return _spec_resolver(server, user)
+    resolver: SpecResolver = import_string(settings.MCPHUB_OPERATIONAL_SPEC)
+    return resolver(server, user)
 
 
 def _resolve(server: McpServer, user: Any) -> ServerSpec | PoolError:
