@@ -6,7 +6,8 @@
   `on_backend_notification`. A shared cache key coalesces duplicates from several listeners.
 - A server is disabled or deleted (admin, API, import): its connection is closed after commit.
 - `MCP_JSON_PATH` with `MCPHUB_WATCH_MCP_JSON=true`: a changed file is re-imported
-  (`reimport_if_changed`, run by beat); a bad file logs every problem and changes nothing.
+  (`reimport_if_changed`, beat's task `catalog.watch_mcp_json`); a bad file logs every problem and
+  changes nothing.
 """
 
 from __future__ import annotations
@@ -190,7 +191,8 @@ def connect() -> None:
 
 @shared_task(name="catalog.watch_mcp_json", ignore_result=True)
 def watch_mcp_json() -> None:
-    """Beat's look at MCP_JSON_PATH (a task here, not in tasks.py: an import queues tasks itself)."""
+    """Beat's look at MCP_JSON_PATH. Defined here rather than in tasks.py, which this module imports:
+    an import queues the discovery of what it changed through tasks.py."""
     if settings.MCPHUB_WATCH_MCP_JSON and settings.MCP_JSON_PATH:
         reimport_if_changed(path=settings.MCP_JSON_PATH)
 
