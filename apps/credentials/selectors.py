@@ -2,8 +2,8 @@
 user's calls: `spec_for_user`. Every call path (gateway endpoint, dynamic mode, chat, runs) gets its
 specs through it, via the endpoint views built in toolsets.exposure and discovery.catalog.
 
-A server without `${user:NAME}` variables and without per-user headers keeps its one shared spec
-(one connection for everyone). A server with them gets one spec per user: their values substituted,
+A server without `${user:NAME}` variables and not requiring OAuth keeps its one shared spec
+(one connection for everyone). A server with either gets one spec per user: their values substituted,
 and `partition="u<user id>"`, so the pool holds one connection (one stdio child) per user.
 
 Hot path: this runs when an endpoint's view is built (once per endpoint version per process), never
@@ -138,9 +138,8 @@ def spec_for_operation(server: McpServer, user: Any = None) -> ServerSpec:
     candidates = [
         u for u in (user, server.owner) if u is not None and getattr(u, "is_authenticated", False)
     ]
-    if (
-        server.oauth
-    ):  # upstream OAuth: else a staff user who connected it (most recently refreshed first)
+    if server.oauth:
+        # Upstream OAuth: else a staff user who connected it (most recently refreshed first).
         candidates += staff_with_grants(server)
     for candidate in dict.fromkeys(candidates):
         try:
