@@ -191,8 +191,8 @@ def connect() -> None:
 
 @shared_task(name="catalog.watch_mcp_json", ignore_result=True)
 def watch_mcp_json() -> None:
-    """Beat's look at MCP_JSON_PATH. Defined here rather than in tasks.py, which this module imports:
-    an import queues the discovery of what it changed through tasks.py."""
+    """Beat's look at MCP_JSON_PATH. Defined here, not in tasks.py (which this module imports): an
+    import queues the discovery of what it changed through tasks.py."""
     if settings.MCPHUB_WATCH_MCP_JSON and settings.MCP_JSON_PATH:
         reimport_if_changed(path=settings.MCP_JSON_PATH)
 

@@ -2,9 +2,10 @@
 user's calls: `spec_for_user`. Every call path (gateway endpoint, dynamic mode, chat, runs) gets its
 specs through it, via the endpoint views built in toolsets.exposure and discovery.catalog.
 
-A server without `${user:NAME}` variables and not requiring OAuth keeps its one shared spec
-(one connection for everyone). A server with either gets one spec per user: their values substituted,
-and `partition="u<user id>"`, so the pool holds one connection (one stdio child) per user.
+A server without `${user:NAME}` variables and not requiring OAuth keeps its one shared spec (one
+connection for everyone). A server with either gets one spec per user: their values substituted
+or their token added, and `partition="u<user id>"`, so the pool holds one connection (one stdio
+child) per user.
 
 Hot path: this runs when an endpoint's view is built (once per endpoint version per process), never
 per call. A change of a user's values bumps that user's endpoint versions (signal

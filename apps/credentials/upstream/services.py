@@ -295,7 +295,8 @@ def _revoke_at_server(grant: UpstreamOAuthGrant) -> None:
 
 def authorization_headers(server: McpServer, user_id: int) -> dict[str, str]:
     """The per-user headers of `apps.credentials.selectors.spec_for_user`: `Authorization: Bearer
-    <the user's own token>` for a server requiring OAuth, {} for any other. Raises CredentialsMissing."""
+    <the user's own token>` for a server requiring OAuth, {} for any other. Raises
+    CredentialsMissing."""
     if not server.oauth:
         return {}
     return {"Authorization": f"Bearer {access_token(server=server, user_id=user_id)}"}
