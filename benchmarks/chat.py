@@ -71,7 +71,7 @@ def seed(llm_url: str, hub_tools: bool = False) -> dict[str, Any]:
     call_command("migrate", verbosity=0)
     from apps.accounts.models import User
     from apps.accounts.services import create_access_token
-    from apps.catalog.discovery import apply_discovery
+    from apps.catalog.introspection import apply_discovery
     from apps.catalog.models import McpServer
     from apps.connections.pool import Pool
     from apps.llm.models import Provider

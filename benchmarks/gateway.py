@@ -79,7 +79,7 @@ def seed(echo_url: str, tools: int, servers: int) -> dict[str, Any]:
 
     from apps.accounts.models import User
     from apps.accounts.services import create_access_token
-    from apps.catalog.discovery import apply_discovery, estimate_tokens
+    from apps.catalog.introspection import apply_discovery, estimate_tokens
     from apps.catalog.models import McpServer, Tool
     from apps.connections.pool import Pool
     from apps.toolsets.services import create_endpoint, set_enabled_tools

@@ -33,7 +33,7 @@ import django  # noqa: E402
 
 django.setup()
 
-from apps.catalog.discovery import estimate_tokens  # noqa: E402
+from apps.catalog.introspection import estimate_tokens  # noqa: E402
 from apps.discovery import catalog as discovery_catalog  # noqa: E402
 from apps.discovery import embeddings, retrieval  # noqa: E402
 from apps.discovery.catalog import Catalog, Entry  # noqa: E402

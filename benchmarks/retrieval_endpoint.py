@@ -14,7 +14,7 @@ from django.test.utils import setup_test_environment
 
 from apps.accounts.models import User
 from apps.accounts.services import create_access_token
-from apps.catalog.discovery import CHARS_PER_TOKEN, estimate_tokens
+from apps.catalog.introspection import CHARS_PER_TOKEN, estimate_tokens
 from apps.catalog.models import McpServer, Tool
 from apps.gateway.transport import Gateway
 from apps.toolsets.services import set_enabled_tools, update_endpoint

@@ -50,8 +50,6 @@ server_guards.install()
 
 async def http_app(scope, receive, send):
     """`/mcp/...` goes straight to the gateway (raw ASGI, no Django middleware on the hot path)."""
-    beat.start_once()
-    chat_runtime.bind_web_loop()
     if scope["path"].startswith("/mcp/"):
         await mcp_gateway(scope, receive, send)
     else:
@@ -73,4 +71,14 @@ async def websocket_app(scope, receive, send):
         await browser_sockets(scope, receive, send)
 
 
-application = ProtocolTypeRouter({"http": http_app, "websocket": websocket_app})
+async def first_http_request(scope, receive, send):
+    """The process's first HTTP request, on the server's event loop (Daphne sends no ASGI lifespan):
+    start the embedded schedule and bind chat turns to this loop, then hand every later request
+    straight to `http_app`, so the per-request path carries no once-only check."""
+    application.application_mapping["http"] = http_app  # before any await: later requests skip this
+    beat.start_once()
+    chat_runtime.bind_web_loop()
+    await http_app(scope, receive, send)
+
+
+application = ProtocolTypeRouter({"http": first_http_request, "websocket": websocket_app})

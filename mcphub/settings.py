@@ -399,6 +399,9 @@ MCPHUB_POOL = {
 # --- Health checks, re-discovery and the watched .mcp.json (Celery beat; see apps/catalog/operations.py).
 MCPHUB_HEALTH_INTERVAL = envint("MCPHUB_HEALTH_INTERVAL", 60)  # seconds between health checks
 MCPHUB_HEALTH_TIMEOUT = envint("MCPHUB_HEALTH_TIMEOUT", 10)  # seconds a health ping may take
+# Whose values discovery and health checks of a server with user variables or OAuth use: the
+# catalog's operations ask credentials (a layer above them, DESIGN.md §4) through this name.
+MCPHUB_OPERATIONAL_SPEC = "apps.credentials.selectors.spec_for_operation"
 # Upstream OAuth: refresh a user's backend access token this many seconds before it expires
 # (or a third of its lifetime, if shorter), so a call never carries an expired one.
 MCPHUB_UPSTREAM_OAUTH_REFRESH_MARGIN = envint("MCPHUB_UPSTREAM_OAUTH_REFRESH_MARGIN", 120)

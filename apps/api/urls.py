@@ -9,7 +9,7 @@ from apps.catalog.api import ServerViewSet
 from apps.chat.api import ConversationViewSet
 from apps.chat.runs.api import RunViewSet
 from apps.credentials.api import MyCredentialsView
-from apps.credentials.upstream_api import MyOAuthView
+from apps.credentials.upstream.api import MyOAuthView
 from apps.discovery.api import PatternsView, PatternView, SuggestView
 from apps.gateway.api import UsageViewSet
 from apps.llm.api import ProviderViewSet

@@ -16,7 +16,7 @@ from django.utils.decorators import method_decorator
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.debug import sensitive_post_parameters
 
-from apps.catalog import operations
+from apps.catalog import operations, tasks
 from apps.catalog.forms import McpServerForm
 from apps.catalog.models import McpServer, Prompt, Resource, ResourceTemplate, Tool
 from apps.catalog.permissions import may_touch_stdio
@@ -140,7 +140,7 @@ class McpServerAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: McpServer, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)
-        operations.discover_if_due(servers=[obj], user=request.user)
+        tasks.discover_if_due(servers=[obj], user=request.user)
         if obj.discovery_due:  # after the discovery (in-process) or its enqueueing (a worker)
             transaction.on_commit(lambda: self._say_discovery_outcome(request, obj))
 

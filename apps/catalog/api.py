@@ -13,7 +13,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.catalog import operations
+from apps.catalog import operations, tasks
 from apps.catalog import permissions as server_permissions
 from apps.catalog.models import McpServer
 from apps.catalog.selectors import visible_servers
@@ -98,10 +98,10 @@ class ServerViewSet(viewsets.ModelViewSet):
         )
 
     def perform_create(self, serializer: ServerSerializer) -> None:
-        operations.discover_if_due(servers=[serializer.save()], user=self.request.user)
+        tasks.discover_if_due(servers=[serializer.save()], user=self.request.user)
 
     def perform_update(self, serializer: ServerSerializer) -> None:
-        operations.discover_if_due(servers=[serializer.save()], user=self.request.user)
+        tasks.discover_if_due(servers=[serializer.save()], user=self.request.user)
 
     @extend_schema(request=None, responses=HealthSerializer)
     @action(detail=True, methods=["post"])

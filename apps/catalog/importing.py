@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from apps.accounts.models import Team, User
-from apps.catalog import operations, uservars
+from apps.catalog import tasks, uservars
 from apps.catalog.mcp_json import (
     McpJsonError,
     ServerConfig,
@@ -113,7 +113,7 @@ def import_servers(
             for server in saved:
                 server.save()
             if discover:
-                operations.discover_if_due(servers=saved)
+                tasks.discover_if_due(servers=saved)
     return [change for _, change, _ in plans]
 
 

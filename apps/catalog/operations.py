@@ -32,10 +32,10 @@ from typing import Any, TypeVar
 from asgiref.sync import SyncToAsync, async_to_sync
 from django.conf import settings
 from django.core.cache import cache
-from django.db import transaction
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
-from apps.catalog.discovery import (
+from apps.catalog.introspection import (
     DiscoveryReport,
     ServerGone,
     _describe,
@@ -50,9 +50,6 @@ from apps.connections.specs import ServerSpec, server_of
 T = TypeVar("T")
 
 FAILURES_KEY = "mcphub:catalog:health-failures:{name}"
-# Backends announce list changes in bursts (one per tool they add); one discovery covers a burst.
-REDISCOVERY_DEBOUNCE_SECONDS = 1.0
-_REDISCOVERY_KEY = "mcphub:catalog:rediscover:{name}"
 
 
 # --- Results ---------------------------------------------------------------------------------
@@ -119,28 +116,19 @@ class ServerPoolStats:
 
 # --- Whose values ---------------------------------------------------------------------------
 
-# How discovery and health checks get a server's spec. A server with `${user:NAME}` variables has
-# no spec of its own: apps.credentials installs a resolver (the catalog cannot import it) that uses
-# the values of the staff user running the operation, else the server owner's, else raises a
-# PoolError saying whose values are missing (the operation is then skipped with that reason).
+# How discovery and health checks get a server's spec. A server with `${user:NAME}` variables, or
+# one requiring OAuth, has no spec of its own: the values (or sign-in) of the staff user running the
+# operation are used, else the server owner's, else it raises a PoolError saying whose are missing
+# (the operation is then skipped with that reason). Those values live in apps.credentials, above
+# the catalog, so the project's settings name the function (MCPHUB_OPERATIONAL_SPEC, wired in
+# mcphub/settings.py as AUTHENTICATION_BACKENDS is).
 SpecResolver = Callable[[McpServer, Any], ServerSpec]
-
-
-def _own_spec(server: McpServer, user: Any) -> ServerSpec:
-    return server.to_spec()
-
-
-_spec_resolver: SpecResolver = _own_spec
-
-
-def set_spec_resolver(resolver: SpecResolver) -> None:
-    global _spec_resolver
-    _spec_resolver = resolver
 
 
 def operational_spec(server: McpServer, user: Any = None) -> ServerSpec:
     """The spec discovery and health checks use, as `user` (None: a background task)."""
-    return _spec_resolver(server, user)
+    resolver: SpecResolver = import_string(settings.MCPHUB_OPERATIONAL_SPEC)
+    return resolver(server, user)
 
 
 def _resolve(server: McpServer, user: Any) -> ServerSpec | PoolError:
@@ -259,49 +247,6 @@ async def _discover(pool: Any, spec: ServerSpec, *, keep: bool) -> Any:
 
 def _discovery_timeout(spec: ServerSpec) -> float:
     return max(spec.timeout or 0.0, float(settings.MCPHUB_HEALTH_TIMEOUT))
-
-
-def request_discovery(*, server_ids: Iterable[int], user_id: int | None = None) -> None:
-    """Discover these servers (all at once) in the background, once the current transaction commits.
-
-    Embedded, tasks run in-process: the save that asked waits for the outcome, so it can show it.
-    """
-    from apps.catalog.tasks import discover_servers
-
-    ids = list(server_ids)
-    if ids:
-        transaction.on_commit(lambda: discover_servers.delay(ids, user_id))
-
-
-def discover_if_due(*, servers: Iterable[McpServer], user: Any = None) -> None:
-    """After saving servers: discover those new, re-enabled or connecting differently (after commit).
-
-    The admin, the API and imports call this, so a server added anywhere shows its tools (or why
-    it has none) without waiting for the periodic re-discovery.
-    """
-    user_id = user.pk if user is not None and user.is_authenticated else None
-    request_discovery(
-        server_ids=[s.pk for s in servers if getattr(s, "discovery_due", False)], user_id=user_id
-    )
-
-
-def request_rediscovery(*, server_name: str) -> bool:
-    """A backend said its lists changed: discover it soon, once per burst. False if coalesced."""
-    from apps.catalog.tasks import discover_server
-
-    if not cache.add(
-        _REDISCOVERY_KEY.format(name=server_name), 1, timeout=REDISCOVERY_DEBOUNCE_SECONDS
-    ):
-        return False
-    server_id = (
-        McpServer.objects.filter(name=server_name, enabled=True)
-        .values_list("pk", flat=True)
-        .first()
-    )
-    if server_id is None:
-        return False
-    discover_server.apply_async((server_id,), countdown=REDISCOVERY_DEBOUNCE_SECONDS)
-    return True
 
 
 # --- Health ----------------------------------------------------------------------------------
@@ -459,13 +404,6 @@ def close_disabled(*, server_names: Iterable[str]) -> list[str]:
         return held
 
     return run_on_pool(close) if names else []
-
-
-def request_close(*, server_name: str) -> None:
-    """Close the server's connection in the background, once the current transaction commits."""
-    from apps.catalog.tasks import close_server
-
-    transaction.on_commit(lambda: close_server.delay(server_name))
 
 
 async def _stats_per_worker(pool: Any) -> dict[str, dict[str, Any]]:

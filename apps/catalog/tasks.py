@@ -1,4 +1,5 @@
-"""Celery tasks for the catalog: thin wrappers over `operations`, ids (or names) as arguments.
+"""Celery tasks for the catalog: thin wrappers over `operations`, ids (or names) as arguments, and
+the calls that queue them once the current transaction commits (`request_*`, `discover_if_due`).
 
 The names are stable (beat schedules and queued messages refer to them); CELERY_TASK_ROUTES
 sends `catalog.*` to the `mcp` queue, served by the workers that hold the connection pool.
@@ -8,14 +9,21 @@ A server deleted or disabled before its task runs is skipped quietly.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
+from typing import Any
 
 from celery import shared_task
-from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
 
 from apps.catalog import operations
 from apps.catalog.models import BUILTIN_URL, McpServer
 
 logger = logging.getLogger(__name__)
+
+# Backends announce list changes in bursts (one per tool they add); one discovery covers a burst.
+REDISCOVERY_DEBOUNCE_SECONDS = 1.0
+_REDISCOVERY_KEY = "mcphub:catalog:rediscover:{name}"
 
 
 @shared_task(name="catalog.discover_server", ignore_result=True)
@@ -82,9 +90,48 @@ def close_server(server_name: str) -> None:
     operations.close_connection(server_name=server_name)
 
 
-@shared_task(name="catalog.watch_mcp_json", ignore_result=True)
-def watch_mcp_json() -> None:
-    from apps.catalog.watch import reimport_if_changed
+# --- Queueing them (after the current transaction commits) -----------------------------------
 
-    if settings.MCPHUB_WATCH_MCP_JSON and settings.MCP_JSON_PATH:
-        reimport_if_changed(path=settings.MCP_JSON_PATH)
+
+def request_discovery(*, server_ids: Iterable[int], user_id: int | None = None) -> None:
+    """Discover these servers (all at once) in the background, once the current transaction commits.
+
+    Embedded, tasks run in-process: the save that asked waits for the outcome, so it can show it.
+    """
+    ids = list(server_ids)
+    if ids:
+        transaction.on_commit(lambda: discover_servers.delay(ids, user_id))
+
+
+def discover_if_due(*, servers: Iterable[McpServer], user: Any = None) -> None:
+    """After saving servers: discover those new, re-enabled or connecting differently (after commit).
+
+    The admin, the API and imports call this, so a server added anywhere shows its tools (or why
+    it has none) without waiting for the periodic re-discovery.
+    """
+    user_id = user.pk if user is not None and user.is_authenticated else None
+    request_discovery(
+        server_ids=[s.pk for s in servers if getattr(s, "discovery_due", False)], user_id=user_id
+    )
+
+
+def request_rediscovery(*, server_name: str) -> bool:
+    """A backend said its lists changed: discover it soon, once per burst. False if coalesced."""
+    if not cache.add(
+        _REDISCOVERY_KEY.format(name=server_name), 1, timeout=REDISCOVERY_DEBOUNCE_SECONDS
+    ):
+        return False
+    server_id = (
+        McpServer.objects.filter(name=server_name, enabled=True)
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if server_id is None:
+        return False
+    discover_server.apply_async((server_id,), countdown=REDISCOVERY_DEBOUNCE_SECONDS)
+    return True
+
+
+def request_close(*, server_name: str) -> None:
+    """Close the server's connection in the background, once the current transaction commits."""
+    transaction.on_commit(lambda: close_server.delay(server_name))

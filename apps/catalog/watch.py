@@ -6,7 +6,8 @@
   `on_backend_notification`. A shared cache key coalesces duplicates from several listeners.
 - A server is disabled or deleted (admin, API, import): its connection is closed after commit.
 - `MCP_JSON_PATH` with `MCPHUB_WATCH_MCP_JSON=true`: a changed file is re-imported
-  (`reimport_if_changed`, run by beat); a bad file logs every problem and changes nothing.
+  (`reimport_if_changed`, beat's task `catalog.watch_mcp_json`); a bad file logs every problem and
+  changes nothing.
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from celery import shared_task
+from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, close_old_connections
 from django.db.models.signals import post_delete, post_save
 
-from apps.catalog import operations
+from apps.catalog import tasks
 from apps.catalog.importing import ServerChange, import_servers
 from apps.catalog.mcp_json import McpJsonError, read_mcp_json
 from apps.catalog.models import McpServer
@@ -66,9 +69,9 @@ _background: set[asyncio.Task[None]] = set()
 
 async def _rediscover_later(server: str) -> None:
     # Eager Celery ignores countdowns: wait out the burst here instead.
-    await asyncio.sleep(operations.REDISCOVERY_DEBOUNCE_SECONDS)
+    await asyncio.sleep(tasks.REDISCOVERY_DEBOUNCE_SECONDS)
     try:
-        await sync_to_async(operations.request_rediscovery)(server_name=server)
+        await sync_to_async(tasks.request_rediscovery)(server_name=server)
     except Exception:  # boundary: a failed re-discovery must not break the pool's loop
         logger.exception("re-discovery of %r after list_changed failed", server)
 
@@ -132,7 +135,7 @@ class EventsListener:
         if _method(data.get("n") or {}) not in LIST_CHANGED:
             return
         try:
-            operations.request_rediscovery(server_name=data["s"])
+            tasks.request_rediscovery(server_name=data["s"])
         finally:
             close_old_connections()
 
@@ -166,11 +169,11 @@ def _server_saved(
     sender: type, instance: McpServer, created: bool = False, raw: bool = False, **kwargs: Any
 ) -> None:
     if not (raw or created or instance.enabled):  # a server just created has no connection yet
-        operations.request_close(server_name=instance.name)
+        tasks.request_close(server_name=instance.name)
 
 
 def _server_deleted(sender: type, instance: McpServer, **kwargs: Any) -> None:
-    operations.request_close(server_name=instance.name)
+    tasks.request_close(server_name=instance.name)
 
 
 def connect() -> None:
@@ -184,6 +187,14 @@ def connect() -> None:
 
 
 # --- A watched .mcp.json ---------------------------------------------------------------------
+
+
+@shared_task(name="catalog.watch_mcp_json", ignore_result=True)
+def watch_mcp_json() -> None:
+    """Beat's look at MCP_JSON_PATH. Defined here, not in tasks.py (which this module imports): an
+    import queues the discovery of what it changed through tasks.py."""
+    if settings.MCPHUB_WATCH_MCP_JSON and settings.MCP_JSON_PATH:
+        reimport_if_changed(path=settings.MCP_JSON_PATH)
 
 
 def reimport_if_changed(*, path: str | Path) -> list[ServerChange] | None:

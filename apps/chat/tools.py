@@ -65,7 +65,7 @@ class Toolbox:
 
         from apps.connections.default import get_pool
         from apps.connections.errors import PoolError
-        from apps.credentials.upstream_calls import with_user_token
+        from apps.credentials.upstream.calls import with_user_token
 
         started, clock = time.time(), time.perf_counter()
         try:

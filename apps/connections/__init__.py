@@ -18,7 +18,7 @@ _EXPORTS = {
     "PoolWorker": "apps.connections.worker",
     "get_pool": "apps.connections.default",
     "run_with_pool": "apps.connections.default",
-    "Discovery": "apps.connections.discovery",
+    "Discovery": "apps.connections.listing",
     "Relay": "apps.connections.hooks",
 }
 

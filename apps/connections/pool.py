@@ -20,9 +20,9 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from apps.connections.breaker import Breaker, BreakerPolicy
-from apps.connections.discovery import Discovery, collect_pages
 from apps.connections.errors import CallTimeout, PoolError, ServerCrashed, ServerUnavailable
 from apps.connections.hooks import NotificationHook, ProgressFn, Relay
+from apps.connections.listing import Discovery, collect_pages
 from apps.connections.session import Connection, call_tool_raw
 from apps.connections.specs import ServerSpec, server_of
 from apps.connections.stderr import MARKER, StderrTail

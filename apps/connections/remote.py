@@ -22,9 +22,9 @@ from typing import Any
 import mcp_types as types
 
 from apps.connections.codec import SpecCodec, default_codec
-from apps.connections.discovery import Discovery
 from apps.connections.errors import CallTimeout, PoolError, ServerCrashed, ServerUnavailable
 from apps.connections.hooks import NotificationHook, ProgressFn, Relay
+from apps.connections.listing import Discovery
 from apps.connections.resp import RespClient, RespConnection
 from apps.connections.specs import ServerSpec, server_of
 from apps.connections.wire import (

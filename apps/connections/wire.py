@@ -31,8 +31,8 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
-from apps.connections.discovery import Discovery
 from apps.connections.errors import ERROR_KINDS, PoolError
+from apps.connections.listing import Discovery
 from apps.connections.specs import ServerSpec
 
 SPEC_UNKNOWN = "spec_unknown"  # the worker has no spec for this (name, hash): resend it in full

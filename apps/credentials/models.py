@@ -37,5 +37,5 @@ class UserCredential(TimeStampedModel):
         return f"{self.user} · {self.server.name}"
 
 
-# Upstream OAuth (the hub as OAuth client of backends): its own module, registered here.
-from apps.credentials.upstream_models import UpstreamOAuthClient, UpstreamOAuthGrant  # noqa: E402, F401
+# Upstream OAuth (the hub as OAuth client of backends): its own package, its models registered here.
+from apps.credentials.upstream.models import UpstreamOAuthClient, UpstreamOAuthGrant  # noqa: E402, F401

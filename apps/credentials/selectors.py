@@ -2,9 +2,10 @@
 user's calls: `spec_for_user`. Every call path (gateway endpoint, dynamic mode, chat, runs) gets its
 specs through it, via the endpoint views built in toolsets.exposure and discovery.catalog.
 
-A server without `${user:NAME}` variables and without per-user headers keeps its one shared spec
-(one connection for everyone). A server with them gets one spec per user: their values substituted,
-and `partition="u<user id>"`, so the pool holds one connection (one stdio child) per user.
+A server without `${user:NAME}` variables and not requiring OAuth keeps its one shared spec (one
+connection for everyone). A server with either gets one spec per user: their values substituted
+or their token added, and `partition="u<user id>"`, so the pool holds one connection (one stdio
+child) per user.
 
 Hot path: this runs when an endpoint's view is built (once per endpoint version per process), never
 per call. A change of a user's values bumps that user's endpoint versions (signal
@@ -14,7 +15,7 @@ per call. A change of a user's values bumps that user's endpoint versions (signa
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,34 +27,22 @@ from apps.connections.specs import ServerSpec
 from apps.core import public_url
 from apps.credentials.errors import CredentialsMissing
 from apps.credentials.models import UserCredential
+from apps.credentials.upstream.selectors import staff_with_grants
+from apps.credentials.upstream.services import authorization_headers
 
-# --- the extension point for other per-user connection data ---------------------------------
-
-# A provider returns extra HTTP headers for one user's calls to one server (e.g. an upstream OAuth
-# `Authorization: Bearer …` for that user), or {} when it has nothing to add. It may raise
-# `CredentialsMissing` with a message saying what the user must do ("connect", "reconnect").
-# Any non-empty answer makes the server's spec per user (its own connection per user).
-# Providers run when a user's endpoint view is built, not per call: keep them to one cheap query,
-# and send `credentials_changed(user_id=…, server_id=…)` when what they return changes (a refreshed
-# token) so the user's views rebuild.
-UserHeaderProvider = Callable[[McpServer, int], Mapping[str, str]]
-USER_HEADER_PROVIDERS: list[UserHeaderProvider] = []
-
-
-def register_user_header_provider(provider: UserHeaderProvider) -> None:
-    """Add a provider (idempotent); call from an AppConfig.ready()."""
-    if provider not in USER_HEADER_PROVIDERS:
-        USER_HEADER_PROVIDERS.append(provider)
+# --- per-user headers -----------------------------------------------------------------------
 
 
 def _user_headers(server: McpServer, user_id: int) -> dict[str, str]:
-    """Headers every registered provider adds for `user_id`'s calls to `server` (HTTP servers only)."""
+    """Extra headers for `user_id`'s calls to `server` (HTTP servers only): a server requiring OAuth
+    gets the user's own `Authorization: Bearer …` (upstream OAuth), or `CredentialsMissing` saying
+    what to do ("connect", "reconnect"). Any header makes the server's spec per user.
+
+    Runs when a user's endpoint view is built, not per call; a refreshed token sends
+    `credentials_changed`, so the user's views rebuild."""
     if server.transport == McpServer.Transport.STDIO:
         return {}
-    headers: dict[str, str] = {}
-    for provider in USER_HEADER_PROVIDERS:
-        headers.update(provider(server, user_id))
-    return headers
+    return authorization_headers(server, user_id)
 
 
 # --- specs ----------------------------------------------------------------------------------
@@ -145,23 +134,14 @@ def credentials_missing(
 def spec_for_operation(server: McpServer, user: Any = None) -> ServerSpec:
     """Discovery and health checks (`catalog.operations.operational_spec`): the values of the user
     running it, else the server owner's; a background task (no user) uses the owner's."""
+    if not server.user_variable_list() and not server.oauth:
+        return server.to_spec()  # nothing differs per user: the shared spec
     candidates = [
         u for u in (user, server.owner) if u is not None and getattr(u, "is_authenticated", False)
     ]
-    if (
-        server.oauth
-    ):  # upstream OAuth: else a staff user who connected it (most recently refreshed first)
-        from apps.credentials.upstream_selectors import staff_with_grants
-
+    if server.oauth:
+        # Upstream OAuth: else a staff user who connected it (most recently refreshed first).
         candidates += staff_with_grants(server)
-    if not server.user_variable_list() and not server.oauth:
-        # Only per-user headers (a provider's) can differ: the first candidate a provider serves, else shared.
-        for candidate in dict.fromkeys(candidates):
-            try:
-                return spec_for_user(server, candidate.pk)
-            except CredentialsMissing:
-                continue
-        return server.to_spec()
     for candidate in dict.fromkeys(candidates):
         try:
             return spec_for_user(server, candidate.pk)

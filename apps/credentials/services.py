@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from django.db import transaction
 
-from apps.catalog import operations, uservars
+from apps.catalog import tasks, uservars
 from apps.catalog.models import McpServer
 from apps.catalog.permissions import may_write_server
 from apps.connections.specs import pool_key
@@ -78,7 +78,7 @@ def _remove(user, server: McpServer, row: UserCredential | None) -> bool:
     row.delete()
     _changed(user, server)
     # Nothing may run on them any more: stop the user's backend now rather than when it idles out.
-    operations.request_close(server_name=pool_key(server.name, partition_for(user.pk)))
+    tasks.request_close(server_name=pool_key(server.name, partition_for(user.pk)))
     return True
 
 
@@ -88,4 +88,4 @@ def _changed(user, server: McpServer) -> None:
     new one a quick call already opened). A staff user's first values discover a never-discovered server."""
     credentials_changed.send(sender=UserCredential, user_id=user.pk, server_id=server.pk)
     if server.enabled and server.last_ok_at is None and may_write_server(user, server):
-        operations.request_discovery(server_ids=[server.pk], user_id=user.pk)
+        tasks.request_discovery(server_ids=[server.pk], user_id=user.pk)

@@ -14,7 +14,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from apps.catalog.discovery import estimate_tokens
+from apps.catalog.introspection import estimate_tokens
 from apps.discovery import catalog as discovery_catalog
 from apps.discovery import loading
 from apps.discovery.catalog import Catalog

@@ -298,7 +298,7 @@ async def _backend_call(
         }
     if spec.url == BUILTIN_URL:
         return await _builtin_call(ctx, exposed, arguments, meta)
-    from apps.credentials.upstream_calls import with_user_token
+    from apps.credentials.upstream.calls import with_user_token
 
     def call(spec: Any) -> Any:
         return _get_pool().call_tool(

@@ -136,7 +136,7 @@ MIN_FRESH_SECONDS = 5.0
 def _fresh_until(oauth_server_ids: list[int], user_id: int) -> float:
     if not oauth_server_ids:
         return float("inf")
-    from apps.credentials.upstream_selectors import refresh_deadline
+    from apps.credentials.upstream.selectors import refresh_deadline
 
     deadline = refresh_deadline(oauth_server_ids, user_id)
     if deadline is None:

@@ -2,7 +2,7 @@
 
 The same form as the admin (apps.catalog.forms.McpServerForm: arguments one per line, secrets
 write-only and masked, the stdio permission), the same permissions as the API (model permissions;
-stdio servers need *manage stdio servers*), discovery on save (operations.discover_if_due), and a
+stdio servers need *manage stdio servers*), discovery on save (tasks.discover_if_due), and a
 *Test* that pings the configuration as typed before anything is saved.
 """
 
@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
-from apps.catalog import operations, permissions
+from apps.catalog import operations, permissions, tasks
 from apps.catalog.forms import McpServerForm
 from apps.catalog.models import McpServer
 from apps.web.access import staff_with_perms
@@ -62,7 +62,7 @@ def _submit(request: HttpRequest, form: McpServerForm, server: McpServer | None)
         )
     with transaction.atomic():
         saved = form.save()
-        operations.discover_if_due(servers=[saved], user=request.user)
+        tasks.discover_if_due(servers=[saved], user=request.user)
     messages.success(
         request,
         f"Server “{saved.name}” saved{'; discovering its tools now' if saved.discovery_due else ''}.",

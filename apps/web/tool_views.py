@@ -20,8 +20,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from apps.catalog.models import McpServer, Tool
 from apps.catalog.selectors import visible_tools
-from apps.credentials import upstream_selectors
 from apps.credentials.selectors import servers_needing_credentials
+from apps.credentials.upstream import selectors as upstream_selectors
 from apps.discovery.selectors import rank_tools
 from apps.toolsets import selectors, services
 from apps.toolsets.models import Endpoint

@@ -13,7 +13,8 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from apps.credentials import upstream_selectors, upstream_services
+from apps.credentials.upstream import selectors as upstream_selectors
+from apps.credentials.upstream import services as upstream_services
 
 
 def _server(request: HttpRequest, name: str):

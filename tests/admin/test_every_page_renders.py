@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from apps.catalog.models import Prompt, Resource, ResourceTemplate, Tool
 from apps.credentials.models import UserCredential
-from apps.credentials.upstream_models import UpstreamOAuthClient, UpstreamOAuthGrant
+from apps.credentials.upstream.models import UpstreamOAuthClient, UpstreamOAuthGrant
 from apps.toolsets.models import ToolCall
 
 REGISTERED = sorted(admin.site._registry, key=lambda model: model._meta.label)

@@ -7,7 +7,7 @@ from mcp import types
 
 from apps.catalog import operations
 from apps.catalog.models import McpServer, Tool
-from apps.connections.discovery import Discovery
+from apps.connections.listing import Discovery
 
 pytestmark = pytest.mark.django_db
 

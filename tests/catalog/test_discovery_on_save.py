@@ -11,7 +11,7 @@ from django.contrib.messages import get_messages
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from apps.catalog import operations
+from apps.catalog import tasks
 from apps.catalog.models import McpServer
 from tests.catalog.conftest import tiny_args, wait_for
 
@@ -123,12 +123,12 @@ def test_a_disabled_server_is_not_discovered_until_enabled(pool_host):
 
     server.description = "still disabled"
     server.save()
-    operations.discover_if_due(servers=[server])
+    tasks.discover_if_due(servers=[server])
     assert server.discovery_due is False
 
     server.enabled = True
     server.save()
-    operations.discover_if_due(servers=[server])
+    tasks.discover_if_due(servers=[server])
 
     assert wait_for(lambda: _tools("tiny")) == TINY_TOOLS
 

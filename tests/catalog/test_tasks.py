@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from apps.catalog import tasks
+from apps.catalog import tasks, watch
 from apps.catalog.models import McpServer
 from mcphub.celery import app as celery_app
 from tests.catalog.conftest import echo_args, tiny_args, wait_for
@@ -20,7 +20,7 @@ def test_task_names_are_stable_and_beat_refers_to_them():
             tasks.check_health,
             tasks.check_health_all,
             tasks.close_server,
-            tasks.watch_mcp_json,
+            watch.watch_mcp_json,
         )
     }
 

@@ -40,7 +40,7 @@ def test_other_backend_notifications_do_not_trigger_discovery(
 ):
     make_server("echo", echo_args())
     asked = []
-    monkeypatch.setattr(operations, "request_rediscovery", lambda **kw: asked.append(kw))
+    monkeypatch.setattr(tasks, "request_rediscovery", lambda **kw: asked.append(kw))
     listener = watch.EventsListener("redis://unused", "mcphub:pool")
 
     listener.handle(
@@ -106,10 +106,10 @@ def test_the_beat_task_watches_only_when_asked(transactional_db, tmp_path, setti
     settings.MCP_JSON_PATH = str(config)
     settings.MCPHUB_WATCH_MCP_JSON = False
 
-    tasks.watch_mcp_json.apply().get()
+    watch.watch_mcp_json.apply().get()
     assert not McpServer.objects.filter(name="tiny").exists()
 
     settings.MCPHUB_WATCH_MCP_JSON = True
     settings.CELERY_TASK_ALWAYS_EAGER = True  # the discovery it asks for runs here, not in a worker
-    tasks.watch_mcp_json.apply().get()
+    watch.watch_mcp_json.apply().get()
     assert McpServer.objects.filter(name="tiny").exists()

@@ -12,7 +12,7 @@ import pytest
 import websockets
 from django.test import Client
 
-from apps.catalog.discovery import apply_discovery
+from apps.catalog.introspection import apply_discovery
 from apps.catalog.models import McpServer
 from apps.toolsets.models import MARKED_DESTRUCTIVE, NOT_READ_ONLY
 from apps.toolsets.services import enable_tools

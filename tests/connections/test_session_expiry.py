@@ -71,7 +71,7 @@ async def test_through_the_hub_a_restarted_backend_costs_alice_no_error(
 
 
 def _alice_notes(alice, url: str):
-    from apps.catalog.discovery import apply_discovery
+    from apps.catalog.introspection import apply_discovery
     from apps.connections.default import run_with_pool
 
     server = McpServer.objects.create(name="notes", transport="streamable_http", url=url)

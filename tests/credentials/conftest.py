@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from apps.catalog.discovery import apply_discovery
+from apps.catalog.introspection import apply_discovery
 from apps.catalog.models import McpServer
 from apps.connections.specs import ServerSpec
 from tests.live_hub import HUB_PIDS, SERVERS, free_port

@@ -53,8 +53,8 @@ def test_a_server_without_variables_keeps_one_shared_spec(alice, global_server):
     assert selectors.spec_for_user(global_server, alice.pk).partition == ""
 
 
-def test_header_providers_add_per_user_headers_and_may_refuse(alice, bob, charlie, db):
-    """The hook for per-user headers from elsewhere (upstream OAuth grants)."""
+def test_per_user_headers_make_a_personal_spec_and_may_refuse(alice, bob, charlie, db, monkeypatch):
+    """Per-user headers (upstream OAuth grants) make the spec personal, or refuse with what to do."""
     server = McpServer.objects.create(
         name="oauthy",
         transport=McpServer.Transport.STREAMABLE_HTTP,
@@ -66,16 +66,13 @@ def test_header_providers_add_per_user_headers_and_may_refuse(alice, bob, charli
             raise CredentialsMissing(server.name, f"Connect {server.name} first.")
         return {"Authorization": "Bearer alice-grant"} if user_id == alice.pk else {}
 
-    selectors.register_user_header_provider(grants)
-    try:
-        alice_spec, bob_spec = (
-            selectors.spec_for_user(server, alice.pk),
-            selectors.spec_for_user(server, bob.pk),
-        )
-        with pytest.raises(CredentialsMissing, match="Connect oauthy first"):
-            selectors.spec_for_user(server, charlie.pk)
-    finally:
-        selectors.USER_HEADER_PROVIDERS.remove(grants)
+    monkeypatch.setattr(selectors, "authorization_headers", grants)
+    alice_spec, bob_spec = (
+        selectors.spec_for_user(server, alice.pk),
+        selectors.spec_for_user(server, bob.pk),
+    )
+    with pytest.raises(CredentialsMissing, match="Connect oauthy first"):
+        selectors.spec_for_user(server, charlie.pk)
 
     assert (
         dict(alice_spec.headers) == {"Authorization": "Bearer alice-grant"}

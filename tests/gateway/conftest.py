@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from apps.accounts.services import create_access_token
-from apps.catalog.discovery import apply_discovery
+from apps.catalog.introspection import apply_discovery
 from apps.catalog.models import McpServer
 from apps.toolsets.services import enable_tools
 from tests.live_hub import SERVERS

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from apps.accounts.services import create_access_token
-from apps.catalog.discovery import discover_server
+from apps.catalog.introspection import discover_server
 from apps.catalog.models import McpServer
 from apps.toolsets.services import set_enabled_tools
 from tests.live_hub import ROOT, SERVERS

@@ -11,7 +11,7 @@ import httpx2
 import pytest
 from django.conf import settings
 
-from apps.catalog.discovery import discover_server
+from apps.catalog.introspection import discover_server
 from apps.catalog.models import McpServer
 from apps.toolsets.services import enable_tools
 from tests.live_hub import SERVERS, another_web, raw_session, sse_messages

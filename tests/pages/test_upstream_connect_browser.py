@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from apps.catalog.models import McpServer
-from apps.credentials.upstream_models import UpstreamOAuthGrant
+from apps.credentials.upstream.models import UpstreamOAuthGrant
 from tests.upstream_oauth.upstream import OAuthBackend
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from apps.catalog.models import McpServer
-from apps.credentials import upstream_services
+from apps.credentials.upstream import services as upstream_services
 from tests.core.outbound_canary import Canary
 
 pytestmark = [pytest.mark.django_db]

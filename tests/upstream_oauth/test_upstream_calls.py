@@ -14,7 +14,7 @@ from django.core.management import call_command
 
 from apps.catalog import operations
 from apps.catalog.models import McpServer
-from apps.credentials.upstream_models import UpstreamOAuthGrant
+from apps.credentials.upstream.models import UpstreamOAuthGrant
 from apps.toolsets.services import enable_tools
 from tests.live_hub import wait_for
 from tests.upstream_oauth.upstream import OAuthBackend, connect, whoami

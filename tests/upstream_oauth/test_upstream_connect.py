@@ -10,7 +10,7 @@ from django.db import connection
 
 from apps.catalog import operations
 from apps.catalog.models import McpServer
-from apps.credentials.upstream_models import UpstreamOAuthClient, UpstreamOAuthGrant
+from apps.credentials.upstream.models import UpstreamOAuthClient, UpstreamOAuthGrant
 from tests.upstream_oauth.upstream import csrf
 
 pytestmark = [pytest.mark.django_db(transaction=True)]

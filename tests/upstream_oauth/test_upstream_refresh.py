@@ -10,9 +10,9 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 
-from apps.credentials import upstream_services
 from apps.credentials.errors import CredentialsMissing
-from apps.credentials.upstream_models import UpstreamOAuthGrant
+from apps.credentials.upstream import services as upstream_services
+from apps.credentials.upstream.models import UpstreamOAuthGrant
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

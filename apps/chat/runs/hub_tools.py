@@ -92,7 +92,7 @@ FALLBACK_SECONDS = 5.0
 
 def ensure_hub_server():
     """Create or refresh the built-in `hub` server and its tools in the catalog (idempotent)."""
-    from apps.catalog.discovery import estimate_tokens
+    from apps.catalog.introspection import estimate_tokens
     from apps.catalog.models import BUILTIN_URL, McpServer, Tool
 
     with transaction.atomic():

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.core import public_url
-from apps.credentials import upstream_selectors, upstream_services
+from apps.credentials.upstream import selectors, services
 
 
 class ConnectionSerializer(serializers.Serializer):
@@ -27,17 +27,15 @@ class ConnectionSerializer(serializers.Serializer):
         help_text="The page where you connect or reconnect it"
     )
 
-    def get_connect_at(self, connection: upstream_selectors.Connection) -> str:
-        return public_url.absolute(upstream_services.CONNECT_PAGE)
+    def get_connect_at(self, connection: selectors.Connection) -> str:
+        return public_url.absolute(services.CONNECT_PAGE)
 
 
 class MyOAuthView(APIView):
     """Your sign-in to one backend that requires OAuth."""
 
-    def _connection(self, request: Request, name: str) -> upstream_selectors.Connection:
-        found = [
-            c for c in upstream_selectors.connections_for(request.user) if c.server.name == name
-        ]
+    def _connection(self, request: Request, name: str) -> selectors.Connection:
+        found = [c for c in selectors.connections_for(request.user) if c.server.name == name]
         if not found:
             raise Http404("No such server requiring OAuth.")
         return found[0]
@@ -49,5 +47,5 @@ class MyOAuthView(APIView):
     @extend_schema(responses={204: None})
     def delete(self, request: Request, name: str) -> Response:
         connection = self._connection(request, name)
-        upstream_services.disconnect(server=connection.server, user=request.user)
+        services.disconnect(server=connection.server, user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -29,7 +29,7 @@ async def with_user_token(
     except (MCPError, PoolError) as exc:
         if not _maybe_refused(spec, exc):
             raise
-        from apps.credentials.upstream_services import renewed_spec
+        from apps.credentials.upstream.services import renewed_spec
 
         # A probe and maybe a refresh: network and ORM, off the event loop (not the shared sync thread).
         fresh = await sync_to_async(renewed_spec, thread_sensitive=False)(spec, user_id)

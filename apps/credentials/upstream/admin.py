@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from apps.catalog.admin import ReadOnlyAdminMixin
-from apps.credentials.upstream_models import UpstreamOAuthClient, UpstreamOAuthGrant
+from apps.credentials.upstream.models import UpstreamOAuthClient, UpstreamOAuthGrant
 
 
 @admin.register(UpstreamOAuthGrant)

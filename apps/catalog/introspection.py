@@ -1,4 +1,5 @@
-"""Persist what a backend offers: tools, resources, templates and prompts (all pages).
+"""Introspecting a server: persist what it offers (tools, resources, templates, prompts, all pages)
+and estimate what each costs in tokens.
 
 Items that vanish are marked unavailable, never deleted, so users' selections survive a
 backend's bad day; they come back as they were when the backend offers them again.
@@ -16,7 +17,7 @@ from django.utils import timezone
 
 from apps.catalog.models import McpServer, Prompt, Resource, ResourceTemplate, Tool
 from apps.catalog.signals import catalog_changed
-from apps.connections.discovery import Discovery
+from apps.connections.listing import Discovery
 
 # No tokenizer installs offline here (tiktoken downloads its encodings at first use), so the
 # estimate is the common ~4 characters per token of the JSON a client receives for the tool.

@@ -25,17 +25,17 @@ from django.db import transaction
 from django.utils import timezone
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-from apps.catalog import operations
+from apps.catalog import tasks
 from apps.catalog.models import McpServer
 from apps.catalog.permissions import may_write_server
 from apps.connections.auth_probe import probe
 from apps.connections.errors import ServerUnavailable
 from apps.connections.specs import ServerSpec
 from apps.core import public_url
-from apps.credentials import upstream_oauth as oauth
 from apps.credentials.errors import CredentialsMissing
 from apps.credentials.signals import credentials_changed
-from apps.credentials.upstream_models import UpstreamOAuthClient, UpstreamOAuthGrant
+from apps.credentials.upstream import oauth
+from apps.credentials.upstream.models import UpstreamOAuthClient, UpstreamOAuthGrant
 
 logger = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ def finish_connect(*, user: Any, session: Any, params: dict[str, str]) -> tuple[
     )
     if server.enabled and server.last_ok_at is None and may_write_server(user, server):
         # A staff user's first sign-in is what a never-discovered server was waiting for.
-        operations.request_discovery(server_ids=[server.pk], user_id=user.pk)
+        tasks.request_discovery(server_ids=[server.pk], user_id=user.pk)
     return Connected(server, token.scope or ""), entry["next"]
 
 
@@ -294,8 +294,9 @@ def _revoke_at_server(grant: UpstreamOAuthGrant) -> None:
 
 
 def authorization_headers(server: McpServer, user_id: int) -> dict[str, str]:
-    """The per-user header provider (apps.credentials.selectors): `Authorization: Bearer <the user's
-    own token>` for a server requiring OAuth, {} for any other. Raises CredentialsMissing."""
+    """The per-user headers of `apps.credentials.selectors.spec_for_user`: `Authorization: Bearer
+    <the user's own token>` for a server requiring OAuth, {} for any other. Raises
+    CredentialsMissing."""
     if not server.oauth:
         return {}
     return {"Authorization": f"Bearer {access_token(server=server, user_id=user_id)}"}

@@ -8,7 +8,7 @@ from typing import Any
 
 from apps.catalog.models import McpServer
 from apps.catalog.selectors import visible_servers
-from apps.credentials.upstream_models import UpstreamOAuthGrant
+from apps.credentials.upstream.models import UpstreamOAuthGrant
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""What a server offers, fetched in full (every page), in one serializable value."""
+"""What a server lists (tools, resources, templates, prompts), fetched in full (every page), in one
+serializable value."""
 
 from __future__ import annotations
 
