@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from apps.chat.journal import commit_without_waiting_for_disk
 from apps.chat.models import Conversation, Event, Message, Turn
+from apps.core.errors import UserError
 from apps.toolsets.models import Endpoint
 
 logger = logging.getLogger(__name__)
@@ -27,13 +28,8 @@ STALE_AFTER = timedelta(seconds=60)
 HEARTBEAT_SECONDS = 15.0
 
 
-class ChatError(Exception):
+class ChatError(UserError):
     """A request the chat refuses, with a message the user can act on."""
-
-    def __init__(self, message: str, *, code: str = "invalid") -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
 
 
 NO_PROVIDER = (

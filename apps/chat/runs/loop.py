@@ -51,7 +51,7 @@ class Incomplete(Exception):
         self.answer = answer
 
 
-class Refused(Exception):
+class ModelRefused(Exception):
     """The model refused the task; the message is its refusal."""
 
 
@@ -183,7 +183,7 @@ class RunRunner:
                 exc.answer,
                 f"The answer was cut at the model's output limit {times} times; resume the run to let it go on.",
             )
-        if isinstance(exc, Refused):
+        if isinstance(exc, ModelRefused):
             return Run.Status.FAILED, "", f"The model refused: {exc}"
         if isinstance(exc, Drained):
             return (
@@ -296,7 +296,7 @@ class RunRunner:
     def _answer(self, reply: rounds.ModelReply) -> str | None:
         """The final answer (with the parts cut at the output limit before it); None: a continuation round is next."""
         if reply.finish_reason == "refusal":
-            raise Refused(reply.shown_text or "no reason given")
+            raise ModelRefused(reply.shown_text or "no reason given")
         cut = []  # the answer's earlier parts: the latest steps cut at the output limit, oldest first
         for step in reversed(self.steps[:-1]):
             if step.get("tool_calls") or step.get("finish_reason") != "length":

@@ -20,6 +20,7 @@ from apps.catalog.models import (
     HUB_SERVER,
 )  # a run never gets the hub's own tools (no runs starting runs)
 from apps.chat.runs.models import Run, RunStep
+from apps.core.errors import UserError
 from apps.toolsets.models import Endpoint, EndpointTool
 
 logger = logging.getLogger(__name__)
@@ -27,13 +28,8 @@ MAX_TASK = 100_000
 MAX_ROUNDS_CAP = 100_000
 
 
-class RunError(Exception):
+class RunError(UserError):
     """A run request the hub refuses, with a message the user can act on."""
-
-    def __init__(self, message: str, *, code: str = "invalid") -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
 
 
 def _resolve_provider(owner, model: str, provider=None):
