@@ -54,10 +54,7 @@ class Toolbox:
         return self.view.tools.get(name) if self.view is not None else None
 
     def unknown(self, name: str) -> dict[str, Any]:
-        names = list(self.view.tools) if self.view is not None else []
-        suggestions = naming.suggest(name, names)
-        hint = f" Did you mean: {', '.join(suggestions)}?" if suggestions else ""
-        return error_result(f"Unknown tool: {name}.{hint}")
+        return error_result(naming.unknown("tool", name, self.view.tools if self.view else ())[0])
 
     async def call(self, exposed: Exposed, call: ToolCall) -> dict[str, Any]:
         """The backend's result as JSON (`isError` set on any failure); never raises but on cancel."""

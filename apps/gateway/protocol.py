@@ -200,13 +200,8 @@ def _mapping(params: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def _unknown(kind: str, name: str, names: list[str]) -> RpcError:
-    suggestions = naming.suggest(name, names)
-    hint = f" Did you mean: {', '.join(suggestions)}?" if suggestions else ""
-    return RpcError(
-        INVALID_PARAMS,
-        f"Unknown {kind}: {name}.{hint}",
-        {"suggestions": suggestions} if suggestions else None,
-    )
+    message, suggestions = naming.unknown(kind, name, names)
+    return RpcError(INVALID_PARAMS, message, {"suggestions": suggestions} if suggestions else None)
 
 
 async def _missing_tool(ctx: Context, name: str) -> RpcError:
