@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import re
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from mcp_types.version import (
     MODERN_PROTOCOL_VERSIONS,
 )
 
-from apps.catalog.models import BUILTIN_URL, Tool
+from apps.catalog.models import Tool
 from apps.core import public_url
 from apps.credentials.errors import CredentialsMissing
 from apps.discovery.regex import Regex
@@ -32,7 +31,7 @@ from apps.gateway import jsonrpc
 from apps.gateway.auth import EndpointRef, Principal
 from apps.gateway.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, RpcError
 from apps.gateway.state import Session
-from apps.toolsets import calllog, naming
+from apps.toolsets import calls, naming
 from apps.toolsets.exposure import EndpointView, Exposed
 from apps.toolsets.models import Endpoint
 from apps.toolsets.selectors import disabled_tool_named
@@ -247,98 +246,20 @@ async def tools_call(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 async def call_exposed(
     ctx: Context, exposed: Exposed, arguments: dict[str, Any], params: dict[str, Any]
 ) -> dict[str, Any]:
-    """Call the backend of `exposed` and log the call."""
-    started, clock = time.time(), time.perf_counter()
+    """Call `exposed` as the caller (toolsets.calls: logged there); a backend's JSON-RPC error
+    stays one for our client."""
     try:
-        result = await _backend_call(ctx, exposed, arguments, _meta(params))
-    except RpcError as exc:
-        calllog.record(
-            ctx.principal.user_id,
-            ctx.endpoint.id,
-            exposed,
-            started,
-            clock,
-            ok=False,
-            error=exc.message,
+        return await calls.call_tool(
+            user_id=ctx.principal.user_id,
+            endpoint_id=ctx.endpoint.id,
+            view=ctx.view,
+            exposed=exposed,
             arguments=arguments,
-        )
-        raise
-    error = calllog.error_text(result) if result.get("isError") else ""
-    calllog.record(
-        ctx.principal.user_id,
-        ctx.endpoint.id,
-        exposed,
-        started,
-        clock,
-        ok=not error,
-        error=error,
-        arguments=arguments,
-    )
-    return result
-
-
-async def _backend_call(
-    ctx: Context, exposed: Exposed, arguments: dict[str, Any], meta: dict[str, Any]
-) -> dict[str, Any]:
-    from mcp import MCPError
-
-    from apps.connections.errors import PoolError
-
-    try:
-        spec = ctx.view.spec(exposed.server)  # the endpoint owner's own spec (apps.credentials)
-    except PoolError as exc:
-        return {
-            "content": [{"type": "text", "text": f"Tool {exposed.name} failed: {exc.message}"}],
-            "isError": True,
-        }
-    if spec.url == BUILTIN_URL:
-        return await _builtin_call(ctx, exposed, arguments, meta)
-    from apps.credentials.upstream_calls import with_user_token
-
-    def call(spec: Any) -> Any:
-        return _get_pool().call_tool(
-            spec,
-            exposed.backend_name,
-            arguments,
-            timeout=spec.timeout,
-            progress_callback=_progress(ctx, meta.get("progressToken")),
+            progress=_progress(ctx, _meta(params).get("progressToken")),
             relay=_relay(ctx),
-            raw=True,
         )
-
-    try:
-        # The owner's own upstream OAuth token, refreshed once if the backend refuses it.
-        result = await with_user_token(spec, ctx.view.owner_id, call)
-    except MCPError as exc:
+    except calls.ToolError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None
-    except PoolError as exc:
-        return {
-            "content": [{"type": "text", "text": f"Tool {exposed.name} failed: {exc.message}"}],
-            "isError": True,
-        }
-    return result
-
-
-async def _builtin_call(
-    ctx: Context, exposed: Exposed, arguments: dict[str, Any], meta: dict[str, Any]
-) -> dict[str, Any]:
-    """The hub's own tools (server `hub`) are answered here, as the caller, not by a backend."""
-    from apps.chat.runs import hub_tools
-
-    if exposed.server != hub_tools.services.HUB_SERVER:
-        return {
-            "content": [
-                {"type": "text", "text": f"Tool {exposed.name} has no built-in implementation."}
-            ],
-            "isError": True,
-        }
-    return await hub_tools.call(
-        user_id=ctx.principal.user_id,
-        endpoint_id=ctx.endpoint.id,
-        tool=exposed.backend_name,
-        arguments=arguments,
-        progress=_progress(ctx, meta.get("progressToken")),
-    )
 
 
 def _meta(params: dict[str, Any]) -> dict[str, Any]:
