@@ -3,7 +3,8 @@ meta-tools to find and load the rest within the endpoint's token budget.
 
 `search_tools` ranks every tool the owner may enable (apps.discovery); `load_tools` and
 `unload_tools` change the session's loaded set and push `notifications/tools/list_changed`;
-`call_tool` calls any of them for clients that ignore list changes.
+`call_tool` calls any of them for clients that ignore list changes. Each is in the call log
+under its own name (`call_tool` under the tool it called).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from apps.discovery import loading
 from apps.discovery.catalog import Catalog
 from apps.gateway import protocol, state
 from apps.gateway.jsonrpc import INVALID_PARAMS, RpcError
+from apps.toolsets import calls
+from apps.toolsets.exposure import Exposed
 
 SEARCH, LOAD, UNLOAD, CALL = "search_tools", "load_tools", "unload_tools", "call_tool"
 MAX_LIMIT = 50
@@ -96,6 +99,17 @@ META_TOOLS: list[dict[str, Any]] = [
     },
 ]
 META_NAMES = frozenset(t["name"] for t in META_TOOLS)
+# How the call log names them: no catalog tool, served by the gateway itself.
+META_EXPOSED = {
+    t["name"]: Exposed(
+        name=t["name"],
+        server=protocol.SERVER_INFO["name"],
+        backend_name=t["name"],
+        item_id=None,  # type: ignore[arg-type]  # not a catalog tool
+        entry=t,
+    )
+    for t in META_TOOLS
+}
 # What the four meta-tools add to a dynamic endpoint's listing (the endpoint page shows it).
 META_TOKENS = sum(estimate_tokens(t) for t in META_TOOLS)
 
@@ -123,22 +137,39 @@ async def tools_call(
     ctx: protocol.Context, name: str, arguments: dict[str, Any], params: dict[str, Any]
 ) -> dict[str, Any]:
     catalog = await _catalog(ctx)
+    target = arguments.get("name")
+    if name == CALL and isinstance(target, str) and target in catalog.entries:
+        # Logged as the tool it calls (protocol.call_exposed), the call that really happened.
+        return await _call(
+            ctx,
+            catalog,
+            target,
+            protocol._mapping(arguments, "arguments"),
+            params,
+            anywhere=True,
+        )
+    if name in META_NAMES:
+        return await calls.logged(
+            user_id=ctx.principal.user_id,
+            endpoint_id=ctx.endpoint.id,
+            exposed=META_EXPOSED[name],
+            arguments=arguments,
+            work=_meta_tool(ctx, catalog, name, arguments),
+        )
+    return await _call(ctx, catalog, name, arguments, params, anywhere=False)
+
+
+async def _meta_tool(
+    ctx: protocol.Context, catalog: Catalog, name: str, arguments: dict[str, Any]
+) -> dict[str, Any]:
     if name == SEARCH:
         payload = _search(catalog, arguments, _loaded(ctx, catalog))
         activated = await _activate(ctx, catalog, arguments["query"])
         return _result({**payload, "activated": activated} if activated else payload)
     if name in (LOAD, UNLOAD):
         return await _change(ctx, catalog, name, _names(arguments))
-    if name == CALL:
-        target = protocol._name(arguments)
-        if target not in catalog.entries:
-            return _result(
-                {"error": str(_not_listed(catalog, target, known=False).message)}, error=True
-            )
-        return await _call(
-            ctx, catalog, target, protocol._mapping(arguments, "arguments"), params, anywhere=True
-        )
-    return await _call(ctx, catalog, name, arguments, params, anywhere=False)
+    target = protocol._name(arguments)  # call_tool of a tool the catalog does not hold
+    return _result({"error": str(_not_listed(catalog, target, known=False).message)}, error=True)
 
 
 def _result(payload: dict[str, Any], *, error: bool = False) -> dict[str, Any]:
