@@ -19,7 +19,7 @@ from apps.catalog.discovery import estimate_tokens
 from apps.discovery import catalog as discovery_catalog
 from apps.discovery import loading
 from apps.discovery.catalog import Catalog
-from apps.gateway import protocol, state
+from apps.gateway import context, state
 from apps.gateway.jsonrpc import INVALID_PARAMS, RpcError
 from apps.toolsets import calls
 from apps.toolsets.exposure import Exposed
@@ -103,7 +103,7 @@ META_NAMES = frozenset(t["name"] for t in META_TOOLS)
 META_EXPOSED = {
     t["name"]: Exposed(
         name=t["name"],
-        server=protocol.SERVER_INFO["name"],
+        server=context.SERVER_INFO["name"],
         backend_name=t["name"],
         item_id=None,  # type: ignore[arg-type]  # not a catalog tool
         entry=t,
@@ -114,37 +114,37 @@ META_EXPOSED = {
 META_TOKENS = sum(estimate_tokens(t) for t in META_TOOLS)
 
 
-async def _catalog(ctx: protocol.Context) -> Catalog:
+async def _catalog(ctx: context.Context) -> Catalog:
     catalog = await discovery_catalog.current(ctx.endpoint.id, ctx.view.version)
     if catalog is None:
         raise RpcError(INVALID_PARAMS, "This endpoint no longer exists")
     return catalog
 
 
-def _loaded(ctx: protocol.Context, catalog: Catalog) -> dict[str, float]:
+def _loaded(ctx: context.Context, catalog: Catalog) -> dict[str, float]:
     return loading.current(catalog, ctx.session.loaded) if ctx.session is not None else {}
 
 
-async def tools_list(ctx: protocol.Context, params: dict[str, Any]) -> dict[str, Any]:
+async def tools_list(ctx: context.Context, params: dict[str, Any]) -> dict[str, Any]:
     catalog = await _catalog(ctx)
     loaded = _loaded(ctx, catalog)
     tools = [e.exposed.entry for e in catalog.pinned]
     tools += [catalog.entries[name].exposed.entry for name in sorted(loaded)]
-    return protocol._listing("tools", tools + META_TOOLS, params)
+    return context.listing("tools", tools + META_TOOLS, params)
 
 
 async def tools_call(
-    ctx: protocol.Context, name: str, arguments: dict[str, Any], params: dict[str, Any]
+    ctx: context.Context, name: str, arguments: dict[str, Any], params: dict[str, Any]
 ) -> dict[str, Any]:
     catalog = await _catalog(ctx)
     target = arguments.get("name")
     if name == CALL and isinstance(target, str) and target in catalog.entries:
-        # Logged as the tool it calls (protocol.call_exposed), the call that really happened.
+        # Logged as the tool it calls (context.call_exposed), the call that really happened.
         return await _call(
             ctx,
             catalog,
             target,
-            protocol._mapping(arguments, "arguments"),
+            context.param_mapping(arguments, "arguments"),
             params,
             anywhere=True,
         )
@@ -160,7 +160,7 @@ async def tools_call(
 
 
 async def _meta_tool(
-    ctx: protocol.Context, catalog: Catalog, name: str, arguments: dict[str, Any]
+    ctx: context.Context, catalog: Catalog, name: str, arguments: dict[str, Any]
 ) -> dict[str, Any]:
     if name == SEARCH:
         payload = _search(catalog, arguments, _loaded(ctx, catalog))
@@ -168,7 +168,7 @@ async def _meta_tool(
         return _result({**payload, "activated": activated} if activated else payload)
     if name in (LOAD, UNLOAD):
         return await _change(ctx, catalog, name, _names(arguments))
-    target = protocol._name(arguments)  # call_tool of a tool the catalog does not hold
+    target = context.param_name(arguments)  # call_tool of a tool the catalog does not hold
     return _result({"error": str(_not_listed(catalog, target, known=False).message)}, error=True)
 
 
@@ -185,7 +185,7 @@ def _result(payload: dict[str, Any], *, error: bool = False) -> dict[str, Any]:
 def _search(
     catalog: Catalog, arguments: dict[str, Any], loaded: dict[str, float]
 ) -> dict[str, list[dict[str, Any]]]:
-    query = protocol._string(arguments, "query")
+    query = context.param_string(arguments, "query")
     if len(query) > MAX_QUERY:
         raise RpcError(
             INVALID_PARAMS, f"Invalid params: 'query' must be at most {MAX_QUERY} characters"
@@ -229,7 +229,7 @@ def _names(arguments: dict[str, Any]) -> list[str]:
 
 
 async def _change(
-    ctx: protocol.Context, catalog: Catalog, action: str, names: list[str]
+    ctx: context.Context, catalog: Catalog, action: str, names: list[str]
 ) -> dict[str, Any]:
     if ctx.session is None:
         return _result(
@@ -262,7 +262,7 @@ async def _change(
 
 
 async def _activate(
-    ctx: protocol.Context, catalog: Catalog, text: str
+    ctx: context.Context, catalog: Catalog, text: str
 ) -> dict[str, list[str]] | None:
     """Pre-load what the endpoint's activation patterns name for `text` (within the budget)."""
     # Up to milliseconds per pattern (RE2 releases the GIL): never on the event loop.
@@ -288,20 +288,20 @@ async def _activate(
     return {"loaded": outcome.loaded, "unloaded": outcome.unloaded}
 
 
-async def _announce(ctx: protocol.Context) -> None:
+async def _announce(ctx: context.Context) -> None:
     """list_changed on this request's own stream when it has one, else on the session's GET stream."""
     if ctx.emitter is not None and ctx.emitter.can_request:
         await ctx.emitter.notify("notifications/tools/list_changed", {})
         return
     from apps.gateway.mailbox import mailbox
-    from apps.gateway.transport import session_group
+    from apps.gateway.streams import session_group
     from apps.toolsets.events import TOOLS_CHANGED
 
     await mailbox().publish(session_group(ctx.session.id), {"type": TOOLS_CHANGED})
 
 
 async def _call(
-    ctx: protocol.Context,
+    ctx: context.Context,
     catalog: Catalog,
     name: str,
     arguments: dict[str, Any],
@@ -318,7 +318,7 @@ async def _call(
         specs={**ctx.view.specs, **catalog.specs},
         missing={**ctx.view.missing, **catalog.missing},
     )
-    result = await protocol.call_exposed(
+    result = await context.call_exposed(
         dataclasses.replace(ctx, view=view), entry.exposed, arguments, params
     )
     await _activate(ctx, catalog, f"{name} {json.dumps(arguments)}")
@@ -332,4 +332,4 @@ def _not_listed(catalog: Catalog, name: str, *, known: bool) -> RpcError:
             f"Tool {name} is not loaded in this session: load_tools it first, or use call_tool.",
             {"tool": name},
         )
-    return protocol._unknown("tool", name, [*catalog.entries, *META_NAMES])
+    return context.unknown("tool", name, [*catalog.entries, *META_NAMES])
