@@ -7,7 +7,13 @@ import asyncio
 import pytest
 
 from apps.chat.runs.models import Run
-from tests.chat.conftest import db
+from tests.chat.conftest import (  # noqa: F401 - fixtures
+    alice_provider,
+    charlie_hub_token,
+    db,
+    llm,
+)
+from tests.chat.runs.conftest import hub_tools  # noqa: F401 - the fixture
 from tests.live_hub import mcp_client
 from tests.llm_server import Reply
 
