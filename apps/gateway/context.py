@@ -127,7 +127,7 @@ async def call_exposed(
 
 
 def meta_of(params: dict[str, Any]) -> dict[str, Any]:
-    meta = params.get("meta_of")
+    meta = params.get("_meta")
     return meta if isinstance(meta, dict) else {}
 
 
