@@ -92,7 +92,7 @@ def seed(llm_url: str, hub_tools: bool = False) -> dict[str, Any]:
     endpoint.save()
     enable_tools(endpoint=endpoint, tools=server.tools.filter(name="echo"))
     if hub_tools:  # the hub's own MCP tool that hands a task to a run (benchmarks/runs.py)
-        from apps.chat.runs.hub_tools import ensure_hub_server
+        from apps.gateway.hub_tools import ensure_hub_server
 
         enable_tools(
             endpoint=endpoint, tools=ensure_hub_server().tools.filter(name="autonomous_with_mcp")

@@ -11,9 +11,9 @@ from apps.chat.runs.api import RunViewSet
 from apps.credentials.api import MyCredentialsView
 from apps.credentials.upstream.api import MyOAuthView
 from apps.discovery.api import PatternsView, PatternView, SuggestView
-from apps.gateway.api import UsageViewSet
 from apps.llm.api import ProviderViewSet
 from apps.toolsets.api import EndpointViewSet, ToolViewSet
+from apps.toolsets.calllog.api import UsageViewSet
 from apps.toolsets.preset_api import PresetViewSet
 
 router = DefaultRouter()

@@ -24,9 +24,9 @@ server_name_validator = RegexValidator(
     "Use 1-40 lowercase letters, digits, '-' or '_', starting with a letter or digit.",
 )
 
-# A built-in server (the hub's own tools, apps/chat/runs/hub_tools.py) has this URL: the gateway
-# answers its calls itself, and health checks and discovery leave it alone.
-BUILTIN_URL = "http://builtin.mcphub.invalid/"
+# A built-in server is answered by the hub itself, by the handler registered under its name
+# (apps.toolsets.calls.register_builtin; the `hub` server's tools are apps/gateway/hub_tools.py):
+# nothing connects to it, and health checks and discovery leave it alone.
 HUB_SERVER = "hub"  # the built-in server of the hub's own tools
 # Names only built-in servers may hold: an imported or added server named so would take their place.
 BUILTIN_NAMES = frozenset({HUB_SERVER})
@@ -192,8 +192,9 @@ class McpServer(TimeStampedModel):
 
     @property
     def is_builtin(self) -> bool:
-        """Served by the hub itself (the gateway answers its calls; nothing connects to it)."""
-        return self.url == BUILTIN_URL
+        """Served by the hub itself (a registered handler answers its calls; nothing connects to
+        it). Only the hub writes a row with a reserved name: `clean()` refuses anyone else."""
+        return self.name in BUILTIN_NAMES
 
     @property
     def has_user_variables(self) -> bool:
@@ -201,7 +202,11 @@ class McpServer(TimeStampedModel):
 
     def clean(self) -> None:
         errors = {}
-        if self.name in BUILTIN_NAMES and not self.is_builtin:
+        # Only the hub writes a built-in row (hub_tools.ensure_hub_server, without validation):
+        # no new row may take a reserved name, and nobody changes how the built-in one connects.
+        if self.name in BUILTIN_NAMES and (
+            self._state.adding or self.compute_config_hash() != self.config_hash
+        ):
             errors["name"] = (
                 f"The name “{self.name}” is reserved for the hub's own tools; choose another name."
             )

@@ -17,7 +17,7 @@ from django.core.cache import cache
 from django.db import transaction
 
 from apps.catalog import operations
-from apps.catalog.models import BUILTIN_URL, McpServer
+from apps.catalog.models import BUILTIN_NAMES, McpServer
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,9 @@ def _user(user_id: int | None):
 @shared_task(name="catalog.discover_all", ignore_result=True)
 def discover_all() -> None:
     for server_id in (
-        McpServer.objects.filter(enabled=True).exclude(url=BUILTIN_URL).values_list("pk", flat=True)
+        McpServer.objects.filter(enabled=True)
+        .exclude(name__in=BUILTIN_NAMES)
+        .values_list("pk", flat=True)
     ):
         discover_server.delay(server_id)
 
@@ -76,7 +78,9 @@ def check_health(server_id: int) -> None:
 def check_health_all() -> None:
     """Check every enabled server; also close any connection a disabled server still holds."""
     for server_id in (
-        McpServer.objects.filter(enabled=True).exclude(url=BUILTIN_URL).values_list("pk", flat=True)
+        McpServer.objects.filter(enabled=True)
+        .exclude(name__in=BUILTIN_NAMES)
+        .values_list("pk", flat=True)
     ):
         check_health.delay(server_id)
     disabled = McpServer.objects.filter(enabled=False).values_list("name", flat=True)

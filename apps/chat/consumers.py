@@ -27,7 +27,6 @@ def _find(user, conversation_id: uuid.UUID) -> tuple[Conversation, int] | None:
 
 class ChatConsumer(ResumableConsumer):
     client_types = ("message", "stop", "approve", "resume")
-    refusals = (services.ChatError,)
 
     async def connect(self) -> None:
         from apps.chat import runtime

@@ -14,7 +14,7 @@ from typing import Any
 from channels.layers import get_channel_layer
 from django.db import models
 
-from apps.chat import services
+from apps.chat import records
 from apps.chat.journal import journal
 
 logger = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ class EventSink:
         for kind, payload in batch:
             self.seq += 1
             events.append({"type": kind, "seq": self.seq, "payload": payload})
-        await journal().write(rows=[*rows, *services.event_rows(self.conversation_id, events)])
+        await journal().write(rows=[*rows, *records.event_rows(self.conversation_id, events)])
         if events:
             await self.layer.group_send(self.group, {"type": "chat.events", "events": events})
 

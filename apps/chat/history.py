@@ -53,7 +53,7 @@ class TurnSetup:
 def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
     """Sync ORM: call from a thread. None when the turn vanished, is not running, or lost its provider."""
     from apps.chat.providers import adapter
-    from apps.chat.services import next_seq
+    from apps.chat.records import next_seq
 
     turn = (
         # The provider's owner too: whether the outbound address policy applies (Provider.public_only).
@@ -67,7 +67,8 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
     conversation = turn.conversation
     provider, endpoint = conversation.provider, conversation.endpoint
     if provider is None:
-        from apps.chat.services import NO_PROVIDER, finish_turn
+        from apps.chat.providers import NO_PROVIDER
+        from apps.chat.records import finish_turn
 
         finish_turn(turn.pk, Turn.Status.FAILED, NO_PROVIDER)
         return None

@@ -136,7 +136,3 @@ class Event(models.Model):
 
     def as_wire(self) -> dict:
         return {"type": self.type, "seq": self.seq, "payload": self.payload}
-
-
-# Autonomous runs live in their own module (apps/chat/runs/); imported here so Django finds them.
-from apps.chat.runs.models import Run, RunStep  # noqa: E402, F401

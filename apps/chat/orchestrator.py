@@ -17,7 +17,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from apps.chat import rounds, services
+from apps.chat import records, rounds
 from apps.chat.events import Control, EventSink
 from apps.chat.history import TurnSetup, load_turn
 from apps.chat.models import Message as MessageRow
@@ -109,7 +109,7 @@ class TurnRunner:
             )
         # Every message first: once the turn is finished a new one may start, from this history.
         await self.sink.flush()
-        await _db(services.finish_turn)(
+        await _db(records.finish_turn)(
             self.setup.turn_id,
             status,
             error,
@@ -130,9 +130,9 @@ class TurnRunner:
         delay = 1.0
         while True:
             await asyncio.sleep(delay)
-            if not await _db(services.heartbeat)(self.setup.turn_id):
+            if not await _db(records.heartbeat)(self.setup.turn_id):
                 self.control.stopped.set()
-            delay = services.HEARTBEAT_SECONDS
+            delay = records.HEARTBEAT_SECONDS
 
     async def _rounds(self) -> str:
         """The loop; returns an error message when it ended on the round limit, else ""."""

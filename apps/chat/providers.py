@@ -30,3 +30,10 @@ def adapter(provider) -> Adapter:
     fresh = adapter_for(provider)
     cache[provider.pk] = (provider.updated_at, fresh)
     return fresh
+
+
+# What a user without any LLM provider is told (by chat turns and runs).
+NO_PROVIDER = (
+    "No LLM provider is configured. Add one on the Models page, in the admin, or with "
+    "`./hub manage mcp_llm add NAME --kind openai --base-url URL --model MODEL --shared`."
+)

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet, Sum
 from django.utils import timezone
 
-from apps.chat import services
+from apps.chat import records
 from apps.chat.events import clients_group
 from apps.chat.models import Turn
 
@@ -24,7 +24,7 @@ INTERRUPTED = "Interrupted: the worker running this turn was lost. Send your mes
 
 
 def lost_turns() -> QuerySet[Turn]:
-    cutoff = timezone.now() - services.STALE_AFTER
+    cutoff = timezone.now() - records.STALE_AFTER
     silent = Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
     return Turn.objects.filter(silent, status=Turn.Status.RUNNING)
 
@@ -37,7 +37,7 @@ def expire(turns: QuerySet[Turn]) -> list[uuid.UUID]:
             status=Turn.Status.FAILED, error=INTERRUPTED, finished_at=timezone.now()
         )
         events = _closing_events(turn)
-        services.save_events(turn.conversation_id, events)
+        records.save_events(turn.conversation_id, events)
         transaction.on_commit(
             lambda conversation=turn.conversation_id, events=events: _publish(conversation, events)
         )
@@ -46,7 +46,7 @@ def expire(turns: QuerySet[Turn]) -> list[uuid.UUID]:
 
 
 def _closing_events(turn: Turn) -> list[dict[str, Any]]:
-    seq = services.next_seq(turn.conversation_id)
+    seq = records.next_seq(turn.conversation_id)
     # The worker counts a turn's tokens and writes them when the turn ends: add up its messages'.
     usage = {
         key: value or 0

@@ -20,6 +20,7 @@ from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from apps.chat.auth import NOBODY, SocketAccess, socket_access
+from apps.core.errors import UserError
 
 # Live events wait this long after the socket opens for the client to say where it is: a
 # reconnecting client's `resume` (the pages send one on every open) must be answered before any
@@ -41,18 +42,13 @@ def database_sync_to_async(fn):
     return sync_to_async(fn, thread_sensitive=False, executor=_DB_THREADS)
 
 
-class Refused(Exception):
+class Refused(UserError):
     """A client message the socket refuses: answered with an `error` event, nothing changes."""
-
-    def __init__(self, message: str, *, code: str = "invalid") -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
 
 
 class ResumableConsumer(AsyncJsonWebsocketConsumer):
     """Subclasses set `client_types` (each `kind` handled by `_on_<kind>(payload)`, `resume` given),
-    `refusals` (their services' errors with `.message`/`.code`), implement `_replay(after)` and
+    refuse by raising a `UserError` (their services' errors are ones), implement `_replay(after)` and
     `_deliver(message)`, and connect with `open()`.
 
     Every client type but those in `read_types` changes something: a socket whose token may only
@@ -60,7 +56,6 @@ class ResumableConsumer(AsyncJsonWebsocketConsumer):
 
     client_types: tuple[str, ...] = ("resume",)
     read_types: frozenset[str] = frozenset({"resume"})
-    refusals: tuple[type[Exception], ...] = ()
     group: str | None = None
     grace: asyncio.TimerHandle | None = None
     access: SocketAccess = NOBODY
@@ -160,8 +155,8 @@ class ResumableConsumer(AsyncJsonWebsocketConsumer):
             if kind != "resume":
                 await self._go_live()
             await getattr(self, f"_on_{kind}")(payload)
-        except (Refused, *self.refusals) as exc:
-            await self._error(exc.message, code=exc.code)  # type: ignore[attr-defined]
+        except UserError as exc:  # Refused here, or the services' own refusals
+            await self._error(exc.message, code=exc.code)
         finally:
             if kind == "resume":
                 await self._go_live()  # after the replay: held live events follow it in order

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from apps.chat.tools import Toolbox, error_result
+from apps.chat.tools import Toolbox
 from apps.llm.types import (
     Finish,
     Message,
@@ -18,6 +18,7 @@ from apps.llm.types import (
     ToolCall,
     Usage,
 )
+from apps.toolsets.calls import error_result
 
 # Asked, with the reason (Endpoint.approval_reason), before a call that needs approval; True lets it run.
 Approve = Callable[[ToolCall, str], Awaitable[bool]]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import uuid
+from collections.abc import Coroutine
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 # Turns reach the ORM through the loop's default executor: with asyncio's default (cores + 4
 # threads) a hundred turns queue behind six database calls at a time. Each thread may hold a
@@ -50,10 +51,9 @@ def _loop() -> asyncio.AbstractEventLoop:
     return _thread_loop
 
 
-def submit(turn_id: str) -> Future[None]:
-    from apps.chat.orchestrator import run_turn
-
-    future = asyncio.run_coroutine_threadsafe(run_turn(uuid.UUID(turn_id)), _loop())
+def submit(work: Coroutine[Any, Any, None]) -> Future[None]:
+    """Run `work` (a turn or a run) on this process's loop; the future ends with it."""
+    future = asyncio.run_coroutine_threadsafe(work, _loop())
     _running.add(future)
     future.add_done_callback(_running.discard)
     return future
@@ -61,16 +61,6 @@ def submit(turn_id: str) -> Future[None]:
 
 def running() -> int:
     return len(_running)
-
-
-def submit_run(run_id: str) -> Future[None]:
-    """An autonomous run, on the same loop as the turns (apps/chat/runs/loop.py)."""
-    from apps.chat.runs.loop import execute
-
-    future = asyncio.run_coroutine_threadsafe(execute(uuid.UUID(run_id)), _loop())
-    _running.add(future)
-    future.add_done_callback(_running.discard)
-    return future
 
 
 def current_loop() -> asyncio.AbstractEventLoop:

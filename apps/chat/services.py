@@ -8,38 +8,22 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Max
-from django.utils import timezone
 
-from apps.chat.journal import commit_without_waiting_for_disk
-from apps.chat.models import Conversation, Event, Message, Turn
+from apps.chat.models import Conversation, Message, Turn
+from apps.chat.providers import NO_PROVIDER
+from apps.core.errors import UserError
 from apps.toolsets.models import Endpoint
 
 logger = logging.getLogger(__name__)
 MAX_TEXT = 100_000
 TITLE_LENGTH = 60
-# A running turn whose worker has not been heard of for this long was lost (worker crash).
-STALE_AFTER = timedelta(seconds=60)
-HEARTBEAT_SECONDS = 15.0
 
 
-class ChatError(Exception):
+class ChatError(UserError):
     """A request the chat refuses, with a message the user can act on."""
-
-    def __init__(self, message: str, *, code: str = "invalid") -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
-
-
-NO_PROVIDER = (
-    "No LLM provider is configured. Add one on the Models page, in the admin, or with "
-    "`./hub manage mcp_llm add NAME --kind openai --base-url URL --model MODEL --shared`."
-)
 
 
 # -- conversations ------------------------------------------------------------------------
@@ -197,52 +181,3 @@ def check_approval(*, conversation: Conversation, call_id: Any, allow: Any) -> T
     if turn is None:
         raise ChatError("No turn is running: nothing waits for approval.", code="idle")
     return turn
-
-
-# -- what the orchestrator records (sync: called through sync_to_async or the journal) ----------
-
-
-def event_rows(conversation_id: uuid.UUID, events: list[dict[str, Any]]) -> list[Event]:
-    return [
-        Event(conversation_id=conversation_id, seq=e["seq"], type=e["type"], payload=e["payload"])
-        for e in events
-    ]
-
-
-def save_events(conversation_id: uuid.UUID, events: list[dict[str, Any]]) -> None:
-    Event.objects.bulk_create(event_rows(conversation_id, events))
-
-
-def next_seq(conversation_id: uuid.UUID) -> int:
-    return (
-        Event.objects.filter(conversation_id=conversation_id).aggregate(m=Max("seq"))["m"] or 0
-    ) + 1
-
-
-def heartbeat(turn_id: uuid.UUID) -> bool:
-    """Marks the turn alive; False once a stop was requested."""
-    with transaction.atomic():
-        commit_without_waiting_for_disk()
-        Turn.objects.filter(pk=turn_id).update(heartbeat_at=timezone.now())
-        return not Turn.objects.filter(pk=turn_id, stop_requested=True).exists()
-
-
-def finish_turn(
-    turn_id: uuid.UUID,
-    status: str,
-    error: str = "",
-    *,
-    rounds: int = 0,
-    input_tokens: int = 0,
-    output_tokens: int = 0,
-) -> None:
-    """The turn's end and its totals (counted by the orchestrator: a round writes no turn row)."""
-    Turn.objects.filter(pk=turn_id).update(
-        status=status,
-        error=error[:5000],
-        finished_at=timezone.now(),
-        rounds=rounds,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-    )
-    Conversation.objects.filter(turns__id=turn_id).update(updated_at=timezone.now())

@@ -1,14 +1,13 @@
 """The endpoint's tools as the model sees them, and running one call through the pool.
 
 Exposed names and schemas come from the same endpoint view the gateway lists (toolsets.exposure),
-and calls go through the same pool API and call log, so timeouts, the breaker and the relay apply.
+and calls go through the same service (toolsets.calls): the pool, the owner's credentials, the
+built-in servers and the call log are the gateway's.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +15,7 @@ from django.conf import settings
 
 from apps.core import hotstate
 from apps.llm.types import ToolCall, ToolSpec
-from apps.toolsets import calllog, naming
+from apps.toolsets import calls, naming
 from apps.toolsets.events import endpoint_version_key
 from apps.toolsets.exposure import EndpointView, Exposed, current
 
@@ -54,56 +53,22 @@ class Toolbox:
         return self.view.tools.get(name) if self.view is not None else None
 
     def unknown(self, name: str) -> dict[str, Any]:
-        names = list(self.view.tools) if self.view is not None else []
-        suggestions = naming.suggest(name, names)
-        hint = f" Did you mean: {', '.join(suggestions)}?" if suggestions else ""
-        return error_result(f"Unknown tool: {name}.{hint}")
+        return calls.error_result(
+            naming.unknown("tool", name, self.view.tools if self.view else ())[0]
+        )
 
     async def call(self, exposed: Exposed, call: ToolCall) -> dict[str, Any]:
-        """The backend's result as JSON (`isError` set on any failure); never raises but on cancel."""
-        from mcp import MCPError
-
-        from apps.connections.default import get_pool
-        from apps.connections.errors import PoolError
-        from apps.credentials.upstream.calls import with_user_token
-
-        started, clock = time.time(), time.perf_counter()
+        """The tool's result as JSON (`isError` set on any failure); never raises but on cancel."""
         try:
-            spec = self.view.spec(exposed.server)  # type: ignore[union-attr]  # CredentialsMissing is a PoolError
-            result = await with_user_token(
-                spec,
-                self.view.owner_id,  # type: ignore[union-attr]
-                lambda s: get_pool().call_tool(
-                    s, exposed.backend_name, call.arguments, timeout=s.timeout, raw=True
-                ),
+            return await calls.call_tool(
+                user_id=self.user_id,
+                endpoint_id=self.endpoint_id,
+                view=self.view,  # type: ignore[arg-type]  # a found tool has a view
+                exposed=exposed,
+                arguments=call.arguments,
             )
-        except asyncio.CancelledError:
-            self._log(exposed, call, started, clock, "Cancelled by the user")
-            raise
-        except (MCPError, PoolError) as exc:
-            result = error_result(f"Tool {exposed.name} failed: {exc.message}")
-        self._log(
-            exposed,
-            call,
-            started,
-            clock,
-            calllog.error_text(result) if result.get("isError") else "",
-        )
-        return result
-
-    def _log(
-        self, exposed: Exposed, call: ToolCall, started: float, clock: float, error: str
-    ) -> None:
-        calllog.record(
-            self.user_id,
-            self.endpoint_id,
-            exposed,
-            started,
-            clock,
-            ok=not error,
-            error=error,
-            arguments=call.arguments,
-        )
+        except calls.ToolError as exc:
+            return calls.error_result(f"Tool {exposed.name} failed: {exc.message}")
 
 
 async def _version(endpoint_id: int) -> object:
@@ -112,10 +77,6 @@ async def _version(endpoint_id: int) -> object:
     if client is None:  # embedded: counters live in the database (hotstate.incr), not in memory
         return await hotstate.read_counter(endpoint_version_key(endpoint_id))
     return await client.get(endpoint_version_key(endpoint_id))
-
-
-def error_result(message: str) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": message}], "isError": True}
 
 
 def result_text(result: dict[str, Any], limit: int) -> str:

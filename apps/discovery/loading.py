@@ -55,13 +55,9 @@ def last_calls(endpoint_id: int, names: list[str]) -> dict[str, float]:
 
 
 def _unknown(catalog: Catalog, name: str) -> str:
-    suggestions = naming.suggest(name, list(catalog.entries))
-    hint = (
-        f" Did you mean: {', '.join(suggestions)}?"
-        if suggestions
-        else " Find tools with search_tools."
-    )
-    return f"Unknown tool: {name}.{hint}"
+    return naming.unknown(
+        "tool", name, catalog.entries, otherwise=" Find tools with search_tools."
+    )[0]
 
 
 def load(

@@ -13,7 +13,7 @@ from typing import Any
 
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from apps.gateway import jsonrpc, protocol, state
+from apps.gateway import context, jsonrpc, protocol, state, streams
 from apps.gateway.auth import EndpointRef, Principal
 from apps.gateway.http import HttpError, Request, Send, end_stream, respond, sse_event, start_sse
 from apps.gateway.jsonrpc import RpcError
@@ -27,11 +27,9 @@ MAX_BATCH = 100
 async def handle_batch(
     request: Request, send: Send, messages: list[Any], principal: Principal, endpoint: EndpointRef
 ) -> None:
-    from apps.gateway import transport
-
     version_header = request.headers.get("mcp-protocol-version")
     if version_header in MODERN_PROTOCOL_VERSIONS:
-        raise transport.refuse_batch(version_header)
+        raise streams.refuse_batch(version_header)
     session_id = request.headers.get("mcp-session-id")
     snap = await state.snapshot(
         session_id=session_id,
@@ -39,10 +37,10 @@ async def handle_batch(
         rate_key=principal.token_prefix,
         limit=principal.rate_limit,
     )
-    transport._check_rate(snap)
-    session = transport._require_session(session_id, snap.session, principal, endpoint)
+    streams.check_rate(snap)
+    session = streams.require_session(session_id, snap.session, principal, endpoint)
     if session.protocol_version != BATCH_VERSION:
-        raise transport.refuse_batch(session.protocol_version)
+        raise streams.refuse_batch(session.protocol_version)
     if not messages or len(messages) > MAX_BATCH:
         problem = (
             "an empty batch"
@@ -58,14 +56,12 @@ async def handle_batch(
         await respond(send, 202)
         return
     stream = BatchStream(send, request.accepts("text/event-stream"), answers)
-    view = await transport._view(endpoint, snap.endpoint_version)
+    view = await streams.endpoint_view(endpoint, snap.endpoint_version)
     tasks = [
-        asyncio.ensure_future(
-            _answer(transport, principal, endpoint, view, session, message, stream)
-        )
+        asyncio.ensure_future(_answer(principal, endpoint, view, session, message, stream))
         for message in requests
     ]
-    watcher = asyncio.ensure_future(transport._wait_disconnect(request))
+    watcher = asyncio.ensure_future(streams.wait_disconnect(request))
     watcher.add_done_callback(lambda _: [task.cancel() for task in tasks])
     try:
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -80,8 +76,6 @@ async def _sort(
     messages: list[Any], session: state.Session
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(error answers for invalid members, the requests to run); notifications and responses are handled now."""
-    from apps.gateway import transport
-
     answers, requests = [], []
     for message in messages:
         try:
@@ -102,12 +96,11 @@ async def _sort(
         elif kind == "request":
             requests.append(message)
         else:
-            await transport._accept_non_request(message, kind, session)
+            await streams.accept_non_request(message, kind, session)
     return answers, requests
 
 
 async def _answer(
-    transport: Any,
     principal: Principal,
     endpoint: EndpointRef,
     view: Any,
@@ -115,14 +108,14 @@ async def _answer(
     message: dict[str, Any],
     stream: BatchStream,
 ) -> None:
-    ctx = protocol.Context(
+    ctx = context.Context(
         principal, endpoint, view, session, session.protocol_version, _Member(stream)
     )
     task = asyncio.ensure_future(
         protocol.dispatch(ctx, message["method"], message.get("params") or {})
     )
     try:
-        outcome = await transport.outcome_of(message, task, session.id)
+        outcome = await streams.outcome_of(message, task, session.id)
     except asyncio.CancelledError:
         task.cancel()
         raise
@@ -177,6 +170,4 @@ class _Member:
             await self.stream.event(jsonrpc.notification(method, params))
 
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        from apps.gateway.transport import ask_client
-
-        return await ask_client(self.stream.event, method, params)
+        return await streams.ask_client(self.stream.event, method, params)

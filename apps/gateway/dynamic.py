@@ -3,7 +3,8 @@ meta-tools to find and load the rest within the endpoint's token budget.
 
 `search_tools` ranks every tool the owner may enable (apps.discovery); `load_tools` and
 `unload_tools` change the session's loaded set and push `notifications/tools/list_changed`;
-`call_tool` calls any of them for clients that ignore list changes.
+`call_tool` calls any of them for clients that ignore list changes. Each is in the call log
+under its own name (`call_tool` under the tool it called).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from apps.catalog.introspection import estimate_tokens
 from apps.discovery import catalog as discovery_catalog
 from apps.discovery import loading
 from apps.discovery.catalog import Catalog
-from apps.gateway import protocol, state
+from apps.gateway import context, state
 from apps.gateway.jsonrpc import INVALID_PARAMS, RpcError
+from apps.toolsets import calls
+from apps.toolsets.exposure import Exposed
 
 SEARCH, LOAD, UNLOAD, CALL = "search_tools", "load_tools", "unload_tools", "call_tool"
 MAX_LIMIT = 50
@@ -96,49 +99,77 @@ META_TOOLS: list[dict[str, Any]] = [
     },
 ]
 META_NAMES = frozenset(t["name"] for t in META_TOOLS)
+# How the call log names them: no catalog tool, served by the gateway itself.
+META_EXPOSED = {
+    t["name"]: Exposed(
+        name=t["name"],
+        server=context.SERVER_INFO["name"],
+        backend_name=t["name"],
+        item_id=None,  # type: ignore[arg-type]  # not a catalog tool
+        entry=t,
+    )
+    for t in META_TOOLS
+}
 # What the four meta-tools add to a dynamic endpoint's listing (the endpoint page shows it).
 META_TOKENS = sum(estimate_tokens(t) for t in META_TOOLS)
 
 
-async def _catalog(ctx: protocol.Context) -> Catalog:
+async def _catalog(ctx: context.Context) -> Catalog:
     catalog = await discovery_catalog.current(ctx.endpoint.id, ctx.view.version)
     if catalog is None:
         raise RpcError(INVALID_PARAMS, "This endpoint no longer exists")
     return catalog
 
 
-def _loaded(ctx: protocol.Context, catalog: Catalog) -> dict[str, float]:
+def _loaded(ctx: context.Context, catalog: Catalog) -> dict[str, float]:
     return loading.current(catalog, ctx.session.loaded) if ctx.session is not None else {}
 
 
-async def tools_list(ctx: protocol.Context, params: dict[str, Any]) -> dict[str, Any]:
+async def tools_list(ctx: context.Context, params: dict[str, Any]) -> dict[str, Any]:
     catalog = await _catalog(ctx)
     loaded = _loaded(ctx, catalog)
     tools = [e.exposed.entry for e in catalog.pinned]
     tools += [catalog.entries[name].exposed.entry for name in sorted(loaded)]
-    return protocol._listing("tools", tools + META_TOOLS, params)
+    return context.listing("tools", tools + META_TOOLS, params)
 
 
 async def tools_call(
-    ctx: protocol.Context, name: str, arguments: dict[str, Any], params: dict[str, Any]
+    ctx: context.Context, name: str, arguments: dict[str, Any], params: dict[str, Any]
 ) -> dict[str, Any]:
     catalog = await _catalog(ctx)
+    target = arguments.get("name")
+    if name == CALL and isinstance(target, str) and target in catalog.entries:
+        # Logged as the tool it calls (context.call_exposed), the call that really happened.
+        return await _call(
+            ctx,
+            catalog,
+            target,
+            context.param_mapping(arguments, "arguments"),
+            params,
+            anywhere=True,
+        )
+    if name in META_NAMES:
+        return await calls.logged(
+            user_id=ctx.principal.user_id,
+            endpoint_id=ctx.endpoint.id,
+            exposed=META_EXPOSED[name],
+            arguments=arguments,
+            work=_meta_tool(ctx, catalog, name, arguments),
+        )
+    return await _call(ctx, catalog, name, arguments, params, anywhere=False)
+
+
+async def _meta_tool(
+    ctx: context.Context, catalog: Catalog, name: str, arguments: dict[str, Any]
+) -> dict[str, Any]:
     if name == SEARCH:
         payload = _search(catalog, arguments, _loaded(ctx, catalog))
         activated = await _activate(ctx, catalog, arguments["query"])
         return _result({**payload, "activated": activated} if activated else payload)
     if name in (LOAD, UNLOAD):
         return await _change(ctx, catalog, name, _names(arguments))
-    if name == CALL:
-        target = protocol._name(arguments)
-        if target not in catalog.entries:
-            return _result(
-                {"error": str(_not_listed(catalog, target, known=False).message)}, error=True
-            )
-        return await _call(
-            ctx, catalog, target, protocol._mapping(arguments, "arguments"), params, anywhere=True
-        )
-    return await _call(ctx, catalog, name, arguments, params, anywhere=False)
+    target = context.param_name(arguments)  # call_tool of a tool the catalog does not hold
+    return _result({"error": str(_not_listed(catalog, target, known=False).message)}, error=True)
 
 
 def _result(payload: dict[str, Any], *, error: bool = False) -> dict[str, Any]:
@@ -154,7 +185,7 @@ def _result(payload: dict[str, Any], *, error: bool = False) -> dict[str, Any]:
 def _search(
     catalog: Catalog, arguments: dict[str, Any], loaded: dict[str, float]
 ) -> dict[str, list[dict[str, Any]]]:
-    query = protocol._string(arguments, "query")
+    query = context.param_string(arguments, "query")
     if len(query) > MAX_QUERY:
         raise RpcError(
             INVALID_PARAMS, f"Invalid params: 'query' must be at most {MAX_QUERY} characters"
@@ -198,7 +229,7 @@ def _names(arguments: dict[str, Any]) -> list[str]:
 
 
 async def _change(
-    ctx: protocol.Context, catalog: Catalog, action: str, names: list[str]
+    ctx: context.Context, catalog: Catalog, action: str, names: list[str]
 ) -> dict[str, Any]:
     if ctx.session is None:
         return _result(
@@ -231,7 +262,7 @@ async def _change(
 
 
 async def _activate(
-    ctx: protocol.Context, catalog: Catalog, text: str
+    ctx: context.Context, catalog: Catalog, text: str
 ) -> dict[str, list[str]] | None:
     """Pre-load what the endpoint's activation patterns name for `text` (within the budget)."""
     # Up to milliseconds per pattern (RE2 releases the GIL): never on the event loop.
@@ -257,20 +288,20 @@ async def _activate(
     return {"loaded": outcome.loaded, "unloaded": outcome.unloaded}
 
 
-async def _announce(ctx: protocol.Context) -> None:
+async def _announce(ctx: context.Context) -> None:
     """list_changed on this request's own stream when it has one, else on the session's GET stream."""
     if ctx.emitter is not None and ctx.emitter.can_request:
         await ctx.emitter.notify("notifications/tools/list_changed", {})
         return
     from apps.gateway.mailbox import mailbox
-    from apps.gateway.transport import session_group
+    from apps.gateway.streams import session_group
     from apps.toolsets.events import TOOLS_CHANGED
 
     await mailbox().publish(session_group(ctx.session.id), {"type": TOOLS_CHANGED})
 
 
 async def _call(
-    ctx: protocol.Context,
+    ctx: context.Context,
     catalog: Catalog,
     name: str,
     arguments: dict[str, Any],
@@ -287,7 +318,7 @@ async def _call(
         specs={**ctx.view.specs, **catalog.specs},
         missing={**ctx.view.missing, **catalog.missing},
     )
-    result = await protocol.call_exposed(
+    result = await context.call_exposed(
         dataclasses.replace(ctx, view=view), entry.exposed, arguments, params
     )
     await _activate(ctx, catalog, f"{name} {json.dumps(arguments)}")
@@ -301,4 +332,4 @@ def _not_listed(catalog: Catalog, name: str, *, known: bool) -> RpcError:
             f"Tool {name} is not loaded in this session: load_tools it first, or use call_tool.",
             {"tool": name},
         )
-    return protocol._unknown("tool", name, [*catalog.entries, *META_NAMES])
+    return context.unknown("tool", name, [*catalog.entries, *META_NAMES])

@@ -13,10 +13,11 @@ from mcp.shared.inbound import (
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp_types import SERVER_INFO_META_KEY
 
-from apps.gateway import jsonrpc, protocol
+from apps.gateway import context, jsonrpc, protocol
 from apps.gateway.auth import EndpointRef, Principal
 from apps.gateway.http import HttpError, Request, Send, respond, sse_event, start_sse
 from apps.gateway.jsonrpc import RpcError
+from apps.gateway.streams import relay_events
 from apps.toolsets.events import TOOLS_CHANGED, endpoint_group
 from apps.toolsets.exposure import current
 
@@ -47,7 +48,7 @@ async def handle_modern(
         await _listen(request, send, message, endpoint)
         return
     view = await current(endpoint.id, version, page_size=settings.MCPHUB_LIST_PAGE_SIZE)
-    ctx = protocol.Context(principal, endpoint, view, None, route.protocol_version, None)
+    ctx = context.Context(principal, endpoint, view, None, route.protocol_version, None)
     try:
         result = await protocol.dispatch(ctx, message["method"], message.get("params") or {})
         result.setdefault("resultType", "complete")
@@ -69,7 +70,7 @@ def _stamp_server_info(result: dict[str, Any]) -> None:
     initialize result, and the SDK client reads the server's name from this stamp."""
     meta = result.get("_meta")
     if meta is None or (isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None):
-        result["_meta"] = {**(meta or {}), SERVER_INFO_META_KEY: dict(protocol.SERVER_INFO)}
+        result["_meta"] = {**(meta or {}), SERVER_INFO_META_KEY: dict(context.SERVER_INFO)}
 
 
 # An endpoint change may touch its tools, prompts or resources: each honored kind is announced.
@@ -84,8 +85,6 @@ async def _listen(
     request: Request, send: Send, message: dict[str, Any], endpoint: EndpointRef
 ) -> None:
     """`subscriptions/listen`: the response is the stream; acknowledged first, then change events."""
-    from apps.gateway.transport import relay_events
-
     wanted = (message.get("params") or {}).get("notifications")
     honored = {
         key: True for key in LISTENABLE if isinstance(wanted, dict) and wanted.get(key) is True

@@ -6,13 +6,9 @@ routed to the backend that owns the item through the connection pool.
 
 from __future__ import annotations
 
-import base64
 import re
-import time
-import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import re2
 from asgiref.sync import sync_to_async
@@ -24,20 +20,30 @@ from mcp_types.version import (
     MODERN_PROTOCOL_VERSIONS,
 )
 
-from apps.catalog.models import BUILTIN_URL, Tool
+from apps.catalog.models import Tool
 from apps.core import public_url
 from apps.credentials.errors import CredentialsMissing
 from apps.discovery.regex import Regex
-from apps.gateway import jsonrpc
-from apps.gateway.auth import EndpointRef, Principal
+from apps.gateway import dynamic, jsonrpc
+from apps.gateway.context import (
+    LOG_LEVELS,
+    SERVER_INFO,
+    Context,
+    call_exposed,
+    dump,
+    listing,
+    paginate,
+    param_mapping,
+    param_name,
+    param_string,
+    relay_for,
+    unknown,
+)
 from apps.gateway.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, RpcError
-from apps.gateway.state import Session
-from apps.toolsets import calllog, naming
-from apps.toolsets.exposure import EndpointView, Exposed
+from apps.toolsets.exposure import EndpointView
 from apps.toolsets.models import Endpoint
 from apps.toolsets.selectors import disabled_tool_named
 
-SERVER_INFO = {"name": "mcphub", "title": "MCP Hub", "version": "0.1.0"}
 CAPABILITIES: dict[str, Any] = {
     "tools": {"listChanged": True},
     "resources": {"subscribe": True, "listChanged": True},
@@ -45,27 +51,6 @@ CAPABILITIES: dict[str, Any] = {
     "logging": {},
     "completions": {},
 }
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-
-
-class Emitter(Protocol):
-    """The client-facing side of one request: notifications and server→client requests."""
-
-    can_request: bool
-
-    async def notify(self, method: str, params: dict[str, Any]) -> None: ...
-
-    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]: ...
-
-
-@dataclass
-class Context:
-    principal: Principal
-    endpoint: EndpointRef
-    view: EndpointView
-    session: Session | None
-    protocol_version: str
-    emitter: Emitter | None = None
 
 
 Handler = Callable[[Context, dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -109,28 +94,11 @@ async def dispatch(ctx: Context, method: str, params: dict[str, Any]) -> dict[st
 # -- lists ---------------------------------------------------------------------------
 
 
-def _page(params: dict[str, Any], total: int, size: int) -> tuple[int, str | None]:
-    """(start offset, next cursor) for a cursor-paginated list."""
-    cursor = params.get("cursor")
-    start = 0
-    if cursor is not None:
-        try:
-            start = int(base64.urlsafe_b64decode(str(cursor).encode()).decode())
-        except (ValueError, UnicodeDecodeError):
-            raise RpcError(INVALID_PARAMS, "Invalid cursor") from None
-        if not 0 <= start <= total:
-            raise RpcError(INVALID_PARAMS, "Invalid cursor")
-    end = start + size
-    return start, base64.urlsafe_b64encode(str(end).encode()).decode() if end < total else None
-
-
 async def tools_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     if ctx.view.mode == Endpoint.Mode.DYNAMIC:
-        from apps.gateway import dynamic
-
         return await dynamic.tools_list(ctx, params)
     size = settings.MCPHUB_LIST_PAGE_SIZE
-    start, next_cursor = _page(params, len(ctx.view.tools), size)
+    start, next_cursor = paginate(params, len(ctx.view.tools), size)
     pages = ctx.view.tool_list_json
     page = pages[start // size] if start // size < len(pages) else "[]"
     result: dict[str, Any] = {"tools": jsonrpc.RawJson(page)}
@@ -139,24 +107,16 @@ async def tools_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _listing(key: str, items: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
-    start, next_cursor = _page(params, len(items), settings.MCPHUB_LIST_PAGE_SIZE)
-    result: dict[str, Any] = {key: items[start : start + settings.MCPHUB_LIST_PAGE_SIZE]}
-    if next_cursor:
-        result["nextCursor"] = next_cursor
-    return result
-
-
 async def prompts_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    return _listing("prompts", [p.entry for p in ctx.view.prompts.values()], params)
+    return listing("prompts", [p.entry for p in ctx.view.prompts.values()], params)
 
 
 async def resources_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    return _listing("resources", ctx.view.resources, params)
+    return listing("resources", ctx.view.resources, params)
 
 
 async def templates_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    return _listing("resourceTemplates", [entry for _, entry in ctx.view.templates], params)
+    return listing("resourceTemplates", [entry for _, entry in ctx.view.templates], params)
 
 
 # -- calls ---------------------------------------------------------------------------
@@ -168,52 +128,11 @@ def _get_pool():
     return get_pool()
 
 
-def _string(params: dict[str, Any], key: str) -> str:
-    value = params.get(key)
-    if not isinstance(value, str) or not value:
-        raise RpcError(INVALID_PARAMS, f"Invalid params: '{key}' must be a non-empty string")
-    return value
-
-
-# MCP names are printable, and Postgres refuses NUL in text: a name holding a control character
-# is invalid params before any lookup (the disabled-tool hint queries the database by name).
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def _name(params: dict[str, Any], key: str = "name") -> str:
-    name = _string(params, key)
-    if _CONTROL.search(name):
-        raise RpcError(
-            INVALID_PARAMS,
-            f"Invalid params: '{key}' holds a control character, which no tool or prompt name can",
-        )
-    return name
-
-
-def _mapping(params: dict[str, Any], key: str) -> dict[str, Any]:
-    value = params.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise RpcError(INVALID_PARAMS, f"Invalid params: '{key}' must be an object")
-    return value
-
-
-def _unknown(kind: str, name: str, names: list[str]) -> RpcError:
-    suggestions = naming.suggest(name, names)
-    hint = f" Did you mean: {', '.join(suggestions)}?" if suggestions else ""
-    return RpcError(
-        INVALID_PARAMS,
-        f"Unknown {kind}: {name}.{hint}",
-        {"suggestions": suggestions} if suggestions else None,
-    )
-
-
 async def _missing_tool(ctx: Context, name: str) -> RpcError:
     """A tool the caller could enable here says so and where; anything else is unknown."""
     tool = await sync_to_async(_disabled_tool, thread_sensitive=False)(ctx.endpoint.id, name)
     if tool is None:
-        return _unknown("tool", name, list(ctx.view.tools))
+        return unknown("tool", name, list(ctx.view.tools))
     url = public_url.absolute(reverse("web:tool_list", args=[ctx.endpoint.slug]))
     message = f"Tool {name} ({tool.key}) is not enabled on this endpoint. Enable it on {url} and call it again."
     return RpcError(INVALID_PARAMS, message, {"tool": tool.key, "enable_at": url})
@@ -232,16 +151,10 @@ def _needs_credentials(exc: CredentialsMissing) -> RpcError:
     )
 
 
-def _dump(model: Any) -> dict[str, Any]:
-    return model.model_dump(by_alias=True, exclude_none=True, mode="json")
-
-
 async def tools_call(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    name = _name(params)
-    arguments = _mapping(params, "arguments")
+    name = param_name(params)
+    arguments = param_mapping(params, "arguments")
     if ctx.view.mode == Endpoint.Mode.DYNAMIC:
-        from apps.gateway import dynamic
-
         return await dynamic.tools_call(ctx, name, arguments, params)
     exposed = ctx.view.tools.get(name)
     if exposed is None:
@@ -249,200 +162,23 @@ async def tools_call(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     return await call_exposed(ctx, exposed, arguments, params)
 
 
-async def call_exposed(
-    ctx: Context, exposed: Exposed, arguments: dict[str, Any], params: dict[str, Any]
-) -> dict[str, Any]:
-    """Call the backend of `exposed` and log the call."""
-    started, clock = time.time(), time.perf_counter()
-    try:
-        result = await _backend_call(ctx, exposed, arguments, _meta(params))
-    except RpcError as exc:
-        calllog.record(
-            ctx.principal.user_id,
-            ctx.endpoint.id,
-            exposed,
-            started,
-            clock,
-            ok=False,
-            error=exc.message,
-            arguments=arguments,
-        )
-        raise
-    error = calllog.error_text(result) if result.get("isError") else ""
-    calllog.record(
-        ctx.principal.user_id,
-        ctx.endpoint.id,
-        exposed,
-        started,
-        clock,
-        ok=not error,
-        error=error,
-        arguments=arguments,
-    )
-    return result
-
-
-async def _backend_call(
-    ctx: Context, exposed: Exposed, arguments: dict[str, Any], meta: dict[str, Any]
-) -> dict[str, Any]:
-    from mcp import MCPError
-
-    from apps.connections.errors import PoolError
-
-    try:
-        spec = ctx.view.spec(exposed.server)  # the endpoint owner's own spec (apps.credentials)
-    except PoolError as exc:
-        return {
-            "content": [{"type": "text", "text": f"Tool {exposed.name} failed: {exc.message}"}],
-            "isError": True,
-        }
-    if spec.url == BUILTIN_URL:
-        return await _builtin_call(ctx, exposed, arguments, meta)
-    from apps.credentials.upstream.calls import with_user_token
-
-    def call(spec: Any) -> Any:
-        return _get_pool().call_tool(
-            spec,
-            exposed.backend_name,
-            arguments,
-            timeout=spec.timeout,
-            progress_callback=_progress(ctx, meta.get("progressToken")),
-            relay=_relay(ctx),
-            raw=True,
-        )
-
-    try:
-        # The owner's own upstream OAuth token, refreshed once if the backend refuses it.
-        result = await with_user_token(spec, ctx.view.owner_id, call)
-    except MCPError as exc:
-        raise RpcError(exc.code, exc.message, exc.data) from None
-    except PoolError as exc:
-        return {
-            "content": [{"type": "text", "text": f"Tool {exposed.name} failed: {exc.message}"}],
-            "isError": True,
-        }
-    return result
-
-
-async def _builtin_call(
-    ctx: Context, exposed: Exposed, arguments: dict[str, Any], meta: dict[str, Any]
-) -> dict[str, Any]:
-    """The hub's own tools (server `hub`) are answered here, as the caller, not by a backend."""
-    from apps.chat.runs import hub_tools
-
-    if exposed.server != hub_tools.services.HUB_SERVER:
-        return {
-            "content": [
-                {"type": "text", "text": f"Tool {exposed.name} has no built-in implementation."}
-            ],
-            "isError": True,
-        }
-    return await hub_tools.call(
-        user_id=ctx.principal.user_id,
-        endpoint_id=ctx.endpoint.id,
-        tool=exposed.backend_name,
-        arguments=arguments,
-        progress=_progress(ctx, meta.get("progressToken")),
-    )
-
-
-def _meta(params: dict[str, Any]) -> dict[str, Any]:
-    meta = params.get("_meta")
-    return meta if isinstance(meta, dict) else {}
-
-
-def _progress(ctx: Context, token: Any) -> Callable[..., Awaitable[None]] | None:
-    emitter = ctx.emitter
-    if token is None or emitter is None:
-        return None
-
-    async def send(progress: float, total: float | None, message: str | None) -> None:
-        params: dict[str, Any] = {"progressToken": token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None:
-            params["message"] = message
-        await emitter.notify("notifications/progress", params)
-
-    return send
-
-
-def _relay(ctx: Context):
-    """What the backend sends our client during a call: its log lines (at the session's level),
-    and its sampling/elicitation/roots requests when our client can answer them."""
-    from apps.connections.hooks import Relay
-
-    emitter = ctx.emitter
-    if emitter is None:
-        return None
-    caps = ctx.session.client_capabilities if ctx.session else {}
-    can_ask = emitter.can_request
-
-    def ask(method: str, result_model: str, capability: str):
-        if not (can_ask and capability in caps):
-            return None
-
-        async def forward(params: Any) -> Any:
-            import mcp_types
-
-            try:
-                answer = await emitter.request(method, _dump(params) if params is not None else {})
-            except RpcError as exc:
-                return mcp_types.ErrorData(code=exc.code, message=exc.message)
-            return getattr(mcp_types, result_model).model_validate(answer)
-
-        return forward
-
-    roots = ask("roots/list", "ListRootsResult", "roots")
-    return Relay(
-        sampling=ask("sampling/createMessage", "CreateMessageResult", "sampling"),
-        elicitation=ask("elicitation/create", "ElicitResult", "elicitation"),
-        list_roots=_roots(roots) if roots else None,
-        log=_log_sink(ctx),
-    )
-
-
-def _log_sink(ctx: Context):
-    """Log lines at or above the level the client set (all of them if it never set one)."""
-    emitter = ctx.emitter
-    threshold = (
-        LOG_LEVELS.index(ctx.session.log_level)
-        if ctx.session and ctx.session.log_level in LOG_LEVELS
-        else 0
-    )
-
-    async def log(params: dict[str, Any]) -> None:
-        level = params.get("level")
-        if level not in LOG_LEVELS or LOG_LEVELS.index(level) >= threshold:
-            await emitter.notify("notifications/message", params)
-
-    return log
-
-
-def _roots(forward):
-    async def list_roots() -> Any:
-        return await forward(None)
-
-    return list_roots
-
-
 async def prompts_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     from mcp import MCPError
 
-    name = _name(params)
+    name = param_name(params)
     exposed = ctx.view.prompts.get(name)
     if exposed is None:
-        raise _unknown("prompt", name, list(ctx.view.prompts))
-    arguments = {str(k): str(v) for k, v in _mapping(params, "arguments").items()}
+        raise unknown("prompt", name, list(ctx.view.prompts))
+    arguments = {str(k): str(v) for k, v in param_mapping(params, "arguments").items()}
     try:
         result = await _get_pool().get_prompt(
-            ctx.view.spec(exposed.server), exposed.backend_name, arguments, relay=_relay(ctx)
+            ctx.view.spec(exposed.server), exposed.backend_name, arguments, relay=relay_for(ctx)
         )
     except MCPError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None
     except CredentialsMissing as exc:
         raise _needs_credentials(exc) from None
-    return _dump(result)
+    return dump(result)
 
 
 def _template_regex(template: str) -> Regex:
@@ -478,38 +214,38 @@ def _resource_server(view: EndpointView, uri: str) -> str:
 async def resources_read(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     from mcp import MCPError
 
-    uri = _string(params, "uri")
+    uri = param_string(params, "uri")
     server = _resource_server(ctx.view, uri)
     try:
-        result = await _get_pool().read_resource(ctx.view.spec(server), uri, relay=_relay(ctx))
+        result = await _get_pool().read_resource(ctx.view.spec(server), uri, relay=relay_for(ctx))
     except MCPError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None
     except CredentialsMissing as exc:
         raise _needs_credentials(exc) from None
-    return _dump(result)
+    return dump(result)
 
 
 async def completion_complete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     import mcp_types
     from mcp import MCPError
 
-    ref, argument = _mapping(params, "ref"), _completion_argument(params)
+    ref, argument = param_mapping(params, "ref"), _completion_argument(params)
     if ref.get("type") == "ref/prompt":
         exposed = ctx.view.prompts.get(str(ref.get("name")))
         if exposed is None:
-            raise _unknown("prompt", str(ref.get("name")), list(ctx.view.prompts))
+            raise unknown("prompt", str(ref.get("name")), list(ctx.view.prompts))
         server, backend_ref = (
             exposed.server,
             mcp_types.PromptReference(type="ref/prompt", name=exposed.backend_name),
         )
     elif ref.get("type") == "ref/resource":
-        server = _resource_server(ctx.view, _string(ref, "uri"))
+        server = _resource_server(ctx.view, param_string(ref, "uri"))
         backend_ref = mcp_types.ResourceTemplateReference(type="ref/resource", uri=ref["uri"])
     else:
         raise RpcError(
             INVALID_PARAMS, "Invalid params: ref.type must be 'ref/prompt' or 'ref/resource'"
         )
-    context = _string_map(_mapping(params, "context"), "arguments", "context.arguments")
+    context = _string_map(param_mapping(params, "context"), "arguments", "context.arguments")
     try:
         result = await _get_pool().complete(
             ctx.view.spec(server), backend_ref, argument, context or None
@@ -518,7 +254,7 @@ async def completion_complete(ctx: Context, params: dict[str, Any]) -> dict[str,
         raise RpcError(exc.code, exc.message, exc.data) from None
     except CredentialsMissing as exc:
         raise _needs_credentials(exc) from None
-    return _dump(result)
+    return dump(result)
 
 
 def _completion_argument(params: dict[str, Any]) -> dict[str, str]:
@@ -536,7 +272,7 @@ def _completion_argument(params: dict[str, Any]) -> dict[str, str]:
 
 
 def _string_map(params: dict[str, Any], key: str, label: str) -> dict[str, str]:
-    value = _mapping(params, key)
+    value = param_mapping(params, key)
     if not all(isinstance(v, str) for v in value.values()):
         raise RpcError(INVALID_PARAMS, f"Invalid params: '{label}' must map names to strings")
     return value
@@ -577,7 +313,7 @@ async def _subscription(ctx: Context, params: dict[str, Any], *, add: bool) -> d
     from apps.connections.errors import PoolError
     from apps.gateway import state, subscriptions
 
-    uri = _string(params, "uri")
+    uri = param_string(params, "uri")
     server = _resource_server(ctx.view, uri)
     if ctx.session is not None:
         try:
@@ -621,7 +357,3 @@ HANDLERS: dict[str, Handler] = {
     "logging/setLevel": set_level,
     "server/discover": discover,
 }
-
-
-def new_request_id() -> str:
-    return f"mcphub-{uuid.uuid4().hex}"

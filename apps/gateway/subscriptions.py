@@ -22,6 +22,7 @@ from django.conf import settings
 from apps.core import hotstate
 from apps.gateway import jsonrpc, resume
 from apps.gateway.mailbox import mailbox
+from apps.gateway.streams import STORED_MESSAGE, session_group
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +65,6 @@ async def unsubscribe(*, server: str, uri: str, session_id: str) -> None:
 async def relay(server: str, notification: dict[str, Any]) -> int:
     """Store a backend's resources/updated in each subscribed session's GET stream and wake the
     process holding that stream, if any (a session without one gets it when it resumes)."""
-    from apps.gateway.transport import STORED_MESSAGE, session_group
-
     uri = str((notification.get("params") or {}).get("uri", ""))
     client = hotstate.async_redis()
     if client is None:

@@ -20,13 +20,12 @@ from django.http.request import split_domain_port, validate_host
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from apps.core import hotstate, outage, public_url
-from apps.gateway import auth, jsonrpc, protocol, resume, state, subscriptions
+from apps.gateway import auth, context, jsonrpc, protocol, resume, state, subscriptions
 from apps.gateway.auth import EndpointRef, Principal
 from apps.gateway.http import (
     HttpError,
     Request,
     Send,
-    end_stream,
     respond,
     sse_comment,
     sse_event,
@@ -35,29 +34,32 @@ from apps.gateway.http import (
 from apps.gateway.jsonrpc import RpcError
 from apps.gateway.mailbox import mailbox
 from apps.gateway.state import Session
+from apps.gateway.streams import (
+    SESSION_CLOSED,
+    SESSION_MESSAGE,
+    STOP,
+    STORED_MESSAGE,
+    accept_non_request,
+    ask_client,
+    check_rate,
+    endpoint_view,
+    listen_for_cancellations,
+    outcome_of,
+    refuse_batch,
+    relay_events,
+    require_session,
+    session_group,
+)
 from apps.oauth import resources
 from apps.toolsets.events import TOOLS_CHANGED, endpoint_group
-from apps.toolsets.exposure import EndpointView, current
+from apps.toolsets.exposure import current
 
 logger = logging.getLogger(__name__)
 
 ROUTE = re.compile(
     r"^/mcp/(?:t/(?P<token>[A-Za-z0-9_-]{1,200})|(?P<slug>[a-z0-9][a-z0-9-]{2,63}))/?(?P<tail>sse|messages)?/?$"
 )
-KEEPALIVE_SECONDS = 15.0
-CLIENT_REPLY_SECONDS = 300.0
-WEB_GROUP = "mcphub.web"
-SESSION_CLOSED = "session.closed"
-SESSION_MESSAGE = "session.message"
-STORED_MESSAGE = (
-    "session.stored"  # a message already in the session's GET stream store, with its event id
-)
-CANCEL = "request.cancel"
 LEGACY_VERSION = "2024-11-05"
-
-
-def session_group(session_id: str) -> str:
-    return f"mcphub.session.{session_id}"
 
 
 @dataclass
@@ -65,10 +67,6 @@ class Route:
     slug: str | None
     url_token: str | None
     tail: str | None
-
-
-# Requests running in this process, by (session id, JSON-RPC id): for notifications/cancelled.
-_running: dict[tuple[str, str], asyncio.Task[Any]] = {}
 
 
 class _TrackedSend:
@@ -122,7 +120,7 @@ class Gateway:
         endpoint = await auth.endpoint_for(principal, route.slug)
         if endpoint is None:
             raise HttpError(404, {"error": "not_found", "message": "No such MCP endpoint"})
-        await _listen_for_cancellations()
+        await listen_for_cancellations()
         await subscriptions.listen_for_updates()
         handler = {
             (None, "POST"): _post,
@@ -249,7 +247,7 @@ async def _post(
         rate_key=principal.token_prefix,
         limit=principal.rate_limit,
     )
-    _check_rate(snap)
+    check_rate(snap)
     if kind == "request" and message["method"] == "initialize":
         await _initialize(send, message, principal, endpoint, snap.endpoint_version)
         return
@@ -262,7 +260,7 @@ async def _post(
             request, send, message, kind, principal, endpoint, snap.endpoint_version
         )
         return
-    session = _require_session(session_id, snap.session, principal, endpoint)
+    session = require_session(session_id, snap.session, principal, endpoint)
     if version_header is not None and version_header not in HANDSHAKE_PROTOCOL_VERSIONS:
         raise HttpError(
             400,
@@ -274,12 +272,12 @@ async def _post(
             ),
         )
     if kind != "request":
-        await _accept_non_request(message, kind, session)
+        await accept_non_request(message, kind, session)
         await respond(send, 202)
         return
-    view = await _view(endpoint, snap.endpoint_version)
+    view = await endpoint_view(endpoint, snap.endpoint_version)
     responder = StreamResponder(send, message["id"], request.accepts("text/event-stream"), session)
-    ctx = protocol.Context(principal, endpoint, view, session, session.protocol_version, responder)
+    ctx = context.Context(principal, endpoint, view, session, session.protocol_version, responder)
     await _run_request(request, ctx, message, responder, session.id)
 
 
@@ -301,20 +299,6 @@ async def _read_message(request: Request) -> Any:
     return message
 
 
-def refuse_batch(version: str) -> HttpError:
-    """Batches were in MCP 2025-03-26 only: later versions (and legacy SSE) answer -32600."""
-    return HttpError(
-        400,
-        jsonrpc.error(
-            None,
-            RpcError(
-                jsonrpc.INVALID_REQUEST,
-                f"Invalid Request: JSON-RPC batches are not supported in MCP {version}",
-            ),
-        ),
-    )
-
-
 def _kind(message: Any) -> str:
     try:
         return jsonrpc.kind(message)
@@ -325,54 +309,6 @@ def _kind(message: Any) -> str:
             else None
         )
         raise HttpError(400, jsonrpc.error(request_id, exc)) from None
-
-
-def _check_rate(snap: state.Snapshot) -> None:
-    if snap.retry_after is not None:
-        raise HttpError(
-            429,
-            {
-                "error": "rate_limited",
-                "message": f"Too many requests for this token; retry in {snap.retry_after} s",
-            },
-            [(b"retry-after", str(snap.retry_after).encode())],
-        )
-
-
-def _require_session(
-    session_id: str | None, session: Session | None, principal: Principal, endpoint: EndpointRef
-) -> Session:
-    if not session_id:
-        raise HttpError(
-            400,
-            jsonrpc.error(
-                None,
-                RpcError(
-                    jsonrpc.INVALID_REQUEST,
-                    "Bad Request: Mcp-Session-Id header is required (send initialize first)",
-                ),
-            ),
-        )
-    if (
-        session is None
-        or session.endpoint_id != endpoint.id
-        or session.user_id != principal.user_id
-    ):
-        raise HttpError(
-            404,
-            jsonrpc.error(
-                None,
-                RpcError(jsonrpc.SESSION_NOT_FOUND, "Session not found: initialize a new session"),
-            ),
-        )
-    return session
-
-
-async def _view(endpoint: EndpointRef, version: object) -> EndpointView:
-    view = await current(endpoint.id, version, page_size=settings.MCPHUB_LIST_PAGE_SIZE)
-    if view is None:
-        raise HttpError(404, {"error": "not_found", "message": "No such MCP endpoint"})
-    return view
 
 
 async def _initialize(
@@ -407,20 +343,9 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-async def _accept_non_request(message: dict[str, Any], kind: str, session: Session) -> None:
-    if kind == "response":
-        await mailbox().deliver_reply(str(message["id"]), message)
-    elif message["method"] == "notifications/cancelled":
-        request_id = (message.get("params") or {}).get("requestId")
-        if request_id is not None:
-            await mailbox().publish(
-                WEB_GROUP, {"type": CANCEL, "session": session.id, "request": str(request_id)}
-            )
-
-
 async def _run_request(
     request: Request,
-    ctx: protocol.Context,
+    ctx: context.Context,
     message: dict[str, Any],
     responder: StreamResponder,
     session_id: str,
@@ -451,77 +376,12 @@ async def _run_request(
 _concluding: set[asyncio.Future[None]] = set()
 
 
-async def outcome_of(
-    message: dict[str, Any], task: asyncio.Future[Any], session_id: str
-) -> dict[str, Any]:
-    """The JSON-RPC answer to `message` once its dispatch `task` ends (cancellable meanwhile)."""
-    key = (session_id, str(message["id"]))
-    _running[key] = task
-    try:
-        return jsonrpc.result(message["id"], await task)
-    except RpcError as exc:
-        return jsonrpc.error(message["id"], exc)
-    except asyncio.CancelledError:
-        if not task.cancelled():
-            raise
-        return jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, "Request cancelled"))
-    except hotstate.OUTAGE_ERRORS as exc:
-        outage.note(exc)
-        return jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, outage.MESSAGE))
-    except Exception:
-        logger.exception("internal error in %s", message["method"])
-        return jsonrpc.error(message["id"], RpcError(jsonrpc.INTERNAL_ERROR, "Internal error"))
-    finally:
-        _running.pop(key, None)
-
-
 async def _watch_disconnect(request: Request, on_disconnect: Any) -> None:
     while True:
         message = await request.receive()
         if message["type"] == "http.disconnect":
             on_disconnect()
             return
-
-
-_cancel_listeners: set[asyncio.AbstractEventLoop] = set()
-
-
-async def _listen_for_cancellations() -> None:
-    """notifications/cancelled may reach any process: each one hears them and checks its own."""
-    loop = asyncio.get_running_loop()
-    if loop in _cancel_listeners:
-        return
-    _cancel_listeners.add(loop)
-    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    await mailbox().join(WEB_GROUP, queue)
-    loop.create_task(_cancel_loop(queue), name="mcphub-cancellations")
-
-
-async def _cancel_loop(queue: asyncio.Queue[dict[str, Any]]) -> None:
-    while True:
-        event = await queue.get()
-        task = _running.get((event.get("session", ""), event.get("request", "")))
-        if event.get("type") == CANCEL and task is not None:
-            task.cancel()
-
-
-async def ask_client(deliver: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """Send a server→client request through `deliver` and wait for the answer, posted anywhere."""
-    request_id = protocol.new_request_id()
-    box = mailbox()
-    reply = await box.expect_reply(request_id)
-    try:
-        await deliver({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        answer = await asyncio.wait_for(reply, CLIENT_REPLY_SECONDS)
-    finally:
-        box.forget_reply(request_id)
-    if "error" in answer:
-        error = answer["error"] if isinstance(answer["error"], dict) else {}
-        raise RpcError(
-            int(error.get("code", jsonrpc.INTERNAL_ERROR)),
-            str(error.get("message", "client error")),
-        )
-    return answer.get("result") or {}
 
 
 class StreamResponder:
@@ -610,8 +470,8 @@ async def _get_stream(
         rate_key=principal.token_prefix,
         limit=principal.rate_limit,
     )
-    _check_rate(snap)
-    session = _require_session(session_id, snap.session, principal, endpoint)
+    check_rate(snap)
+    session = require_session(session_id, snap.session, principal, endpoint)
     last_event_id = request.headers.get("last-event-id")
     resumed = resume.parse(last_event_id, session.id) if last_event_id else None
     await start_sse(send, [(b"mcp-session-id", session.id.encode())])
@@ -683,60 +543,6 @@ async def _pump(
     )
 
 
-async def relay_events(
-    request: Request,
-    send: Send,
-    groups: list[str],
-    translate: Any,
-    *,
-    event_name: str,
-    on_ready: Any = None,
-    stream_id: str | None = None,
-) -> None:
-    """Write the messages `translate(event)` returns for each event of `groups` as SSE, with
-    keepalives, until the client leaves, an event translates to STOP or `on_ready` returns STOP.
-    With `stream_id`, each message is stored for resumption and sent with its event id; a
-    stored `resume.Event` is sent as it is, and ends the stream if it is the last."""
-    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1000)
-    box = mailbox()
-    for group in groups:
-        await box.join(group, queue)
-    stop = on_ready is not None and await on_ready() is STOP
-    disconnect = asyncio.ensure_future(_wait_disconnect(request))
-    try:
-        while not stop and not disconnect.done():
-            getter = asyncio.ensure_future(queue.get())
-            done, _ = await asyncio.wait(
-                {getter, disconnect}, timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED
-            )
-            if getter not in done:
-                getter.cancel()
-                if not disconnect.done():
-                    await sse_comment(send)
-                continue
-            outgoing = translate(getter.result())
-            if outgoing is STOP:
-                break
-            for message in outgoing:
-                if isinstance(message, resume.Event):
-                    await sse_event(send, message.data, event=event_name, event_id=message.id)
-                    stop = stop or message.last
-                elif stream_id is not None:
-                    event = await resume.append(stream_id, jsonrpc.dumps(message))
-                    await sse_event(send, event.data, event=event_name, event_id=event.id)
-                else:
-                    await sse_event(send, jsonrpc.dumps(message), event=event_name)
-    finally:
-        disconnect.cancel()
-        for group in groups:
-            await box.leave(group, queue)
-    if not disconnect.done():
-        await end_stream(send)
-
-
-STOP: list[dict[str, Any]] = []  # compared by identity: "end the stream"
-
-
 def _outgoing(event: dict[str, Any]) -> list[dict[str, Any]]:
     if event.get("type") == SESSION_CLOSED:
         return STOP
@@ -749,17 +555,12 @@ def _outgoing(event: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
-async def _wait_disconnect(request: Request) -> None:
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
-
-
 async def _delete(
     request: Request, send: Send, principal: Principal, endpoint: EndpointRef, route: Route
 ) -> None:
     session_id = request.headers.get("mcp-session-id")
     session = await state.load_session(session_id) if session_id else None
-    _require_session(session_id, session, principal, endpoint)
+    require_session(session_id, session, principal, endpoint)
     await state.delete_session(session_id)
     await mailbox().publish(session_group(session_id), {"type": SESSION_CLOSED})
     await respond(send, 200)
@@ -777,7 +578,7 @@ async def _legacy_stream(
         rate_key=principal.token_prefix,
         limit=principal.rate_limit,
     )
-    _check_rate(snap)
+    check_rate(snap)
     session = Session.new(
         endpoint_id=endpoint.id,
         user_id=principal.user_id,
@@ -808,15 +609,15 @@ async def _legacy_post(
         rate_key=principal.token_prefix,
         limit=principal.rate_limit,
     )
-    _check_rate(snap)
-    session = _require_session(session_id, snap.session, principal, endpoint)
+    check_rate(snap)
+    session = require_session(session_id, snap.session, principal, endpoint)
     message = await _read_message(request)
     if isinstance(message, list):
         raise refuse_batch(session.protocol_version)
     kind = _kind(message)
     await respond(send, 202, b"Accepted")
     if kind != "request":
-        await _accept_non_request(message, kind, session)
+        await accept_non_request(message, kind, session)
         return
     asyncio.ensure_future(
         _legacy_request(message, session, principal, endpoint, snap.endpoint_version)
@@ -843,7 +644,7 @@ async def _legacy_request(
             )
         else:
             view = await current(endpoint.id, version, page_size=settings.MCPHUB_LIST_PAGE_SIZE)
-            ctx = protocol.Context(
+            ctx = context.Context(
                 principal, endpoint, view, session, session.protocol_version, emitter
             )
             outcome = jsonrpc.result(

@@ -9,6 +9,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from apps.catalog.models import Tool
+from apps.toolsets.calllog import admin as calllog_admin  # noqa: F401 - registers the call log's
 from apps.toolsets.forms import EndpointToolFormSet, KnownLabelsAutocompleteSelect
 from apps.toolsets.models import Endpoint, EndpointTool, Preset, PresetVersion
 from apps.toolsets.services import forget_exposed_names

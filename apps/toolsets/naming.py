@@ -112,3 +112,13 @@ def suggest(requested: str, names: Iterable[str], limit: int = 3) -> list[str]:
     )
     close = difflib.get_close_matches(requested, names, n=limit, cutoff=0.5)
     return list(dict.fromkeys([*same_tool, *close]))[: max(limit, len(same_tool))]
+
+
+def unknown(
+    kind: str, requested: str, names: Iterable[str], *, otherwise: str = ""
+) -> tuple[str, list[str]]:
+    """What to tell a caller who named no such tool (or prompt): the message, with the names they
+    most likely meant ("Did you mean: …?", or `otherwise` when none is close), and those names."""
+    suggestions = suggest(requested, names)
+    hint = f" Did you mean: {', '.join(suggestions)}?" if suggestions else otherwise
+    return f"Unknown {kind}: {requested}.{hint}", suggestions

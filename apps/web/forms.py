@@ -6,9 +6,9 @@ from django import forms
 from django.conf import settings
 
 from apps.accounts.models import Team
-from apps.gateway.selectors import WINDOWS, UsageFilter
 from apps.llm.models import Provider
 from apps.llm.selectors import providers_for
+from apps.toolsets.calllog.selectors import WINDOWS, UsageFilter
 from apps.toolsets.models import Endpoint
 
 

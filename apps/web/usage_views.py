@@ -11,8 +11,8 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from apps.gateway import selectors
-from apps.gateway.selectors import WINDOWS, Bucket, Usage, UsageFilter
+from apps.toolsets.calllog import selectors
+from apps.toolsets.calllog.selectors import WINDOWS, Bucket, Usage, UsageFilter
 from apps.toolsets.selectors import visible_endpoints
 from apps.web import charts
 from apps.web.forms import UsageForm

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from apps.gateway import selectors
+from apps.toolsets.calllog import selectors
 from apps.toolsets.models import ToolCall
 
 

@@ -1,5 +1,5 @@
 """The built-in server's name is reserved: no import, admin form or API call takes it over, and
-exports leave the built-in server out (its URL means nothing to another hub or client)."""
+exports leave the built-in server out (another hub makes its own; there is nothing to connect to)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from apps.catalog.forms import McpServerForm
-from apps.catalog.models import BUILTIN_URL, HUB_SERVER, McpServer
-from apps.chat.runs.hub_tools import ensure_hub_server
+from apps.catalog.models import HUB_SERVER, McpServer
+from apps.gateway.hub_tools import ensure_hub_server
 
 pytestmark = pytest.mark.django_db
 
@@ -94,4 +94,4 @@ def test_export_leaves_the_builtin_server_out(hub_server):
 
     servers = json.loads(out.getvalue())["mcpServers"]
     assert list(servers) == ["time"]
-    assert BUILTIN_URL not in out.getvalue()
+    assert HUB_SERVER not in out.getvalue()

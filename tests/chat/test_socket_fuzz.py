@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apps.accounts.services import create_access_token
-from apps.chat import services as chat_services
+from apps.chat import records as chat_records
 from apps.chat.models import Conversation, Event, Message, Turn
 from apps.chat.runs.models import Run, RunStep
 from apps.llm.models import Provider
@@ -142,7 +142,7 @@ def followed(alice) -> tuple[Conversation, Run]:
     conversation = Conversation.objects.create(
         owner=alice, provider=provider, endpoint=alice.endpoints.get()
     )
-    chat_services.save_events(
+    chat_records.save_events(
         conversation.pk, [{"seq": 1, "type": "user_message", "payload": {"text": "hello"}}]
     )
     run = Run.objects.create(

@@ -14,7 +14,7 @@ import websockets
 
 from apps.accounts.services import create_access_token
 from apps.catalog.models import Tool
-from apps.chat import services as chat_services
+from apps.chat import records as chat_records
 from apps.chat.models import Conversation, Turn
 from apps.chat.runs.models import Run
 from apps.toolsets.services import create_endpoint
@@ -97,7 +97,7 @@ def _followed(alice) -> tuple[Conversation, Run]:
     conversation = Conversation.objects.create(
         owner=alice, endpoint=alice.endpoints.get(is_default=True)
     )
-    chat_services.save_events(
+    chat_records.save_events(
         conversation.pk, [{"seq": 1, "type": "user_message", "payload": {"text": "hello"}}]
     )
     run = Run.objects.create(owner=alice, task="Count", status=Run.Status.SUCCEEDED, answer="3")

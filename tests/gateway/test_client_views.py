@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from mcp import MCPError
 
-from apps.chat.runs.hub_tools import PLANNED_ROUNDS, _bound
 from apps.chat.runs.models import Run
+from apps.gateway.hub_tools import PLANNED_ROUNDS, _bound
 from tests.live_hub import mcp_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]

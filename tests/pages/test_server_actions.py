@@ -80,7 +80,7 @@ def test_non_staff_cannot_operate_servers(client, alice, tiny):
 
 
 def test_the_builtin_server_row_says_built_in_and_offers_no_checks(client, admin_user, tiny):
-    from apps.chat.runs.hub_tools import ensure_hub_server
+    from apps.gateway.hub_tools import ensure_hub_server
 
     ensure_hub_server()
     McpServer.objects.filter(name="tiny").update(last_checked_at=timezone.now())

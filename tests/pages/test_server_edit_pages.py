@@ -139,7 +139,7 @@ def test_staff_without_the_stdio_permission_cannot_define_a_stdio_server(client,
 
 
 def test_non_staff_and_the_builtin_server_are_refused(client, alice, admin_user):
-    from apps.chat.runs.hub_tools import ensure_hub_server
+    from apps.gateway.hub_tools import ensure_hub_server
 
     ensure_hub_server()
     client.force_login(alice)

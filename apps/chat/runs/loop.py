@@ -23,10 +23,11 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
+from apps.catalog.models import HUB_SERVER
 from apps.chat import rounds
 from apps.chat.events import Control
 from apps.chat.journal import journal
-from apps.chat.runs import context, services
+from apps.chat.runs import context, records
 from apps.chat.runs.models import Run, RunStep
 from apps.chat.tools import Toolbox
 from apps.core import metrics
@@ -51,7 +52,7 @@ class Incomplete(Exception):
         self.answer = answer
 
 
-class Refused(Exception):
+class ModelRefused(Exception):
     """The model refused the task; the message is its refusal."""
 
 
@@ -85,7 +86,7 @@ async def publish(
 
 async def execute(run_id: uuid.UUID) -> None:
     """Run a queued run to its end; returns quietly if it vanished or someone else has it."""
-    run = await _db(services.claim)(run_id, WORKER)
+    run = await _db(records.claim)(run_id, WORKER)
     if run is None:
         return
     _active.add(run.pk)
@@ -108,7 +109,7 @@ async def save_step(run_id: uuid.UUID, *, elapsed_s: float, **fields: Any) -> No
     keeps both or neither), shared with the other turns and runs writing meanwhile."""
     row = RunStep(run_id=run_id, **fields)
     await journal().write(
-        rows=[row], updates=[partial(services.count_step, row, elapsed_s=elapsed_s)]
+        rows=[row], updates=[partial(records.count_step, row, elapsed_s=elapsed_s)]
     )
 
 
@@ -183,7 +184,7 @@ class RunRunner:
                 exc.answer,
                 f"The answer was cut at the model's output limit {times} times; resume the run to let it go on.",
             )
-        if isinstance(exc, Refused):
+        if isinstance(exc, ModelRefused):
             return Run.Status.FAILED, "", f"The model refused: {exc}"
         if isinstance(exc, Drained):
             return (
@@ -197,7 +198,7 @@ class RunRunner:
         return Run.Status.FAILED, "", f"The run failed unexpectedly ({type(exc).__name__})."
 
     async def _end(self, status: str, answer: str, error: str) -> None:
-        await _db(services.finish)(
+        await _db(records.finish)(
             self.run.pk, status, answer=answer, error=error, elapsed_s=self.elapsed
         )
         metrics.run_ended(status)
@@ -211,7 +212,7 @@ class RunRunner:
     async def _heartbeat(self) -> None:
         # Also the backstop for a cancel sent before this run joined its control group.
         while True:
-            if not await _db(services.heartbeat)(self.run.pk):
+            if not await _db(records.heartbeat)(self.run.pk):
                 self.control.stopped.set()
             await asyncio.sleep(settings.MCPHUB_RUN_HEARTBEAT_SECONDS)
 
@@ -296,7 +297,7 @@ class RunRunner:
     def _answer(self, reply: rounds.ModelReply) -> str | None:
         """The final answer (with the parts cut at the output limit before it); None: a continuation round is next."""
         if reply.finish_reason == "refusal":
-            raise Refused(reply.shown_text or "no reason given")
+            raise ModelRefused(reply.shown_text or "no reason given")
         cut = []  # the answer's earlier parts: the latest steps cut at the output limit, oldest first
         for step in reversed(self.steps[:-1]):
             if step.get("tool_calls") or step.get("finish_reason") != "length":
@@ -337,12 +338,12 @@ class RunRunner:
     async def _approve(self, call: ToolCall, reason: str) -> bool:
         """The run waits (`waiting_approval`) for its owner's allow/deny (API or Runs page)."""
         pending = {"id": call.id, "name": call.name, "arguments": call.arguments, "reason": reason}
-        await _db(services.wait_for_approval)(self.run.pk, pending)
+        await _db(records.wait_for_approval)(self.run.pk, pending)
         await publish(self.run.pk, "approval_required", pending, rounds=len(self.steps))
         try:
             return await self.control.approval(call.id)
         finally:
-            await _db(services.approval_answered)(self.run.pk, call.id)
+            await _db(records.approval_answered)(self.run.pk, call.id)
 
 
 class Drained(Exception):
@@ -357,8 +358,7 @@ async def load_toolbox(run: Run) -> Toolbox:
         keep = {
             name: exposed
             for name, exposed in view.tools.items()
-            if exposed.server != services.HUB_SERVER
-            and (not run.servers or exposed.server in run.servers)
+            if exposed.server != HUB_SERVER and (not run.servers or exposed.server in run.servers)
         }
         if not run.servers:
             keep = await _db(_within_budget)(run, keep)

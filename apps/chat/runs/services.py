@@ -12,14 +12,15 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q, Value
-from django.db.models.functions import Coalesce
+from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.catalog.models import (
     HUB_SERVER,
 )  # a run never gets the hub's own tools (no runs starting runs)
-from apps.chat.runs.models import Run, RunStep
+from apps.chat.runs.models import Run
+from apps.chat.runs.tasks import execute_run
+from apps.core.errors import UserError
 from apps.toolsets.models import Endpoint, EndpointTool
 
 logger = logging.getLogger(__name__)
@@ -27,19 +28,14 @@ MAX_TASK = 100_000
 MAX_ROUNDS_CAP = 100_000
 
 
-class RunError(Exception):
+class RunError(UserError):
     """A run request the hub refuses, with a message the user can act on."""
-
-    def __init__(self, message: str, *, code: str = "invalid") -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
 
 
 def _resolve_provider(owner, model: str, provider=None):
     """(provider, model): `model` may name one of the owner's providers, else a model of the
     default (or given) provider."""
-    from apps.chat.services import NO_PROVIDER
+    from apps.chat.providers import NO_PROVIDER
     from apps.llm.selectors import default_provider_for, providers_for
 
     if provider is not None and not providers_for(owner).filter(pk=provider.pk).exists():
@@ -145,8 +141,6 @@ def start_run(
 
 
 def _enqueue(run_id: uuid.UUID) -> None:
-    from apps.chat.tasks import execute_run
-
     execute_run.delay(str(run_id))
 
 
@@ -258,88 +252,3 @@ def requeue_lost_runs() -> list[uuid.UUID]:
             "runs: %d queued run(s) never taken by a worker were handed over again", len(requeued)
         )
     return requeued
-
-
-# -- what the worker records (sync: called through sync_to_async) ---------------------------
-
-
-def claim(run_id: uuid.UUID, worker: str) -> Run | None:
-    """Queued → running, for exactly one worker; None when there is nothing to run."""
-    now = timezone.now()
-    claimed = Run.objects.filter(
-        pk=run_id, status=Run.Status.QUEUED, cancel_requested=False
-    ).update(
-        status=Run.Status.RUNNING,
-        heartbeat_at=now,
-        worker=worker[:200],
-        started_at=Coalesce("started_at", Value(now)),
-    )
-    if not claimed:
-        return None
-    return Run.objects.select_related("provider__owner", "endpoint").get(
-        pk=run_id
-    )  # owner: Provider.public_only
-
-
-def count_step(step: RunStep, *, elapsed_s: float) -> None:
-    """The run's totals after `step` (run inside the journal's transaction that inserts the step).
-
-    Like chat events, steps are committed without waiting for the WAL flush (journal.py): visible
-    at once and safe from any worker crash; only a crash of Postgres itself could lose the last
-    fraction of a second, and a resume then redoes that round. Waiting cost 6-8 ms of every round."""
-    Run.objects.filter(pk=step.run_id).update(
-        rounds=F("rounds") + 1,
-        input_tokens=F("input_tokens") + step.input_tokens,
-        output_tokens=F("output_tokens") + step.output_tokens,
-        elapsed_s=elapsed_s,
-        heartbeat_at=timezone.now(),
-    )
-
-
-@transaction.atomic
-def wait_for_approval(run_id: uuid.UUID, call: dict[str, Any]) -> None:
-    run = Run.objects.select_for_update().get(pk=run_id)  # calls of one round ask at once
-    if run.status in Run.ACTIVE:
-        run.status, run.pending_approvals = (
-            Run.Status.WAITING_APPROVAL,
-            [*run.pending_approvals, call],
-        )
-        run.save(update_fields=["status", "pending_approvals"])
-
-
-@transaction.atomic
-def approval_answered(run_id: uuid.UUID, call_id: str) -> None:
-    run = Run.objects.select_for_update().get(pk=run_id)
-    if run.status in Run.ACTIVE:
-        run.pending_approvals = [p for p in run.pending_approvals if p.get("id") != call_id]
-        run.status = Run.Status.WAITING_APPROVAL if run.pending_approvals else Run.Status.RUNNING
-        run.save(update_fields=["status", "pending_approvals"])
-
-
-def heartbeat(run_id: uuid.UUID) -> bool:
-    """Marks the run alive; False once a cancel was requested. One query while it goes on."""
-    beating = (Run.Status.RUNNING, Run.Status.WAITING_APPROVAL)
-    if Run.objects.filter(pk=run_id, status__in=beating, cancel_requested=False).update(
-        heartbeat_at=timezone.now()
-    ):
-        return True
-    return not Run.objects.filter(pk=run_id, cancel_requested=True).exists()
-
-
-def finish(
-    run_id: uuid.UUID,
-    status: str,
-    *,
-    answer: str = "",
-    error: str = "",
-    elapsed_s: float | None = None,
-) -> None:
-    fields: dict[str, Any] = {"status": status, "answer": answer, "error": error[:5000]}
-    if status != Run.Status.INTERRUPTED:
-        fields["finished_at"] = timezone.now()
-    if elapsed_s is not None:
-        fields["elapsed_s"] = elapsed_s
-    fields["pending_approvals"] = []
-    Run.objects.filter(
-        pk=run_id, status__in=(Run.Status.RUNNING, Run.Status.WAITING_APPROVAL)
-    ).update(**fields)

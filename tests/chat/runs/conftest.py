@@ -54,7 +54,7 @@ async def wait_run(
 @pytest.fixture
 def hub_tools(alice_endpoint):
     """The built-in `hub` server in the catalog, its tools enabled on alice's endpoint."""
-    from apps.chat.runs.hub_tools import ensure_hub_server
+    from apps.gateway.hub_tools import ensure_hub_server
     from apps.toolsets.services import enable_tools
 
     server = ensure_hub_server()

@@ -20,7 +20,7 @@ from channels.testing import WebsocketCommunicator
 from django.db import connections
 
 from apps.chat.routing import websocket_urlpatterns
-from apps.chat.runs import loop, services
+from apps.chat.runs import loop, records
 from apps.chat.runs.models import Run, RunStep
 from tests.chat.conftest import Api, db
 from tests.chat.runs.conftest import start_run, wait_run
@@ -91,7 +91,7 @@ async def complete_round(run: Run, number: int, *, lost: bool = False) -> dict[s
 
 
 async def finish(run: Run, rounds: int) -> None:
-    await db(services.finish)(run.pk, Run.Status.SUCCEEDED, answer="Done")
+    await db(records.finish)(run.pk, Run.Status.SUCCEEDED, answer="Done")
     await loop.publish(
         run.pk,
         "end",

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.catalog import operations
-from apps.catalog.models import BUILTIN_URL, McpServer
+from apps.catalog.models import BUILTIN_NAMES, McpServer
 from apps.catalog.operations import DiscoveryOutcome
 
 COLUMNS = ("server", "status", "tools", "resources", "prompts", "since last discovery")
@@ -46,7 +46,7 @@ class Command(BaseCommand):
 
     def _servers(self, names: list[str]):
         if not names:
-            return McpServer.objects.filter(enabled=True).exclude(url=BUILTIN_URL)
+            return McpServer.objects.filter(enabled=True).exclude(name__in=BUILTIN_NAMES)
         missing = sorted(
             set(names)
             - set(McpServer.objects.filter(name__in=names).values_list("name", flat=True))

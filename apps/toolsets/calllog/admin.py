@@ -6,7 +6,7 @@ from apps.toolsets.models import ToolCall
 
 @admin.register(ToolCall)
 class ToolCallAdmin(admin.ModelAdmin):
-    """The call log is written by the gateway only: admins read and filter it, never edit it."""
+    """The call log is written by the hub only (toolsets.calls): admins read and filter it, never edit it."""
 
     list_display = (
         "started_at",

@@ -10,7 +10,7 @@ class Command(BaseCommand):
     help = "Add or refresh the built-in `hub` server (list_available_mcps, autonomous_with_mcp, …) in the catalog."
 
     def handle(self, *args, **options) -> None:
-        from apps.chat.runs.hub_tools import TOOLS, ensure_hub_server
+        from apps.gateway.hub_tools import TOOLS, ensure_hub_server
 
         server = ensure_hub_server()
         self.stdout.write(f"Built-in server {server.name}: {', '.join(TOOLS)}")

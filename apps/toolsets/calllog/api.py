@@ -7,8 +7,8 @@ from rest_framework import exceptions, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.gateway import selectors
-from apps.gateway.serializers import UsageQuerySerializer, UsageSerializer
+from apps.toolsets.calllog import selectors
+from apps.toolsets.calllog.serializers import UsageQuerySerializer, UsageSerializer
 
 
 class UsageViewSet(viewsets.ViewSet):

@@ -1,5 +1,9 @@
-"""Records every tool call (gateway tools/call and chat turns), off the hot path: rows are buffered and written in batches;
-every call is counted in the Prometheus metrics here too (apps/core/metrics.py).
+"""The tool-call log, in one place: this module writes it, `selectors` reads it (usage per tool and
+server), `admin` and `api` show it; the model is `toolsets.models.ToolCall`.
+
+Every tool call (toolsets.calls: gateway, chat turns, runs, dynamic mode's meta-tools) is recorded
+off the hot path: rows are buffered and written in batches; every call is counted in the
+Prometheus metrics here too (apps/core/metrics.py).
 
 The hot path only appends a tuple; a thread writes the batch with one plain INSERT executemany
 (the ORM's bulk_create cost ~100 µs of CPU per row here, most of it per-field preparation).

@@ -2,8 +2,9 @@
 
 They are catalog rows like any server's (`ensure_hub_server`), so users enable and disable them
 like any tool (`mcp_enable --user alice 'hub.*'`) and they are named by the endpoint's strategy.
-The gateway hands a call to a built-in server's tool to `call()` instead of the pool. Every tool
-acts only as the calling user: their servers, their endpoint's enabled tools, their runs.
+`answer()` is registered as the built-in server `hub` (apps.gateway.apps), so every call to one,
+from an MCP client, a chat turn or a run, comes to it instead of the pool (toolsets.calls). Every
+tool acts only as the calling user: their servers, their endpoint's enabled tools, their runs.
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import transaction
 
+from apps.catalog.models import HUB_SERVER
 from apps.chat.runs import selectors, services
+from apps.chat.runs.loop import run_group
 from apps.chat.runs.models import Run
+from apps.toolsets.calls import BuiltinCall
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
@@ -85,6 +89,9 @@ TOOLS: dict[str, dict[str, Any]] = {
     },
     "cancel_run": {"description": "Cancel one of your runs.", "inputSchema": _RUN_ID},
 }
+# The row's URL: a remote server has one (a check constraint says so), but calls to the built-in
+# server go to `answer()` by its name, never here, and nothing compares a URL with it.
+PLACEHOLDER_URL = "http://builtin.mcphub.invalid/"
 # A waiting call wakes on the run's own events (the channel its page listens on); those are best
 # effort, so it also reads the run this often without one.
 FALLBACK_SECONDS = 5.0
@@ -93,14 +100,14 @@ FALLBACK_SECONDS = 5.0
 def ensure_hub_server():
     """Create or refresh the built-in `hub` server and its tools in the catalog (idempotent)."""
     from apps.catalog.introspection import estimate_tokens
-    from apps.catalog.models import BUILTIN_URL, McpServer, Tool
+    from apps.catalog.models import McpServer, Tool
 
     with transaction.atomic():
         server, _ = McpServer.objects.update_or_create(
-            name=services.HUB_SERVER,
+            name=HUB_SERVER,
             defaults={
                 "transport": McpServer.Transport.STREAMABLE_HTTP,
-                "url": BUILTIN_URL,
+                "url": PLACEHOLDER_URL,
                 "display_name": "MCP Hub",
                 "description": "The hub's own tools: hand tasks to an LLM that works with your MCP servers.",
             },
@@ -121,12 +128,6 @@ def ensure_hub_server():
     return server
 
 
-def is_builtin(spec: Any) -> bool:
-    from apps.catalog.models import BUILTIN_URL
-
-    return spec.name == services.HUB_SERVER and spec.url == BUILTIN_URL
-
-
 def text_result(
     text: str, structured: dict[str, Any] | None = None, *, error: bool = False
 ) -> dict[str, Any]:
@@ -136,20 +137,13 @@ def text_result(
     return result
 
 
-async def call(
-    *,
-    user_id: int,
-    endpoint_id: int,
-    tool: str,
-    arguments: dict[str, Any],
-    progress: Progress | None,
-) -> dict[str, Any]:
-    """One hub tool call as `user_id` on `endpoint_id`: an MCP tool result, never raising but on cancel."""
-    handler = HANDLERS.get(tool)
+async def answer(call: BuiltinCall) -> dict[str, Any]:
+    """One hub tool call as its user on its endpoint: an MCP tool result, never raising but on cancel."""
+    handler = HANDLERS.get(call.tool)
     if handler is None:
-        return text_result(f"Unknown hub tool: {tool}.", error=True)
+        return text_result(f"Unknown hub tool: {call.tool}.", error=True)
     try:
-        return await handler(user_id, endpoint_id, arguments, progress)
+        return await handler(call.user_id, call.endpoint_id, call.arguments, call.progress)
     except services.RunError as exc:
         return text_result(exc.message, error=True)
 
@@ -185,7 +179,7 @@ def _servers(user_id: int, endpoint_id: int) -> list[dict[str, Any]]:
     rows = (
         visible_servers(_user(user_id))
         .filter(enabled=True)
-        .exclude(name=services.HUB_SERVER)
+        .exclude(name=HUB_SERVER)
         .annotate(
             tools_count=Count("tools", filter=Q(tools__available=True), distinct=True),
             enabled_count=Count(
@@ -277,8 +271,6 @@ async def _follow(run: Run, progress: Progress | None) -> dict[str, Any]:
     events are best effort). A hundred callers waiting on long runs cost nothing between rounds, and
     a three-round run is read twice, where reading it after every event read it six times."""
     from channels.layers import get_channel_layer
-
-    from apps.chat.runs.loop import run_group
 
     layer = get_channel_layer()
     channel = await layer.new_channel("runwait.")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
-from apps.catalog.models import BUILTIN_URL, McpServer
-from apps.chat.runs.hub_tools import TOOLS
+from apps.catalog.models import McpServer
+from apps.gateway.hub_tools import TOOLS
 
 pytestmark = [pytest.mark.django_db]
 
@@ -15,7 +15,7 @@ def test_the_command_adds_the_hub_server_once_and_alice_enables_its_tools(alice)
     call_command("mcp_hub_tools", verbosity=0)
     call_command("mcp_hub_tools", verbosity=0)  # idempotent: a restart refreshes, never duplicates
     server = McpServer.objects.get(name="hub")
-    assert server.url == BUILTIN_URL and server.status == "healthy"
+    assert server.is_builtin and server.status == "healthy"
     assert sorted(server.tools.values_list("name", flat=True)) == sorted(TOOLS)
     assert all(t.token_estimate > 0 for t in server.tools.all())
 

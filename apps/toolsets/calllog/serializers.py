@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from apps.gateway.selectors import BUCKETS, WINDOWS
+from apps.toolsets.calllog.selectors import BUCKETS, WINDOWS
 
 
 class UsageQuerySerializer(serializers.Serializer):

@@ -7,7 +7,13 @@ import asyncio
 import pytest
 
 from apps.chat.runs.models import Run
-from tests.chat.conftest import db
+from tests.chat.conftest import (  # noqa: F401 - fixtures
+    alice_provider,
+    charlie_hub_token,
+    db,
+    llm,
+)
+from tests.chat.runs.conftest import hub_tools  # noqa: F401 - the fixture
 from tests.live_hub import mcp_client
 from tests.llm_server import Reply
 
@@ -64,7 +70,7 @@ async def test_autonomous_with_mcp_reports_progress_and_answers(
 async def test_a_run_that_ended_before_its_caller_looked_still_reports_its_rounds(alice):
     """A quick run can end before the waiting call first reads it (and its events are best effort):
     the caller is still told the rounds it took before the answer."""
-    from apps.chat.runs.hub_tools import _follow
+    from apps.gateway.hub_tools import _follow
 
     run = await db(
         lambda: Run.objects.create(
@@ -113,7 +119,7 @@ async def test_wait_false_returns_the_run_id_and_get_run_follows_it(
     charlie_endpoint = await db(
         lambda: alice_endpoint.__class__.objects.get(owner__username="charlie")
     )()
-    from apps.chat.runs.hub_tools import ensure_hub_server
+    from apps.gateway.hub_tools import ensure_hub_server
     from apps.toolsets.services import enable_tools
 
     server = await db(ensure_hub_server)()

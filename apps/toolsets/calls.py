@@ -1,0 +1,164 @@
+"""The one way to call a tool as a user: the gateway's `tools/call`, chat turns, runs, the hub's
+own tools and dynamic mode's meta-tools all come through here.
+
+A call goes to the built-in server registered under its server's name, if any (`register_builtin`:
+the hub's own tools answer as the caller, nothing connects to them), else to the backend through
+the pool with the endpoint owner's spec (their `${user:…}` values) and upstream OAuth token.
+Whatever happens, the call is logged (calllog). A pool failure is an `isError` result the model or
+client can read; a backend's JSON-RPC error is raised as `ToolError`, which each caller maps to its
+own shape (the gateway forwards it as a JSON-RPC error, chat turns it into an `isError` result).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mcp import MCPError
+
+from apps.connections.default import get_pool
+from apps.connections.errors import PoolError
+from apps.connections.hooks import Relay
+from apps.credentials.upstream.calls import with_user_token
+from apps.toolsets import calllog
+from apps.toolsets.exposure import EndpointView, Exposed
+
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltinCall:
+    """One call to a built-in server's tool, made as `user_id` on `endpoint_id`."""
+
+    user_id: int
+    endpoint_id: int | None
+    tool: str  # the tool's own name on its server, not the exposed one
+    arguments: dict[str, Any]
+    progress: Progress | None
+
+
+# A built-in server's handler: an MCP tool result as JSON, never raising but on cancel.
+Builtin = Callable[[BuiltinCall], Awaitable[dict[str, Any]]]
+_builtins: dict[str, Builtin] = {}
+
+
+def register_builtin(server: str, handler: Builtin) -> None:
+    """Answer calls to `server`'s tools with `handler` (an app's `ready()` registers its own)."""
+    _builtins[server] = handler
+
+
+class ToolError(Exception):
+    """The backend answered the call with a JSON-RPC error instead of a result."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+def error_result(message: str) -> dict[str, Any]:
+    """A failed call as a tool result: the text says what went wrong, `isError` that it did."""
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+async def call_tool(
+    *,
+    user_id: int,
+    endpoint_id: int | None,
+    view: EndpointView,
+    exposed: Exposed,
+    arguments: dict[str, Any],
+    progress: Progress | None = None,
+    relay: Relay | None = None,
+) -> dict[str, Any]:
+    """Call `exposed` as `user_id` and log it: the result as JSON (`isError` on a pool failure);
+    raises `ToolError` for the backend's JSON-RPC error."""
+    work = _answer(user_id, endpoint_id, view, exposed, arguments, progress, relay)
+    return await logged(
+        user_id=user_id, endpoint_id=endpoint_id, exposed=exposed, arguments=arguments, work=work
+    )
+
+
+async def logged(
+    *,
+    user_id: int | None,
+    endpoint_id: int | None,
+    exposed: Exposed,
+    arguments: dict[str, Any],
+    work: Awaitable[dict[str, Any]],
+) -> dict[str, Any]:
+    """Await `work`, the call of `exposed`, and log how it went (a raised error is a failed call)."""
+    started, clock = time.time(), time.perf_counter()
+    try:
+        result = await work
+    except asyncio.CancelledError:
+        _record(user_id, endpoint_id, exposed, started, clock, "Cancelled by the user", arguments)
+        raise
+    except Exception as exc:
+        error = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        _record(user_id, endpoint_id, exposed, started, clock, error, arguments)
+        raise
+    error = calllog.error_text(result) if result.get("isError") else ""
+    _record(user_id, endpoint_id, exposed, started, clock, error, arguments)
+    return result
+
+
+def _record(
+    user_id: int | None,
+    endpoint_id: int | None,
+    exposed: Exposed,
+    started: float,
+    clock: float,
+    error: str,
+    arguments: dict[str, Any],
+) -> None:
+    calllog.record(
+        user_id,
+        endpoint_id,
+        exposed,
+        started,
+        clock,
+        ok=not error,
+        error=error,
+        arguments=arguments,
+    )
+
+
+async def _answer(
+    user_id: int,
+    endpoint_id: int | None,
+    view: EndpointView,
+    exposed: Exposed,
+    arguments: dict[str, Any],
+    progress: Progress | None,
+    relay: Relay | None,
+) -> dict[str, Any]:
+    builtin = _builtins.get(exposed.server)
+    if builtin is not None:
+        return await builtin(
+            BuiltinCall(user_id, endpoint_id, exposed.backend_name, arguments, progress)
+        )
+
+    def call(spec: Any) -> Awaitable[Any]:
+        return get_pool().call_tool(
+            spec,
+            exposed.backend_name,
+            arguments,
+            timeout=spec.timeout,
+            progress_callback=progress,
+            relay=relay,
+            raw=True,
+        )
+
+    try:
+        spec = view.spec(exposed.server)  # the owner's own spec; CredentialsMissing is a PoolError
+        # The owner's own upstream OAuth token, refreshed once if the backend refuses it.
+        return await with_user_token(spec, view.owner_id, call)
+    except MCPError as exc:
+        raise ToolError(exc.code, exc.message, exc.data) from None
+    except PoolError as exc:
+        return error_result(f"Tool {exposed.name} failed: {exc.message}")
