@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import mcp_types as types
 from mcp import Client
@@ -103,7 +103,7 @@ class _Server:
 
 
 class Pool:
-    """MCP client pool. Every method takes the `ServerSpec`; see module docstring."""
+    """MCP client pool, implementing `PoolAPI`; every method takes the spec (module docstring)."""
 
     def __init__(
         self, options: PoolOptions | None = None, *, on_notification: NotificationHook | None = None
@@ -121,7 +121,7 @@ class Pool:
         self._reaper: asyncio.Task[None] | None = None
         self._closed = False
 
-    async def __aenter__(self) -> Pool:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -1,4 +1,4 @@
-"""`RemotePool`: the web side of the Redis path, with the same interface as `Pool`.
+"""`RemotePool`: the web side of the Redis path, with the same interface as `Pool` (`PoolAPI`).
 
 A call is one RPUSH to the chosen worker's inbox and one PUBLISH back on this process's
 reply channel; the subscriber connection resolves futures by request id as it parses
@@ -17,7 +17,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Self
 
 import mcp_types as types
 
@@ -95,7 +95,7 @@ class _Pending:
 
 
 class RemotePool:
-    """Sends pool operations to the worker that holds each server's connection."""
+    """Sends pool operations (`PoolAPI`) to the worker that holds each server's connection."""
 
     def __init__(
         self,
@@ -131,7 +131,7 @@ class RemotePool:
         self._sub_conn: RespConnection | None = None
         self._background: set[asyncio.Task[Any]] = set()
 
-    async def __aenter__(self) -> RemotePool:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
