@@ -36,6 +36,7 @@ def build_pool(redis_url: str | None, options: Mapping[str, Any]) -> PoolAPI:
             redis_url,
             prefix=options.get("redis_prefix", DEFAULT_PREFIX),
             default_timeout=float(options.get("default_timeout", 60.0)),
+            same_process=bool(options.get("same_process", True)),
         )
     return Pool(
         PoolOptions.from_mapping(options), on_notification=_hook(options.get("on_notification"))
