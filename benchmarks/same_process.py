@@ -63,7 +63,9 @@ async def bench(args: argparse.Namespace, prefix: str) -> None:
         "here": RemotePool(args.redis_url, prefix=prefix, same_process=True),
         "redis": RemotePool(args.redis_url, prefix=prefix, same_process=False),
     }
-    while not await paths["redis"]._live_workers(refresh=True):
+    for _ in range(200):  # the worker registers in Redis a moment after its thread starts
+        if await paths["redis"]._live_workers(refresh=True):
+            break
         await asyncio.sleep(0.05)
     for pool in paths.values():
         for _ in range(200):
