@@ -11,6 +11,11 @@ as before). Both reach the same backend, the SDK-free stdio server (tests/server
 the difference is the hub's path. Printed: p50 / p99 at concurrency 1, calls/s at 16, and this
 process's CPU per call (caller and worker; redis-server's own CPU is not counted, which
 flatters `redis`), with the load average.
+
+Measured (2 shared cores at load ~10.5, 6 rounds of 1,000 calls; two runs):
+    here    p50 0.31 / 0.21 ms, CPU 0.26 / 0.20 ms per call, 3,228 / 2,952 calls/s at 16
+    redis   p50 0.48 / 0.47 ms, CPU 0.36 / 0.35 ms per call, 2,073 / 2,356 calls/s at 16
+i.e. ~0.2 ms and ~0.1 ms of this process's CPU less per tool call, plus redis-server's share.
 """
 
 from __future__ import annotations
