@@ -40,8 +40,9 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 CLIENT_INFO = types.Implementation(name="mcp-hub", version="1.0")
 _STOP_MARGIN = 4.0  # beyond the child's grace period: SIGTERM + SIGKILL waits
-_LOG_FLUSH_TIMEOUT = 5.0
-_GET_STREAM_WAIT = 2.0  # at start, how long a Streamable HTTP session waits for its GET stream to be answered  # how long a finished call waits for its relayed log lines to be delivered
+_LOG_FLUSH_TIMEOUT = 5.0  # how long a finished call waits for its relayed log lines to be delivered
+# At start, how long a Streamable HTTP session waits for its GET stream to be answered.
+_GET_STREAM_WAIT = 2.0
 # Transports that tell which of our requests a server message belongs to: Streamable HTTP
 # carries it on that request's response stream, and the SDK hands it over in the context of
 # the task that sent the request (below: `_current_call`). Stdio and legacy SSE do not.
