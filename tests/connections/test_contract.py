@@ -49,3 +49,11 @@ def test_both_pools_implement_each_method_with_the_protocols_signature(cls, name
     assert str(inspect.signature(method)) == str(PROTOCOL[name]), (
         f"{cls.__name__}.{name} drifted from PoolAPI.{name}"
     )
+
+
+@pytest.mark.parametrize("cls", [Pool, RemotePool], ids=lambda c: c.__name__)
+def test_neither_pool_has_public_operations_outside_the_protocol(cls):
+    public = {n for n in _methods(cls) if not n.startswith("_") or n in PROTOCOL}
+    assert public - set(PROTOCOL) == set(), (
+        "add them to PoolAPI (and wire.OPS) or make them private"
+    )
