@@ -48,7 +48,7 @@ class FernetCodec:
 
 
 class DjangoCodec:
-    """The keys in `settings.MCPHUB_ENCRYPTION_KEYS`, read at each use (a rotation needs no restart)."""
+    """The keys in `settings.MCPHUB_ENCRYPTION_KEYS`, read at each use (no restart to rotate)."""
 
     def encrypt(self, plaintext: str) -> str:
         return _fernet_codec(_settings_keys()).encrypt(plaintext)

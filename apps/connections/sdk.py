@@ -38,7 +38,8 @@ async def send_raw_request(
     session: ClientSession, method: str, params: Mapping[str, Any] | None, opts: dict[str, Any]
 ) -> Any:
     """Send a request through the session's dispatcher: its result as JSON, not validated."""
-    return await session._dispatcher.send_raw_request(method, params, opts)  # type: ignore[arg-type]
+    dispatcher = session._dispatcher
+    return await dispatcher.send_raw_request(method, params, opts)  # type: ignore[arg-type]
 
 
 async def deliver_notification(
