@@ -1,8 +1,9 @@
 """The MCP client connection pool: a library layer fed plain `ServerSpec`s, no models.
 
 Public API (import from the submodules, or lazily from here):
-`ServerSpec`, `Pool`, `PoolOptions`, `RemotePool`, `PoolWorker`, `get_pool`, `run_with_pool`,
-`Discovery`, `Relay`, and the errors in `apps.connections.errors`.
+`ServerSpec`, `PoolAPI` (the interface of both pools), `Pool`, `PoolOptions`, `RemotePool`,
+`PoolWorker`, `get_pool`, `run_with_pool`, `Discovery`, `Relay`, and the errors in
+`apps.connections.errors`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 _EXPORTS = {
     "ServerSpec": "apps.connections.specs",
+    "PoolAPI": "apps.connections.contract",
     "Pool": "apps.connections.pool",
     "PoolOptions": "apps.connections.pool",
     "RemotePool": "apps.connections.remote",

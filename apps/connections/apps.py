@@ -1,4 +1,7 @@
 from django.apps import AppConfig
+from django.conf import settings
+
+from apps.connections.health import check_workers
 
 
 class ConnectionsConfig(AppConfig):
@@ -6,12 +9,6 @@ class ConnectionsConfig(AppConfig):
 
     name = "apps.connections"
     default_auto_field = "django.db.models.BigAutoField"
-
-    def ready(self) -> None:
-        from django.conf import settings
-
-        from apps.connections.health import check_workers
-        from apps.core.views import register_check
-
-        # Without Redis the pool runs inside the web process: there are no workers to count.
-        register_check("workers", check_workers, when=lambda: bool(settings.REDIS_URL))
+    # Read by core's health view (the pool imports no app). Without Redis the pool runs inside
+    # the web process: there are no workers to count.
+    health_checks = {"workers": (check_workers, lambda: bool(settings.REDIS_URL))}

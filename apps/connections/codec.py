@@ -1,8 +1,9 @@
 """Encryption of server specs on the Redis wire (they carry decrypted env and header secrets).
 
 The web side encrypts the full spec it sends to a worker (once per worker and config);
-the worker decrypts it. Both default to the project's Fernet keys (`apps.core.crypto`,
-`settings.MCPHUB_ENCRYPTION_KEYS`) when Django settings are available, and to no
+the worker decrypts it. Both default to the project's Fernet keys
+(`settings.MCPHUB_ENCRYPTION_KEYS`, the keys `apps.core.crypto` uses for secrets at rest; read
+here directly, as the pool imports no app) when Django settings are available, and to no
 encryption when they are not (the library used on its own, e.g. in benchmarks). Pass a
 codec explicitly to `RemotePool(codec=...)` / `PoolWorker(codec=...)` to choose.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from functools import cache
 from typing import Protocol
 
 
@@ -34,21 +36,36 @@ class FernetCodec:
         return self._fernet.encrypt(plaintext.encode()).decode()
 
     def decrypt(self, token: str) -> str:
-        return self._fernet.decrypt(token.encode()).decode()
+        from cryptography.fernet import InvalidToken
+
+        try:
+            return self._fernet.decrypt(token.encode()).decode()
+        except InvalidToken:
+            raise ValueError(
+                "cannot decrypt the server spec: the web processes and the pool workers need "
+                "the same MCPHUB_ENCRYPTION_KEYS (or codec keys)"
+            ) from None
 
 
 class DjangoCodec:
-    """`apps.core.crypto`: the keys in `settings.MCPHUB_ENCRYPTION_KEYS`, read at each use."""
+    """The keys in `settings.MCPHUB_ENCRYPTION_KEYS`, read at each use (no restart to rotate)."""
 
     def encrypt(self, plaintext: str) -> str:
-        from apps.core.crypto import encrypt
-
-        return encrypt(plaintext)
+        return _fernet_codec(_settings_keys()).encrypt(plaintext)
 
     def decrypt(self, token: str) -> str:
-        from apps.core.crypto import decrypt
+        return _fernet_codec(_settings_keys()).decrypt(token)
 
-        return decrypt(token)
+
+def _settings_keys() -> tuple[str, ...]:
+    from django.conf import settings
+
+    return tuple(settings.MCPHUB_ENCRYPTION_KEYS)
+
+
+@cache
+def _fernet_codec(keys: tuple[str, ...]) -> FernetCodec:
+    return FernetCodec(keys)
 
 
 def default_codec() -> SpecCodec | None:

@@ -12,15 +12,15 @@ import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+from apps.connections.contract import PoolAPI
 from apps.connections.pool import Pool, PoolOptions
 from apps.connections.remote import RemotePool
 from apps.connections.worker import DEFAULT_PREFIX
 
 T = TypeVar("T")
-AnyPool = Pool | RemotePool
 
 _UNSET: Any = object()
-_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AnyPool] = weakref.WeakKeyDictionary()
+_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, PoolAPI] = weakref.WeakKeyDictionary()
 
 
 def pool_settings() -> tuple[str | None, Mapping[str, Any]]:
@@ -30,12 +30,13 @@ def pool_settings() -> tuple[str | None, Mapping[str, Any]]:
     return getattr(settings, "REDIS_URL", None), getattr(settings, "MCPHUB_POOL", {}) or {}
 
 
-def build_pool(redis_url: str | None, options: Mapping[str, Any]) -> AnyPool:
+def build_pool(redis_url: str | None, options: Mapping[str, Any]) -> PoolAPI:
     if redis_url:
         return RemotePool(
             redis_url,
             prefix=options.get("redis_prefix", DEFAULT_PREFIX),
             default_timeout=float(options.get("default_timeout", 60.0)),
+            same_process=bool(options.get("same_process", True)),
         )
     return Pool(
         PoolOptions.from_mapping(options), on_notification=_hook(options.get("on_notification"))
@@ -52,7 +53,7 @@ def _hook(path: str | None) -> Any:
     return getattr(import_module(module), name)
 
 
-def get_pool(redis_url: str | None = _UNSET, options: Mapping[str, Any] | None = None) -> AnyPool:
+def get_pool(redis_url: str | None = _UNSET, options: Mapping[str, Any] | None = None) -> PoolAPI:
     """The pool for the running event loop (created on first use)."""
     loop = asyncio.get_running_loop()
     pool = _pools.get(loop)
@@ -64,7 +65,7 @@ def get_pool(redis_url: str | None = _UNSET, options: Mapping[str, Any] | None =
     return pool
 
 
-def run_with_pool(fn: Callable[[AnyPool], Awaitable[T]]) -> T:
+def run_with_pool(fn: Callable[[PoolAPI], Awaitable[T]]) -> T:
     """For sync code (Celery tasks, management commands): a short-lived pool, closed after."""
 
     async def run() -> T:

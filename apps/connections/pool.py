@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import mcp_types as types
 from mcp import Client
@@ -23,7 +23,7 @@ from apps.connections.breaker import Breaker, BreakerPolicy
 from apps.connections.errors import CallTimeout, PoolError, ServerCrashed, ServerUnavailable
 from apps.connections.hooks import NotificationHook, ProgressFn, Relay
 from apps.connections.listing import Discovery, collect_pages
-from apps.connections.session import Connection, call_tool_raw
+from apps.connections.session import Connection
 from apps.connections.specs import ServerSpec, server_of
 from apps.connections.stderr import MARKER, StderrTail
 
@@ -103,7 +103,7 @@ class _Server:
 
 
 class Pool:
-    """MCP client pool. Every method takes the `ServerSpec`; see module docstring."""
+    """MCP client pool, implementing `PoolAPI`; every method takes the spec (module docstring)."""
 
     def __init__(
         self, options: PoolOptions | None = None, *, on_notification: NotificationHook | None = None
@@ -121,7 +121,7 @@ class Pool:
         self._reaper: asyncio.Task[None] | None = None
         self._closed = False
 
-    async def __aenter__(self) -> Pool:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -144,15 +144,15 @@ class Pool:
         """The backend's `CallToolResult`; with `raw=True`, the result as a JSON-ready dict.
 
         `raw` is for callers that forward the result as JSON (the gateway): it skips the
-        SDK's two validations and the dump back to JSON (see `session.call_tool_raw`).
+        SDK's two validations and the dump back to JSON (see `Connection.call_tool_raw`).
         """
         args = dict(arguments) if arguments is not None else None
         if raw:
-            fn: Callable[[Client], Awaitable[Any]] = lambda c: call_tool_raw(  # noqa: E731
-                c, name, args, progress_callback, meta
+            fn: Callable[[Connection], Awaitable[Any]] = lambda c: c.call_tool_raw(  # noqa: E731
+                name, args, progress_callback, meta
             )
         else:
-            fn = lambda c: c.call_tool(  # noqa: E731
+            fn = lambda c: c.sdk_client.call_tool(  # noqa: E731
                 name, args, progress_callback=progress_callback, meta=_meta(meta)
             )
         return await self._run(spec, fn, timeout, relay, what="tools/call", target=name)
@@ -161,20 +161,24 @@ class Pool:
         self, spec: ServerSpec, *, timeout: float | None = None
     ) -> list[types.Tool]:
         return await self._run(
-            spec, lambda c: collect_pages(lambda cur: c.list_tools(cursor=cur), _tools), timeout
+            spec,
+            lambda c: collect_pages(lambda cur: c.sdk_client.list_tools(cursor=cur), _tools),
+            timeout,
         )
 
     async def list_resources(
         self, spec: ServerSpec, *, timeout: float | None = None
     ) -> list[types.Resource]:
-        fetch = lambda c: collect_pages(lambda cur: c.list_resources(cursor=cur), _resources)  # noqa: E731
+        fetch = lambda c: collect_pages(  # noqa: E731
+            lambda cur: c.sdk_client.list_resources(cursor=cur), _resources
+        )
         return await self._run(spec, fetch, timeout)
 
     async def list_resource_templates(
         self, spec: ServerSpec, *, timeout: float | None = None
     ) -> list[types.ResourceTemplate]:
         fetch = lambda c: collect_pages(  # noqa: E731
-            lambda cur: c.list_resource_templates(cursor=cur), _templates
+            lambda cur: c.sdk_client.list_resource_templates(cursor=cur), _templates
         )
         return await self._run(spec, fetch, timeout)
 
@@ -182,7 +186,9 @@ class Pool:
         self, spec: ServerSpec, *, timeout: float | None = None
     ) -> list[types.Prompt]:
         return await self._run(
-            spec, lambda c: collect_pages(lambda cur: c.list_prompts(cursor=cur), _prompts), timeout
+            spec,
+            lambda c: collect_pages(lambda cur: c.sdk_client.list_prompts(cursor=cur), _prompts),
+            timeout,
         )
 
     async def read_resource(
@@ -194,7 +200,11 @@ class Pool:
         relay: Relay | None = None,
     ) -> types.ReadResourceResult:
         return await self._run(
-            spec, lambda c: c.read_resource(uri), timeout, relay, what=f"resources/read {uri}"
+            spec,
+            lambda c: c.sdk_client.read_resource(uri),
+            timeout,
+            relay,
+            what=f"resources/read {uri}",
         )
 
     async def subscribe_resource(
@@ -203,7 +213,10 @@ class Pool:
         """Ask the backend for `notifications/resources/updated` about `uri` (they reach `on_notification`).
         A restarted backend has forgotten it: subscribe again after a restart."""
         await self._run(
-            spec, lambda c: c.subscribe_resource(uri), timeout, what=f"resources/subscribe {uri}"
+            spec,
+            lambda c: c.sdk_client.subscribe_resource(uri),
+            timeout,
+            what=f"resources/subscribe {uri}",
         )
 
     async def get_prompt(
@@ -217,7 +230,11 @@ class Pool:
     ) -> types.GetPromptResult:
         args = dict(arguments) if arguments is not None else None
         return await self._run(
-            spec, lambda c: c.get_prompt(name, args), timeout, relay, what=f"prompts/get {name}"
+            spec,
+            lambda c: c.sdk_client.get_prompt(name, args),
+            timeout,
+            relay,
+            what=f"prompts/get {name}",
         )
 
     async def complete(
@@ -230,16 +247,20 @@ class Pool:
         timeout: float | None = None,
     ) -> types.CompleteResult:
         ctx = dict(context_arguments) if context_arguments is not None else None
-        return await self._run(spec, lambda c: c.complete(ref, dict(argument), ctx), timeout)
+        return await self._run(
+            spec, lambda c: c.sdk_client.complete(ref, dict(argument), ctx), timeout
+        )
 
     async def ping(self, spec: ServerSpec, *, timeout: float | None = None) -> float:
         """Round-trip seconds of a ping (connecting first if needed)."""
         started = time.perf_counter()
-        await self._run(spec, lambda c: c.session.send_ping(), timeout, what="ping")
+        await self._run(spec, lambda c: c.sdk_client.session.send_ping(), timeout, what="ping")
         return time.perf_counter() - started
 
     async def discover(self, spec: ServerSpec, *, timeout: float | None = None) -> Discovery:
-        return await self._run(spec, lambda c: _discover(spec, c), timeout, what="discovery")
+        return await self._run(
+            spec, lambda c: _discover(spec, c.sdk_client), timeout, what="discovery"
+        )
 
     async def stderr_tail(self, name: str) -> str:
         server = self._servers.get(name)
@@ -290,7 +311,7 @@ class Pool:
     async def _run(
         self,
         spec: ServerSpec,
-        fn: Callable[[Client], Awaitable[T]],
+        fn: Callable[[Connection], Awaitable[T]],
         timeout: float | None,
         relay: Relay | None = None,
         *,
@@ -323,7 +344,7 @@ class Pool:
         self,
         spec: ServerSpec,
         server: _Server,
-        fn: Callable[[Client], Awaitable[T]],
+        fn: Callable[[Connection], Awaitable[T]],
         limit: float,
         relay: Relay | None,
         what: str,

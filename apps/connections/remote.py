@@ -1,10 +1,15 @@
-"""`RemotePool`: the web side of the Redis path, with the same interface as `Pool`.
+"""`RemotePool`: the web side of the Redis path, with the same interface as `Pool` (`PoolAPI`).
 
 A call is one RPUSH to the chosen worker's inbox and one PUBLISH back on this process's
 reply channel; the subscriber connection resolves futures by request id as it parses
 each message (see `wire.py` for the messages, `resp.py` for the client). Celery's own
 messaging costs 2-4 ms, which is why tool calls do not go through it; measure this path
 with `benchmarks/pool.py`.
+
+Same-process shortcut (`same_process=True`, what `get_pool()` builds): when the worker that
+owns a server (the same rendezvous choice as always) runs in this process, as in a Celery
+worker running a chat turn or a run, the call goes to its pool directly (`PoolWorker.call_here`)
+instead of out to Redis and back. A server owned by another worker still goes through Redis.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Self
 
 import mcp_types as types
 
@@ -48,6 +53,7 @@ from apps.connections.worker import (
     draining_key,
     events_channel,
     inbox_key,
+    worker_here,
     workers_key,
 )
 
@@ -95,7 +101,7 @@ class _Pending:
 
 
 class RemotePool:
-    """Sends pool operations to the worker that holds each server's connection."""
+    """Sends pool operations (`PoolAPI`) to the worker that holds each server's connection."""
 
     def __init__(
         self,
@@ -106,6 +112,7 @@ class RemotePool:
         default_timeout: float = 60.0,
         dispatch_margin: float = 5.0,
         codec: SpecCodec | None = _NO_CODEC,
+        same_process: bool = False,
     ) -> None:
         self.redis_url = redis_url
         self.prefix = prefix
@@ -115,6 +122,8 @@ class RemotePool:
             dispatch_margin  # extra wait for the worker's own timeout error to arrive
         )
         self.codec = default_codec() if codec is _NO_CODEC else codec
+        # A server whose worker runs in this process is called there directly, not via Redis.
+        self.same_process = same_process
         self.client_id = uuid.uuid4().hex[:12]
         self.reply_channel = f"{prefix}:reply:{self.client_id}"
         self._ids = itertools.count()
@@ -131,7 +140,7 @@ class RemotePool:
         self._sub_conn: RespConnection | None = None
         self._background: set[asyncio.Task[Any]] = set()
 
-    async def __aenter__(self) -> RemotePool:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -278,6 +287,9 @@ class RemotePool:
             body["rel"] = relay.methods()
         for _ in range(_MAX_MOVES):
             worker = await self._route(spec.name)
+            here = worker_here(worker) if self.same_process else None
+            if here is not None:
+                return await here.call_here(op, spec, args, limit, progress, relay)
             sent_key = (worker, spec.name, spec.config_hash)
             for key in ("S", "SE"):  # the spec goes in full only to a worker that has not seen it
                 body.pop(key, None)

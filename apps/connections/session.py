@@ -26,6 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from apps.connections import sdk
 from apps.connections.errors import ServerStartFailed
 from apps.connections.hooks import NotificationHook, ProgressFn, Relay
 from apps.connections.specs import ServerSpec
@@ -39,8 +40,9 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 CLIENT_INFO = types.Implementation(name="mcp-hub", version="1.0")
 _STOP_MARGIN = 4.0  # beyond the child's grace period: SIGTERM + SIGKILL waits
-_LOG_FLUSH_TIMEOUT = 5.0
-_GET_STREAM_WAIT = 2.0  # at start, how long a Streamable HTTP session waits for its GET stream to be answered  # how long a finished call waits for its relayed log lines to be delivered
+_LOG_FLUSH_TIMEOUT = 5.0  # how long a finished call waits for its relayed log lines to be delivered
+# At start, how long a Streamable HTTP session waits for its GET stream to be answered.
+_GET_STREAM_WAIT = 2.0
 # Transports that tell which of our requests a server message belongs to: Streamable HTTP
 # carries it on that request's response stream, and the SDK hands it over in the context of
 # the task that sent the request (below: `_current_call`). Stdio and legacy SSE do not.
@@ -284,12 +286,19 @@ class Connection:
 
     # -- requests ----------------------------------------------------------------------
 
+    @property
+    def sdk_client(self) -> Client:
+        """The SDK client of the open session (inside `request`, always there)."""
+        if self.client is None:
+            raise _connection_closed()
+        return self.client
+
     async def request(
-        self, fn: Callable[[Client], Awaitable[T]], timeout: float, relay: Relay | None = None
+        self, fn: Callable[[Connection], Awaitable[T]], timeout: float, relay: Relay | None = None
     ) -> T:
-        client = self.client
-        if client is None:
-            raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
+        """Run `fn(self)` as one request: timeout, relay, in-flight count, drain on retire."""
+        if self.client is None:
+            raise _connection_closed()
         call_id = next(self._ids)
         call = None
         if relay is not None:
@@ -298,7 +307,7 @@ class Connection:
         self.inflight += 1
         try:
             async with asyncio.timeout(timeout):
-                result = await fn(client)
+                result = await fn(self)
                 if call is not None and call.relay.log is not None:
                     await self._flush_logs(call)
                 return result
@@ -310,6 +319,50 @@ class Connection:
             self.last_used = time.monotonic()
             if self.stopping and self.inflight == 0:
                 self._stop.set()
+
+    async def call_tool_raw(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        progress: ProgressFn | None,
+        meta: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        """tools/call returning the result as the backend sent it (a JSON-ready dict).
+
+        The SDK's typed path validates a result twice (the version's wire schema, then
+        `CallToolResult`), and a caller forwarding JSON then dumps it again: ~half the CPU
+        of a small call. This sends the same request on the lean path (one POST to a
+        Streamable HTTP backend, one line to a stdio child) or, without one, through the
+        session's dispatcher, and checks only the shape. Not used on 2026-07-28 sessions,
+        whose calls may need the SDK's input-required rounds and header-mismatch retry;
+        not checked against a tool's output schema (the end client may do that).
+        """
+        client = self.sdk_client
+        session = client.session
+        if session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return dump_result(
+                await client.call_tool(
+                    name, arguments, progress_callback=progress, meta=_meta(meta)
+                )
+            )
+        lean = self.lean
+        if lean is not None and (progress is None or lean.streams_progress):
+            try:
+                return _checked(await lean.call_tool(name, arguments, progress, meta))
+            except UseSdkPath as exc:
+                self.leave_lean_path(str(exc))
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        if meta:
+            params["_meta"] = dict(meta)
+        data = {"method": "tools/call", "params": params}
+        opts: dict[str, Any] = {}
+        sdk.stamp(session, data, opts)  # the negotiated protocol-version header, as the SDK does
+        opts.setdefault("headers", {})[MCP_NAME_HEADER] = encode_header_value(name)
+        if progress is not None:
+            opts["on_progress"] = progress
+        return _checked(await sdk.send_raw_request(session, "tools/call", data["params"], opts))
 
     async def _flush_logs(self, call: _Call) -> None:
         """Let log lines the backend sent before its result reach the caller before the result."""
@@ -335,7 +388,7 @@ class Connection:
 
     async def _run_probe(self, timeout: float) -> None:
         try:
-            await self.request(lambda c: c.session.send_ping(), timeout)
+            await self.request(lambda c: c.sdk_client.session.send_ping(), timeout)
         except TimeoutError:
             self.fail(f"hung: no answer to ping within {timeout:g}s")
         except MCPError as exc:
@@ -437,48 +490,8 @@ async def _deliver_after(
         logger.exception("relay log handler failed for server %r", server)
 
 
-async def call_tool_raw(
-    client: Client,
-    name: str,
-    arguments: dict[str, Any] | None,
-    progress: ProgressFn | None,
-    meta: Mapping[str, Any] | None,
-) -> dict[str, Any]:
-    """tools/call returning the result as the backend sent it (a JSON-ready dict).
-
-    The SDK's typed path validates a result twice (the version's wire schema, then
-    `CallToolResult`), and a caller forwarding JSON then dumps it again: ~half the CPU
-    of a small call. This sends the same request through the session's dispatcher and
-    checks only the shape. Not used on 2026-07-28 sessions, whose calls may need the
-    SDK's input-required rounds and header-mismatch retry; not checked against a
-    tool's output schema (the end client may do that).
-    """
-    session = client.session
-    if session.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        return dump_result(
-            await client.call_tool(name, arguments, progress_callback=progress, meta=_meta(meta))
-        )
-    # The connection making this request (set by `Connection.request`): over Streamable HTTP
-    # it has a lean path that skips the SDK's per-request machinery (transports/lean_http.py).
-    current = _current_call.get()
-    lean = current[0].lean if current is not None and current[0].client is client else None
-    if lean is not None and (progress is None or lean.streams_progress):
-        try:
-            return _checked(await lean.call_tool(name, arguments, progress, meta))
-        except UseSdkPath as exc:
-            current[0].leave_lean_path(str(exc))
-    params: dict[str, Any] = {"name": name}
-    if arguments is not None:
-        params["arguments"] = arguments
-    if meta:
-        params["_meta"] = dict(meta)
-    data = {"method": "tools/call", "params": params}
-    opts: dict[str, Any] = {}
-    session._stamp(data, opts)  # the negotiated protocol-version header, as send_request does
-    opts.setdefault("headers", {})[MCP_NAME_HEADER] = encode_header_value(name)
-    if progress is not None:
-        opts["on_progress"] = progress
-    return _checked(await session._dispatcher.send_raw_request("tools/call", data["params"], opts))
+def _connection_closed() -> MCPError:
+    return MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
 
 
 def _checked(raw: Any) -> dict[str, Any]:

@@ -21,14 +21,16 @@ import socket
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types as types
 import redis.asyncio as aioredis
+from mcp.shared.exceptions import MCPError
 
 from apps.connections.codec import SpecCodec, default_codec
 from apps.connections.errors import PoolError, ServerUnavailable
-from apps.connections.hooks import Relay
+from apps.connections.hooks import ProgressFn, Relay
 from apps.connections.pool import Pool, PoolOptions
 from apps.connections.resp import RespClient, RespConnection
 from apps.connections.specs import ServerSpec
@@ -37,6 +39,7 @@ from apps.connections.wire import (
     NAME_OPS,
     OPS,
     SPEC_UNKNOWN,
+    decode_error,
     dump_any,
     dump_model,
     dumps,
@@ -131,19 +134,25 @@ class PoolWorker:
         self._replies: set[asyncio.Task[None]] = set()
         self._out = RespClient(redis_url)
         self._inbox_conn: RespConnection | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._local_ids = itertools.count()
 
     async def run(self) -> None:
+        self._loop = asyncio.get_running_loop()
         heartbeat = asyncio.create_task(self._heartbeat(), name="mcp-pool-heartbeat")
         try:
+            _here[self.worker_id] = self  # before routing can name it (it is in Redis next)
             await self._register()
             await self._read_inbox()
         finally:
+            _here.pop(self.worker_id, None)
             heartbeat.cancel()
             await self._shutdown()
 
     def stop(self) -> None:
         """Stop taking calls: queued ones go back to the callers (who resend them to a live
         worker), calls in flight finish (up to DRAIN_SECONDS), then the backends are closed."""
+        _here.pop(self.worker_id, None)  # same-process callers go through Redis from now on
         self._stopping.set()
         # Wake the BLMPOP with a message of our own, not by closing its connection: a call Redis
         # had just popped for us would be lost with it.
@@ -257,6 +266,72 @@ class PoolWorker:
             "message": f"pool worker {self.worker_id} is stopping",
         }
         await self._reply(msg, {"err": error})
+
+    # -- calls from this process ---------------------------------------------------------
+
+    async def call_here(
+        self,
+        op_name: str,
+        spec: ServerSpec,
+        args: dict[str, Any],
+        timeout: float,
+        progress: ProgressFn | None,
+        relay: Relay | None,
+    ) -> Any:
+        """Run a spec operation on this worker's pool for a caller in this process, without
+        Redis: on the worker's own loop (its connections belong to it), with the caller's
+        progress and relay run back on the caller's loop. The result is what the operation
+        returns (a `call_tool` result as the backend's JSON), errors as they travel on the wire.
+        """
+        assert self._loop is not None
+        caller = asyncio.get_running_loop()
+        if caller is self._loop:
+            # A task of its own: a stop that cancels the call must not cancel its caller.
+            return await caller.create_task(
+                self._run_here(op_name, spec, args, timeout, progress, relay)
+            )
+        progress = _on_loop(progress, caller) if progress is not None else None
+        relay = _relay_on_loop(relay, caller) if relay is not None else None
+        work = self._run_here(op_name, spec, args, timeout, progress, relay)
+        try:
+            future = asyncio.run_coroutine_threadsafe(work, self._loop)
+        except RuntimeError:  # the worker's loop closed between routing and now
+            work.close()
+            raise ServerUnavailable(
+                spec.name, f"pool worker {self.worker_id} stopped before the call started"
+            ) from None
+        # Cancelling the caller cancels the call on the worker's loop (notifications/cancelled).
+        return await asyncio.wrap_future(future)
+
+    async def _run_here(
+        self,
+        op_name: str,
+        spec: ServerSpec,
+        args: dict[str, Any],
+        timeout: float,
+        progress: ProgressFn | None,
+        relay: Relay | None,
+    ) -> Any:
+        call_id = f"here:{next(self._local_ids)}"
+        task = asyncio.current_task()
+        assert task is not None
+        self._calls[call_id] = task  # a stop drains it like a call from Redis
+        try:
+            return await OPS[op_name].invoke(
+                self.pool, spec, args, timeout=timeout, progress=progress, relay=relay
+            )
+        except asyncio.CancelledError:
+            if not self._stopping.is_set():
+                raise
+            raise ServerUnavailable(
+                "", f"pool worker {self.worker_id} stopped before the call finished"
+            ) from None
+        except (MCPError, PoolError):
+            raise
+        except Exception as exc:  # as on the wire: any other failure is a PoolError naming it
+            raise decode_error(encode_error(exc)) from exc
+        finally:
+            self._calls.pop(call_id, None)
 
     # -- messages ----------------------------------------------------------------------
 
@@ -405,6 +480,37 @@ class PoolWorker:
             events_channel(self.prefix),
             dumps({"s": server, "n": dump_model(notification)}),
         )
+
+
+# The pool workers running in this process, by id: `RemotePool` calls them directly.
+_here: dict[str, PoolWorker] = {}
+
+
+def worker_here(worker_id: str) -> PoolWorker | None:
+    """The pool worker with this id if it runs in this process and takes calls, else None."""
+    worker = _here.get(worker_id)
+    return worker if worker is not None and not worker._stopping.is_set() else None
+
+
+def _on_loop(fn: Callable[..., Awaitable[Any]], loop: asyncio.AbstractEventLoop) -> Any:
+    """`fn`, called from another loop, run on `loop` (the caller's) and awaited there."""
+
+    async def call(*args: Any) -> Any:
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(fn(*args), loop))
+
+    return call
+
+
+def _relay_on_loop(relay: Relay, loop: asyncio.AbstractEventLoop) -> Relay:
+    def moved(fn: Any) -> Any:
+        return _on_loop(fn, loop) if fn is not None else None
+
+    return Relay(
+        sampling=moved(relay.sampling),
+        elicitation=moved(relay.elicitation),
+        list_roots=moved(relay.list_roots),
+        log=moved(relay.log),
+    )
 
 
 class _SpecUnknown(PoolError):

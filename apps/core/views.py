@@ -1,13 +1,15 @@
 """Hub-wide health: JSON, 200 when every dependency answers, 503 naming those that do not.
 
-Apps add their own checks with `register_check` (from their AppConfig.ready), so core depends on
-none of them: the connection pool registers its worker count this way.
+Apps add their own checks as a `health_checks` mapping on their AppConfig (name -> (check, when)),
+read at each run, so core imports none of them: the connection pool declares its worker count this
+way (it imports no app, so it cannot call into core).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.apps import apps as django_apps
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
@@ -26,6 +28,11 @@ _checks: dict[str, tuple[Check, Callable[[], bool]]] = {}
 def register_check(name: str, check: Check, *, when: Callable[[], bool] = lambda: True) -> None:
     """Add a check: it returns facts to report (e.g. a count) or raises when something is wrong."""
     _checks[name] = (check, when)
+
+
+def _all_checks() -> dict[str, tuple[Check, Callable[[], bool]]]:
+    declared = [getattr(config, "health_checks", {}) for config in django_apps.get_app_configs()]
+    return _checks | {name: entry for checks in declared for name, entry in checks.items()}
 
 
 def redis_client():
@@ -56,7 +63,7 @@ register_check("redis", _check_redis, when=lambda: bool(settings.REDIS_URL))
 def run_checks() -> tuple[dict[str, str], dict[str, int]]:
     """Each check's verdict ("ok" or "error: …") and the facts the checks counted (e.g. workers)."""
     results, facts = {}, {}
-    for name, (check, when) in _checks.items():
+    for name, (check, when) in _all_checks().items():
         if not when():
             continue
         try:

@@ -8,8 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 
-from mcp.client._transport import TransportStreams
-
+from apps.connections.sdk import TransportStreams
 from apps.connections.specs import ServerSpec
 from apps.connections.transports.http import sse_transport, streamable_http_transport
 from apps.connections.transports.stdio import ChildProcess, stdio_transport

@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import httpx2
-from mcp.client._transport import TransportStreams
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
+from apps.connections.sdk import TransportStreams
 from apps.connections.specs import ServerSpec
 from apps.connections.transports.guard import async_client_kwargs, guard
 from apps.connections.transports.lean_http import HttpLink

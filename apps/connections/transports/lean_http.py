@@ -43,7 +43,6 @@ import json
 import logging
 import ssl
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from types import SimpleNamespace
 from typing import Any
 
 import httpx2
@@ -52,6 +51,7 @@ from mcp.client.streamable_http import MCP_SESSION_ID
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_NAME_HEADER, MCP_PROTOCOL_VERSION_HEADER, encode_header_value
 
+from apps.connections import sdk
 from apps.connections.transports.guard import Guard
 from apps.connections.transports.http1 import Http1Client, HttpError
 
@@ -115,7 +115,7 @@ class HttpLink:
     @property
     def proxied(self) -> bool:
         """httpx2 would reach the URL through a proxy (environment settings): the lean client cannot."""
-        return self.http._transport_for_url(httpx2.URL(self.url)) is not self.http._transport
+        return sdk.proxied(self.http, self.url)
 
     def saw(self, response: httpx2.Response) -> None:
         """Response hook: learn the session id from the handshake; notice a forgotten session."""
@@ -353,15 +353,13 @@ class LeanHttp:
             if progress is not None:
                 await _progress(progress, params)
             return None
-        await self.session._on_notify(None, method, params)
+        await sdk.deliver_notification(self.session, method, params)
         return None
 
     async def _answer(self, server_request_id: Any, method: str, params: Any) -> None:
         """A server→client request on our stream: the SDK session's callbacks answer it."""
         try:
-            result = await self.session._on_request(
-                SimpleNamespace(request_id=server_request_id), method, params
-            )
+            result = await sdk.answer_request(self.session, server_request_id, method, params)
             reply: dict[str, Any] = {"jsonrpc": "2.0", "id": server_request_id, "result": result}
         except MCPError as exc:
             reply = {

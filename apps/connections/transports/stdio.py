@@ -29,10 +29,10 @@ import anyio
 import anyio.abc
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.client._transport import TransportStreams
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
+from apps.connections.sdk import TransportStreams
 from apps.connections.specs import ServerSpec
 from apps.connections.stderr import StderrTail
 
