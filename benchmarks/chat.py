@@ -456,6 +456,11 @@ def main() -> None:
         return
     if args.quick:
         args.runs, args.rounds = 10, 3
+    from django.conf import settings
+
+    # This process calls the scripted LLM directly with the hub's adapter, which reads a few
+    # settings (their defaults): no database, no apps.
+    settings.configure()
     asyncio.run(bench(args))
 
 

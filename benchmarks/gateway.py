@@ -181,6 +181,9 @@ def base_env(**extra: str) -> dict[str, str]:
         MCPHUB_ENCRYPTION_KEYS=base64.urlsafe_b64encode(os.urandom(32)).decode(),
         MCPHUB_DEBUG="false",
         MCPHUB_ENV_FILE="/nonexistent",
+        # The seeded user's own provider (the scripted LLM) and backends live on this machine: the
+        # outbound address policy refuses loopback for what a non-staff user chose, unless allowed.
+        MCPHUB_OUTBOUND_ALLOW="127.0.0.1",
         PYTHONUNBUFFERED="1",
     )
     env.update(extra)
