@@ -7,7 +7,7 @@ class AccountsConfig(AppConfig):
 
     def ready(self) -> None:
         from apps.accounts import token_cache
-        from apps.accounts.models import AccessToken, Membership, Team
+        from apps.accounts.models import AccessToken, Membership, SsoProvider, Team
         from apps.audit.registry import register
 
         token_cache.connect()
@@ -15,3 +15,4 @@ class AccountsConfig(AppConfig):
         register(AccessToken, ignore_fields=["digest", "last_used_at"])
         register(Team)
         register(Membership)
+        register(SsoProvider, secret_fields=["client_secret"])

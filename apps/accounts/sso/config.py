@@ -1,0 +1,87 @@
+"""The providers people sign in with and how their groups map onto the hub.
+
+Providers come from settings (MCPHUB_SSO_PROVIDERS) and from the admin (SsoProvider); a slug
+set in both is the settings' one. Each becomes an unsaved allauth SocialApp, built per request,
+so the client secret stays encrypted at rest and allauth's own table is never used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from allauth.socialaccount.models import SocialApp
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from apps.accounts.models import Membership, SsoProvider
+
+OIDC = "openid_connect"  # allauth's provider type; each of ours is one of its "sub-providers"
+TEAM_ROLES = (Membership.Role.MEMBER, Membership.Role.ADMIN)
+
+
+@dataclass(frozen=True)
+class Provider:
+    slug: str
+    name: str
+    issuer: str
+    client_id: str
+    client_secret: str
+    scopes: str
+
+
+def providers() -> list[Provider]:
+    found = {p["slug"]: Provider(**p) for p in settings.MCPHUB_SSO_PROVIDERS}
+    for row in SsoProvider.objects.filter(enabled=True):
+        found.setdefault(
+            row.slug,
+            Provider(
+                slug=row.slug,
+                name=row.name,
+                issuer=row.issuer,
+                client_id=row.client_id,
+                client_secret=row.client_secret or "",
+                scopes=row.scopes,
+            ),
+        )
+    return list(found.values())
+
+
+def social_app(provider: Provider) -> SocialApp:
+    return SocialApp(
+        provider=OIDC,
+        provider_id=provider.slug,
+        name=provider.name,
+        client_id=provider.client_id,
+        secret=provider.client_secret,
+        settings={
+            "server_url": provider.issuer.rstrip("/"),
+            "oauth_pkce_enabled": True,
+            "scope": provider.scopes.split(),
+        },
+    )
+
+
+def team_mapping() -> dict[str, tuple[str, str]]:
+    """group → (team name, role) from MCPHUB_SSO_TEAMS ("group=Team name[:admin]", comma-separated)."""
+    mapping: dict[str, tuple[str, str]] = {}
+    for entry in settings.MCPHUB_SSO_TEAMS:
+        group, sep, target = entry.partition("=")
+        team, _, role = target.partition(":")
+        group, team, role = group.strip(), team.strip(), (role.strip() or Membership.Role.MEMBER)
+        if not sep or not group or not team or role not in TEAM_ROLES:
+            raise ImproperlyConfigured(
+                f"MCPHUB_SSO_TEAMS entry {entry!r} should read group=Team name, or "
+                "group=Team name:admin (roles: member, admin)."
+            )
+        mapping[group] = (team, role)
+    return mapping
+
+
+def is_sso_only() -> bool:
+    return settings.MCPHUB_SSO_ONLY
+
+
+def may_use_password(username: str | None) -> bool:
+    """Whether password sign-in is open to `username`: always, unless SSO-only mode is on and the
+    account is not one of the named break-glass accounts."""
+    return not settings.MCPHUB_SSO_ONLY or (username or "") in settings.MCPHUB_SSO_BREAK_GLASS
