@@ -8,6 +8,7 @@ so the client secret stays encrypted at rest and allauth's own table is never us
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from allauth.socialaccount.models import SocialApp
 from django.conf import settings
@@ -59,6 +60,15 @@ def social_app(provider: Provider) -> SocialApp:
             "scope": provider.scopes.split(),
         },
     )
+
+
+def provider_origins() -> list[str]:
+    """Where the sign-in buttons send the browser (the issuers' origins), for the page's CSP."""
+    origins = []
+    for provider in providers():
+        parts = urlsplit(provider.issuer)
+        origins.append(f"{parts.scheme}://{parts.netloc}")
+    return sorted(set(origins))
 
 
 def team_mapping() -> dict[str, tuple[str, str]]:
