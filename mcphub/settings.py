@@ -494,6 +494,8 @@ MCPHUB_SSO_GROUPS_CLAIM = envstr("MCPHUB_SSO_GROUPS_CLAIM", "groups")
 MCPHUB_SSO_TEAMS = envlist("MCPHUB_SSO_TEAMS")
 MCPHUB_SSO_STAFF_GROUPS = envlist("MCPHUB_SSO_STAFF_GROUPS")
 MCPHUB_SSO_SUPERUSER_GROUPS = envlist("MCPHUB_SSO_SUPERUSER_GROUPS")
+# Only people whose verified email is in these domains get in (e.g. Google: your Workspace domain).
+MCPHUB_SSO_EMAIL_DOMAINS = envlist("MCPHUB_SSO_EMAIL_DOMAINS")
 # SSO only: no password sign-in (page, admin) except for these break-glass usernames.
 MCPHUB_SSO_ONLY = envbool("MCPHUB_SSO_ONLY", False)
 MCPHUB_SSO_BREAK_GLASS = envlist("MCPHUB_SSO_BREAK_GLASS")

@@ -190,3 +190,26 @@ def test_a_bad_team_mapping_is_reported_clearly(settings):
     settings.MCPHUB_SSO_TEAMS = ["eng=Engineering:owner"]
     with pytest.raises(ImproperlyConfigured, match="group=Team name:admin"):
         config.team_mapping()
+
+
+def test_email_domains_admit_only_verified_emails_of_those_domains(client, idp, settings):
+    settings.MCPHUB_SSO_EMAIL_DOMAINS = ["acme.test"]
+    idp.accounts(
+        eve={"email": "eve@gmail.test", "email_verified": True},
+        fake={"email": "fake@acme.test", "email_verified": False},
+        carol=CAROL,
+    )
+    for who in ("eve", "fake"):
+        response = sign_in(client, who)
+        assert response.status_code == 403 and b"acme.test only" in response.content
+    assert not User.objects.exists()
+    sign_in(client, "carol")
+    assert signed_in_user(client).username == "carol"
+
+
+def test_a_sign_in_starts_only_from_the_sign_in_pages_post(client, idp):
+    response = client.get("/sso/oidc/acme/login/")
+    assert response.status_code == 302 and response["Location"] == "/login/"
+    assert client.post("/sso/oidc/nowhere/login/").status_code == 404
+    response = client.get("/sso/oidc/acme/login/callback/?code=x&state=forged")
+    assert response.status_code == 403 and b"Sign-in refused" in response.content

@@ -28,6 +28,21 @@ def email_verified(claims: dict) -> bool:
     return claims.get("email_verified") in (True, "true")
 
 
+def check_allowed(claims: dict) -> None:
+    """With MCPHUB_SSO_EMAIL_DOMAINS set, only people whose verified email is in one of those
+    domains get in (a provider like Google signs in anyone with an account there)."""
+    domains = {d.lower().lstrip("@") for d in settings.MCPHUB_SSO_EMAIL_DOMAINS}
+    if not domains:
+        return
+    email = claim(claims, settings.MCPHUB_SSO_EMAIL_CLAIM)
+    if not (email_verified(claims) and email.rpartition("@")[2].lower() in domains):
+        raise SsoRefused(
+            "This hub admits verified emails of "
+            + ", ".join(sorted(domains))
+            + f" only{f', not {email}' if email else ''}."
+        )
+
+
 @transaction.atomic
 def account_for(claims: dict) -> User:
     """The account a first sign-in lands in: the one whose email the provider vouches for (never

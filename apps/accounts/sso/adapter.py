@@ -56,13 +56,13 @@ class SsoAdapter(DefaultSocialAccountAdapter):
         if userinfo and userinfo.get("sub") != id_token.get("sub"):
             raise refuse(request, "The identity provider's answer did not match this sign-in.")
         claims = {**id_token, **userinfo}
-        if not sociallogin.is_existing:
-            try:
-                user = accounts.account_for(claims)
-            except accounts.SsoRefused as e:
-                raise refuse(request, str(e)) from None
-            sociallogin.user = user
-            sociallogin.save(request, connect=True)
+        try:
+            accounts.check_allowed(claims)
+            if not sociallogin.is_existing:
+                sociallogin.user = accounts.account_for(claims)
+                sociallogin.save(request, connect=True)
+        except accounts.SsoRefused as e:
+            raise refuse(request, str(e)) from None
         user = sociallogin.user
         if not user.is_active:
             raise refuse(request, "This account is deactivated in the hub. Ask an administrator.")

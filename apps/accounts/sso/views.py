@@ -8,7 +8,9 @@ from allauth.account.internal.decorators import login_not_required
 from allauth.socialaccount.models import SocialAccount, SocialApp
 from allauth.socialaccount.providers.oauth2.client import OAuth2Error
 from allauth.socialaccount.providers.oauth2.views import OAuth2CallbackView, OAuth2LoginView
+from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 from requests import RequestException
@@ -22,6 +24,9 @@ BACKCHANNEL_EVENT = "http://schemas.openid.net/event/backchannel-logout"
 
 @login_not_required
 def login(request: HttpRequest, provider_id: str) -> HttpResponse:
+    if request.method != "POST":
+        # A sign-in starts from the sign-in page's button (a POST, so no other site starts one).
+        return redirect(settings.LOGIN_URL)
     try:
         return OAuth2LoginView.adapter_view(HubOidcAdapter(request, provider_id))(request)
     except SocialApp.DoesNotExist:
