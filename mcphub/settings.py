@@ -505,10 +505,13 @@ INSTALLED_APPS += [
     "allauth.socialaccount",
     "allauth.socialaccount.providers.openid_connect",
 ]
-MIDDLEWARE.insert(
-    MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
+_after_auth = MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1
+MIDDLEWARE[_after_auth:_after_auth] = [
     "allauth.account.middleware.AccountMiddleware",
-)
+    "apps.accounts.sso.session.SsoSessionCheck",
+]
+# Seconds between the checks of an SSO session with its provider (apps/accounts/sso/session.py).
+MCPHUB_SSO_CHECK_SECONDS = envint("MCPHUB_SSO_CHECK_SECONDS", 300)
 SOCIALACCOUNT_ADAPTER = "apps.accounts.sso.adapter.SsoAdapter"
 SOCIALACCOUNT_OPENID_CONNECT_URL_PREFIX = "oidc"
 SOCIALACCOUNT_STORE_TOKENS = False  # the hub keeps no provider tokens

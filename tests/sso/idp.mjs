@@ -28,7 +28,7 @@ const provider = new Provider(issuer, {
       client_secret: clientSecret,
       redirect_uris: redirectUris.split(","),
       response_types: ["code"],
-      grant_types: ["authorization_code"],
+      grant_types: ["authorization_code", "refresh_token"],
     },
   ],
   jwks: { keys: [jwk] },
@@ -43,6 +43,9 @@ const provider = new Provider(issuer, {
   features: { devInteractions: { enabled: false } },
   interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
   pkce: { required: () => true },
+  // Refresh tokens for every sign-in: the hub checks its SSO sessions with them. A refresh for a
+  // disabled account is refused (invalid_grant), as findAccount finds no one.
+  issueRefreshToken: async () => true,
   async findAccount(ctx, id) {
     const account = accounts[id];
     if (!account || account.disabled) return undefined;

@@ -213,3 +213,26 @@ def test_a_sign_in_starts_only_from_the_sign_in_pages_post(client, idp):
     assert client.post("/sso/oidc/nowhere/login/").status_code == 404
     response = client.get("/sso/oidc/acme/login/callback/?code=x&state=forged")
     assert response.status_code == 403 and b"Sign-in refused" in response.content
+
+
+def test_a_session_ends_at_its_next_check_once_the_provider_disables_the_person(
+    client, idp, settings
+):
+    idp.accounts(carol=CAROL)
+    sign_in(client, "carol")
+    settings.MCPHUB_SSO_CHECK_SECONDS = 0
+    assert client.get("/").status_code == 200  # checked: the provider refreshed the tokens
+    assert client.get("/").status_code == 200  # with the rotated refresh token
+
+    idp.accounts(carol={**CAROL, "disabled": True})
+    assert client.get("/")["Location"].startswith("/login/")
+    assert sign_in(client, "carol").status_code == 403
+    assert client.get("/").status_code == 302
+
+
+def test_an_unreachable_provider_ends_no_session(client, idp, settings):
+    idp.accounts(carol=CAROL)
+    sign_in(client, "carol")
+    settings.MCPHUB_SSO_CHECK_SECONDS = 0
+    idp.stop()
+    assert client.get("/").status_code == 200

@@ -49,8 +49,9 @@ class SsoAdapter(DefaultSocialAccountAdapter):
     def pre_social_login(self, request, sociallogin) -> None:
         data = sociallogin.account.extra_data
         id_token, userinfo = data.get("id_token") or {}, data.get("userinfo") or {}
-        expected = sociallogin.state.get("nonce") or ""
-        if not expected or not hmac.compare_digest(str(id_token.get("nonce", "")), expected):
+        expected = (sociallogin.state.get("nonce") or "").encode()
+        got = str(id_token.get("nonce", "")).encode()
+        if not expected or not hmac.compare_digest(got, expected):
             log.warning("SSO sign-in refused: ID token nonce does not match the request")
             raise refuse(request, "The identity provider's answer did not match this sign-in.")
         if userinfo and userinfo.get("sub") != id_token.get("sub"):
