@@ -197,6 +197,10 @@ class AccessTokenAdmin(admin.ModelAdmin):
 
 
 class SsoProviderForm(forms.ModelForm):
+    issuer = forms.URLField(
+        assume_scheme="https",
+        help_text=SsoProvider._meta.get_field("issuer").help_text,
+    )
     client_secret = forms.CharField(
         required=False,
         strip=True,
