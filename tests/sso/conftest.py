@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
@@ -19,8 +20,11 @@ CALLBACK = "/sso/oidc/{slug}/login/callback/"
 
 class Idp:
     def __init__(self, *, base_urls: list[str], slugs: tuple[str, ...] = ("acme",)) -> None:
-        if not NODE.exists():
-            pytest.skip("Node 22 is missing: npm install (package.json) puts it in node_modules")
+        if not NODE.exists() or not (ROOT / "node_modules" / "oidc-provider").exists():
+            missing = "Node 22 or npm oidc-provider is missing: `npm ci` installs package.json's"
+            if os.environ.get("CI"):
+                pytest.fail(missing)
+            pytest.skip(missing)
         self.port = free_port()
         self.issuer = f"http://127.0.0.1:{self.port}"
         uris = [base + CALLBACK.format(slug=slug) for base in base_urls for slug in slugs]

@@ -190,6 +190,7 @@ def test_a_bad_team_mapping_is_reported_clearly(settings):
     settings.MCPHUB_SSO_TEAMS = ["eng=Engineering:owner"]
     with pytest.raises(ImproperlyConfigured, match="group=Team name:admin"):
         config.team_mapping()
+    assert [e.id for e in config.check_settings()] == ["accounts.E001"]
 
 
 def test_email_domains_admit_only_verified_emails_of_those_domains(client, idp, settings):

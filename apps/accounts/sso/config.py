@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from allauth.socialaccount.models import SocialApp
 from django.conf import settings
+from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 
 from apps.accounts.models import Membership, SsoProvider
@@ -95,3 +96,12 @@ def may_use_password(username: str | None) -> bool:
     """Whether password sign-in is open to `username`: always, unless SSO-only mode is on and the
     account is not one of the named break-glass accounts."""
     return not settings.MCPHUB_SSO_ONLY or (username or "") in settings.MCPHUB_SSO_BREAK_GLASS
+
+
+def check_settings(**kwargs) -> list[checks.CheckMessage]:
+    """A malformed MCPHUB_SSO_TEAMS is reported when the hub starts, not at someone's sign-in."""
+    try:
+        team_mapping()
+    except ImproperlyConfigured as e:
+        return [checks.Error(str(e), id="accounts.E001")]
+    return []
