@@ -237,3 +237,15 @@ def test_an_unreachable_provider_ends_no_session(client, idp, settings):
     settings.MCPHUB_SSO_CHECK_SECONDS = 0
     idp.stop()
     assert client.get("/").status_code == 200
+
+
+def test_an_unreachable_or_wrong_provider_is_a_clear_refusal(client, idp, settings):
+    # The same provider under another name: its discovery document names another issuer.
+    elsewhere = idp.issuer.replace("127.0.0.1", "localhost")
+    settings.MCPHUB_SSO_PROVIDERS = [{**idp.setting(), "issuer": elsewhere}]
+    response = client.post("/sso/oidc/acme/login/")
+    assert response.status_code == 502 and b"not set up right" in response.content
+    settings.MCPHUB_SSO_PROVIDERS = [idp.setting()]
+    idp.stop()
+    response = client.post("/sso/oidc/acme/login/")
+    assert response.status_code == 502 and b"cannot be reached" in response.content

@@ -7,6 +7,7 @@ import logging
 
 from allauth.core.exceptions import ImmediateHttpResponse
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from apps.accounts.sso import accounts, config
@@ -15,10 +16,12 @@ from apps.accounts.sso.oidc import HubOidcProvider
 log = logging.getLogger(__name__)
 
 
-def refuse(request, message: str, *, status: int = 403):
-    return ImmediateHttpResponse(
-        render(request, "registration/sso_refused.html", {"message": message}, status=status)
-    )
+def refused(request, message: str, *, status: int = 403) -> HttpResponse:
+    return render(request, "registration/sso_refused.html", {"message": message}, status=status)
+
+
+def refuse(request, message: str, *, status: int = 403) -> ImmediateHttpResponse:
+    return ImmediateHttpResponse(refused(request, message, status=status))
 
 
 class SsoAdapter(DefaultSocialAccountAdapter):

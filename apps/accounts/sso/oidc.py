@@ -23,6 +23,17 @@ ASYMMETRIC = frozenset(
 
 
 class HubOidcAdapter(OpenIDConnectOAuth2Adapter):
+    @property
+    def openid_config(self) -> dict:
+        config = super().openid_config
+        # OpenID Connect Discovery §4.3: the document must name the issuer it was fetched for.
+        expected = self.get_provider().app.settings["server_url"].rstrip("/")
+        if str(config.get("issuer", "")).rstrip("/") != expected:
+            raise OAuth2Error(
+                f"The discovery document names the issuer {config.get('issuer')!r}, not {expected!r}."
+            )
+        return config
+
     def _decode_id_token(self, app: SocialApp, id_token: str) -> dict:
         return verify_jwt(
             id_token,

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 from requests import RequestException
 
 from apps.accounts.sso import accounts
+from apps.accounts.sso.adapter import refused
 from apps.accounts.sso.oidc import HubOidcAdapter, verify_jwt
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,14 @@ def login(request: HttpRequest, provider_id: str) -> HttpResponse:
         return OAuth2LoginView.adapter_view(HubOidcAdapter(request, provider_id))(request)
     except SocialApp.DoesNotExist:
         raise Http404("No such sign-in provider.") from None
+    except (OAuth2Error, RequestException) as e:
+        log.warning("SSO sign-in with %s could not start: %s", provider_id, e)
+        return refused(
+            request,
+            "The identity provider cannot be reached or is not set up right. Try again later; "
+            "if it keeps failing, ask an administrator.",
+            status=502,
+        )
 
 
 @login_not_required
