@@ -499,12 +499,24 @@ MCPHUB_SSO_EMAIL_DOMAINS = envlist("MCPHUB_SSO_EMAIL_DOMAINS")
 # SSO only: no password sign-in (page, admin) except for these break-glass usernames.
 MCPHUB_SSO_ONLY = envbool("MCPHUB_SSO_ONLY", False)
 MCPHUB_SSO_BREAK_GLASS = envlist("MCPHUB_SSO_BREAK_GLASS")
+# GitHub, which has OAuth apps rather than OpenID Connect: MCPHUB_SSO_GITHUB_CLIENT_ID and
+# _CLIENT_SECRET (+ MCPHUB_SSO_GITHUB_URL for GitHub Enterprise Server). It sends no groups.
+MCPHUB_SSO_GITHUB = {
+    "client_id": envstr("MCPHUB_SSO_GITHUB_CLIENT_ID", ""),
+    "client_secret": envstr("MCPHUB_SSO_GITHUB_CLIENT_SECRET", ""),
+    "name": envstr("MCPHUB_SSO_GITHUB_NAME", "GitHub"),
+}
 INSTALLED_APPS += [
     "allauth",
     "allauth.account",
     "allauth.socialaccount",
     "allauth.socialaccount.providers.openid_connect",
+    "allauth.socialaccount.providers.github",
 ]
+SOCIALACCOUNT_QUERY_EMAIL = True  # GitHub: the verified emails, from /user/emails
+SOCIALACCOUNT_PROVIDERS = {"github": {}}
+if envstr("MCPHUB_SSO_GITHUB_URL"):
+    SOCIALACCOUNT_PROVIDERS["github"]["GITHUB_URL"] = envstr("MCPHUB_SSO_GITHUB_URL")
 _after_auth = MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1
 MIDDLEWARE[_after_auth:_after_auth] = [
     "allauth.account.middleware.AccountMiddleware",

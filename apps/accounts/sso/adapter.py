@@ -7,6 +7,7 @@ import logging
 
 from allauth.core.exceptions import ImmediateHttpResponse
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
+from django.conf import settings
 from django.http import HttpResponse
 from django.shortcuts import render
 
@@ -27,6 +28,8 @@ def refuse(request, message: str, *, status: int = 403) -> ImmediateHttpResponse
 class SsoAdapter(DefaultSocialAccountAdapter):
     def list_apps(self, request, provider=None, client_id=None):
         apps = [config.social_app(p) for p in config.providers()]
+        if github := config.github_app():
+            apps.append(github)
         if provider:
             apps = [a for a in apps if provider in (a.provider, a.provider_id)]
         if client_id:
@@ -34,6 +37,8 @@ class SsoAdapter(DefaultSocialAccountAdapter):
         return apps
 
     def get_provider(self, request, provider, client_id=None):
+        if provider == config.GITHUB:
+            return super().get_provider(request, provider, client_id)
         return HubOidcProvider(request, app=self.get_app(request, provider, client_id))
 
     def is_open_for_signup(self, request, sociallogin) -> bool:
@@ -50,6 +55,9 @@ class SsoAdapter(DefaultSocialAccountAdapter):
         )
 
     def pre_social_login(self, request, sociallogin) -> None:
+        if sociallogin.account.provider == config.GITHUB:
+            self._admit(request, sociallogin, github_claims(sociallogin), groups=None)
+            return
         data = sociallogin.account.extra_data
         id_token, userinfo = data.get("id_token") or {}, data.get("userinfo") or {}
         expected = (sociallogin.state.get("nonce") or "").encode()
@@ -60,6 +68,11 @@ class SsoAdapter(DefaultSocialAccountAdapter):
         if userinfo and userinfo.get("sub") != id_token.get("sub"):
             raise refuse(request, "The identity provider's answer did not match this sign-in.")
         claims = {**id_token, **userinfo}
+        self._admit(request, sociallogin, claims, groups=accounts.groups_of(claims))
+
+    def _admit(self, request, sociallogin, claims: dict, *, groups: set[str] | None) -> None:
+        """Find, link or make the account; refuse it if deactivated; follow its groups (GitHub
+        sends none: its sign-ins leave memberships alone)."""
         try:
             accounts.check_allowed(claims)
             if not sociallogin.is_existing:
@@ -70,4 +83,16 @@ class SsoAdapter(DefaultSocialAccountAdapter):
         user = sociallogin.user
         if not user.is_active:
             raise refuse(request, "This account is deactivated in the hub. Ask an administrator.")
-        accounts.follow_groups(user=user, groups=accounts.groups_of(claims))
+        if groups is not None:
+            accounts.follow_groups(user=user, groups=groups)
+
+
+def github_claims(sociallogin) -> dict:
+    """GitHub's answer as the claims the account rules read: its login, and its primary email
+    with whether GitHub verified it (from /user/emails)."""
+    primary = next((a for a in sociallogin.email_addresses if a.primary), None)
+    return {
+        settings.MCPHUB_SSO_USERNAME_CLAIM: sociallogin.account.extra_data.get("login") or "",
+        settings.MCPHUB_SSO_EMAIL_CLAIM: primary.email if primary else "",
+        "email_verified": bool(primary and primary.verified),
+    }

@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from allauth.socialaccount.models import SocialApp
+from allauth.socialaccount.providers.github.views import GitHubOAuth2Adapter
 from django.conf import settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
+from django.urls import reverse
 
 from apps.accounts.models import Membership, SsoProvider
 
@@ -29,6 +31,34 @@ class Provider:
     client_id: str
     client_secret: str
     scopes: str
+
+
+GITHUB = "github"  # allauth's GitHub provider: OAuth, no OpenID Connect (see github_app)
+
+
+def github_app() -> SocialApp | None:
+    """GitHub's OAuth app, when MCPHUB_SSO_GITHUB_CLIENT_ID is set."""
+    github = settings.MCPHUB_SSO_GITHUB
+    if not github["client_id"]:
+        return None
+    return SocialApp(
+        provider=GITHUB,
+        provider_id=GITHUB,
+        name=github["name"],
+        client_id=github["client_id"],
+        secret=github["client_secret"],
+    )
+
+
+def buttons() -> list[tuple[str, str]]:
+    """(name, sign-in URL) of every provider, for the sign-in page."""
+    found = [
+        (p.name, reverse("openid_connect_login", kwargs={"provider_id": p.slug}))
+        for p in providers()
+    ]
+    if app := github_app():
+        found.append((app.name, reverse("github_login")))
+    return found
 
 
 def providers() -> list[Provider]:
@@ -65,11 +95,14 @@ def social_app(provider: Provider) -> SocialApp:
 
 def provider_origins() -> list[str]:
     """Where the sign-in buttons send the browser (the issuers' origins), for the page's CSP."""
-    origins = []
-    for provider in providers():
-        parts = urlsplit(provider.issuer)
-        origins.append(f"{parts.scheme}://{parts.netloc}")
-    return sorted(set(origins))
+    urls = [provider.issuer for provider in providers()]
+    if github_app():
+        urls.append(GitHubOAuth2Adapter.authorize_url)
+    origins = set()
+    for url in urls:
+        parts = urlsplit(url)
+        origins.add(f"{parts.scheme}://{parts.netloc}")
+    return sorted(origins)
 
 
 def team_mapping() -> dict[str, tuple[str, str]]:

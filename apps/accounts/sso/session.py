@@ -19,6 +19,7 @@ from allauth.socialaccount.models import SocialApp
 from django.conf import settings
 from django.contrib.auth import logout
 
+from apps.accounts.sso import config
 from apps.accounts.sso.oidc import HubOidcAdapter
 from apps.core import crypto
 
@@ -31,8 +32,8 @@ def connect() -> None:
 
 
 def _remember(sender, request, user, sociallogin=None, **kwargs) -> None:
-    if sociallogin is None:
-        return
+    if sociallogin is None or sociallogin.account.provider == config.GITHUB:
+        return  # GitHub's OAuth tokens do not say whether the person may still sign in
     refresh = sociallogin.token.token_secret if sociallogin.token else ""
     request.session[SESSION_KEY] = {
         "provider": sociallogin.account.provider,

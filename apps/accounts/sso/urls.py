@@ -1,4 +1,6 @@
-from django.urls import path
+from allauth.socialaccount.providers.github.provider import GitHubProvider
+from allauth.socialaccount.providers.oauth2.urls import default_urlpatterns
+from django.urls import include, path
 
 from apps.accounts.sso import views
 
@@ -11,4 +13,6 @@ urlpatterns = [
         views.backchannel_logout,
         name="sso_backchannel_logout",
     ),
+    # GitHub's OAuth app: /sso/github/login/ and /sso/github/login/callback/ (allauth's views).
+    path("", include(default_urlpatterns(GitHubProvider))),
 ]

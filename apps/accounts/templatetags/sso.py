@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django import template
-from django.urls import reverse
 
 from apps.accounts.sso import config
 
@@ -13,12 +12,6 @@ register = template.Library()
 @register.simple_tag
 def sso_sign_in() -> dict:
     return {
-        "providers": [
-            {
-                "name": p.name,
-                "url": reverse("openid_connect_login", kwargs={"provider_id": p.slug}),
-            }
-            for p in config.providers()
-        ],
+        "providers": [{"name": name, "url": url} for name, url in config.buttons()],
         "only": config.is_sso_only(),
     }
