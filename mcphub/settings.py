@@ -451,7 +451,7 @@ USE_X_FORWARDED_HOST = MCPHUB_TRUSTED_PROXIES > 0
 # resets its own count; staff unlock early by deleting the access attempts in the admin.
 AUTHENTICATION_BACKENDS = [
     "apps.accounts.backends.SignInLockoutBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "apps.accounts.backends.PasswordBackend",  # Django's, refusing passwords in SSO-only mode
 ]
 AXES_HANDLER = "apps.accounts.lockout.SignInLockoutHandler"
 AXES_CLIENT_IP_CALLABLE = "apps.core.client_address.request_client_address"
@@ -463,6 +463,75 @@ AXES_COOLOFF_TIME = timedelta(minutes=envint("MCPHUB_SIGNIN_LOCKOUT_MINUTES", 15
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "web/locked_out.html"
+# --- Single sign-on with OpenID Connect providers (apps/accounts/sso; README "Single sign-on").
+# django-allauth runs the flow (discovery, code + PKCE, state); the hub adds the nonce, always
+# checks the ID token's signature, and decides who the person is (apps/accounts/sso/accounts.py).
+# Providers come from here and from the admin (Accounts → SSO providers), several at once:
+# MCPHUB_SSO_PROVIDERS=keycloak,google and for each MCPHUB_SSO_<ID>_{ISSUER,CLIENT_ID,CLIENT_SECRET}
+# (+ optional _NAME, _SCOPES).
+MCPHUB_SSO_PROVIDERS = []
+for _slug in envlist("MCPHUB_SSO_PROVIDERS"):
+    _env = f"MCPHUB_SSO_{_slug.upper().replace('-', '_')}_"
+    _missing = [k for k in ("ISSUER", "CLIENT_ID") if not envstr(_env + k)]
+    if _missing:
+        raise ImproperlyConfigured(
+            f"SSO provider {_slug!r} needs {', '.join(_env + k for k in _missing)}."
+        )
+    MCPHUB_SSO_PROVIDERS.append(
+        {
+            "slug": _slug,
+            "name": envstr(_env + "NAME", _slug.title()),
+            "issuer": envstr(_env + "ISSUER"),
+            "client_id": envstr(_env + "CLIENT_ID"),
+            "client_secret": envstr(_env + "CLIENT_SECRET", ""),
+            "scopes": envstr(_env + "SCOPES", "openid profile email"),
+        }
+    )
+# The claims a new account's username and email come from; the groups claim and what it maps to:
+# MCPHUB_SSO_TEAMS="hub-eng=Engineering,hub-eng-leads=Engineering:admin" (teams made as needed;
+# memberships in those teams follow the provider at every sign-in), and the groups whose members
+# are staff / superusers (both follow the provider too, when set).
+MCPHUB_SSO_USERNAME_CLAIM = envstr("MCPHUB_SSO_USERNAME_CLAIM", "preferred_username")
+MCPHUB_SSO_EMAIL_CLAIM = envstr("MCPHUB_SSO_EMAIL_CLAIM", "email")
+MCPHUB_SSO_GROUPS_CLAIM = envstr("MCPHUB_SSO_GROUPS_CLAIM", "groups")
+MCPHUB_SSO_TEAMS = envlist("MCPHUB_SSO_TEAMS")
+MCPHUB_SSO_STAFF_GROUPS = envlist("MCPHUB_SSO_STAFF_GROUPS")
+MCPHUB_SSO_SUPERUSER_GROUPS = envlist("MCPHUB_SSO_SUPERUSER_GROUPS")
+# Only people whose verified email is in these domains get in (e.g. Google: your Workspace domain).
+MCPHUB_SSO_EMAIL_DOMAINS = envlist("MCPHUB_SSO_EMAIL_DOMAINS")
+# SSO only: no password sign-in (page, admin) except for these break-glass usernames.
+MCPHUB_SSO_ONLY = envbool("MCPHUB_SSO_ONLY", False)
+MCPHUB_SSO_BREAK_GLASS = envlist("MCPHUB_SSO_BREAK_GLASS")
+# GitHub, which has OAuth apps rather than OpenID Connect: MCPHUB_SSO_GITHUB_CLIENT_ID and
+# _CLIENT_SECRET (+ MCPHUB_SSO_GITHUB_URL for GitHub Enterprise Server). It sends no groups.
+MCPHUB_SSO_GITHUB = {
+    "client_id": envstr("MCPHUB_SSO_GITHUB_CLIENT_ID", ""),
+    "client_secret": envstr("MCPHUB_SSO_GITHUB_CLIENT_SECRET", ""),
+    "name": envstr("MCPHUB_SSO_GITHUB_NAME", "GitHub"),
+}
+INSTALLED_APPS += [
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
+    "allauth.socialaccount.providers.github",
+]
+SOCIALACCOUNT_QUERY_EMAIL = True  # GitHub: the verified emails, from /user/emails
+SOCIALACCOUNT_PROVIDERS = {"github": {}}
+if envstr("MCPHUB_SSO_GITHUB_URL"):
+    SOCIALACCOUNT_PROVIDERS["github"]["GITHUB_URL"] = envstr("MCPHUB_SSO_GITHUB_URL")
+_after_auth = MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1
+MIDDLEWARE[_after_auth:_after_auth] = [
+    "allauth.account.middleware.AccountMiddleware",
+    "apps.accounts.sso.session.SsoSessionCheck",
+]
+# Seconds between the checks of an SSO session with its provider (apps/accounts/sso/session.py).
+MCPHUB_SSO_CHECK_SECONDS = envint("MCPHUB_SSO_CHECK_SECONDS", 300)
+SOCIALACCOUNT_ADAPTER = "apps.accounts.sso.adapter.SsoAdapter"
+SOCIALACCOUNT_OPENID_CONNECT_URL_PREFIX = "oidc"
+SOCIALACCOUNT_STORE_TOKENS = False  # the hub keeps no provider tokens
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = False  # linking by email is decided by the hub, verified only
+ACCOUNT_EMAIL_VERIFICATION = "none"  # the provider vouches for its emails (email_verified)
 # The pages' CSP: scripts and styles from our own files only (inline style attributes allowed for
 # the budget bars), never framed; the admin and API docs live under the same policy.
 CONTENT_SECURITY_POLICY = {

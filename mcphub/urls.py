@@ -14,6 +14,7 @@ urlpatterns = [
     path("favicon.ico", favicon),
     path("metrics", metrics_view, name="metrics"),
     path("api/", include("apps.api.urls")),
+    path("sso/", include("apps.accounts.sso.urls")),  # sign-in with OpenID Connect providers
     path("", include("apps.oauth.urls")),
     path("", include("apps.web.urls")),
 ]

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import allauth.account.admin  # noqa: F401  (registered first, so the hub can unregister them)
+import allauth.socialaccount.admin  # noqa: F401
+from allauth.account.models import EmailAddress
+from allauth.socialaccount.models import SocialApp, SocialToken
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils import timezone
 
 from apps.accounts.forms import AccessTokenIssueForm, HubUserChangeForm, HubUserCreationForm
-from apps.accounts.models import AccessToken, Membership, Team, User
+from apps.accounts.models import AccessToken, Membership, SsoProvider, Team, User
 from apps.accounts.services import create_access_token, revoke_access_token
 
 
@@ -188,3 +194,43 @@ class AccessTokenAdmin(admin.ModelAdmin):
         for token in tokens:
             revoke_access_token(token=token)
         self.message_user(request, f"Revoked {len(tokens)} token(s).", messages.SUCCESS)
+
+
+class SsoProviderForm(forms.ModelForm):
+    issuer = forms.URLField(
+        assume_scheme="https",
+        help_text=SsoProvider._meta.get_field("issuer").help_text,
+    )
+    client_secret = forms.CharField(
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="Stored encrypted. Leave empty to keep the current one.",
+    )
+
+    class Meta:
+        model = SsoProvider
+        fields = ("name", "slug", "issuer", "client_id", "client_secret", "scopes", "enabled")
+
+    def clean_client_secret(self) -> str:
+        return self.cleaned_data["client_secret"] or (
+            self.instance.client_secret if self.instance.pk else ""
+        )
+
+
+@admin.register(SsoProvider)
+class SsoProviderAdmin(admin.ModelAdmin):
+    form = SsoProviderForm
+    list_display = ("name", "slug", "issuer", "enabled", "redirect_uri")
+    prepopulated_fields = {"slug": ("name",)}
+
+    @admin.display(description="redirect URI to register at the provider")
+    def redirect_uri(self, provider: SsoProvider) -> str:
+        return reverse("openid_connect_callback", kwargs={"provider_id": provider.slug})
+
+
+# allauth's own tables are not how the hub configures providers (config.py), nor does it keep
+# provider tokens or email addresses there; only the links between accounts and providers matter.
+for _model in (SocialApp, SocialToken, EmailAddress):
+    if admin.site.is_registered(_model):
+        admin.site.unregister(_model)

@@ -6,6 +6,7 @@ from django.contrib.auth.models import AbstractUser
 from django.db import models
 from django.utils import timezone
 
+from apps.core.fields import EncryptedJSONField
 from apps.core.models import TimeStampedModel
 
 
@@ -143,3 +144,35 @@ class AccessToken(models.Model):
         if self.revoked_at is not None:
             return False
         return self.expires_at is None or self.expires_at > timezone.now()
+
+
+class SsoProvider(TimeStampedModel):
+    """An OpenID Connect provider people sign in with, added in the admin (providers may also
+    come from settings: apps/accounts/sso/config.py). Its client secret is encrypted at rest."""
+
+    slug = models.SlugField(
+        max_length=40,
+        unique=True,
+        help_text="Names the provider in its URLs: the redirect URI to register at the provider "
+        "is /sso/oidc/<slug>/login/callback/.",
+    )
+    name = models.CharField(max_length=100, help_text="The sign-in button reads 'Sign in with …'.")
+    issuer = models.URLField(
+        help_text="The issuer URL; the hub reads <issuer>/.well-known/openid-configuration."
+    )
+    client_id = models.CharField(max_length=255)
+    client_secret = EncryptedJSONField(default=str, blank=True)
+    scopes = models.CharField(
+        max_length=255,
+        default="openid profile email",
+        help_text="Space-separated; add the scope that puts the groups claim in the tokens if "
+        "your provider needs one.",
+    )
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "SSO provider"
+
+    def __str__(self) -> str:
+        return self.name

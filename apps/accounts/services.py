@@ -158,12 +158,17 @@ def create_team_named(*, name: str, owner: User) -> Team:
     name = name.strip()
     if not name:
         raise TeamError("Give the team a name.")
+    return create_team(name=name[:100], slug=unique_team_slug(name), owner=owner)
+
+
+def unique_team_slug(name: str) -> str:
+    """A slug made from `name` that no team has yet."""
     base = slugify(name)[:40] or "team"
     slug, n = base, 1
     while Team.objects.filter(slug=slug).exists():
         n += 1
         slug = f"{base}-{n}"
-    return create_team(name=name[:100], slug=slug, owner=owner)
+    return slug
 
 
 @transaction.atomic

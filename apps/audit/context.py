@@ -20,6 +20,8 @@ def source_of(path: str) -> str:
         return "admin"
     if path.startswith("/api/"):
         return "api"
+    if path.startswith("/sso/"):
+        return "sso"  # what a sign-in with an identity provider changed (apps/accounts/sso)
     return "pages"
 
 

@@ -1,8 +1,8 @@
 """The audit trail's one registration point: each app registers the models whose changes matter.
 
 Records are django-auditlog's LogEntry rows (in the database): who (actor), when, from where
-(remote address; `additional_data.source`: admin, pages, api, command, or none for the hub's own
-work), which object, and the changed fields. A secret field's value never enters a record: a
+(remote address; `additional_data.source`: admin, pages, api, sso, command, or none for the hub's
+own work), which object, and the changed fields. A secret field's value never enters a record: a
 change to it shows as `[secret]` on both sides, so the trail says *that* it changed, never what to.
 
     # in an app's AppConfig.ready():

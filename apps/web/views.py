@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from apps.accounts.models import AccessToken
 from apps.accounts.services import create_access_token, revoke_access_token
+from apps.accounts.sso import config as sso_config
 from apps.catalog.selectors import visible_servers
 from apps.core.crypto import decrypt, encrypt
 from apps.gateway.dynamic import META_TOKENS
@@ -29,6 +30,13 @@ from apps.web.tool_views import own_endpoint
 class LoginView(auth_views.LoginView):
     template_name = "web/login.html"
     redirect_authenticated_user = True
+
+    def render_to_response(self, context, **kwargs):
+        response = super().render_to_response(context, **kwargs)
+        # The SSO buttons post here and are redirected to the providers: the CSP must allow it.
+        if origins := sso_config.provider_origins():
+            response._csp_update = {"form-action": origins}
+        return response
 
 
 class LogoutView(auth_views.LogoutView):
