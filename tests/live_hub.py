@@ -21,6 +21,8 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection
 
+from tests.waiting import eventually
+
 ROOT = Path(__file__).resolve().parents[1]
 SERVERS = ROOT / "tests" / "servers"
 VENV_BIN = Path(sys.executable).parent
@@ -100,7 +102,14 @@ def _spawn(name: str, args: list[str], env: dict[str, str], log_dir: Path) -> su
 def start_web(port: int, env: dict[str, str], log_dir: Path, name: str = "web") -> subprocess.Popen:
     return _spawn(
         name,
-        [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "mcphub.asgi:application"],
+        [
+            str(VENV_BIN / "daphne"),
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "mcphub.asgi:application",
+        ],
         env,
         log_dir,
     )
@@ -220,15 +229,6 @@ def tagged_processes(tag: str) -> list[int]:
     return found
 
 
-def wait_for(predicate, timeout: float, interval: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(interval)
-    return True
-
-
 def start_redis(port: int, data_dir: Path, *options: str) -> subprocess.Popen:
     """A throwaway redis-server (never the shared one, which other engineers' tests use).
 
@@ -252,7 +252,7 @@ def start_redis(port: int, data_dir: Path, *options: str) -> subprocess.Popen:
     process = subprocess.Popen(
         args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
-    assert wait_for(lambda: _accepts(port), 10), "redis-server did not start"
+    eventually(lambda: _accepts(port), timeout=10, what="redis-server to accept connections")
     return process
 
 
@@ -376,7 +376,7 @@ class HttpBackend:
         self.process = subprocess.Popen(
             args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
         )
-        assert wait_for(lambda: _accepts(self.port), 30), "the echo HTTP backend did not start"
+        eventually(lambda: _accepts(self.port), timeout=30, what="the echo HTTP backend to start")
         return self
 
     def stop(self) -> None:

@@ -29,8 +29,8 @@ from tests.live_hub import (
     start_redis,
     start_worker,
     stop,
-    wait_for,
 )
+from tests.waiting import eventually
 
 pytestmark = [
     pytest.mark.anyio,
@@ -89,10 +89,12 @@ def secure(django_db_setup, django_db_blocker, tmp_path_factory):
     worker = start_worker(env, tmp, name="tls-worker")
     admin = server.admin()
     try:
-        registered = wait_for(
-            lambda: worker.poll() is not None or admin.zcard(workers_key(DEFAULT_PREFIX)) == 1, 90
+        eventually(
+            lambda: worker.poll() is not None or admin.zcard(workers_key(DEFAULT_PREFIX)) == 1,
+            timeout=90,
+            what=lambda: (tmp / "tls-worker.log").read_text()[-3000:],
         )
-        assert registered and worker.poll() is None, (tmp / "tls-worker.log").read_text()[-3000:]
+        assert worker.poll() is None, (tmp / "tls-worker.log").read_text()[-3000:]
         yield server, worker
     finally:
         admin.close()
