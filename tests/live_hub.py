@@ -108,7 +108,7 @@ def start_web(port: int, env: dict[str, str], log_dir: Path, name: str = "web") 
             "127.0.0.1",
             "-p",
             str(port),
-            "mcphub.asgi:application",
+            "tests.hub_asgi:application",
         ],
         env,
         log_dir,
