@@ -172,8 +172,8 @@ async def test_a_redis_that_stops_answering_fails_the_waiting_commands_then_reco
     try:
         assert await client.call("PING") == b"PONG"
         admin.execute_command(
-            "CLIENT", "PAUSE", 2000, "ALL"
-        )  # Redis reads nothing for 2 s, then resumes
+            "CLIENT", "PAUSE", 6000, "ALL"
+        )  # Redis reads nothing for 6 s (unless unpaused), then resumes
         started = time.monotonic()
         results = await asyncio.gather(
             *(client.call("INCR", "resp-test:paused") for _ in range(5)), return_exceptions=True
@@ -181,7 +181,8 @@ async def test_a_redis_that_stops_answering_fails_the_waiting_commands_then_reco
         assert all(
             isinstance(r, ConnectionError) and "no reply within 0.5s" in str(r) for r in results
         ), results
-        assert time.monotonic() - started < 1.5
+        # The 0.5 s reply timeout (measured 0.50 s), not the pause: 6x margin, still under 6 s.
+        assert time.monotonic() - started < 3.0
         admin.execute_command("CLIENT", "UNPAUSE")
         assert await client.call("PING") == b"PONG"  # a new connection
     finally:

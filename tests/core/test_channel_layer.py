@@ -33,7 +33,8 @@ async def test_a_first_subscription_receives_without_waiting_for_the_idle_poll()
             await (
                 layer._get_layer()._shards[0].unsubscribe(channel)
             )  # nothing subscribed: the receiver idles
-            await asyncio.sleep(0.05)  # mid-way through channels_redis's 0.1 s idle sleep
+            # The receiver idles now, in a wait of up to 1 s for a first subscription.
+            await asyncio.sleep(0.05)
             channel = await layer.new_channel("test.")
             await layer.group_add(f"wake{attempt}", channel)
             started = time.perf_counter()
@@ -42,7 +43,8 @@ async def test_a_first_subscription_receives_without_waiting_for_the_idle_poll()
             delays.append(time.perf_counter() - started)
             assert message == {"type": "hello", "n": attempt}
             await layer.group_discard(f"wake{attempt}", channel)
-        assert max(delays) < 0.04, delays
+        # Woken at once (measured 0.5-10 ms), not at the end of the idle wait (~0.95 s from here).
+        assert max(delays) < 0.5, delays
     finally:
         await layer.flush()
 
