@@ -6,11 +6,15 @@ The processes share the test database, so tests that use one commit their data
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -41,10 +45,21 @@ def _database_url() -> str:
     return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
 
 
+@functools.cache
+def _metrics_dir() -> str:
+    """This test session's hubs' Prometheus directory. The one settings.py derives from the fixed
+    MCPHUB_DATA_DIR of pytest.ini is shared by every test session on the machine: a hub's scrape
+    would count another session's chat turns and tool calls."""
+    path = tempfile.mkdtemp(prefix="mcphub-test-metrics-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
 def hub_env(*, embedded: bool = False, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env.update(
         DATABASE_URL=_database_url(),
+        PROMETHEUS_MULTIPROC_DIR=_metrics_dir(),
         SECRET_KEY=settings.SECRET_KEY,
         MCPHUB_ENCRYPTION_KEYS=",".join(settings.MCPHUB_ENCRYPTION_KEYS),
         MCPHUB_DEBUG="false",
