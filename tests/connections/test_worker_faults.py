@@ -122,9 +122,11 @@ async def test_a_killed_worker_fails_its_calls_fast_and_the_others_take_over(wor
     assert all(
         isinstance(r, ServerCrashed) and "may or may not have run" in str(r) for r in results
     ), results
-    assert failed_after < 5.0, f"in-flight callers waited {failed_after:.1f}s"
+    # Did not hang (measured 3.6 s and 2.7 s at load 10, on 2 cores): an in-flight call left to
+    # run would end after its 30 s, a new call sent to the dead worker at its 60 s timeout.
+    assert failed_after < 20.0, f"in-flight callers waited {failed_after:.1f}s"
     assert (errors, calls > 8) == ([], True), errors[:3]
-    assert slowest < 4.0, f"a new call waited {slowest:.1f}s for a live worker"
+    assert slowest < 15.0, f"a new call waited {slowest:.1f}s for a live worker"
     assert len(its_backends) == 2
     eventually(
         lambda: not its_backends & set(tagged_processes(slow_name) + tagged_processes(fast_name)),
