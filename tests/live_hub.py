@@ -159,17 +159,16 @@ def another_web(log_dir: Path) -> Iterator[str]:
 
 
 def wait_healthy(base_url: str, processes: list[subprocess.Popen], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def healthy() -> bool:
         if any(p.poll() is not None for p in processes):
             raise RuntimeError("a hub process exited during start-up")
         try:
             with urllib.request.urlopen(base_url + "/health", timeout=2) as response:
-                if response.status == 200:
-                    return
+                return response.status == 200
         except OSError:
-            time.sleep(0.2)
-    raise TimeoutError(f"hub at {base_url} did not become healthy")
+            return False
+
+    eventually(healthy, timeout=timeout, interval=0.2, what=f"the hub at {base_url} to be healthy")
 
 
 def wait_for_pool_worker(timeout: float = 60.0, *, redis_url: str | None = None) -> None:
@@ -179,15 +178,15 @@ def wait_for_pool_worker(timeout: float = 60.0, *, redis_url: str | None = None)
     from apps.connections.worker import DEFAULT_PREFIX, workers_key
 
     client = redis.Redis.from_url(redis_url or settings.REDIS_URL)
-    deadline = time.monotonic() + timeout
     try:
-        while time.monotonic() < deadline:
-            if client.zrangebyscore(workers_key(DEFAULT_PREFIX), time.time() - 5, "+inf"):
-                return
-            time.sleep(0.2)
+        eventually(
+            lambda: client.zrangebyscore(workers_key(DEFAULT_PREFIX), time.time() - 5, "+inf"),
+            timeout=timeout,
+            interval=0.2,
+            what="a pool worker to register",
+        )
     finally:
         client.close()
-    raise TimeoutError("no pool worker registered")
 
 
 def stop(processes: list[subprocess.Popen]) -> None:

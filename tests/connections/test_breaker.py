@@ -63,7 +63,7 @@ async def _call_until_ok(pool: Pool, spec, errors: list[float]) -> float:
             return time.monotonic()
         except PoolError:
             errors.append(time.monotonic() - started)
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.01)  # callers retry at once, as a busy client would
 
 
 async def test_a_backend_down_for_seconds_is_used_again_within_a_fraction_of_its_outage(tmp_path):
@@ -74,7 +74,7 @@ async def test_a_backend_down_for_seconds_is_used_again_within_a_fraction_of_its
     async with Pool() as pool:
         errors: list[float] = []
         callers = [asyncio.ensure_future(_call_until_ok(pool, spec, errors)) for _ in range(8)]
-        await asyncio.sleep(3.0)
+        await asyncio.sleep(3.0)  # the scenario: down for 3 s under load
         down.unlink()
         fixed_at = time.monotonic()
         recovered_at = min(await asyncio.gather(*callers))

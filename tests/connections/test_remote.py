@@ -127,7 +127,7 @@ async def test_log_lines_cross_the_wire_before_the_result_and_raw_results_stay_j
     events: list[str] = []
 
     async def log(params: dict) -> None:
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # a slow client stream must still be written before the result
         events.append(f"log:{params['data']}")
 
     async def on_notification(server: str, notification: types.ServerNotification) -> None:
