@@ -2,12 +2,12 @@
 
 import subprocess
 
-import httpx2
 import pytest
 
 from apps.connections.pool import Pool
 from apps.connections.specs import ServerSpec
 from tests.connections.conftest import PYTHON, SERVERS, free_port, text
+from tests.live_hub import _accepts
 from tests.waiting import eventually
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
@@ -19,19 +19,11 @@ def _serve(transport: str):
         [PYTHON, str(SERVERS / "echo.py"), transport, str(port)], stderr=subprocess.DEVNULL
     )
     try:
-        eventually(lambda: _answers(port), timeout=20, what=f"the echo {transport} server")
+        eventually(lambda: _accepts(port), timeout=20, what=f"the echo {transport} server")
     except AssertionError:
         proc.kill()
         raise
     return proc, port
-
-
-def _answers(port: int) -> bool:
-    try:
-        httpx2.get(f"http://127.0.0.1:{port}/", timeout=0.5)
-    except httpx2.TransportError:
-        return False
-    return True
 
 
 @pytest.fixture(scope="module")

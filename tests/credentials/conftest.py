@@ -10,14 +10,13 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-import urllib.request
 
 import pytest
 
 from apps.catalog.discovery import apply_discovery
 from apps.catalog.models import McpServer
 from apps.connections.specs import ServerSpec
-from tests.live_hub import HUB_PIDS, SERVERS, free_port
+from tests.live_hub import HUB_PIDS, SERVERS, _accepts, free_port
 from tests.waiting import eventually
 
 STDIO_VARIABLES = [
@@ -54,17 +53,7 @@ def whoami_http_port() -> int:
 
 
 def _wait_listening(port: int, timeout: float = 30.0) -> None:
-    eventually(lambda: _answers(port), timeout=timeout, what="the whoami HTTP server to start")
-
-
-def _answers(port: int) -> bool:
-    try:
-        urllib.request.urlopen(f"http://127.0.0.1:{port}/mcp", timeout=1)
-    except urllib.error.HTTPError:
-        return True  # it answers (a GET without a session is refused): it is up
-    except OSError:
-        return False
-    return True
+    eventually(lambda: _accepts(port), timeout=timeout, what="the whoami HTTP server to start")
 
 
 @pytest.fixture(scope="session")
