@@ -115,6 +115,17 @@ def _fast_password_hashing(settings) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _redis_starts_empty() -> None:
+    """With REDIS_URL, a session starts on an empty database, as on a fresh deployment: what an
+    earlier session left there (an hour's client registrations per address, health baselines,
+    queued tasks) would count in this one's tests."""
+    if settings.REDIS_URL:
+        from django.core.cache import cache
+
+        cache.clear()  # the cache shares REDIS_URL's database with the hub's hot state and queues
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _flush_outlives_a_deadlock_with_the_hub() -> Iterator[None]:
     """A transactional test's teardown empties every table in one TRUNCATE while the shared hub may
     still commit a test's last writes: the call log's periodic flush, up to 0.5 s after the test's
