@@ -3,6 +3,7 @@ dave is staff without model permissions."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 
 import pytest
@@ -21,6 +22,7 @@ from tests.live_hub import (
     wait_for_pool_worker,
     wait_healthy,
 )
+from tests.waiting import eventually
 
 
 @pytest.fixture
@@ -113,11 +115,24 @@ def _fast_password_hashing(settings) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _redis_starts_empty() -> None:
+    """With REDIS_URL, a session starts on an empty database, as on a fresh deployment: what an
+    earlier session left there (an hour's client registrations per address, health baselines,
+    queued tasks) would count in this one's tests."""
+    if settings.REDIS_URL:
+        from django.core.cache import cache
+
+        cache.clear()  # the cache shares REDIS_URL's database with the hub's hot state and queues
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _flush_outlives_a_deadlock_with_the_hub() -> Iterator[None]:
     """A transactional test's teardown empties every table in one TRUNCATE while the shared hub may
-    still commit a test's last writes (a turn's trailing rows, the call log's periodic flush). A
-    commit checks its foreign keys then, so the two can deadlock and Postgres aborts one: when it
-    picks the TRUNCATE (seen once in CI), the flush is tried again instead of failing the test."""
+    still commit a test's last writes: the call log's periodic flush, up to 0.5 s after the test's
+    last tool call, which nothing outside the hub process can see pending (its turns and runs are
+    stopped before, `pytest_runtest_teardown`). A commit checks its foreign keys then, so the two
+    can deadlock and Postgres aborts one: when it picks the TRUNCATE (seen once in CI), the flush is
+    tried again instead of failing the test."""
     import time
 
     from django.db import OperationalError
@@ -156,6 +171,43 @@ def hub(django_db_setup, tmp_path_factory) -> Iterator[HubProcesses]:
         yield HubProcesses(base_url, processes, log_dir)
     finally:
         stop(processes)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    """A live hub outlives each test. Before the fixtures of a test that used it end (its scripted
+    LLM, its backends, its tables), stop the turns and runs it left going there and wait for them:
+    they would call tools during the next test (its call counts, its backends) and write to
+    emptied rows."""
+    funcargs = getattr(item, "funcargs", {})  # what its setup got to (all of it, unless it failed)
+    if funcargs.get("hub") is not None or funcargs.get("pool_host") is not None:
+        stop_turns_and_runs()
+    return (yield)
+
+
+def stop_turns_and_runs() -> None:
+    from apps.chat import services as chat_services
+    from apps.chat.models import Turn
+    from apps.chat.runs import services as run_services
+    from apps.chat.runs.models import Run
+
+    for run in Run.objects.filter(status__in=Run.ACTIVE):
+        with contextlib.suppress(run_services.RunError):  # it may have finished meanwhile
+            run_services.request_cancel(run=run)
+    for turn in Turn.objects.filter(status=Turn.Status.RUNNING).select_related("conversation"):
+        with contextlib.suppress(chat_services.ChatError):
+            chat_services.request_stop(conversation=turn.conversation)
+    eventually(
+        lambda: (
+            not (
+                Run.objects.filter(status__in=Run.ACTIVE).exists()
+                or Turn.objects.filter(status=Turn.Status.RUNNING).exists()
+            )
+        ),
+        timeout=20,
+        interval=0.1,
+        what="the turns and runs the test left in the hub to stop",
+    )
 
 
 @pytest.fixture

@@ -6,11 +6,15 @@ The processes share the test database, so tests that use one commit their data
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -20,6 +24,8 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import connection
+
+from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVERS = ROOT / "tests" / "servers"
@@ -39,10 +45,21 @@ def _database_url() -> str:
     return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
 
 
+@functools.cache
+def _metrics_dir() -> str:
+    """This test session's hubs' Prometheus directory. The one settings.py derives from the fixed
+    MCPHUB_DATA_DIR of pytest.ini is shared by every test session on the machine: a hub's scrape
+    would count another session's chat turns and tool calls."""
+    path = tempfile.mkdtemp(prefix="mcphub-test-metrics-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
 def hub_env(*, embedded: bool = False, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env.update(
         DATABASE_URL=_database_url(),
+        PROMETHEUS_MULTIPROC_DIR=_metrics_dir(),
         SECRET_KEY=settings.SECRET_KEY,
         MCPHUB_ENCRYPTION_KEYS=",".join(settings.MCPHUB_ENCRYPTION_KEYS),
         MCPHUB_DEBUG="false",
@@ -100,7 +117,14 @@ def _spawn(name: str, args: list[str], env: dict[str, str], log_dir: Path) -> su
 def start_web(port: int, env: dict[str, str], log_dir: Path, name: str = "web") -> subprocess.Popen:
     return _spawn(
         name,
-        [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "mcphub.asgi:application"],
+        [
+            str(VENV_BIN / "daphne"),
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "tests.hub_asgi:application",
+        ],
         env,
         log_dir,
     )
@@ -135,17 +159,16 @@ def another_web(log_dir: Path) -> Iterator[str]:
 
 
 def wait_healthy(base_url: str, processes: list[subprocess.Popen], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def healthy() -> bool:
         if any(p.poll() is not None for p in processes):
             raise RuntimeError("a hub process exited during start-up")
         try:
             with urllib.request.urlopen(base_url + "/health", timeout=2) as response:
-                if response.status == 200:
-                    return
+                return response.status == 200
         except OSError:
-            time.sleep(0.2)
-    raise TimeoutError(f"hub at {base_url} did not become healthy")
+            return False
+
+    eventually(healthy, timeout=timeout, interval=0.2, what=f"the hub at {base_url} to be healthy")
 
 
 def wait_for_pool_worker(timeout: float = 60.0, *, redis_url: str | None = None) -> None:
@@ -155,15 +178,15 @@ def wait_for_pool_worker(timeout: float = 60.0, *, redis_url: str | None = None)
     from apps.connections.worker import DEFAULT_PREFIX, workers_key
 
     client = redis.Redis.from_url(redis_url or settings.REDIS_URL)
-    deadline = time.monotonic() + timeout
     try:
-        while time.monotonic() < deadline:
-            if client.zrangebyscore(workers_key(DEFAULT_PREFIX), time.time() - 5, "+inf"):
-                return
-            time.sleep(0.2)
+        eventually(
+            lambda: client.zrangebyscore(workers_key(DEFAULT_PREFIX), time.time() - 5, "+inf"),
+            timeout=timeout,
+            interval=0.2,
+            what="a pool worker to register",
+        )
     finally:
         client.close()
-    raise TimeoutError("no pool worker registered")
 
 
 def stop(processes: list[subprocess.Popen]) -> None:
@@ -220,15 +243,6 @@ def tagged_processes(tag: str) -> list[int]:
     return found
 
 
-def wait_for(predicate, timeout: float, interval: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(interval)
-    return True
-
-
 def start_redis(port: int, data_dir: Path, *options: str) -> subprocess.Popen:
     """A throwaway redis-server (never the shared one, which other engineers' tests use).
 
@@ -252,7 +266,7 @@ def start_redis(port: int, data_dir: Path, *options: str) -> subprocess.Popen:
     process = subprocess.Popen(
         args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
-    assert wait_for(lambda: _accepts(port), 10), "redis-server did not start"
+    eventually(lambda: _accepts(port), timeout=10, what="redis-server to accept connections")
     return process
 
 
@@ -376,7 +390,7 @@ class HttpBackend:
         self.process = subprocess.Popen(
             args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
         )
-        assert wait_for(lambda: _accepts(self.port), 30), "the echo HTTP backend did not start"
+        eventually(lambda: _accepts(self.port), timeout=30, what="the echo HTTP backend to start")
         return self
 
     def stop(self) -> None:

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from auditlog.context import set_extra_data
 from auditlog.middleware import AuditlogMiddleware
 from django.contrib.auth import get_user_model
-from django.contrib.contenttypes.models import ContentType
 from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
@@ -29,13 +28,6 @@ class AuditMiddleware(AuditlogMiddleware):
     """django-auditlog's middleware, plus the source; the actor is read when a change is saved,
     not when the request starts, so a REST API token's user (known only once DRF has
     authenticated the request) is the actor too, not only a signed-in session's."""
-
-    def __call__(self, request: HttpRequest):
-        # Entries point at content types by id, which ContentType caches for the process's
-        # lifetime. Rebuilding the table under a running process (test databases are flushed
-        # between tests) would leave those ids dangling; one cheap lookup per write keeps them true.
-        ContentType.objects.clear_cache()
-        return super().__call__(request)
 
     @staticmethod
     def _get_remote_addr(request: HttpRequest) -> str:

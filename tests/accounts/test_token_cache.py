@@ -60,7 +60,7 @@ def test_a_remembered_token_that_expires_is_refused(alice):
     _, raw = create_access_token(user=alice, expires_at=timezone.now() + timedelta(seconds=0.5))
     assert authenticate_token(raw) is not None
 
-    time.sleep(0.6)
+    time.sleep(0.6)  # the scenario: its expiry passes
 
     assert authenticate_token(raw) is None
 

@@ -8,9 +8,7 @@ runs the Celery tasks the tests enqueue.
 
 from __future__ import annotations
 
-import asyncio
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,26 +55,6 @@ def make_server(transactional_db) -> Callable[..., McpServer]:
         return McpServer.objects.create(name=name, command=sys.executable, args=args, **fields)
 
     return make
-
-
-def wait_for(predicate: Callable[[], object], timeout: float = 20.0) -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.1)
-    return predicate()
-
-
-async def await_for(predicate: Callable[[], object], timeout: float = 20.0) -> object:
-    from asgiref.sync import sync_to_async
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := await sync_to_async(predicate)():
-            return value
-        await asyncio.sleep(0.1)
-    return await sync_to_async(predicate)()
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,8 @@ from rest_framework.test import APIClient
 
 from apps.catalog import tasks
 from apps.catalog.models import McpServer
-from tests.catalog.conftest import tiny_args, wait_for
+from tests.catalog.conftest import tiny_args
+from tests.waiting import eventually
 
 TINY_TOOLS = ["argv", "crash", "echo", "env", "env_keys", "pid", "sleep", "spam"]
 
@@ -50,7 +51,7 @@ def test_a_server_added_in_the_admin_shows_its_tools(pool_host, admin_client):
     response = admin_client.post("/admin/catalog/mcpserver/add/", form)
 
     assert response.status_code == 302, response.content.decode()[-2000:]
-    assert wait_for(lambda: _tools("tiny")) == TINY_TOOLS
+    assert eventually(lambda: _tools("tiny"), timeout=20) == TINY_TOOLS
     assert _status("tiny") == ("healthy", "")
     said = [str(m) for m in get_messages(response.wsgi_request)]
     assert "tiny: healthy, 8 tool(s) discovered." in said or "tiny: being discovered" in " ".join(
@@ -89,11 +90,11 @@ def test_a_server_changed_through_the_api_is_discovered_again(pool_host, admin_u
         format="json",
     )
     assert created.status_code == 201, created.json()
-    assert wait_for(lambda: _tools("tiny")) == TINY_TOOLS
+    assert eventually(lambda: _tools("tiny"), timeout=20) == TINY_TOOLS
 
     api.patch("/api/servers/tiny/", {"command": "/nonexistent/mcp-server"}, format="json")
 
-    status, error = wait_for(lambda: _status("tiny")[0] == "down" and _status("tiny"))
+    status, error = eventually(lambda: _status("tiny")[0] == "down" and _status("tiny"), timeout=20)
     assert "/nonexistent/mcp-server" in error
 
 
@@ -103,8 +104,10 @@ def test_an_import_discovers_what_it_created_or_changed_and_nothing_else(pool_ho
 
     call_command("mcp_import", config)
 
-    assert wait_for(lambda: _tools("tiny")) == TINY_TOOLS
-    status, error = wait_for(lambda: _status("broken")[0] == "down" and _status("broken"))
+    assert eventually(lambda: _tools("tiny"), timeout=20) == TINY_TOOLS
+    status, error = eventually(
+        lambda: _status("broken")[0] == "down" and _status("broken"), timeout=20
+    )
     assert "/nonexistent/mcp-server" in error
     checked = McpServer.objects.get(name="tiny").last_checked_at
 
@@ -130,7 +133,7 @@ def test_a_disabled_server_is_not_discovered_until_enabled(pool_host):
     server.save()
     tasks.discover_if_due(servers=[server])
 
-    assert wait_for(lambda: _tools("tiny")) == TINY_TOOLS
+    assert eventually(lambda: _tools("tiny"), timeout=20) == TINY_TOOLS
 
 
 def test_servers_loaded_with_only_some_fields_still_load(global_server):
@@ -149,4 +152,4 @@ def test_a_server_imported_on_the_servers_page_shows_its_tools(pool_host, admin_
     )
 
     assert response.status_code == 302
-    assert wait_for(lambda: _tools("tiny")) == TINY_TOOLS
+    assert eventually(lambda: _tools("tiny"), timeout=20) == TINY_TOOLS

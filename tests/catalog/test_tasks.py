@@ -7,7 +7,8 @@ from django.conf import settings
 from apps.catalog import tasks, watch
 from apps.catalog.models import McpServer
 from mcphub.celery import app as celery_app
-from tests.catalog.conftest import echo_args, tiny_args, wait_for
+from tests.catalog.conftest import echo_args, tiny_args
+from tests.waiting import eventually
 
 
 def test_task_names_are_stable_and_beat_refers_to_them():
@@ -61,11 +62,12 @@ def test_discover_all_discovers_every_enabled_server(pool_host, make_server):
 
     tasks.discover_all.delay()
 
-    assert wait_for(
+    eventually(
         lambda: (
             echo.tools.filter(name="touch_tools").exists()
             and tiny.tools.filter(name="argv").exists()
-        )
+        ),
+        timeout=20,
     )
     assert not off.tools.exists()
 
@@ -81,7 +83,11 @@ def test_health_checks_mark_each_server_honestly(pool_host, make_server):
         rows = dict(McpServer.objects.values_list("name", "status"))
         return rows if rows["good"] != "unknown" and rows["broken"] != "unknown" else None
 
-    assert wait_for(statuses) == {"good": "healthy", "broken": "down", "off": "unknown"}
+    assert eventually(statuses, timeout=20) == {
+        "good": "healthy",
+        "broken": "down",
+        "off": "unknown",
+    }
     broken.refresh_from_db()
     assert "missing API key" in broken.last_error and broken.last_checked_at is not None
     good.refresh_from_db()

@@ -11,7 +11,8 @@ from asgiref.sync import sync_to_async
 
 from apps.catalog import operations, tasks, watch
 from apps.catalog.models import McpServer, Tool
-from tests.catalog.conftest import REDIS_MODE, await_for, echo_args, tiny_args, wait_for
+from tests.catalog.conftest import REDIS_MODE, echo_args, tiny_args
+from tests.waiting import eventually, eventually_async
 
 
 @pytest.mark.anyio
@@ -32,7 +33,9 @@ async def test_a_backend_announcing_list_changed_is_discovered_again(shared_pool
         lambda pool: pool.call_tool(spec, "touch_tools", {})
     )
 
-    assert await await_for(lambda: Tool.objects.get(server=server, name="add").available)
+    await eventually_async(
+        sync_to_async(lambda: Tool.objects.get(server=server, name="add").available), timeout=20
+    )
 
 
 def test_other_backend_notifications_do_not_trigger_discovery(
@@ -66,7 +69,7 @@ def test_an_edited_mcp_json_is_imported_again_and_discovered(pool_host, make_ser
 
     assert [c.action for c in first] == ["created"] and again is None
     tiny = McpServer.objects.get(name="tiny")
-    assert wait_for(lambda: tiny.tools.filter(name="argv").exists())
+    eventually(lambda: tiny.tools.filter(name="argv").exists(), timeout=20)
 
     _write(config, {"tiny": {"command": sys.executable, "args": tiny_args("--tag", "two")}})
     changed = watch.reimport_if_changed(path=config)

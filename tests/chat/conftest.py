@@ -4,9 +4,7 @@ echo MCP server: the worker (production shape) or the web process (embedded) run
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -36,8 +34,8 @@ def llm() -> Iterator[ScriptedLLM]:
 
 
 @pytest.fixture
-def alice_provider(alice, llm) -> Iterator[Provider]:
-    yield Provider.objects.create(
+def alice_provider(alice, llm) -> Provider:
+    return Provider.objects.create(
         name="scripted",
         kind="openai",
         base_url=llm.url,
@@ -45,7 +43,6 @@ def alice_provider(alice, llm) -> Iterator[Provider]:
         owner=alice,
         is_default=True,
     )
-    settle_turns_and_runs()
 
 
 @pytest.fixture(params=FLAVOURS, ids=[f.name for f in FLAVOURS])
@@ -55,9 +52,9 @@ def flavour(request) -> Flavour:
 
 
 @pytest.fixture
-def flavour_provider(flavour, alice, llm) -> Iterator[Provider]:
+def flavour_provider(flavour, alice, llm) -> Provider:
     """Alice's default provider, speaking as the flavour's product does."""
-    yield Provider.objects.create(
+    return Provider.objects.create(
         name=flavour.name,
         kind=flavour.kind,
         base_url=llm.url,
@@ -66,32 +63,6 @@ def flavour_provider(flavour, alice, llm) -> Iterator[Provider]:
         is_default=True,
         **flavour.settings,
     )
-    settle_turns_and_runs()
-
-
-def settle_turns_and_runs(timeout: float = 20.0) -> None:
-    """Stop what a test left running in the shared hub and wait for it: a turn or run still going
-    would call tools during the next test (its call counts, its backends) and write to flushed rows."""
-    from apps.chat import services as chat_services
-    from apps.chat.models import Turn
-    from apps.chat.runs import services as run_services
-    from apps.chat.runs.models import Run
-
-    for run in Run.objects.filter(status__in=Run.ACTIVE):
-        with contextlib.suppress(run_services.RunError):  # it may have finished meanwhile
-            run_services.request_cancel(run=run)
-    for turn in Turn.objects.filter(status=Turn.Status.RUNNING).select_related("conversation"):
-        with contextlib.suppress(chat_services.ChatError):
-            chat_services.request_stop(conversation=turn.conversation)
-    deadline = time.monotonic() + timeout
-    while (
-        Run.objects.filter(status__in=Run.ACTIVE).exists()
-        or Turn.objects.filter(status=Turn.Status.RUNNING).exists()
-    ):
-        assert time.monotonic() < deadline, (
-            "a turn or run did not stop within 20 s of its test's end"
-        )
-        time.sleep(0.1)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 
 from apps.chat.models import Message
 from apps.llm.models import Provider
-from tests.chat.conftest import Api, chat_socket, db, settle_turns_and_runs
+from tests.chat.conftest import Api, chat_socket, db
 from tests.llm_server import Reply
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
@@ -82,7 +82,6 @@ async def test_deepseek_refuses_a_history_without_the_reasoning_of_its_tool_call
         "Missing `reasoning_content` field in the assistant message at message index 1"
         in chat.of("error")[0]["payload"]["message"]
     )
-    await db(settle_turns_and_runs)()
 
 
 async def test_deepseek_gets_back_the_reasoning_of_an_earlier_turns_tool_calls(
@@ -122,7 +121,6 @@ async def test_deepseek_gets_back_the_reasoning_of_an_earlier_turns_tool_calls(
     assert [
         m.get("reasoning_content") for m in llm.requests[2]["messages"] if m["role"] == "assistant"
     ] == ["I add.", None]
-    await db(settle_turns_and_runs)()
 
 
 async def test_a_cut_turn_continues_and_a_broken_stream_keeps_what_was_shown(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from apps.chat.models import Message
@@ -12,6 +10,7 @@ from apps.toolsets.models import ToolCall
 from tests.chat.conftest import Api, chat_socket, db, seqs
 from tests.live_hub import mcp_client
 from tests.llm_server import Reply
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
 
@@ -53,7 +52,10 @@ async def test_a_turn_with_two_tool_calls_to_a_real_backend(
     assert [(m["tool_call_id"], m["content"]) for m in tool_messages] == [("c1", "hi"), ("c2", "5")]
     assert [m["role"] for m in history] == ["user", "assistant", "tool", "tool", "assistant"]
     assert history[-1]["output_tokens"] == 7
-    await asyncio.sleep(1)  # the call log is written in batches
+    # The call log is written in batches: both calls land, and no more.
+    await eventually_async(
+        db(lambda: ToolCall.objects.filter(endpoint=alice_endpoint, ok=True).count() >= 2)
+    )
     assert (
         await db(lambda: ToolCall.objects.filter(endpoint=alice_endpoint, ok=True).count())() == 2
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
 import sys
@@ -13,6 +12,7 @@ import pytest
 from apps.connections.pool import Pool, PoolOptions
 from apps.connections.remote import RemotePool
 from apps.connections.specs import ServerSpec
+from tests.waiting import eventually_async
 
 SERVERS = Path(__file__).resolve().parent.parent / "servers"
 PYTHON = sys.executable
@@ -56,6 +56,11 @@ def child_pids(pid: int | None = None) -> list[int]:
     return found
 
 
+def inflight(pool: Pool) -> int:
+    """Requests on the pool's connections now: what a test waits for to know its calls arrived."""
+    return sum(server["inflight"] for server in pool.stats_now()["servers"].values())
+
+
 def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
@@ -66,20 +71,13 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-async def wait_until(predicate, timeout: float = 5.0) -> bool:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
-
-
 @pytest.fixture
 async def pool():
     async with Pool(PoolOptions(default_timeout=20.0)) as p:
         yield p
-    assert await wait_until(lambda: not child_pids(), 5.0), "a backend process outlived the pool"
+    await eventually_async(
+        lambda: not child_pids(), timeout=5, what="every backend process to end with the pool"
+    )
 
 
 async def live_pool(url: str):

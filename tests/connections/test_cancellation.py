@@ -5,7 +5,8 @@ import asyncio
 import pytest
 
 from apps.connections.errors import CallTimeout
-from tests.connections.conftest import sdk_spec, text
+from tests.connections.conftest import inflight, sdk_spec, text
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -17,12 +18,14 @@ async def test_timeout_and_caller_cancel_both_cancel_the_backend_work(pool):
     with pytest.raises(CallTimeout, match="timed out after 0.5s"):
         await pool.call_tool(spec, "slow", {"seconds": 30})
     call = asyncio.create_task(pool.call_tool(spec, "slow", {"seconds": 30}, timeout=20))
-    await asyncio.sleep(0.5)
+    await eventually_async(lambda: inflight(pool) == 1)
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
 
-    await asyncio.sleep(0.2)
-    assert text(await pool.call_tool(spec, "cancellations")) == "2"
+    async def both_cancelled() -> bool:
+        return text(await pool.call_tool(spec, "cancellations")) == "2"
+
+    await eventually_async(both_cancelled, what="the backend to count both cancellations")
     # The backend answered the probe after the timeout, so it was kept, not restarted.
     assert int(text(await pool.call_tool(spec, "pid"))) == pid

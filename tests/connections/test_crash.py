@@ -8,7 +8,8 @@ import time
 import pytest
 
 from apps.connections.errors import ServerCrashed
-from tests.connections.conftest import child_pids, sdk_spec, text
+from tests.connections.conftest import child_pids, inflight, sdk_spec, text
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -17,7 +18,7 @@ async def test_killed_backend_fails_the_call_and_restarts(pool):
     spec = sdk_spec("echo", timeout=20)
     first_pid = int(text(await pool.call_tool(spec, "pid")))
     call = asyncio.create_task(pool.call_tool(spec, "slow", {"seconds": 30}))
-    await asyncio.sleep(0.3)
+    await eventually_async(lambda: inflight(pool) == 1)
 
     started = time.monotonic()
     os.killpg(first_pid, signal.SIGKILL)

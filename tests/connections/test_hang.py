@@ -6,7 +6,8 @@ import pytest
 
 from apps.connections.errors import CallTimeout, ServerStartFailed
 from apps.connections.pool import Pool, PoolOptions
-from tests.connections.conftest import child_pids, sdk_spec, text, tiny_spec, wait_until
+from tests.connections.conftest import child_pids, sdk_spec, text, tiny_spec
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -21,16 +22,16 @@ async def test_a_blocked_backend_is_restarted_after_the_call_times_out():
         # The next call waits for the liveness probe, which condemns the hung process.
         new_pid = int(text(await pool.call_tool(spec, "pid", timeout=20)))
         assert new_pid != hung_pid
-        assert await wait_until(lambda: hung_pid not in child_pids())
+        await eventually_async(lambda: hung_pid not in child_pids(), timeout=5)
         assert (await pool.stats())["servers"]["echo"]["last_error"].startswith(
             "hung: no answer to ping"
         )
     assert child_pids() == []
-    assert await wait_until(lambda: len(asyncio.all_tasks()) <= tasks_before)
+    await eventually_async(lambda: len(asyncio.all_tasks()) <= tasks_before, timeout=5)
 
 
 async def test_a_server_that_never_answers_initialize_fails_to_start_in_time():
     async with Pool(PoolOptions(connect_timeout=0.5, shutdown_grace=0.1)) as pool:
         with pytest.raises(ServerStartFailed, match="no answer to initialize within 0.5s"):
             await pool.call_tool(tiny_spec("mute", "--silent"), "echo", {"text": "?"})
-        assert await wait_until(lambda: not child_pids())
+        await eventually_async(lambda: not child_pids(), timeout=5)

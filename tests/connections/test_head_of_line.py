@@ -7,7 +7,8 @@ import pytest
 
 from apps.connections.errors import ServerUnavailable
 from apps.connections.pool import Pool, PoolOptions
-from tests.connections.conftest import sdk_spec, text
+from tests.connections.conftest import inflight, sdk_spec, text
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -17,7 +18,7 @@ async def _instant_calls_while_slow_ones_run(pool: Pool, spec, slow: int) -> lis
     slow_calls = [
         asyncio.ensure_future(pool.call_tool(spec, "slow", {"seconds": 4})) for _ in range(slow)
     ]
-    await asyncio.sleep(0.3)
+    await eventually_async(lambda: inflight(pool) == slow)
     took = []
     for i in range(20):
         started = time.monotonic()
@@ -44,7 +45,7 @@ async def test_past_the_per_server_limit_a_call_fails_at_once_with_the_setting_n
         slow_calls = [
             asyncio.ensure_future(pool.call_tool(spec, "slow", {"seconds": 2})) for _ in range(3)
         ]
-        await asyncio.sleep(0.1)
+        await eventually_async(lambda: inflight(pool) == 3)
         started = time.monotonic()
         with pytest.raises(
             ServerUnavailable,

@@ -4,7 +4,8 @@ import asyncio
 
 import pytest
 
-from tests.connections.conftest import child_pids, text, tiny_spec, wait_until
+from tests.connections.conftest import child_pids, inflight, text, tiny_spec
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -26,7 +27,7 @@ async def test_in_flight_calls_finish_on_the_old_backend(pool):
     old = tiny_spec("svc", "--tag", "old")
     await pool.call_tool(old, "pid")
     running = asyncio.create_task(pool.call_tool(old, "sleep", {"seconds": 1.0}))
-    await asyncio.sleep(0.2)
+    await eventually_async(lambda: inflight(pool) == 1)
 
     new = tiny_spec("svc", "--tag", "new")
     assert (
@@ -34,4 +35,6 @@ async def test_in_flight_calls_finish_on_the_old_backend(pool):
     )  # not stuck behind the sleep
     assert len(child_pids()) == 2
     assert text(await running) == "slept"
-    assert await wait_until(lambda: len(child_pids()) == 1)  # the drained backend is closed
+    await eventually_async(
+        lambda: len(child_pids()) == 1, timeout=5, what="the drained backend to close"
+    )

@@ -122,7 +122,7 @@ async def test_a_chunked_body_split_across_writes_streams_in_order():
         for part in (b"data: one\r\n", b"\r\ndata: two\r\n\r\n"):
             writer.write(b"%x\r\n%s\r\n" % (len(part), part))
             await writer.drain()
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # each part arrives in a read of its own
         writer.write(b"0\r\n\r\n")
 
     async with Scripted(answer) as server:

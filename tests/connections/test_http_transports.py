@@ -1,14 +1,14 @@
 """Remote servers over Streamable HTTP and legacy SSE work like stdio ones."""
 
 import subprocess
-import time
 
-import httpx2
 import pytest
 
 from apps.connections.pool import Pool
 from apps.connections.specs import ServerSpec
 from tests.connections.conftest import PYTHON, SERVERS, free_port, text
+from tests.live_hub import _accepts
+from tests.waiting import eventually
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -18,15 +18,12 @@ def _serve(transport: str):
     proc = subprocess.Popen(
         [PYTHON, str(SERVERS / "echo.py"), transport, str(port)], stderr=subprocess.DEVNULL
     )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            httpx2.get(f"http://127.0.0.1:{port}/", timeout=0.5)
-            return proc, port
-        except httpx2.TransportError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(f"echo {transport} server did not come up")
+    try:
+        eventually(lambda: _accepts(port), timeout=20, what=f"the echo {transport} server")
+    except AssertionError:
+        proc.kill()
+        raise
+    return proc, port
 
 
 @pytest.fixture(scope="module")

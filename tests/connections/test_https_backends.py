@@ -25,7 +25,8 @@ from apps.connections.pool import Pool, PoolOptions
 from apps.connections.specs import ServerSpec
 from apps.connections.transports.http1 import Http1Client, HttpError
 from apps.connections.transports.lean_http import LeanHttp
-from tests.live_hub import SERVERS, TlsFiles, free_port, make_tls_files, wait_for
+from tests.live_hub import SERVERS, TlsFiles, free_port, make_tls_files
+from tests.waiting import eventually
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -43,10 +44,12 @@ def _serve_https(files: TlsFiles, port: int | None = None) -> tuple[subprocess.P
         env=env,
         stderr=subprocess.DEVNULL,
     )
-    if not wait_for(lambda: _accepts(port), 20):
+    try:
+        eventually(lambda: _accepts(port), timeout=20, what="the echo HTTPS server to come up")
+    except AssertionError:
         proc.kill()
         proc.wait()
-        raise RuntimeError("echo https server did not come up")
+        raise
     return proc, port
 
 

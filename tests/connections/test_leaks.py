@@ -7,7 +7,8 @@ import pytest
 from apps.connections.breaker import BreakerPolicy
 from apps.connections.errors import ServerCrashed
 from apps.connections.pool import Pool, PoolOptions
-from tests.connections.conftest import child_pids, open_fds, text, tiny_spec, wait_until
+from tests.connections.conftest import child_pids, open_fds, text, tiny_spec
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -42,6 +43,8 @@ async def test_500_connect_close_and_50_crash_restart_cycles_leak_nothing():
         )  # each crash round restarts once
         assert stats["live_processes"] == 5
 
-    assert await wait_until(lambda: not child_pids())
-    assert await wait_until(lambda: open_fds() <= fds), f"fds grew from {fds} to {open_fds()}"
-    assert await wait_until(lambda: len(asyncio.all_tasks()) <= tasks)
+    await eventually_async(lambda: not child_pids(), timeout=5)
+    await eventually_async(
+        lambda: open_fds() <= fds, timeout=5, what=lambda: f"fds back to {fds}, not {open_fds()}"
+    )
+    await eventually_async(lambda: len(asyncio.all_tasks()) <= tasks, timeout=5)

@@ -24,6 +24,7 @@ from apps.connections.transports.lean_stdio import LeanStdio
 from tests.connections.conftest import sdk_spec
 from tests.connections.test_http_transports import _serve
 from tests.live_hub import HttpBackend
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -140,7 +141,7 @@ async def test_a_timeout_or_a_cancelled_caller_cancels_the_backend_work(any_spec
         with pytest.raises(CallTimeout):
             await pool.call_tool(spec, "slow", {"seconds": 30}, timeout=0.5, raw=True)
         task = asyncio.create_task(pool.call_tool(spec, "slow", {"seconds": 30}, raw=True))
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.3)  # the call reaches the backend (nothing to watch for it)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -150,9 +151,10 @@ async def test_a_timeout_or_a_cancelled_caller_cancels_the_backend_work(any_spec
                 "result"
             ]
 
-        deadline = time.monotonic() + 10
-        while await count() < before + 2 and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
+        async def both_cancelled() -> bool:
+            return await count() >= before + 2
+
+        await eventually_async(both_cancelled, what="the backend to cancel both abandoned calls")
         assert await count() == before + 2, "both abandoned calls were cancelled in the backend"
         assert (await pool.stats())["servers"]["remote"]["starts"] == 1, (
             "a timeout does not cost the session"
@@ -240,15 +242,21 @@ async def test_a_backend_gone_fails_the_call_as_a_crash_and_the_next_start_is_cl
                 await pool.call_tool(spec, "echo", {"text": "down"}, raw=True)
             assert "remote" in str(caught.value)
             backend.start()
-            deadline = time.monotonic() + 20
-            while True:
+            failures: list[Exception] = []
+
+            async def answered() -> dict | None:
                 try:
-                    result = await pool.call_tool(spec, "echo", {"text": "back"}, raw=True)
-                    break
-                except Exception:
-                    if time.monotonic() > deadline:
-                        raise
-                    await asyncio.sleep(0.3)
+                    return await pool.call_tool(spec, "echo", {"text": "back"}, raw=True)
+                except Exception as exc:
+                    failures.append(exc)
+                    return None
+
+            result = await eventually_async(
+                answered,
+                timeout=20,
+                interval=0.3,
+                what=lambda: f"the restarted backend to answer; last: {failures[-1]!r}",
+            )
             assert result["content"][0]["text"] == "back"
     finally:
         backend.stop()
@@ -263,7 +271,7 @@ async def test_a_keep_alive_connection_the_server_closed_while_idle_is_replaced(
             await pool.call_tool(spec, "echo", {"text": "one"}, raw=True)
             idle = list(_lean(pool, "remote")._h1.idle)
             assert len(idle) == 1
-            await asyncio.sleep(6)
+            await asyncio.sleep(6)  # past uvicorn's 5 s keep-alive: the server closes it
             assert (await pool.call_tool(spec, "echo", {"text": "two"}, raw=True))["content"][0][
                 "text"
             ] == "two"

@@ -6,7 +6,8 @@ import time
 import pytest
 
 from apps.connections.pool import Pool, PoolOptions
-from tests.connections.conftest import child_pids, text, tiny_spec, wait_until
+from tests.connections.conftest import child_pids, text, tiny_spec
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -16,7 +17,7 @@ async def test_idle_connections_close_and_reopen_on_demand():
         spec = tiny_spec("sleepy")
         await pool.call_tool(spec, "echo", {"text": "x"})
         assert len(child_pids()) == 1
-        assert await wait_until(lambda: not child_pids(), 3.0)
+        await eventually_async(lambda: not child_pids(), timeout=3)
         assert (await pool.stats())["open_sessions"] == 0
         assert text(await pool.call_tool(spec, "echo", {"text": "again"})) == "again"
 

@@ -27,8 +27,8 @@ from tests.live_hub import (
     start_redis,
     stop,
     tagged_processes,
-    wait_for,
 )
+from tests.waiting import eventually
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120), pytest.mark.django_db(transaction=True)]
 
@@ -73,8 +73,8 @@ def test_stopping_or_killing_the_embedded_web_process_takes_its_backends_along(
 
         os.killpg(hub.processes[0].pid, getattr(signal, how))
         hub.processes[0].wait(15)
-        assert wait_for(lambda: not tagged_processes(tag), 5), (
-            f"backend {pid} outlived the web process"
+        eventually(
+            lambda: not tagged_processes(tag), timeout=5, what=f"backend {pid} to end with the web"
         )
     finally:
         stop(hub.processes)
@@ -93,7 +93,11 @@ def test_stopping_or_killing_the_pool_worker_takes_its_backends_along(
 
         os.killpg(worker.pid, getattr(signal, how))
         worker.wait(25)
-        assert wait_for(lambda: not tagged_processes(tag), 5), f"backend {pid} outlived the worker"
+        eventually(
+            lambda: not tagged_processes(tag),
+            timeout=5,
+            what=f"backend {pid} to end with the worker",
+        )
     finally:
         stop(hub.processes)
         redis.kill()
@@ -115,10 +119,16 @@ def test_mcp_discover_of_a_server_hanging_at_initialize_leaves_nothing_when_inte
         stderr=subprocess.STDOUT,
     )
     try:
-        assert wait_for(lambda: tagged_processes(tag), 30), "the command never started the backend"
+        eventually(
+            lambda: tagged_processes(tag), timeout=30, what="the command to start the backend"
+        )
         command.send_signal(getattr(signal, how))
         command.wait(15)
-        assert wait_for(lambda: not tagged_processes(tag), 5), "the backend outlived mcp_discover"
+        eventually(
+            lambda: not tagged_processes(tag),
+            timeout=5,
+            what="the backend to end with mcp_discover",
+        )
     finally:
         if command.poll() is None:
             command.kill()

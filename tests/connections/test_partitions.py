@@ -6,7 +6,8 @@ import pytest
 from apps.connections.errors import ServerUnavailable
 from apps.connections.pool import Pool, PoolOptions
 from apps.connections.specs import ServerSpec
-from tests.connections.conftest import child_pids, text, tiny_spec, wait_until
+from tests.connections.conftest import child_pids, inflight, text, tiny_spec
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -38,9 +39,9 @@ async def test_a_new_value_replaces_only_that_users_backend(pool):
 
     assert text(await pool.call_tool(rotated, "pid")) != alice_pid
     assert text(await pool.call_tool(bob, "pid")) == bob_pid
-    assert await wait_until(
-        lambda: len(child_pids()) == 2
-    )  # alice's old backend drained and closed
+    await eventually_async(
+        lambda: len(child_pids()) == 2, timeout=5, what="alice's old backend to drain and close"
+    )
 
 
 async def test_closing_a_server_by_name_closes_every_users_backend_and_one_key_only_its_own(pool):
@@ -48,9 +49,9 @@ async def test_closing_a_server_by_name_closes_every_users_backend_and_one_key_o
         await pool.call_tool(for_user(user, user), "pid")
 
     await pool.close("shared#u2")
-    assert await wait_until(lambda: len(child_pids()) == 2)
+    await eventually_async(lambda: len(child_pids()) == 2, timeout=5)
     await pool.close("shared")
-    assert await wait_until(lambda: len(child_pids()) == 0)
+    await eventually_async(lambda: len(child_pids()) == 0, timeout=5)
 
 
 async def test_per_user_backends_are_capped_per_server_the_idle_one_making_room():
@@ -70,7 +71,7 @@ async def test_in_flight_calls_of_every_user_count_against_one_per_server_limit(
         await pool.call_tool(for_user("u1", "a"), "pid")
         await pool.call_tool(for_user("u2", "b"), "pid")
         slow = asyncio.create_task(pool.call_tool(for_user("u1", "a"), "sleep", {"seconds": 0.5}))
-        await asyncio.sleep(0.1)
+        await eventually_async(lambda: inflight(pool) == 1)
         with pytest.raises(ServerUnavailable, match="'shared' is busy"):
             await pool.call_tool(for_user("u2", "b"), "pid")
         assert text(await slow) == "slept"
@@ -97,7 +98,9 @@ async def test_idle_per_user_backends_are_closed_and_forgotten():
             await pool.call_tool(for_user(user, user), "pid")
         assert len(child_pids()) == 2
 
-        assert await wait_until(lambda: not child_pids(), 5.0)
-        assert await wait_until(lambda: not pool.stats_now()["servers"], 5.0), (
-            "one entry per user must not pile up"
+        await eventually_async(lambda: not child_pids(), timeout=5)
+        await eventually_async(
+            lambda: not pool.stats_now()["servers"],
+            timeout=5,
+            what="the per-user entries to go (one entry per user must not pile up)",
         )

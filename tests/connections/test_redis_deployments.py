@@ -29,8 +29,8 @@ from tests.live_hub import (
     start_redis,
     start_worker,
     stop,
-    wait_for,
 )
+from tests.waiting import eventually
 
 pytestmark = [
     pytest.mark.anyio,
@@ -89,10 +89,12 @@ def secure(django_db_setup, django_db_blocker, tmp_path_factory):
     worker = start_worker(env, tmp, name="tls-worker")
     admin = server.admin()
     try:
-        registered = wait_for(
-            lambda: worker.poll() is not None or admin.zcard(workers_key(DEFAULT_PREFIX)) == 1, 90
+        eventually(
+            lambda: worker.poll() is not None or admin.zcard(workers_key(DEFAULT_PREFIX)) == 1,
+            timeout=90,
+            what=lambda: (tmp / "tls-worker.log").read_text()[-3000:],
         )
-        assert registered and worker.poll() is None, (tmp / "tls-worker.log").read_text()[-3000:]
+        assert worker.poll() is None, (tmp / "tls-worker.log").read_text()[-3000:]
         yield server, worker
     finally:
         admin.close()
@@ -147,7 +149,7 @@ async def test_a_redis_restart_mid_load_leaves_no_caller_stuck_and_calls_work_ag
                     ConnectionError,
                 ) as exc:  # the clear errors; anything else fails the test
                     outcome = f"{type(exc).__name__}: {exc}"
-                    await asyncio.sleep(0.05)
+                    await asyncio.sleep(0.05)  # a caller pauses after a failure, as clients do
                 outcomes.append((started, time.monotonic() - started, outcome))
 
         # Calls that run for 8 s are in flight when Redis dies: their replies can never come.
@@ -156,12 +158,12 @@ async def test_a_redis_restart_mid_load_leaves_no_caller_stuck_and_calls_work_ag
             for _ in range(3)
         ]
         load = asyncio.gather(*(caller() for _ in range(8)))
-        await asyncio.sleep(1.5)
+        await asyncio.sleep(1.5)  # the scenario: load for 1.5 s, then Redis dies
         killed_at = time.monotonic()
         server.kill()
         stuck = await asyncio.wait_for(asyncio.gather(*in_flight, return_exceptions=True), 10)
         in_flight_failed_after = time.monotonic() - killed_at
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(1.0)  # and stays down for 1 s
         await asyncio.to_thread(server.start)
         back_at = time.monotonic()
         await load

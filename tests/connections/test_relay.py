@@ -9,8 +9,9 @@ import pytest
 from apps.connections.hooks import Relay
 from apps.connections.pool import Pool, PoolOptions
 from apps.connections.specs import ServerSpec
-from tests.connections.conftest import sdk_spec, text
+from tests.connections.conftest import inflight, sdk_spec, text
 from tests.connections.test_http_transports import http_server  # noqa: F401  (module fixture)
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -59,7 +60,7 @@ async def test_log_lines_during_a_call_reach_its_caller_before_the_result(raw):
 
         recorder.events.clear()  # no relay (or one without log): the server-wide hook hears them
         await _call_and_mark(pool, spec, recorder, 2, Relay(), raw=raw)
-        await asyncio.sleep(0.2)
+        await eventually_async(lambda: len(recorder.events) >= 3)
         assert sorted(recorder.events) == ["hook:line 0", "hook:line 1", "result:said 2"]
 
 
@@ -71,7 +72,7 @@ async def test_over_stdio_the_oldest_relaying_call_gets_unattributed_lines():
         slow = asyncio.create_task(
             pool.call_tool(spec, "slow", {"seconds": 0.5}, relay=recorder.relay("old"))
         )
-        await asyncio.sleep(0.1)
+        await eventually_async(lambda: inflight(pool) == 1)
         await pool.call_tool(spec, "chatty", {"count": 2}, relay=recorder.relay("new"))
         await slow
     # Stdio says nothing about which call a line belongs to: the oldest relaying call is told.
@@ -86,7 +87,7 @@ async def test_over_streamable_http_lines_reach_exactly_their_own_call(http_serv
         slow = asyncio.create_task(
             pool.call_tool(spec, "slow", {"seconds": 0.5}, relay=recorder.relay("old"))
         )
-        await asyncio.sleep(0.1)
+        await eventually_async(lambda: inflight(pool) == 1)
         await _call_and_mark(pool, spec, recorder, 2, recorder.relay("new"), raw=True)
         await slow
     # The request's own response stream says whose lines these are.

@@ -14,6 +14,7 @@ from apps.connections.errors import CallTimeout, ServerCrashed
 from apps.connections.hooks import Relay
 from apps.connections.remote import RemotePool
 from tests.connections.conftest import PYTHON, child_pids, sdk_spec, text, tiny_spec
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
@@ -51,11 +52,11 @@ def worker():
 
 async def _remote(prefix: str, **kwargs) -> RemotePool:
     pool = RemotePool(REDIS_URL, prefix=prefix, **kwargs)
-    for _ in range(100):  # the worker process needs a moment to import and register
-        if await pool._live_workers(refresh=True):
-            return pool
-        await asyncio.sleep(0.1)
-    raise AssertionError("the pool worker never registered")
+    # The worker process needs a moment to import and register.
+    await eventually_async(
+        lambda: pool._live_workers(refresh=True), interval=0.1, what="the pool worker to register"
+    )
+    return pool
 
 
 async def test_calls_run_in_the_worker_process_not_here(worker):
@@ -116,7 +117,7 @@ async def test_progress_sampling_and_notifications_cross_the_wire(worker):
         )
         await pool.call_tool(spec, "progress", {"steps": 5}, progress_callback=on_progress)
         await pool.call_tool(spec, "touch_tools")
-        await asyncio.sleep(0.3)
+        await eventually_async(lambda: "echo:notifications/tools/list_changed" in seen)
     assert updates and updates[-1] == 5.0 and updates == sorted(updates)
     assert "echo:notifications/tools/list_changed" in seen
 
@@ -126,7 +127,7 @@ async def test_log_lines_cross_the_wire_before_the_result_and_raw_results_stay_j
     events: list[str] = []
 
     async def log(params: dict) -> None:
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # a slow client stream must still be written before the result
         events.append(f"log:{params['data']}")
 
     async def on_notification(server: str, notification: types.ServerNotification) -> None:
@@ -142,7 +143,7 @@ async def test_log_lines_cross_the_wire_before_the_result_and_raw_results_stay_j
         assert isinstance(typed, types.CallToolResult) and typed.structured_content == {"result": 3}
         events.clear()
         await pool.call_tool(spec, "chatty", {"count": 1})  # nobody claims it: the events channel
-        await asyncio.sleep(0.3)
+        await eventually_async(lambda: events)
         assert events == ["hook:line 0"]
 
 

@@ -1,7 +1,5 @@
 """What a backend sends us unasked reaches the right place: hooks, the calling client, progress."""
 
-import asyncio
-
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
@@ -9,6 +7,7 @@ from mcp.shared.exceptions import MCPError
 from apps.connections.hooks import Relay
 from apps.connections.pool import Pool
 from tests.connections.conftest import sdk_spec, text
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -48,7 +47,12 @@ async def test_notifications_progress_and_sampling_are_relayed():
             await pool.call_tool(
                 spec, "ask", {"question": "anyone?"}
             )  # no relay: the backend hears why
-        await asyncio.sleep(0.1)
+        await eventually_async(
+            lambda: (
+                {"notifications/tools/list_changed", "notifications/message"}
+                <= {method for _, method in seen}
+            )
+        )
 
     assert ("echo", "notifications/tools/list_changed") in seen
     assert ("echo", "notifications/message") in seen

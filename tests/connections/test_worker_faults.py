@@ -21,7 +21,8 @@ from apps.connections.errors import ServerCrashed
 from apps.connections.remote import RemotePool, _affinity
 from apps.connections.worker import DEFAULT_PREFIX, inbox_key, workers_key
 from tests.connections.conftest import free_port, live_pool, sdk_spec, text, tiny_spec
-from tests.live_hub import hub_env, start_redis, start_worker, stop, tagged_processes, wait_for
+from tests.live_hub import hub_env, start_redis, start_worker, stop, tagged_processes
+from tests.waiting import eventually
 
 pytestmark = [
     pytest.mark.anyio,
@@ -42,8 +43,10 @@ def workers(django_db_setup, django_db_blocker, tmp_path_factory):
     processes = [start_worker(env, tmp, name=f"w{i}") for i in range(3)]
     client = redis.Redis.from_url(url)
     try:
-        assert wait_for(lambda: len(client.zrange(workers_key(DEFAULT_PREFIX), 0, -1)) == 3, 90), (
-            "workers did not start"
+        eventually(
+            lambda: len(client.zrange(workers_key(DEFAULT_PREFIX), 0, -1)) == 3,
+            timeout=90,
+            what="three workers to start",
         )
         by_pid = {p.pid: p for p in processes}
         ids = [w.decode() for w in client.zrange(workers_key(DEFAULT_PREFIX), 0, -1)]
@@ -103,7 +106,7 @@ async def test_a_killed_worker_fails_its_calls_fast_and_the_others_take_over(wor
         in_flight = [
             asyncio.ensure_future(pool.call_tool(slow, "slow", {"seconds": 30})) for _ in range(4)
         ]
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.5)  # the calls reach the worker (nothing to watch for it there)
         its_backends = set(tagged_processes(slow_name) + tagged_processes(fast_name))
         killed_at = time.monotonic()
         dead = processes.pop(victim)
@@ -119,16 +122,21 @@ async def test_a_killed_worker_fails_its_calls_fast_and_the_others_take_over(wor
     assert all(
         isinstance(r, ServerCrashed) and "may or may not have run" in str(r) for r in results
     ), results
-    assert failed_after < 5.0, f"in-flight callers waited {failed_after:.1f}s"
+    # Did not hang (measured 3.6 s and 2.7 s at load 10, on 2 cores): an in-flight call left to
+    # run would end after its 30 s, a new call sent to the dead worker at its 60 s timeout.
+    assert failed_after < 20.0, f"in-flight callers waited {failed_after:.1f}s"
     assert (errors, calls > 8) == ([], True), errors[:3]
-    assert slowest < 4.0, f"a new call waited {slowest:.1f}s for a live worker"
+    assert slowest < 15.0, f"a new call waited {slowest:.1f}s for a live worker"
     assert len(its_backends) == 2
-    assert wait_for(
-        lambda: not its_backends & set(tagged_processes(slow_name) + tagged_processes(fast_name)), 5
+    eventually(
+        lambda: not its_backends & set(tagged_processes(slow_name) + tagged_processes(fast_name)),
+        timeout=5,
     )
     client = redis.Redis.from_url(url)
-    assert wait_for(lambda: client.zscore(workers_key(DEFAULT_PREFIX), victim) is None, 10), (
-        "the dead worker is still listed"
+    eventually(
+        lambda: client.zscore(workers_key(DEFAULT_PREFIX), victim) is None,
+        timeout=10,
+        what="the dead worker to leave the list",
     )
     assert client.llen(inbox_key(DEFAULT_PREFIX, victim)) == 0
 
@@ -150,7 +158,7 @@ async def test_a_stopped_worker_finishes_its_calls_and_hands_the_rest_over(worke
             asyncio.ensure_future(pool.call_tool(slow, "slow", {"seconds": 2})) for _ in range(4)
         ]
         load = asyncio.ensure_future(_keep_calling(pool, fast, 4.0))
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.5)  # the calls reach the worker (nothing to watch for it there)
         worker = processes.pop(victim)
         worker.send_signal(signal.SIGTERM)
 
@@ -162,8 +170,9 @@ async def test_a_stopped_worker_finishes_its_calls_and_hands_the_rest_over(worke
     ] * 4
     assert (errors, calls > 8) == ([], True), errors[:3]
     assert worker.wait(20) is not None
-    assert wait_for(
-        lambda: not its_backends & set(tagged_processes(slow_name) + tagged_processes(fast_name)), 5
+    eventually(
+        lambda: not its_backends & set(tagged_processes(slow_name) + tagged_processes(fast_name)),
+        timeout=5,
     )
     client = redis.Redis.from_url(url)
     assert client.zscore(workers_key(DEFAULT_PREFIX), victim) is None

@@ -8,6 +8,7 @@ import pytest
 
 from mcphub import beat
 from mcphub.celery import app
+from tests.waiting import eventually_async
 
 pytestmark = pytest.mark.anyio
 
@@ -34,10 +35,8 @@ async def test_the_schedule_runs_each_entry_at_its_interval_and_survives_a_failu
         "boom": {"task": "tests.beat_boom", "schedule": 0.3},
     }
     runner = asyncio.ensure_future(beat.run_schedule(schedule))
-    for _ in range(100):  # it first loads the task modules, then runs each entry every 0.3 s
-        if runs.count("tick") >= 3 and runs.count("boom") >= 3:
-            break
-        await asyncio.sleep(0.1)
+    # It first loads the task modules, then runs each entry every 0.3 s.
+    await eventually_async(lambda: runs.count("tick") >= 3 and runs.count("boom") >= 3)
     runner.cancel()
 
     assert runs.count("tick") >= 3

@@ -10,15 +10,14 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
 
 from apps.catalog.introspection import apply_discovery
 from apps.catalog.models import McpServer
 from apps.connections.specs import ServerSpec
-from tests.live_hub import HUB_PIDS, SERVERS, free_port
+from tests.live_hub import HUB_PIDS, SERVERS, _accepts, free_port
+from tests.waiting import eventually
 
 STDIO_VARIABLES = [
     {
@@ -54,15 +53,7 @@ def whoami_http_port() -> int:
 
 
 def _wait_listening(port: int, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/mcp", timeout=1)
-        except urllib.error.HTTPError:
-            return  # it answers (a GET without a session is refused): it is up
-        except OSError:
-            time.sleep(0.1)
-    raise TimeoutError("the whoami HTTP server did not start")
+    eventually(lambda: _accepts(port), timeout=timeout, what="the whoami HTTP server to start")
 
 
 @pytest.fixture(scope="session")

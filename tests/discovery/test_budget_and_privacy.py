@@ -3,14 +3,14 @@ user only what they may enable: charlie never sees alice's private server."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from asgiref.sync import sync_to_async
 
 from apps.catalog.models import Tool
+from apps.toolsets.models import ToolCall
 from apps.toolsets.services import update_endpoint
 from tests.live_hub import mcp_client
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
@@ -29,7 +29,12 @@ async def test_loading_past_the_budget_unloads_the_least_recently_used_tool(
         await client.call_tool("load_tools", {"names": ["add"]})
         await client.call_tool("load_tools", {"names": ["echo"]})
         await client.call_tool("add", {"a": 1, "b": 1})  # add was loaded first but used last
-        await asyncio.sleep(1.5)  # the call log is written in batches every 0.5 s
+        # The call log (written in batches) is what says add was used last.
+        await eventually_async(
+            sync_to_async(
+                lambda: ToolCall.objects.filter(endpoint=tight_endpoint, tool_name="add").exists()
+            )
+        )
         third = await client.call_tool("load_tools", {"names": ["pid"]})
         listed = {t.name for t in (await client.list_tools()).tools}
         too_many = await client.call_tool("load_tools", {"names": ["log", "chatty", "slow"]})

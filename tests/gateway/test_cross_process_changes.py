@@ -12,9 +12,10 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from apps.catalog.models import Tool
-from tests.catalog.conftest import tiny_args, wait_for
+from tests.catalog.conftest import tiny_args
 from tests.gateway.test_list_changed import _collector
 from tests.live_hub import ROOT, hub_env, mcp_client
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
@@ -61,8 +62,9 @@ def shell(tmp_path):
 
 async def _tiny_with_env_enabled_for(alice, shell) -> str:
     await shell("mcp_import", shell.config("one"))
-    await sync_to_async(wait_for)(
-        lambda: Tool.objects.filter(server__name="tiny", name="env").exists()
+    await eventually_async(
+        sync_to_async(lambda: Tool.objects.filter(server__name="tiny", name="env").exists()),
+        timeout=20,
     )
     await shell("mcp_enable", "--user", "alice", "tiny.env")
     return (await sync_to_async(alice.endpoints.get)()).path

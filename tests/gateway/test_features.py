@@ -10,6 +10,7 @@ import pytest
 from mcp import MCPError
 
 from tests.live_hub import mcp_client
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
@@ -81,14 +82,17 @@ async def test_a_cancelled_call_is_cancelled_at_the_backend(hub, alice_endpoint,
     async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
         before = (await client.call_tool("cancellations", {})).structured_content["result"]
         call = asyncio.ensure_future(client.call_tool("slow", {"seconds": 30}))
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(1.0)  # the slow call reaches the backend (nothing to watch for it)
         call.cancel()
-        count = before
-        for _ in range(50):
-            await asyncio.sleep(0.2)
-            count = (await client.call_tool("cancellations", {})).structured_content["result"]
-            if count > before:
-                break
+
+        async def cancellations() -> int:
+            return (await client.call_tool("cancellations", {})).structured_content["result"]
+
+        async def counted() -> int:
+            return await cancellations() > before
+
+        await eventually_async(counted, timeout=10, interval=0.2)
+        count = await cancellations()
 
     assert count == before + 1
 

@@ -16,6 +16,7 @@ from tests.chat.conftest import (  # noqa: F401 - fixtures
 from tests.chat.runs.conftest import hub_tools  # noqa: F401 - the fixture
 from tests.live_hub import mcp_client
 from tests.llm_server import Reply
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
@@ -105,11 +106,12 @@ async def test_wait_false_returns_the_run_id_and_get_run_follows_it(
             "autonomous_discover_and_execute", {"task": "Add things", "wait": False}
         )
         run_id = started.structured_content["run_id"]
-        for _ in range(200):
+
+        async def succeeded():
             got = await client.call_tool("get_run", {"run_id": run_id})
-            if got.structured_content["status"] == "succeeded":
-                break
-            await asyncio.sleep(0.1)
+            return got if got.structured_content["status"] == "succeeded" else None
+
+        got = await eventually_async(succeeded, timeout=20, interval=0.1)
         bad = await client.call_tool("autonomous_with_mcp", {"mcp_name": "nope", "task": "x"})
 
     assert started.structured_content["status"] in ("queued", "running")
@@ -147,15 +149,11 @@ async def test_a_client_that_cancels_the_call_cancels_the_run(
         call = asyncio.ensure_future(
             client.call_tool("autonomous_with_mcp", {"mcp_name": "echo", "task": "Never stop"})
         )
-        for _ in range(100):
-            await asyncio.sleep(0.1)
-            if await db(Run.objects.filter(status="running", rounds__gte=2).exists)():
-                break
+        await eventually_async(
+            db(Run.objects.filter(status="running", rounds__gte=2).exists), timeout=10
+        )
         call.cancel()
-        for _ in range(100):
-            await asyncio.sleep(0.1)
-            run = await db(Run.objects.get)()
-            if run.status == "cancelled":
-                break
+        await eventually_async(db(Run.objects.filter(status="cancelled").exists), timeout=10)
+        run = await db(Run.objects.get)()
     assert run.status == "cancelled"
     assert run.rounds >= 2

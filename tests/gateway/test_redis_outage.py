@@ -52,7 +52,7 @@ class Caller:
                     Outcome(started, time.monotonic() - started, status, ok, retry_after)
                 )
                 if not ok:
-                    await asyncio.sleep(0.05)
+                    await asyncio.sleep(0.05)  # a caller pauses after a failure, as clients do
 
     async def _call(self, http: httpx2.AsyncClient) -> tuple[int, bool, str | None]:
         try:
@@ -127,7 +127,7 @@ async def _outage_under_load(callers: list[Caller], redis, port: int, tmp_path) 
     _running_redis = redis
     until = time.monotonic() + 6.5
     load = asyncio.gather(*(c.run(until) for c in callers))
-    await asyncio.sleep(1.0)
+    await asyncio.sleep(1.0)  # the scenario: calls for 1 s, Redis dead for 1.5 s
     redis.kill()
     await asyncio.to_thread(redis.wait)
     await asyncio.sleep(1.5)

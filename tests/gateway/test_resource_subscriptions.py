@@ -15,6 +15,7 @@ from apps.catalog.introspection import discover_server
 from apps.catalog.models import McpServer
 from apps.toolsets.services import enable_tools
 from tests.live_hub import SERVERS, another_web, raw_session, sse_messages
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
 
@@ -90,10 +91,7 @@ async def test_an_update_reaches_every_subscribed_session_on_any_web_process(
             headers=sessions["b"],
         )
         assert written.json()["result"]["content"][0]["text"] == "written"
-        for _ in range(100):
-            if heard["a"] and heard["b"]:
-                break
-            await asyncio.sleep(0.1)
+        await eventually_async(lambda: heard["a"] and heard["b"], timeout=10)
         await asyncio.sleep(0.5)  # time for a duplicate, or a stray update to the bystander
         for stream in streams:
             stream.cancel()
@@ -131,7 +129,7 @@ async def test_an_unsubscribed_session_hears_no_more(hub, notes_endpoint, alice_
             content=_rpc(3, "tools/call", {"name": "write", "arguments": {"text": "quiet"}}),
             headers=headers,
         )
-        await asyncio.sleep(1)
+        await asyncio.sleep(1)  # time for an update that must not come
         stream.cancel()
     assert heard == []
 

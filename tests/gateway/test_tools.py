@@ -9,6 +9,7 @@ from mcp import MCPError
 from apps.toolsets.models import ToolCall
 from apps.toolsets.services import disable_tools
 from tests.live_hub import mcp_client
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
@@ -100,11 +101,9 @@ async def test_every_call_is_logged(hub, alice, alice_endpoint, alice_hub_token)
 
 
 async def _wait_for_rows(count: int, *, user) -> list[ToolCall]:
-    import asyncio
-
-    for _ in range(50):
-        rows = await sync_to_async(list)(ToolCall.objects.filter(user=user))
-        if len(rows) >= count:
-            return rows
-        await asyncio.sleep(0.1)
-    return rows
+    await eventually_async(
+        sync_to_async(lambda: ToolCall.objects.filter(user=user).count() >= count),
+        timeout=10,
+        what=f"{count} rows in the call log",
+    )
+    return await sync_to_async(list)(ToolCall.objects.filter(user=user))

@@ -6,6 +6,7 @@ import pytest
 
 from apps.llm.types import TextDelta
 from tests.llm_server import Reply
+from tests.waiting import eventually_async
 
 pytestmark = pytest.mark.anyio
 
@@ -33,7 +34,9 @@ async def test_cancel_mid_stream_disconnects_from_the_provider(adapter, llm):
 async def test_cancel_while_the_model_thinks_disconnects_too(adapter, llm):
     llm.script([Reply(text=["late"], delay=5.0)])
     task = asyncio.create_task(_read_into(adapter, [], asyncio.Event()))
-    await asyncio.to_thread(_wait_until, lambda: llm.active == 1)
+    await eventually_async(
+        lambda: llm.active == 1, timeout=5, what="the request at the scripted LLM"
+    )
 
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -50,12 +53,3 @@ async def test_a_reader_that_stops_early_disconnects(adapter, llm):
     await stream.aclose()
 
     assert await asyncio.to_thread(llm.wait_for_disconnects, 1, 5.0)
-
-
-def _wait_until(condition, timeout: float = 5.0) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the scripted LLM never got the request"
-        time.sleep(0.01)

@@ -10,7 +10,8 @@ from django.contrib.auth.models import Permission
 
 from apps.accounts.models import User
 from apps.catalog.models import McpServer
-from tests.live_hub import SERVERS, wait_for
+from tests.live_hub import SERVERS
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -77,7 +78,7 @@ def test_staff_add_a_server_with_a_secret_and_it_is_discovered(as_admin, pool_ho
         "s3cret-value" not in page and "API_KEY=" in page
     )  # write-only: the name shows, never the value
     # Discovered on save: at once embedded, by the worker after commit in production.
-    assert wait_for(
+    eventually(
         lambda: McpServer.objects.filter(name="tiny", last_checked_at__isnull=False).exists(),
         timeout=60,
     )

@@ -12,7 +12,6 @@ import json
 import socket
 import sys
 import threading
-import time
 from pathlib import Path
 
 import anyio
@@ -24,6 +23,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from tests.servers import conformance_fixture
+from tests.waiting import eventually
 
 pytestmark = [
     pytest.mark.anyio,
@@ -192,10 +192,8 @@ def http_fixture():
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
+    eventually(lambda: server.started or not thread.is_alive(), interval=0.01)
+    assert server.started, "uvicorn did not start"
     try:
         yield f"http://localhost:{port}/mcp"
     finally:

@@ -16,8 +16,8 @@ from apps.catalog import operations
 from apps.catalog.models import McpServer
 from apps.credentials.upstream.models import UpstreamOAuthGrant
 from apps.toolsets.services import enable_tools
-from tests.live_hub import wait_for
 from tests.upstream_oauth.upstream import OAuthBackend, connect, whoami
+from tests.waiting import eventually
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.anyio]
 
@@ -41,9 +41,11 @@ def vault(hub, short_lived_backend, admin_user, alice, bob, charlie, browser_of)
     browser_of(admin_user).authorize(
         "vault", subject="admin@vault"
     )  # discovers it with the admin's sign-in
-    assert wait_for(lambda: server.tools.filter(name="whoami").exists(), 60), McpServer.objects.get(
-        pk=server.pk
-    ).last_error
+    eventually(
+        lambda: server.tools.filter(name="whoami").exists(),
+        timeout=60,
+        what=lambda: f"discovery; last error: {McpServer.objects.get(pk=server.pk).last_error}",
+    )
     assert McpServer.objects.get(pk=server.pk).status == McpServer.Status.HEALTHY
     for user in (alice, bob, charlie):
         enable_tools(endpoint=user.endpoints.get(), tools=server.tools.all())

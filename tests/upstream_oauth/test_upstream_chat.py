@@ -3,7 +3,6 @@ sign-in, and the model is told to have her connect it when she has not."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -13,9 +12,9 @@ from apps.catalog import operations
 from apps.catalog.models import McpServer
 from apps.toolsets.services import enable_tools
 from tests.chat.conftest import Api, alice_provider, chat_socket, llm  # noqa: F401 - fixtures
-from tests.live_hub import wait_for
 from tests.llm_server import Reply
 from tests.upstream_oauth.upstream import connect, whoami
+from tests.waiting import eventually, eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
@@ -27,7 +26,7 @@ def alice_token(hub, oauth_backend, admin_user, alice, browser_of) -> str:
     )
     operations.discover_now(server=server)  # marks it as requiring OAuth
     browser_of(admin_user).authorize("vault", subject="admin-chat@vault")
-    assert wait_for(lambda: server.tools.filter(name="whoami").exists(), 60)
+    eventually(lambda: server.tools.filter(name="whoami").exists(), timeout=60)
     enable_tools(endpoint=alice.endpoints.get(), tools=server.tools.all())
     return create_access_token(user=alice, name="chat")[1]
 
@@ -47,12 +46,13 @@ async def test_a_chat_turn_calls_the_backend_with_alices_own_sign_in(
 ):  # noqa: F811
     told_before = await _turn(hub, llm, alice_token)
     await connect(browser_of, alice, "alice-chat@vault")
+
     # Embedded, a version read that meets a writer committing serves the last value seen once
     # (apps/core/hotstate.py): let the hub process see the change before the turn.
-    for _ in range(50):
-        if (await whoami(hub, alice))[0] is not None:
-            break
-        await asyncio.sleep(0.1)
+    async def signed_in() -> bool:
+        return (await whoami(hub, alice))[0] is not None
+
+    await eventually_async(signed_in, timeout=5)
     told_after = await _turn(hub, llm, alice_token)
 
     assert "needs your own OAuth sign-in: connect vault at " in told_before

@@ -15,7 +15,8 @@ from asgiref.sync import sync_to_async
 from django.test import Client
 
 from apps.accounts.services import create_access_token
-from tests.live_hub import SERVERS, _accepts, free_port, mcp_client, wait_for
+from tests.live_hub import SERVERS, _accepts, free_port, mcp_client
+from tests.waiting import eventually
 
 
 class OAuthBackend:
@@ -35,7 +36,7 @@ class OAuthBackend:
         self.process = subprocess.Popen(
             args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
         )
-        assert wait_for(lambda: _accepts(self.port), 30), "the OAuth backend did not start"
+        eventually(lambda: _accepts(self.port), timeout=30, what="the OAuth backend to start")
 
     def stats(self) -> dict:
         return httpx2.get(f"{self.base}/admin/stats").json()

@@ -3,8 +3,6 @@ worker (production shape) or the web process (embedded) executes the runs."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -21,6 +19,7 @@ from tests.chat.conftest import (  # noqa: F401 - fixtures shared with the chat 
     echo_server,
     llm,
 )
+from tests.waiting import eventually_async
 
 FINISHED = ("succeeded", "failed", "cancelled", "interrupted")
 
@@ -40,15 +39,18 @@ async def wait_run(
     timeout: float = 60,
 ) -> dict[str, Any]:
     """The run's detail once its status is one of `until` (and it has at least `rounds` rounds)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        run = (await api.client.get(f"/runs/{run_id}/")).json()
-        if run["status"] in until and run["rounds"] >= rounds:
-            return run
-        assert time.monotonic() < deadline, (
-            f"run still {run['status']} after {run['rounds']} rounds"
-        )
-        await asyncio.sleep(0.1)
+    last: dict[str, Any] = {}
+
+    async def arrived() -> dict[str, Any] | None:
+        last.update((await api.client.get(f"/runs/{run_id}/")).json())
+        return dict(last) if last["status"] in until and last["rounds"] >= rounds else None
+
+    return await eventually_async(
+        arrived,
+        timeout=timeout,
+        interval=0.1,
+        what=lambda: f"the run to be {until}; still {last['status']} after {last['rounds']} rounds",
+    )
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from tests.chat.conftest import Api, db
 from tests.chat.runs.conftest import start_run, wait_run
 from tests.live_hub import mcp_client
 from tests.llm_server import Reply
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
@@ -34,7 +35,7 @@ async def test_cancel_stops_the_tool_call_in_flight(
     async with Api(hub.base_url, alice_hub_token) as api:
         run = await start_run(api, task="Be slow")
         await wait_run(api, run["id"], until=("running",), rounds=1)
-        await asyncio.sleep(1.0)  # the slow call is in flight
+        await asyncio.sleep(1.0)  # the slow call reaches the backend (nothing to watch for it)
         response = await api.client.post(f"/runs/{run['id']}/cancel/")
         assert response.status_code == 200, response.text
         done = await wait_run(api, run["id"], timeout=10)
@@ -43,10 +44,11 @@ async def test_cancel_stops_the_tool_call_in_flight(
     assert done["status"] == "cancelled"
     assert done["rounds"] == 1  # the round cut short is not a completed step
     assert again.status_code == 409
-    for _ in range(50):
-        if await _cancellations(hub, alice_endpoint, alice_hub_token) > before:
-            break
-        await asyncio.sleep(0.1)
+
+    async def cancelled() -> bool:
+        return await _cancellations(hub, alice_endpoint, alice_hub_token) > before
+
+    await eventually_async(cancelled, timeout=5, interval=0.1)
     assert await _cancellations(hub, alice_endpoint, alice_hub_token) == before + 1
 
 

@@ -26,6 +26,7 @@ from tests.chat.conftest import Api, db
 from tests.chat.runs.conftest import start_run, wait_run
 from tests.chat.runs.test_browser import _slow_adds
 from tests.llm_server import Reply
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
@@ -186,8 +187,7 @@ async def test_a_resume_racing_a_fast_run_has_no_gap_and_no_repeat(alice, alice_
         await finish(run, 40)
 
     worker = asyncio.create_task(work())
-    while await db(lambda: run.steps.count())() < 5:
-        await asyncio.sleep(0.01)
+    await eventually_async(db(lambda: run.steps.count() >= 5), interval=0.01)
     socket = await connect(run, alice_hub_token)
     await socket.send_json_to({"type": "resume", "payload": {"after": 3}})
     events = await until_end(socket)
