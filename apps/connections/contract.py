@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol, Self
 if TYPE_CHECKING:
     import mcp_types as types
 
-    from apps.connections.listing import Discovery
     from apps.connections.hooks import ProgressFn, Relay
+    from apps.connections.listing import Discovery
     from apps.connections.specs import ServerSpec
 
 
