@@ -3,8 +3,6 @@ call to one is answered by the hub (the built-in server), as her, like one from 
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from apps.toolsets.models import ToolCall
@@ -12,6 +10,7 @@ from tests.chat.conftest import Api, chat_socket, db
 from tests.chat.runs.conftest import hub_tools  # noqa: F401 - the fixture
 from tests.live_hub import mcp_client
 from tests.llm_server import Reply
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
 
@@ -40,12 +39,14 @@ async def test_a_turn_calls_a_hub_tool_and_gets_its_real_answer(
     assert "tools enabled here" in result["payload"]["content"][0]["text"]
     tool_message = next(m for m in llm.requests[1]["messages"] if m["role"] == "tool")
     assert tool_message["content"].startswith("echo (")
-    await asyncio.sleep(1)  # the call log is written in batches
-    logged = await db(
-        lambda: list(
-            ToolCall.objects.filter(endpoint=alice_endpoint).values_list(
-                "server_name", "exposed_name", "ok"
+    logged = await eventually_async(  # the call log is written in batches
+        db(
+            lambda: list(
+                ToolCall.objects.filter(endpoint=alice_endpoint).values_list(
+                    "server_name", "exposed_name", "ok"
+                )
             )
-        )
-    )()
+        ),
+        what="the hub tool's call in the call log",
+    )
     assert logged == [("hub", name, True)]

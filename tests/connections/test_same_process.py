@@ -18,6 +18,7 @@ from apps.connections.errors import CallTimeout
 from apps.connections.hooks import Relay
 from apps.connections.remote import RemotePool, _affinity
 from tests.connections.conftest import sdk_spec, text, tiny_spec
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
@@ -70,11 +71,12 @@ class _Spy:
 
 async def _pool(prefix: str, expected: int) -> RemotePool:
     pool = RemotePool(REDIS_URL, prefix=prefix, same_process=True)
-    for _ in range(100):
-        if len(await pool._live_workers(refresh=True)) == expected:
-            return pool
-        await asyncio.sleep(0.05)
-    raise AssertionError("the pool workers never registered")
+
+    async def registered() -> bool:
+        return len(await pool._live_workers(refresh=True)) == expected
+
+    await eventually_async(registered, timeout=5, what=f"{expected} pool workers registered")
+    return pool
 
 
 def _owned_by(worker_id: str, candidates: list[str], servers: int = 64) -> str:
@@ -174,9 +176,9 @@ async def test_a_cancelled_caller_cancels_the_call_on_the_workers_loop(worker):
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        for _ in range(50):
+
+        async def cancellations() -> str | None:
             count = text(await pool.call_tool(spec, "cancellations"))
-            if count != "0":
-                break
-            await asyncio.sleep(0.1)
-        assert count == "1"
+            return count if count != "0" else None
+
+        assert await eventually_async(cancellations, what="the cancel reaching the server") == "1"

@@ -3,8 +3,6 @@ own name, `call_tool` under the tool it called (or under its own name when it na
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from asgiref.sync import sync_to_async
 from mcp import MCPError
@@ -12,6 +10,7 @@ from mcp import MCPError
 from apps.toolsets.models import ToolCall
 from apps.toolsets.services import update_endpoint
 from tests.live_hub import mcp_client
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
@@ -30,11 +29,13 @@ async def _log(endpoint, count: int) -> list[tuple[str, str, bool]]:
             .values_list("server_name", "exposed_name", "ok")
         )
     )
-    for _ in range(200):
-        rows = await read()
-        if len(rows) >= count:
-            return rows
-        await asyncio.sleep(0.05)
+    rows: list[tuple[str, str, bool]] = []
+
+    async def enough() -> bool:
+        rows[:] = await read()
+        return len(rows) >= count
+
+    await eventually_async(enough, what=lambda: f"{count} rows in the call log, not {rows}")
     return rows
 
 
