@@ -267,7 +267,10 @@ class Pool:
         return server.stderr.text() if server else ""
 
     async def close(self, name: str) -> None:
-        """Close one pool key's connection; a plain server name closes its per-user ones too."""
+        """Close one pool key's connection; a plain server name closes its per-user ones too.
+
+        Someone closed it (an admin, a *Test* that closes after, a server disabled): the next call
+        starts afresh, with the circuit closed, instead of being refused for a past failure."""
         keys = [
             k
             for k in self._servers
@@ -275,6 +278,8 @@ class Pool:
         ]
         for key in keys:
             server = self._servers[key]
+            server.breaker.reset()
+            server.last_start_error = None
             if server.conn is not None:
                 conn, server.conn = server.conn, None
                 await conn.close()

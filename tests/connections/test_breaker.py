@@ -43,6 +43,22 @@ async def test_circuit_opens_after_repeated_failures_and_half_opens_later():
         assert (await pool.stats())["servers"]["flaky"]["starts"] == 4
 
 
+async def test_closing_a_server_gives_it_a_fresh_chance_at_once():
+    async with Pool(PoolOptions(breaker=OPENED)) as pool:
+        spec = tiny_spec("down", "--fail", "database is down")
+        for _ in range(3):
+            with pytest.raises(ServerStartFailed):
+                await pool.call_tool(spec, "echo")
+        with pytest.raises(ServerUnavailable, match="circuit open"):
+            await pool.call_tool(spec, "echo")
+
+        await pool.close("down")  # within the open window (0.3 s at least)
+
+        with pytest.raises(ServerStartFailed, match="database is down"):  # tried, not refused
+            await pool.call_tool(spec, "echo")
+        assert (await pool.stats())["servers"]["down"]["starts"] == 4
+
+
 async def test_fixing_the_config_closes_the_circuit():
     async with Pool(PoolOptions(breaker=POLICY)) as pool:
         for _ in range(3):

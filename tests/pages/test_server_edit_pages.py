@@ -62,6 +62,18 @@ def test_a_broken_config_tests_as_not_working(as_admin, pool_host):
     assert not McpServer.objects.exists()
 
 
+def test_testing_a_down_server_again_and_again_tests_it_each_time(as_admin, pool_host):
+    broken = {
+        **form_data(args=f"-I\n-S\n{SERVERS / 'tiny.py'}\n--fail\ndatabase is down"),
+        "test": "1",
+    }
+
+    for _ in range(5):  # more than the breaker's threshold (3)
+        page = as_admin.post("/servers/new/", broken).content.decode()
+        assert "Does not work:" in page and "database is down" in page, page
+        assert "circuit open" not in page
+
+
 def test_staff_add_a_server_with_a_secret_and_it_is_discovered(as_admin, pool_host):
     response = as_admin.post(
         "/servers/new/", {**form_data(env="API_KEY=s3cret-value"), "save": "1"}, follow=True
