@@ -124,7 +124,9 @@ async def tools_call(
 ) -> dict[str, Any]:
     catalog = await _catalog(ctx)
     if name == SEARCH:
-        payload = _search(catalog, arguments, _loaded(ctx, catalog))
+        payload = await discovery_catalog.off_loop(
+            _search, catalog, arguments, _loaded(ctx, catalog)
+        )
         activated = await _activate(ctx, catalog, arguments["query"])
         return _result({**payload, "activated": activated} if activated else payload)
     if name in (LOAD, UNLOAD):
