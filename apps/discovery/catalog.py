@@ -13,7 +13,7 @@ import hashlib
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -130,14 +130,22 @@ class Catalog:
         ]
 
     def search(
-        self, query: str, limit: int, *, lexical: bool = False, beside: frozenset[int] = frozenset()
+        self,
+        query: str | Sequence[str],
+        limit: int,
+        *,
+        lexical: bool = False,
+        beside: frozenset[int] = frozenset(),
     ) -> list[Hit]:
-        """The best `limit` tools for `query`; among relevant ones, tools used here lately, and
-        tools often called together with those `beside` (tool ids a session holds), rank a little
-        higher (a prior: it reorders what matched, it never adds what did not)."""
+        """The best `limit` tools for `query` (or several queries at once: searched as the parts
+        of one request); among relevant ones, tools used here lately, and tools often called
+        together with those `beside` (tool ids a session holds), rank a little higher (a prior:
+        it reorders what matched, it never adds what did not)."""
         retriever = self.lexical if lexical else self.retriever
         if retriever is None:
             return []
+        if not isinstance(query, str):
+            query = "\n".join(query)  # one part per line (text.parts)
         order = list(self.entries.values())
         hits = [
             Hit(order[i], score * self._prior(order[i], beside))

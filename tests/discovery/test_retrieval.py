@@ -119,3 +119,24 @@ def test_a_task_of_two_steps_finds_a_tool_for_each():
     found = [doc for doc, _ in hybrid.search("find the issues in my repo and email them", 2)]
 
     assert sorted(found) == [1, 2]
+
+
+def test_several_queries_at_once_are_searched_as_the_parts_of_one_request():
+    from apps.discovery.catalog import Catalog, Entry, index
+    from apps.toolsets.exposure import Exposed
+
+    catalog = Catalog(0, 0, 0, "dynamic", 10**6)
+    for i, (name, description) in enumerate(
+        [
+            ("get_weather_forecast", "Forecast for a city over the next days."),
+            ("send_email", "Send a message to a recipient."),
+            ("search_issues", "Find issues in a repository."),
+        ]
+    ):
+        entry = {"name": name, "description": description, "inputSchema": {}}
+        catalog.entries[name] = Entry(Exposed(name, "s", name, i, entry), 10, False, f"s.{name}")
+    index(catalog, method="bm25", background=False)
+
+    found = {hit.entry.name for hit in catalog.search(["weather forecast", "email someone"], 2)}
+
+    assert found == {"get_weather_forecast", "send_email"}
