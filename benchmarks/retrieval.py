@@ -5,9 +5,10 @@
 
 An ablation per data set: the plain baselines (BM25 alone, MiniLM alone over the short gist at
 128 word pieces, and their equal-weight fusion: the hub's default before issue 29), then each
-step of the hub's search turned on in turn (documents: the whole tool text at 256 word pieces;
-fusion weighted toward embeddings; a request's parts searched one by one), then the default
-with each step turned off again. Columns: R@1/5/10 (share of a query's gold tools in the top
+step of the hub's search turned on in turn (documents: the whole tool text embedded beside the
+gist, each tool's better match counting, 256 word pieces; fusion of standardised scores, BM25's
+weighted LEXICAL_WEIGHT; a request's parts searched one by one), then the default with the
+documents step turned off again, and embeddings alone over the new documents. Columns: R@1/5/10 (share of a query's gold tools in the top
 k), nDCG@10, "all gold tools in the top 10", query latency p50/p95 over the set's catalog (a
 separate pass, nothing cached), and the tokens of the top 5 definitions. `--endpoint`: a
 500-tool BFCL endpoint's tools/list static vs dynamic through the real gateway (in-process).
@@ -74,31 +75,6 @@ def make_catalog(tools: list[retrieval_data.Tool], server: str = "bench") -> Cat
 
 # -- the steps, each on or off ----------------------------------------------------------------
 
-DOCUMENT = discovery_catalog.document
-
-
-def old_gist(entry: Entry) -> retrieval.Document:
-    """What the embeddings saw before issue 29: name, title, description and parameter names."""
-    document = DOCUMENT(entry)
-    tool = entry.exposed.entry
-    properties = (tool.get("inputSchema") or {}).get("properties")
-    params = (
-        " ".join(text.split_identifier(str(p)) for p in properties)
-        if isinstance(properties, dict)
-        else ""
-    )
-    gist = " ".join(
-        part
-        for part in (
-            text.split_identifier(entry.name),
-            tool.get("title", ""),
-            entry.description,
-            params,
-        )
-        if part
-    )
-    return retrieval.Document(document.full, gist)
-
 
 class RankHybrid(retrieval.Hybrid):
     """The hybrid before issue 29: equal-vote reciprocal-rank fusion of the two top-50 lists."""
@@ -114,7 +90,7 @@ class RankHybrid(retrieval.Hybrid):
 class Config:
     label: str
     method: str
-    documents: bool = True  # the whole tool text embedded, 256 word pieces
+    documents: bool = True  # the whole text embedded beside the gist (best counts), 256 pieces
     scored: bool = True  # standardised scores added (BM25 × LEXICAL_WEIGHT), not rank fusion
     parts: bool = True  # a request's parts searched one by one
 
@@ -135,10 +111,10 @@ STEPS = [
 
 @contextlib.contextmanager
 def configured(config: Config) -> Iterator[None]:
-    saved = (discovery_catalog.document, embeddings.MAX_TOKENS, retrieval.Hybrid)
+    saved = (retrieval.DENSE_VIEWS, embeddings.MAX_TOKENS, retrieval.Hybrid)
     discovery_catalog.forget()  # retrievers are cached per documents: build this config's
     if not config.documents:
-        discovery_catalog.document = old_gist
+        retrieval.DENSE_VIEWS = ("gist",)  # the gist alone, as before issue 29
         embeddings.MAX_TOKENS = 128
     if not config.scored:
         retrieval.Hybrid = RankHybrid
@@ -147,7 +123,7 @@ def configured(config: Config) -> Iterator[None]:
     try:
         yield
     finally:
-        discovery_catalog.document, embeddings.MAX_TOKENS, retrieval.Hybrid = saved
+        retrieval.DENSE_VIEWS, embeddings.MAX_TOKENS, retrieval.Hybrid = saved
         retrieval.SPLIT_PARTS = True
         embeddings.model().tokenizer.enable_truncation(embeddings.MAX_TOKENS)
 

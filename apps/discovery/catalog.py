@@ -259,18 +259,35 @@ def documents(entries: list[Entry]) -> list[retrieval.Document]:
 
 def document(entry: Entry) -> retrieval.Document:
     """The tool's whole text (name, title, description, parameters' names and descriptions,
-    server and its description), for BM25 and for the embeddings alike: embedding a gist
-    without the parameters' descriptions or the server's lost up to 4 points of recall."""
+    server and its description) and its gist (name, title, description, parameters' names):
+    see retrieval.Document."""
     tool = entry.exposed.entry
+    schema = tool.get("inputSchema")
     full = text.tool_document(
         name=entry.name,
         title=tool.get("title", ""),
         description=entry.description,
-        schema=tool.get("inputSchema"),
+        schema=schema,
         server=entry.exposed.server,
         server_description=entry.server_description,
     )
-    return retrieval.Document(full, full)
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    params = (
+        " ".join(text.split_identifier(str(p)) for p in properties)
+        if isinstance(properties, dict)
+        else ""
+    )
+    gist = " ".join(
+        part
+        for part in (
+            text.split_identifier(entry.name),
+            tool.get("title", ""),
+            entry.description,
+            params,
+        )
+        if part
+    )
+    return retrieval.Document(full, gist)
 
 
 # -- the per-process cache -----------------------------------------------------------
@@ -287,7 +304,7 @@ def index(catalog: Catalog, *, method: str | None = None, background: bool = Tru
     """Attach the retrievers to `catalog` (the method's, and BM25 alone), reusing those built
     for the same documents."""
     docs = documents(list(catalog.entries.values()))
-    digest = hashlib.sha256(f"{embeddings.MAX_TOKENS}\2".encode())
+    digest = hashlib.sha256(f"{embeddings.MAX_TOKENS} {retrieval.DENSE_VIEWS}\2".encode())
     for doc in docs:
         digest.update(doc.full.encode() + b"\0" + doc.gist.encode() + b"\1")
     catalog.fingerprint = digest.hexdigest()

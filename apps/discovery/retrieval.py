@@ -31,6 +31,7 @@ METHODS = ("auto", "bm25", "embedding", "hybrid")
 RRF_K = 60  # reciprocal-rank fusion's damping constant (Cormack et al. 2009)
 FUSION_DEPTH = 50  # how deep each retriever's list goes into the fusion
 LEXICAL_WEIGHT = 0.3  # BM25's share of the hybrid score (the embeddings' is the rest)
+DENSE_VIEWS = ("gist", "full")  # the Document fields embedded, each tool's best one counting
 SPLIT_PARTS = True  # search a request's parts too (text.parts)
 PART_WEIGHT = 1.0  # a tool's best part score, added to its score for the whole request
 KEEP_STORED = 64  # vector files kept (~3 MB each for 2,000 tools)
@@ -44,7 +45,9 @@ class Retriever(Protocol):
 
 @dataclass(frozen=True)
 class Document:
-    """What one tool is searched by: all its words for BM25, `gist` for embeddings."""
+    """What one tool is searched by: all its words (`full`) for BM25; for embeddings both the
+    short `gist` and `full`, a tool scoring its better match (one vector of a long text blurs
+    what the tool does, one of the gist misses its parameters and server)."""
 
     full: str
     gist: str
@@ -70,7 +73,10 @@ def build(
     method = resolve(method)
     if method == "bm25":
         return BM25([d.full for d in documents])
-    dense = Dense([d.gist for d in documents], background=background, store=store)
+    views = [[getattr(d, view) for d in documents] for view in DENSE_VIEWS]
+    dense = Dense(
+        [t for texts in views for t in texts], views=len(views), background=background, store=store
+    )
     if method == "embedding":
         return dense
     return Hybrid(BM25([d.full for d in documents]), dense)
@@ -116,10 +122,16 @@ class Dense:
     """Cosine similarity of MiniLM sentence vectors."""
 
     def __init__(
-        self, documents: Sequence[str], *, background: bool = False, store: Path | None = None
+        self,
+        documents: Sequence[str],
+        *,
+        views: int = 1,
+        background: bool = False,
+        store: Path | None = None,
     ) -> None:
         self.documents = list(documents)
         self.store = store  # a .npy file the vectors are kept in, shared by processes and restarts
+        self.views = views  # texts per document (`documents` is view by view): best one counts
         self.matrix = None
         self.ready = threading.Event()
         if background:
@@ -176,7 +188,9 @@ class Dense:
             return [None for _ in queries]
         asked = list(dict.fromkeys(q for q in queries if q.strip()))
         vectors = embeddings.model().encode(asked, remember=False) if asked else []
-        scores = dict(zip(asked, (self.matrix @ v for v in vectors)))
+        scores = dict(
+            zip(asked, ((self.matrix @ v).reshape(self.views, -1).max(0) for v in vectors))
+        )
         return [scores.get(q) for q in queries]
 
 
