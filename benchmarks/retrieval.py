@@ -109,6 +109,9 @@ STEPS = [
 ]
 
 
+SINGLES = ("bm25", "embedding", "embedding + documents")
+
+
 @contextlib.contextmanager
 def configured(config: Config) -> Iterator[None]:
     saved = (retrieval.DENSE_VIEWS, embeddings.MAX_TOKENS, retrieval.Hybrid)
@@ -225,12 +228,8 @@ def ablation(
             f"{scores['p50']:7.1f} {scores['p95']:6.1f}   {scores['tok5']:8.0f}"
         )
     default = results.get("+ parts (default)")
-    if default:
-        singles = [
-            results[label]["R@5"]
-            for label in ("bm25", "embedding", "embedding + documents")
-            if label in results
-        ]
+    singles = [r["R@5"] for label, r in results.items() if label in SINGLES]
+    if default and singles:
         print(
             f"default R@5 {default['R@5']:.1f} vs best single method {max(singles):.1f} "
             f"({default['R@5'] - max(singles):+.1f}); every definition at once: "
