@@ -1,25 +1,32 @@
-"""Tool search quality, cost and speed on a public query → tool dataset (BFCL; see retrieval_data.py).
+"""Tool search quality, cost and speed on public query → tool data sets (see retrieval_data.py).
 
-    .venv/bin/python benchmarks/retrieval.py [--quick] [--data DIR] [--methods bm25,embedding,hybrid]
+    .venv/bin/python benchmarks/retrieval.py [--quick] [--sets bfcl,toollens,metatool,metatool2]
+        [--split test|dev|all] [--queries N] [--data DIR] [--endpoint]
 
-For each method: R@1/5/10 (share of a query's gold tools in the top k), nDCG@10, "all gold tools
-in the top 10", and query latency p50/p95 over the whole catalog (N tools) and over 2,000 tools,
-with the query's own CPU time (p50): on a busy shared host wall time mostly measures the queue.
-Then tokens: the top-5 definitions a dynamic client loads vs every definition at once, and a
-500-tool endpoint's tools/list in dynamic vs static mode, through the real gateway (in-process).
-The hub's default method is `auto` (hybrid when the embedding model is installed).
+An ablation per data set: the plain baselines (BM25 alone, MiniLM alone over the short gist at
+128 word pieces, and their equal-weight fusion: the hub's default before issue 29), then each
+step of the hub's search turned on in turn (documents: the whole tool text embedded beside the
+gist, each tool's better match counting, 256 word pieces; fusion of standardised scores, BM25's
+weighted LEXICAL_WEIGHT; a request's parts searched one by one), then the default with the
+documents step turned off again, and embeddings alone over the new documents. Columns: R@1/5/10 (share of a query's gold tools in the top
+k), nDCG@10, "all gold tools in the top 10", query latency p50/p95 over the set's catalog (a
+separate pass, nothing cached), and the tokens of the top 5 definitions. `--endpoint`: a
+500-tool BFCL endpoint's tools/list static vs dynamic through the real gateway (in-process).
+The defaults were tuned on `--split dev`; report `--split test` (held out).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
 import math
 import os
 import random
 import statistics
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,48 +42,128 @@ django.setup()
 
 from apps.catalog.introspection import estimate_tokens  # noqa: E402
 from apps.discovery import catalog as discovery_catalog  # noqa: E402
-from apps.discovery import embeddings, retrieval  # noqa: E402
+from apps.discovery import embeddings, retrieval, text  # noqa: E402
 from apps.discovery.catalog import Catalog, Entry  # noqa: E402
 from apps.toolsets import naming  # noqa: E402
 from apps.toolsets.exposure import Exposed  # noqa: E402
 from benchmarks import retrieval_data  # noqa: E402
 
-EMBED_CACHE = retrieval_data.CACHE.parent / "minilm-vectors.json"
-SERVER = "bfcl"
 
-
-def make_catalog(tools: list[retrieval_data.Tool]) -> Catalog:
+def make_catalog(tools: list[retrieval_data.Tool], server: str = "bench") -> Catalog:
+    """The tools as one endpoint's catalog: named `server__tool` when they come from several
+    servers (as the hub's prefix naming does), repeats numbered (BFCL offers different functions
+    under one name, which one server could not)."""
     catalog = Catalog(0, 0, 0, "dynamic", 10**9)
-    # BFCL offers different functions under one name (one server could not): number the repeats.
-    names: list[str] = []
     taken: set[str] = set()
-    for tool in tools:
-        name, n = naming.fit(tool.name), 1
+    for i, tool in enumerate(tools):
+        wanted = f"{tool.server}__{tool.name}" if tool.server else tool.name
+        name, n = naming.fit(wanted), 1
         while name in taken:
             n += 1
-            name = naming.fit(f"{tool.name}_{n}")
+            name = naming.fit(f"{wanted}_{n}")
         taken.add(name)
-        names.append(name)
-    for i, (tool, name) in enumerate(zip(tools, names)):
         entry = {"name": name, "description": tool.description, "inputSchema": tool.parameters}
         catalog.entries[name] = Entry(
-            Exposed(name, SERVER, tool.name, i, entry),
+            Exposed(name, tool.server, tool.name, i, entry),
             estimate_tokens(entry),
             False,
-            f"{SERVER}.{tool.name}",
+            f"{tool.server or server}.{tool.name}",
+            tool.server_description,
         )
     return catalog
 
 
+# -- the steps, each on or off ----------------------------------------------------------------
+
+
+class RankHybrid(retrieval.Hybrid):
+    """The hybrid before issue 29: equal-vote reciprocal-rank fusion of the two top-50 lists."""
+
+    def search(self, query: str, k: int) -> retrieval.Hits:
+        lists = [self.lexical.search(query, retrieval.FUSION_DEPTH)]
+        if self.dense.ready.is_set():
+            lists.append(self.dense.search(query, retrieval.FUSION_DEPTH))
+        return retrieval.fuse(lists)[:k]
+
+
+@dataclass(frozen=True)
+class Config:
+    label: str
+    method: str
+    documents: bool = True  # the whole text embedded beside the gist (best counts), 256 pieces
+    scored: bool = True  # standardised scores added (BM25 × LEXICAL_WEIGHT), not rank fusion
+    parts: bool = True  # a request's parts searched one by one
+
+
+BASELINES = [
+    Config("bm25", "bm25", documents=False, scored=False, parts=False),
+    Config("embedding", "embedding", documents=False, scored=False, parts=False),
+    Config("hybrid (old default)", "hybrid", documents=False, scored=False, parts=False),
+]
+STEPS = [
+    Config("+ documents", "hybrid", scored=False, parts=False),
+    Config("+ score fusion", "hybrid", parts=False),
+    Config("+ parts (default)", "hybrid"),
+    Config("default - documents", "hybrid", documents=False),
+    Config("embedding + documents", "embedding", parts=False),
+]
+
+
+SINGLES = ("bm25", "embedding", "embedding + documents")
+
+
+@contextlib.contextmanager
+def configured(config: Config) -> Iterator[None]:
+    saved = (retrieval.DENSE_VIEWS, embeddings.MAX_TOKENS, retrieval.Hybrid)
+    discovery_catalog.forget()  # retrievers are cached per documents: build this config's
+    if not config.documents:
+        retrieval.DENSE_VIEWS = ("gist",)  # the gist alone, as before issue 29
+        embeddings.MAX_TOKENS = 128
+    if not config.scored:
+        retrieval.Hybrid = RankHybrid
+    retrieval.SPLIT_PARTS = config.parts
+    embeddings.model().tokenizer.enable_truncation(embeddings.MAX_TOKENS)
+    try:
+        yield
+    finally:
+        retrieval.DENSE_VIEWS, embeddings.MAX_TOKENS, retrieval.Hybrid = saved
+        retrieval.SPLIT_PARTS = True
+        embeddings.model().tokenizer.enable_truncation(embeddings.MAX_TOKENS)
+
+
+@contextlib.contextmanager
+def remembered_queries() -> Iterator[None]:
+    """Query vectors memoised for the quality pass (the same queries run under every config;
+    latency is measured in a pass without it)."""
+    encode = embeddings.MiniLM.encode
+    memo: dict[tuple[int, str], object] = {}
+
+    def cached(self, texts, *, remember=True):
+        if remember:
+            return encode(self, texts, remember=True)
+        missing = [t for t in texts if (embeddings.MAX_TOKENS, t) not in memo]
+        if missing:
+            for t, v in zip(missing, encode(self, missing, remember=False)):
+                memo[(embeddings.MAX_TOKENS, t)] = v
+        import numpy as np
+
+        return np.stack([memo[(embeddings.MAX_TOKENS, t)] for t in texts])
+
+    embeddings.MiniLM.encode = cached
+    try:
+        yield
+    finally:
+        embeddings.MiniLM.encode = encode
+
+
+# -- scoring -------------------------------------------------------------------------------------
+
+
 def evaluate(catalog: Catalog, queries: list[retrieval_data.Query]) -> dict[str, float]:
-    position = {e.exposed.item_id: i for i, e in enumerate(catalog.entries.values())}
-    totals = {"R@1": 0.0, "R@5": 0.0, "R@10": 0.0, "nDCG@10": 0.0, "all@10": 0.0}
-    latencies, cpu = [], []
+    position = {e.exposed.item_id for e in catalog.entries.values()}
+    totals = {"R@1": 0.0, "R@5": 0.0, "R@10": 0.0, "nDCG@10": 0.0, "all@10": 0.0, "tok5": 0.0}
     for query in queries:
-        start, thread = time.perf_counter(), time.thread_time()
         hits = catalog.search(query.text, 10)
-        latencies.append((time.perf_counter() - start) * 1000)
-        cpu.append((time.thread_time() - thread) * 1000)
         ranked = [h.entry.exposed.item_id for h in hits]
         gold = {g for g in query.gold if g in position}
         for k in (1, 5, 10):
@@ -85,9 +172,9 @@ def evaluate(catalog: Catalog, queries: list[retrieval_data.Query]) -> dict[str,
         ideal = sum(1 / math.log2(r + 2) for r in range(min(len(gold), 10)))
         totals["nDCG@10"] += dcg / ideal
         totals["all@10"] += gold <= set(ranked)
+        totals["tok5"] += sum(h.entry.tokens for h in hits[:5])
     result = {k: 100 * v / len(queries) for k, v in totals.items()}
-    result["p50"], result["p95"] = _percentiles(latencies)
-    result["cpu"] = statistics.median(cpu)
+    result["tok5"] /= 100
     return result
 
 
@@ -107,104 +194,81 @@ def latency(
     return _percentiles(samples)
 
 
-def grow(tools: list[retrieval_data.Tool], size: int) -> list[retrieval_data.Tool]:
-    """`tools`, topped up to `size` with renamed copies (same words, so the index is as dense)."""
-    extra = [
-        retrieval_data.Tool(f"{t.name}_v{i // len(tools) + 2}", t.description, t.parameters)
-        for i, t in enumerate(tools * 2)
-    ]
-    return (tools + extra)[:size]
-
-
-def token_savings(catalog: Catalog, queries: list[retrieval_data.Query]) -> None:
-    every = sum(e.tokens for e in catalog.entries.values())
-    top5 = statistics.mean(sum(h.entry.tokens for h in catalog.search(q.text, 5)) for q in queries)
+def ablation(
+    dataset: retrieval_data.Dataset,
+    queries: list[retrieval_data.Query],
+    configs: list[Config],
+    runs: int,
+) -> dict[str, dict[str, float]]:
+    catalog = make_catalog(dataset.tools)
+    multi = sum(len(q.gold) > 1 for q in queries)
     print(
-        f"\ntokens: all {len(catalog.entries)} definitions {every:,}; top-5 definitions per query {top5:,.0f} "
-        f"({100 * (1 - top5 / every):.2f} % fewer)"
+        f"\n{dataset.name} ({dataset.source.repo} @ {dataset.source.commit[:12]}): "
+        f"{len(dataset.tools)} tools, {len(queries)} queries ({multi} with several gold tools, "
+        f"{sum(bool(text.parts(q.text)) for q in queries)} split into parts); "
+        f"load average {os.getloadavg()[0]:.1f}"
     )
-
-
-def load_vectors() -> None:
-    if embeddings.available() and EMBED_CACHE.exists():
-        embeddings.model().import_cache(
-            {
-                k: __import__("numpy").asarray(v, dtype="float32")
-                for k, v in json.loads(EMBED_CACHE.read_text()).items()
-            }
+    print(
+        f"{'config':<24} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'nDCG@10':>8} {'all@10':>7}   "
+        f"{'p50 ms':>7} {'p95':>6}   {'tok top5':>8}"
+    )
+    results = {}
+    for config in configs:
+        if config.method != "bm25" and not embeddings.available():
+            continue
+        with configured(config):
+            discovery_catalog.index(catalog, method=config.method, background=False)
+            with remembered_queries():
+                scores = evaluate(catalog, queries)
+            scores["p50"], scores["p95"] = latency(catalog, queries, runs)
+        results[config.label] = scores
+        print(
+            f"{config.label:<24} {scores['R@1']:6.1f} {scores['R@5']:6.1f} "
+            f"{scores['R@10']:6.1f} {scores['nDCG@10']:8.1f} {scores['all@10']:7.1f}   "
+            f"{scores['p50']:7.1f} {scores['p95']:6.1f}   {scores['tok5']:8.0f}"
         )
-
-
-def save_vectors() -> None:
-    if embeddings.available():
-        EMBED_CACHE.parent.mkdir(parents=True, exist_ok=True)
-        EMBED_CACHE.write_text(
-            json.dumps(
-                {
-                    k: [round(float(x), 6) for x in v]
-                    for k, v in embeddings.model().export_cache().items()
-                }
-            )
+    default = results.get("+ parts (default)")
+    singles = [r["R@5"] for label, r in results.items() if label in SINGLES]
+    if default and singles:
+        print(
+            f"default R@5 {default['R@5']:.1f} vs best single method {max(singles):.1f} "
+            f"({default['R@5'] - max(singles):+.1f}); every definition at once: "
+            f"{sum(e.tokens for e in catalog.entries.values()):,} tokens"
         )
+    return results
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--data", type=Path, help="a folder with one sub-folder per data set")
+    parser.add_argument("--sets", default=",".join(retrieval_data.SETS))
+    parser.add_argument("--split", default="test", choices=("test", "dev", "all"))
+    parser.add_argument("--queries", type=int, default=2000, help="at most this many per set")
+    parser.add_argument("--quick", action="store_true", help="300 queries, 50 latency runs")
     parser.add_argument(
-        "--data",
-        type=Path,
-        help="a folder with the BFCL files (else downloaded into benchmarks/.cache)",
+        "--configs", default="", help="labels to run (comma-separated), default all"
     )
-    parser.add_argument(
-        "--quick", action="store_true", help="300 queries, fewer latency runs, no 500-tool endpoint"
-    )
-    parser.add_argument("--methods", default="bm25,embedding,hybrid")
+    parser.add_argument("--endpoint", action="store_true", help="the 500-tool endpoint too")
     args = parser.parse_args()
-
-    tools, queries = retrieval_data.load(args.data)
-    if args.quick:
-        queries = random.Random(14).sample(queries, 300)
-    multi = sum(len(q.gold) > 1 for q in queries)
+    limit, runs = (300, 50) if args.quick else (args.queries, 200)
+    wanted = {c.strip() for c in args.configs.split(",") if c.strip()}
+    configs = [c for c in BASELINES + STEPS if not wanted or c.label in wanted]
     print(
-        f"BFCL @ {retrieval_data.COMMIT[:12]}: {len(tools)} tools, {len(queries)} queries ({multi} with several gold tools); "
-        f"load average {os.getloadavg()[0]:.1f}; default method: {retrieval.resolve('auto')}"
+        f"default method: {retrieval.resolve('auto')}; LEXICAL_WEIGHT {retrieval.LEXICAL_WEIGHT}, "
+        f"PART_WEIGHT {retrieval.PART_WEIGHT}, "
+        f"MAX_TOKENS {embeddings.MAX_TOKENS}; split {args.split}"
     )
-    methods = [m for m in args.methods.split(",") if m == "bm25" or embeddings.available()]
-    load_vectors()
-    catalog = make_catalog(tools)
-    big = make_catalog(grow(tools, 2000))
-    print(
-        f"\n{'method':<10} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'nDCG@10':>8} {'all@10':>7}   "
-        f"{'p50 ms (N)':>10} {'p95':>6} {'cpu':>6}   {'p50 ms (2,000)':>14} {'p95':>6}   build s"
-    )
-    results = {}
-    for method in methods:
-        start = time.perf_counter()
-        discovery_catalog.index(catalog, method=method, background=False)
-        built = time.perf_counter() - start
-        save_vectors()
-        results[method] = scores = evaluate(catalog, queries)
-        discovery_catalog.index(big, method=method, background=False)
-        p50, p95 = latency(big, queries, 100 if args.quick else 500)
-        save_vectors()
-        print(
-            f"{method:<10} {scores['R@1']:6.1f} {scores['R@5']:6.1f} {scores['R@10']:6.1f} {scores['nDCG@10']:8.1f} "
-            f"{scores['all@10']:7.1f}   {scores['p50']:10.2f} {scores['p95']:6.2f} {scores['cpu']:6.2f}   {p50:14.2f} {p95:6.2f}   {built:7.1f}"
-        )
-    if "hybrid" in results:
-        best = max(results[m]["R@5"] for m in ("bm25", "embedding") if m in results)
-        print(
-            f"\nhybrid R@5 {results['hybrid']['R@5']:.1f} vs best single retriever {best:.1f}: "
-            f"{results['hybrid']['R@5'] - best:+.1f} points (target ≥ +3)"
-        )
-    discovery_catalog.index(catalog, method="auto", background=False)
-    token_savings(catalog, queries)
-    if not args.quick:
+    for name in args.sets.split(","):
+        dataset = retrieval_data.load_set(name, args.data)
+        queries = dataset.split(args.split)
+        if len(queries) > limit:
+            queries = random.Random(14).sample(queries, limit)
+        ablation(dataset, queries, configs, runs)
+    if args.endpoint:
         from benchmarks.retrieval_endpoint import static_vs_dynamic
 
-        distinct = list({t.name: t for t in reversed(tools)}.values())[
-            ::-1
-        ]  # one tool per name, as one server has
+        tools, queries = retrieval_data.load(args.data)
+        distinct = list({t.name: t for t in reversed(tools)}.values())[::-1]
         static_vs_dynamic(distinct[:500], queries)
 
 

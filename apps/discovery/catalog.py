@@ -7,13 +7,17 @@ only when the documents themselves changed, never per query.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import logging
 import math
 import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import TypeVar
 
 from django.conf import settings
 from django.db.models import Count, Max
@@ -26,13 +30,14 @@ from apps.connections.specs import ServerSpec
 from apps.core.singleflight import single_flight
 from apps.credentials.errors import CredentialsMissing
 from apps.credentials.selectors import specs_for_user
-from apps.discovery import regex, retrieval, text
+from apps.discovery import embeddings, regex, retrieval, text
 from apps.discovery.models import MAX_PATTERNS, ActivationPattern
 from apps.toolsets import naming
 from apps.toolsets.exposure import Exposed, candidate, keep_names, tool_entry
 from apps.toolsets.models import Endpoint, EndpointTool, ToolCall
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 USAGE_DAYS = 30
 USAGE_WEIGHT = (
@@ -44,6 +49,10 @@ CO_USE_WINDOW = (
     20  # calls after each one looked at: a burst of calls must not cost n² at build time
 )
 PRIOR_DEPTH = 10  # extra hits considered so a used tool just below the cut can move up
+# Query encoding is ~5-20 ms of CPU: never on the event loop. Its own small pool, so a burst of
+# searches queues here instead of filling the loop's default executor (ORM calls wait there).
+SEARCH_THREADS = 2
+_search_threads = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="mcphub-search")
 
 
 @dataclass(frozen=True)
@@ -121,14 +130,22 @@ class Catalog:
         ]
 
     def search(
-        self, query: str, limit: int, *, lexical: bool = False, beside: frozenset[int] = frozenset()
+        self,
+        query: str | Sequence[str],
+        limit: int,
+        *,
+        lexical: bool = False,
+        beside: frozenset[int] = frozenset(),
     ) -> list[Hit]:
-        """The best `limit` tools for `query`; among relevant ones, tools used here lately, and
-        tools often called together with those `beside` (tool ids a session holds), rank a little
-        higher (a prior: it reorders what matched, it never adds what did not)."""
+        """The best `limit` tools for `query` (or several queries at once: searched as the parts
+        of one request); among relevant ones, tools used here lately, and tools often called
+        together with those `beside` (tool ids a session holds), rank a little higher (a prior:
+        it reorders what matched, it never adds what did not)."""
         retriever = self.lexical if lexical else self.retriever
         if retriever is None:
             return []
+        if not isinstance(query, str):
+            query = "\n".join(query)  # one part per line (text.parts)
         order = list(self.entries.values())
         hits = [
             Hit(order[i], score * self._prior(order[i], beside))
@@ -137,11 +154,20 @@ class Catalog:
         hits.sort(key=lambda hit: -hit.score)
         return [Hit(hit.entry, round(hit.score, 4)) for hit in hits[:limit]]
 
+    async def asearch(self, query: str, limit: int, **options) -> list[Hit]:
+        """`search` from async code: run in a search thread, the event loop stays free."""
+        return await off_loop(functools.partial(self.search, query, limit, **options))
+
     def _prior(self, entry: Entry, beside: frozenset[int]) -> float:
         calls = self.calls.get(entry.exposed.item_id, 0)
         together = self.co_used.get(entry.exposed.item_id, {})
         paired = sum(together.get(other, 0) for other in beside)
         return 1.0 + USAGE_WEIGHT * (math.log1p(calls) + math.log1p(paired))
+
+
+async def off_loop(function: Callable[..., T], *args) -> T:
+    """`function(*args)` in a search thread (searching encodes the query: CPU, not I/O)."""
+    return await asyncio.get_running_loop().run_in_executor(_search_threads, function, *args)
 
 
 def build(endpoint_id: int, version: object) -> Catalog | None:
@@ -232,6 +258,9 @@ def documents(entries: list[Entry]) -> list[retrieval.Document]:
 
 
 def document(entry: Entry) -> retrieval.Document:
+    """The tool's whole text (name, title, description, parameters' names and descriptions,
+    server and its description) and its gist (name, title, description, parameters' names):
+    see retrieval.Document."""
     tool = entry.exposed.entry
     schema = tool.get("inputSchema")
     full = text.tool_document(
@@ -275,7 +304,7 @@ def index(catalog: Catalog, *, method: str | None = None, background: bool = Tru
     """Attach the retrievers to `catalog` (the method's, and BM25 alone), reusing those built
     for the same documents."""
     docs = documents(list(catalog.entries.values()))
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(f"{embeddings.MAX_TOKENS} {retrieval.DENSE_VIEWS}\2".encode())
     for doc in docs:
         digest.update(doc.full.encode() + b"\0" + doc.gist.encode() + b"\1")
     catalog.fingerprint = digest.hexdigest()

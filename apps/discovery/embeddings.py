@@ -16,7 +16,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-MAX_TOKENS = 128
+MAX_TOKENS = 256  # word pieces embedded (the model was trained to 256); 128 cut 10 % of tools
 BATCH = 32
 HEADS = 12
 EPS = 1e-12

@@ -4,6 +4,14 @@ Each retriever is built once over a list of documents and answers `search(query,
 (document position, score) pairs, best first. The method is a setting
 (`MCPHUB_DISCOVERY_METHOD`): `bm25`, `embedding`, `hybrid`, or `auto` (hybrid when the
 embedding model is installed, else BM25).
+
+The hybrid adds the two methods' scores, each standardised over the catalog (z-scores), BM25's
+weighted LEXICAL_WEIGHT: equal-vote rank fusion made the default worse than embeddings alone
+where BM25 is weak, and standardised scores let a method that is sure of one tool outvote one
+that is not. A request of several parts ("find X, then send Y") is also searched part by part,
+and a tool's best part adds to its score for the whole (PART_WEIGHT), so each needed tool gets
+its own chance. The constants were chosen on development splits of public data sets
+(benchmarks/retrieval.py --split dev).
 """
 
 from __future__ import annotations
@@ -22,6 +30,10 @@ logger = logging.getLogger(__name__)
 METHODS = ("auto", "bm25", "embedding", "hybrid")
 RRF_K = 60  # reciprocal-rank fusion's damping constant (Cormack et al. 2009)
 FUSION_DEPTH = 50  # how deep each retriever's list goes into the fusion
+LEXICAL_WEIGHT = 0.3  # BM25's share of the hybrid score (the embeddings' is the rest)
+DENSE_VIEWS = ("gist", "full")  # the Document fields embedded, each tool's best one counting
+SPLIT_PARTS = True  # search a request's parts too (text.parts)
+PART_WEIGHT = 1.0  # a tool's best part score, added to its score for the whole request
 KEEP_STORED = 64  # vector files kept (~3 MB each for 2,000 tools)
 
 Hits = list[tuple[int, float]]
@@ -33,7 +45,9 @@ class Retriever(Protocol):
 
 @dataclass(frozen=True)
 class Document:
-    """What one tool is searched by: all its words for BM25, the shorter gist for embeddings."""
+    """What one tool is searched by: all its words (`full`) for BM25; for embeddings both the
+    short `gist` and `full`, a tool scoring its better match (one vector of a long text blurs
+    what the tool does, one of the gist misses its parameters and server)."""
 
     full: str
     gist: str
@@ -59,7 +73,10 @@ def build(
     method = resolve(method)
     if method == "bm25":
         return BM25([d.full for d in documents])
-    dense = Dense([d.gist for d in documents], background=background, store=store)
+    views = [[getattr(d, view) for d in documents] for view in DENSE_VIEWS]
+    dense = Dense(
+        [t for texts in views for t in texts], views=len(views), background=background, store=store
+    )
     if method == "embedding":
         return dense
     return Hybrid(BM25([d.full for d in documents]), dense)
@@ -90,20 +107,31 @@ class BM25:
             self.index.index(corpus, show_progress=False)
 
     def search(self, query: str, k: int) -> Hits:
+        scores = self.scores(query)
+        return _top(scores, k) if scores is not None else []
+
+    def scores(self, query: str):
+        """Every document's score (numpy), or None when no word of `query` is indexed."""
         words = [w for w in text.terms(query) if w in getattr(self.index, "vocab_dict", {})]
         if not words or not self.size:
-            return []
-        return _top(self.index.get_scores(words), k)
+            return None
+        return self.index.get_scores(words)
 
 
 class Dense:
     """Cosine similarity of MiniLM sentence vectors."""
 
     def __init__(
-        self, documents: Sequence[str], *, background: bool = False, store: Path | None = None
+        self,
+        documents: Sequence[str],
+        *,
+        views: int = 1,
+        background: bool = False,
+        store: Path | None = None,
     ) -> None:
         self.documents = list(documents)
         self.store = store  # a .npy file the vectors are kept in, shared by processes and restarts
+        self.views = views  # texts per document (`documents` is view by view): best one counts
         self.matrix = None
         self.ready = threading.Event()
         if background:
@@ -151,29 +179,66 @@ class Dense:
             logger.warning("could not keep tool vectors in %s", self.store, exc_info=True)
 
     def search(self, query: str, k: int) -> Hits:
-        if self.matrix is None or not len(self.documents) or not query.strip():
-            return []
-        scores = self.matrix @ embeddings.model().encode([query], remember=False)[0]
-        return _top(scores, k)
+        scores = self.scores([query])[0]
+        return _top(scores, k) if scores is not None else []
+
+    def scores(self, queries: Sequence[str]) -> list:
+        """Every document's cosine per query (numpy; None for a blank one), encoded in one batch."""
+        if self.matrix is None or not len(self.documents):
+            return [None for _ in queries]
+        asked = list(dict.fromkeys(q for q in queries if q.strip()))
+        vectors = embeddings.model().encode(asked, remember=False) if asked else []
+        scores = dict(
+            zip(asked, ((self.matrix @ v).reshape(self.views, -1).max(0) for v in vectors))
+        )
+        return [scores.get(q) for q in queries]
 
 
 class Hybrid:
-    """Reciprocal-rank fusion of BM25 and embeddings: each list votes 1/(RRF_K + rank)."""
+    """BM25 and embeddings, their standardised scores added (BM25's × LEXICAL_WEIGHT); a
+    request of several parts is searched whole and part by part."""
 
     def __init__(self, lexical: BM25, dense: Dense) -> None:
         self.lexical = lexical
         self.dense = dense
 
     def search(self, query: str, k: int) -> Hits:
-        lists = [self.lexical.search(query, FUSION_DEPTH)]
-        if self.dense.ready.is_set():
-            lists.append(self.dense.search(query, FUSION_DEPTH))
-        return fuse(lists)[:k]
+        queries = [query, *text.parts(query)] if SPLIT_PARTS else [query]
+        dense = self.dense.scores(queries) if self.dense.ready.is_set() else [None for _ in queries]
+        fused = [combine(self.lexical.scores(q), d) for q, d in zip(queries, dense)]
+        whole, parts = fused[0], [f for f in fused[1:] if f is not None]
+        if whole is None:
+            return []
+        if parts:
+            import numpy as np
+
+            whole = whole + PART_WEIGHT * np.max(parts, axis=0)
+        # A standardised score can be below zero: keep the best k that either method matched.
+        return _top(whole - whole.min() + 1e-6, k)
 
 
-def fuse(lists: Sequence[Hits]) -> Hits:
+def combine(lexical, dense):
+    """LEXICAL_WEIGHT × z(BM25) + (1 − LEXICAL_WEIGHT) × z(cosine); either alone when the other
+    has nothing (no word of the query indexed, vectors not ready); None when both have nothing."""
+    if lexical is None and dense is None:
+        return None
+    if dense is None:
+        return _standard(lexical)
+    if lexical is None:
+        return _standard(dense)
+    return LEXICAL_WEIGHT * _standard(lexical) + (1 - LEXICAL_WEIGHT) * _standard(dense)
+
+
+def _standard(scores):
+    spread = scores.std()
+    return (scores - scores.mean()) / spread if spread > 0 else scores * 0.0
+
+
+def fuse(lists: Sequence[Hits], weights: Sequence[float] | None = None) -> Hits:
+    """Reciprocal-rank fusion: each list votes weight/(RRF_K + rank) (the hybrid before issue
+    29, kept for comparison in benchmarks/retrieval.py)."""
     votes: dict[int, float] = {}
-    for hits in lists:
+    for hits, weight in zip(lists, weights or [1.0] * len(lists)):
         for rank, (doc, _) in enumerate(hits, start=1):
-            votes[doc] = votes.get(doc, 0.0) + 1.0 / (RRF_K + rank)
+            votes[doc] = votes.get(doc, 0.0) + weight / (RRF_K + rank)
     return sorted(votes.items(), key=lambda item: (-item[1], item[0]))

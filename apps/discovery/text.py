@@ -16,6 +16,17 @@ from typing import Any
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[A-Za-z0-9]+")
 MAX_PARAMETERS = 30  # a huge schema must not drown the name and description
+MAX_PARTS = 8  # a request's parts searched one by one (each costs a BM25 lookup and an encoding)
+PART_WORDS = 3  # a shorter piece stays with the one before it ("salt and pepper")
+# Where a request of several steps divides: sentence ends, new lines and list markers, then
+# joining words between clauses ("…, and then …", "… and also …", "…; …").
+_SENTENCE = re.compile(
+    r"\s*\n\s*(?:(?:\d{1,2}[.)]|[-*•])\s+)?|(?:^|\s+)\d{1,2}[.)]\s+|^[-*•]\s+"
+    r"|(?<=[^\d\s][.!?])\s+|(?<=;)\s+"
+)
+_CLAUSE = re.compile(
+    r"(?:^|,?\s+)(?:and then|and also|and|then|also|as well as|plus|after that|afterwards)\s+", re.I
+)
 
 
 def split_identifier(name: str) -> str:
@@ -57,6 +68,25 @@ def tool_document(
         )
         if part
     )
+
+
+def parts(request: str) -> list[str]:
+    """The steps of a request of several (sentences, list items, clauses joined by "and",
+    "then"…), at most MAX_PARTS; [] when it is one. Pieces under PART_WORDS words stay with
+    the piece before them."""
+    pieces: list[str] = []
+    for sentence in _SENTENCE.split(request):
+        merged: list[str] = []
+        for clause in _CLAUSE.split(sentence or ""):
+            clause = clause.strip(" ,;.")
+            if not clause:
+                continue
+            if merged and len(clause.split()) < PART_WORDS:
+                merged[-1] += f" and {clause}"
+            else:
+                merged.append(clause)
+        pieces += merged
+    return pieces[:MAX_PARTS] if len(pieces) > 1 else []
 
 
 def _stopwords() -> frozenset[str]:

@@ -163,7 +163,9 @@ async def _meta_tool(
     ctx: context.Context, catalog: Catalog, name: str, arguments: dict[str, Any]
 ) -> dict[str, Any]:
     if name == SEARCH:
-        payload = _search(catalog, arguments, _loaded(ctx, catalog))
+        payload = await discovery_catalog.off_loop(
+            _search, catalog, arguments, _loaded(ctx, catalog)
+        )
         activated = await _activate(ctx, catalog, arguments["query"])
         return _result({**payload, "activated": activated} if activated else payload)
     if name in (LOAD, UNLOAD):

@@ -75,3 +75,68 @@ def test_vectors_are_kept_for_the_next_process(tmp_path, monkeypatch):
 
     assert store.exists()
     assert (second.matrix == first.matrix).all()
+
+
+def test_a_request_of_several_steps_is_split_into_its_parts():
+    assert text.parts("get the weather in Paris and then email it to Bob") == [
+        "get the weather in Paris",
+        "email it to Bob",
+    ]
+    assert text.parts("1. find the open issues\n2. post a summary to the team channel") == [
+        "find the open issues",
+        "post a summary to the team channel",
+    ]
+    assert text.parts("Book a flight to Rome. Reserve a hotel there; convert 100 USD to EUR") == [
+        "Book a flight to Rome",
+        "Reserve a hotel there",
+        "convert 100 USD to EUR",
+    ]
+    # One request stays whole; a short piece ("salt and pepper") stays with its clause.
+    assert text.parts("add two numbers") == []
+    assert text.parts("find recipes with salt and pepper") == []
+
+
+def test_scores_are_combined_standardised_and_either_method_may_be_missing():
+    import numpy as np
+
+    lexical, dense = np.array([0.0, 1.0, 9.0, 0.0]), np.array([0.2, 0.6, 0.1, 0.3])
+
+    assert retrieval.combine(None, None) is None
+    assert retrieval.combine(lexical, None).argmax() == 2
+    assert retrieval.combine(None, dense).argmax() == 1
+    # What counts is how far above the rest a tool is, not the scale of a method's scores.
+    both = retrieval.combine(lexical, dense)
+    assert np.allclose(retrieval.combine(lexical * 40, dense), both)
+    assert both.argmax() == 1  # liked by both
+
+
+@pytest.mark.skipif(
+    not embeddings.available(), reason="the optional embedding model is not installed"
+)
+def test_a_task_of_two_steps_finds_a_tool_for_each():
+    hybrid = retrieval.build("hybrid", [retrieval.Document(d, d) for d in DOCS])
+
+    found = [doc for doc, _ in hybrid.search("find the issues in my repo and email them", 2)]
+
+    assert sorted(found) == [1, 2]
+
+
+def test_several_queries_at_once_are_searched_as_the_parts_of_one_request():
+    from apps.discovery.catalog import Catalog, Entry, index
+    from apps.toolsets.exposure import Exposed
+
+    catalog = Catalog(0, 0, 0, "dynamic", 10**6)
+    for i, (name, description) in enumerate(
+        [
+            ("get_weather_forecast", "Forecast for a city over the next days."),
+            ("send_email", "Send a message to a recipient."),
+            ("search_issues", "Find issues in a repository."),
+        ]
+    ):
+        entry = {"name": name, "description": description, "inputSchema": {}}
+        catalog.entries[name] = Entry(Exposed(name, "s", name, i, entry), 10, False, f"s.{name}")
+    index(catalog, method="bm25", background=False)
+
+    found = {hit.entry.name for hit in catalog.search(["weather forecast", "email someone"], 2)}
+
+    assert found == {"get_weather_forecast", "send_email"}
