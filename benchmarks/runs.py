@@ -346,6 +346,9 @@ def main() -> None:
     if args.quick:
         args.rounds = 2
     args.long = args.long or (120 if args.quick else 500)
+    from django.conf import settings
+
+    settings.configure()  # this process calls the scripted LLM with the hub's adapter (defaults)
     asyncio.run(bench(args))
 
 
