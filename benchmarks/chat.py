@@ -180,6 +180,14 @@ class Chat:
         }
 
 
+def configure_for_direct_calls() -> None:
+    """This process calls the scripted LLM directly with the hub's adapter, which reads a few
+    settings (their defaults): no database, no apps."""
+    from django.conf import settings
+
+    settings.configure()
+
+
 async def direct_ttft(adapter: Any) -> tuple[float, float]:
     """(ms to the first text delta, ms to the end) calling the scripted LLM with the hub's adapter."""
     from apps.llm.types import Message, TextDelta
@@ -456,11 +464,7 @@ def main() -> None:
         return
     if args.quick:
         args.runs, args.rounds = 10, 3
-    from django.conf import settings
-
-    # This process calls the scripted LLM directly with the hub's adapter, which reads a few
-    # settings (their defaults): no database, no apps.
-    settings.configure()
+    configure_for_direct_calls()
     asyncio.run(bench(args))
 
 

@@ -36,7 +36,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.chat import Hub, cpu_ms_per, direct_ttft, production_hub  # noqa: E402
+from benchmarks.chat import (  # noqa: E402
+    Hub,
+    configure_for_direct_calls,
+    cpu_ms_per,
+    direct_ttft,
+    production_hub,
+)
 from benchmarks.gateway import McpSession  # noqa: E402
 
 BENCH_DB = "mcphub_bench_runs"
@@ -346,9 +352,7 @@ def main() -> None:
     if args.quick:
         args.rounds = 2
     args.long = args.long or (120 if args.quick else 500)
-    from django.conf import settings
-
-    settings.configure()  # this process calls the scripted LLM with the hub's adapter (defaults)
+    configure_for_direct_calls()
     asyncio.run(bench(args))
 
 
