@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 
@@ -57,3 +58,56 @@ def test_after_start_discovers_every_server_and_a_failure_does_not_stop_it(pool_
     assert output.count("/nonexistent/mcp-server") == 1, output  # the table's failure, said once
     assert McpServer.objects.get(name="tiny").tools.exists()
     assert McpServer.objects.get(name="broken").status == McpServer.Status.DOWN
+
+
+def _schema(path) -> dict[str, tuple]:
+    """Each table's columns, indexes (SQLite's automatic ones by what they cover, not by their
+    numbered names) and foreign keys; the migrations recorded; content types and permissions."""
+    db = sqlite3.connect(path)
+    tables = {}
+    for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+        columns = sorted(tuple(row[1:]) for row in db.execute(f'PRAGMA table_info("{table}")'))
+        indexes = sorted(
+            (
+                "" if name.startswith("sqlite_autoindex") else name,
+                unique,
+                tuple(c[2] for c in db.execute(f'PRAGMA index_info("{name}")')),
+            )
+            for _, name, unique, *_ in db.execute(f'PRAGMA index_list("{table}")')
+        )
+        keys = sorted(tuple(row[2:5]) for row in db.execute(f'PRAGMA foreign_key_list("{table}")'))
+        tables[table] = (columns, indexes, keys)
+    for query in (
+        "SELECT app, name FROM django_migrations",
+        "SELECT app_label, model FROM django_content_type",
+        "SELECT app_label, model, codename FROM auth_permission"
+        " JOIN django_content_type ON django_content_type.id = content_type_id",
+    ):
+        tables[query] = sorted(db.execute(query))
+    db.close()
+    return tables
+
+
+def test_a_new_sqlite_database_gets_the_schema_its_migrations_end_in(tmp_path):
+    """The first start builds the schema from the models in one pass: the same tables, columns,
+    indexes and keys as replaying every migration, with every migration recorded as applied."""
+    built = {}
+    for how, command in (("migrated", ["migrate"]), ("prepared", ["mcp_prepare"])):
+        env = hub_env(embedded=True, MCPHUB_DATA_DIR=str(tmp_path / how))
+        env.pop("DATABASE_URL")
+        result = subprocess.run(
+            [sys.executable, "manage.py", *command],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert result.returncode in (0, 3), result.stdout + result.stderr
+        built[how] = _schema(tmp_path / how / "mcphub.sqlite3")
+
+    assert built["prepared"].keys() == built["migrated"].keys()
+    for table, shape in built["migrated"].items():
+        assert built["prepared"][table] == shape, table
+    applied = built["prepared"]["SELECT app, name FROM django_migrations"]
+    assert len(applied) > 100 and ("toolsets", "0001_initial") in applied

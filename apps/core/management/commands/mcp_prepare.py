@@ -8,6 +8,15 @@ commands belong to the apps above core), and `--after-start` runs the slow ones 
 every server, probing local LLM ports — beside the serving hub, which picks their results up as
 from any other process (the catalog's change counters).
 
+A new SQLite database (the embedded default's first start) gets its schema from the models in
+one pass, as Django's test runner builds one with MIGRATE=False, and every migration is recorded as
+applied: replaying the 111 migrations (ours and the installed apps') re-renders the model states
+after each of their ~200 field changes. Measured (`time`, a new database, bytecode cached): this
+command took 7.5–7.8 s of CPU with `migrate`, 1.9–2.0 s with the one pass. Only for an empty
+database: the data migrations change rows that do not exist yet, `makemigrations --check` (CI)
+keeps models and migrations saying the same, and tests/core/test_prepare.py compares the two
+schemas table by table. Postgres always migrates.
+
 Exit status: 0 ready; 3 ready, but no admin user exists yet (the launcher then asks for one).
 """
 
@@ -17,6 +26,7 @@ import io
 
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
+from django.test.utils import override_settings
 
 NO_ADMIN = 3
 
@@ -43,7 +53,7 @@ class Command(BaseCommand):
         if after_start:
             self._after_start()
             return
-        call_command("migrate", interactive=False, verbosity=0)
+        migrate()
         call_command("collectstatic", interactive=False, verbosity=0)
         found = ["--if-found", "--no-discover"] + (["--sync"] if sync else [])
         call_command("mcp_import", *found, verbosity=0)
@@ -62,3 +72,24 @@ class Command(BaseCommand):
             call_command("mcp_llm", "detect", "--if-none")
         except Exception as exc:  # noqa: BLE001 - a probe failing must not look like the hub failing
             self.stderr.write(f"could not look for a local LLM server: {exc}")
+
+
+def migrate() -> None:
+    from django.db import connection
+
+    if connection.vendor == "sqlite" and not connection.introspection.table_names():
+        with override_settings(MIGRATION_MODULES=_NoMigrations()):
+            call_command("migrate", run_syncdb=True, interactive=False, verbosity=0)
+        call_command("migrate", fake=True, interactive=False, verbosity=0)
+    else:
+        call_command("migrate", interactive=False, verbosity=0)
+
+
+class _NoMigrations:
+    """MIGRATION_MODULES saying "no migrations" for every app (as Django's test runner does)."""
+
+    def __contains__(self, app_label: str) -> bool:
+        return True
+
+    def __getitem__(self, app_label: str) -> None:
+        return None
