@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 from apps.accounts.models import User
 from apps.catalog.models import HUB_SERVER, McpServer
 from tests.catalog.conftest import tiny_args
-from tests.live_hub import ROOT, hub_env
+from tests.live_hub import ROOT, free_port, hub_env, stop, wait_healthy
+from tests.waiting import eventually
 
 
 def _prepare(*args: str, **env: str) -> subprocess.CompletedProcess:
@@ -111,3 +114,65 @@ def test_a_new_sqlite_database_gets_the_schema_its_migrations_end_in(tmp_path):
         assert built["prepared"][table] == shape, table
     applied = built["prepared"]["SELECT app, name FROM django_migrations"]
     assert len(applied) > 100 and ("toolsets", "0001_initial") in applied
+
+
+def test_serve_prepares_a_new_hub_creates_its_admin_serves_and_discovers_beside_it(tmp_path):
+    """`./hub run`'s one process on a fresh embedded hub: prepared, the admin from the environment,
+    served, and the found file's server discovered once the hub answers; SIGTERM stops it all."""
+    found = tmp_path / ".mcp.json"
+    tiny = {"command": sys.executable, "args": tiny_args()}
+    found.write_text(json.dumps({"mcpServers": {"tiny": tiny}}))
+    port = free_port()
+    env = hub_env(
+        embedded=True,
+        MCPHUB_DATA_DIR=str(tmp_path / "data"),
+        MCP_JSON_PATH=str(found),
+        MCPHUB_ADMIN_USER="first-admin",
+        MCPHUB_ADMIN_PASSWORD="a-long-admin-password",
+    )
+    env.pop("DATABASE_URL")
+    log = open(tmp_path / "serve.log", "w")  # noqa: SIM115 - closed below
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "mcp_prepare", "--serve", f"127.0.0.1:{port}"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    database = tmp_path / "data" / "mcphub.sqlite3"
+
+    def discovered() -> bool:
+        with contextlib.closing(sqlite3.connect(database)) as db:
+            return bool(
+                db.execute(
+                    "SELECT count(*) FROM catalog_tool JOIN catalog_mcpserver"
+                    " ON catalog_mcpserver.id = server_id WHERE catalog_mcpserver.name = 'tiny'"
+                ).fetchone()[0]
+            )
+
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", [process], timeout=120)
+        with contextlib.closing(sqlite3.connect(database)) as db:
+            admins = db.execute("SELECT username FROM accounts_user WHERE is_superuser").fetchall()
+        assert admins == [("first-admin",)]
+        eventually(discovered, timeout=60, what="the found server discovered beside the hub")
+    finally:
+        stop([process])
+        log.close()
+    output = (tmp_path / "serve.log").read_text()
+    assert process.returncode is not None
+    assert f"serving on http://127.0.0.1:{port}/" in output, output
+    assert "Traceback" not in output, output
+    assert not _in_group(process.pid), "a process of the hub outlived it"
+
+
+def _in_group(pgid: int) -> list[int]:
+    """Live (not zombie) pids of a process group."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                found.append(int(stat.parent.name))
+    return found
