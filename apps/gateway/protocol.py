@@ -24,7 +24,7 @@ from apps.catalog.models import Tool
 from apps.core import public_url
 from apps.credentials.errors import CredentialsMissing
 from apps.discovery.regex import Regex
-from apps.gateway import dynamic, jsonrpc
+from apps.gateway import dynamic, jsonrpc, mcp_tasks
 from apps.gateway.context import (
     LOG_LEVELS,
     SERVER_INFO,
@@ -67,7 +67,11 @@ def negotiate(requested: Any) -> str:
 def initialize_result(version: str) -> dict[str, Any]:
     return {
         "protocolVersion": version,
-        "capabilities": CAPABILITIES,
+        "capabilities": (
+            {**CAPABILITIES, "tasks": mcp_tasks.CAPABILITY}
+            if mcp_tasks.supported(version)
+            else CAPABILITIES
+        ),
         "serverInfo": SERVER_INFO,
         "instructions": "MCP Hub: the tools this endpoint's owner enabled, from every server they use.",
     }
@@ -154,6 +158,8 @@ def _needs_credentials(exc: CredentialsMissing) -> RpcError:
 async def tools_call(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     name = param_name(params)
     arguments = param_mapping(params, "arguments")
+    if mcp_tasks.requested(ctx, params):
+        return await mcp_tasks.call(ctx, name, arguments, params)
     if ctx.view.mode == Endpoint.Mode.DYNAMIC:
         return await dynamic.tools_call(ctx, name, arguments, params)
     exposed = ctx.view.tools.get(name)
@@ -356,4 +362,5 @@ HANDLERS: dict[str, Handler] = {
     "completion/complete": completion_complete,
     "logging/setLevel": set_level,
     "server/discover": discover,
+    **mcp_tasks.HANDLERS,
 }

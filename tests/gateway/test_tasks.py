@@ -1,0 +1,354 @@
+"""Runs as MCP tasks (2025-11-25): an `mcp` SDK client hands alice's task to the hub's autonomous
+tools as a task, polls it, reads its result, lists and cancels tasks, through the session's hub.
+
+The SDK (2.3) has the task types but validates a `tools/call` answer as a CallToolResult on a
+2025-11-25 session, so the task-augmented call itself goes through the session's dispatcher; every
+`tasks/*` request goes through `ClientSession.send_request` with the SDK's own types."""
+
+from __future__ import annotations
+
+import json
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Any
+
+import httpx2
+import mcp_types as types
+import pytest
+from django.conf import settings
+from django.utils import timezone
+from mcp import MCPError
+from mcp.client.extension import ClientExtension, NotificationBinding
+
+from apps.chat.runs.models import Run
+from apps.gateway.models import McpTask
+from tests.chat.conftest import (  # noqa: F401 - fixtures
+    alice_provider,
+    charlie_hub_token,
+    db,
+    llm,
+)
+from tests.chat.runs.conftest import hub_tools  # noqa: F401 - the fixture
+from tests.live_hub import INITIALIZE, another_web, mcp_client
+from tests.llm_server import Reply
+from tests.waiting import eventually_async
+
+pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+
+RELATED = "io.modelcontextprotocol/related-task"
+
+
+class TaskStatuses(ClientExtension):
+    """Collects `notifications/tasks/status` (not in the SDK's core notification tables)."""
+
+    identifier = "io.mcphub.test/task-status"
+
+    def __init__(self) -> None:
+        self.seen: list[types.TaskStatusNotificationParams] = []
+
+    def notifications(self):
+        async def handler(params: types.TaskStatusNotificationParams) -> None:
+            self.seen.append(params)
+
+        return [
+            NotificationBinding(
+                method="notifications/tasks/status",
+                params_type=types.TaskStatusNotificationParams,
+                handler=handler,
+            )
+        ]
+
+
+async def call_as_task(client, name: str, arguments: dict[str, Any], **extra: Any) -> dict:
+    session = client.session
+    params = {"name": name, "arguments": arguments, "task": {"ttl": 600000}, **extra}
+    headers = {"mcp-protocol-version": session.protocol_version}
+    return await session._dispatcher.send_raw_request("tools/call", params, {"headers": headers})
+
+
+async def task_get(client, task_id: str) -> types.GetTaskResult:
+    request = types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task_id))
+    return await client.session.send_request(request, types.GetTaskResult)
+
+
+async def task_result(client, task_id: str) -> types.CallToolResult:
+    request = types.GetTaskPayloadRequest(params=types.GetTaskPayloadRequestParams(task_id=task_id))
+    return await client.session.send_request(request, types.CallToolResult)
+
+
+async def task_cancel(client, task_id: str) -> types.CancelTaskResult:
+    request = types.CancelTaskRequest(params=types.CancelTaskRequestParams(task_id=task_id))
+    return await client.session.send_request(request, types.CancelTaskResult)
+
+
+async def task_list(client, cursor: str | None = None) -> types.ListTasksResult:
+    params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+    return await client.session.send_request(
+        types.ListTasksRequest(params=params), types.ListTasksResult
+    )
+
+
+def _three_adds(llm) -> None:
+    llm.script(
+        [
+            Reply(tool_calls=[("c1", "add", {"a": 1, "b": 2})], delay=0.3),
+            Reply(tool_calls=[("c2", "add", {"a": 3, "b": 3})]),
+            Reply(text=["The sums are 3 and 6"]),
+        ]
+    )
+
+
+def _forever(llm) -> None:
+    def forever(body: dict) -> Reply:
+        done = sum(1 for m in body["messages"] if m["role"] == "tool")
+        return Reply(tool_calls=[(f"c{done}", "echo", {"text": "again"})], delay=0.2)
+
+    llm.responder = forever
+
+
+async def test_a_task_augmented_run_answers_at_once_and_its_result_comes_later(
+    hub, llm, alice_provider, alice_endpoint, hub_tools, alice_hub_token
+):
+    _three_adds(llm)
+    statuses = TaskStatuses()
+    async with mcp_client(
+        hub.url(alice_endpoint.path), alice_hub_token, extensions=[statuses]
+    ) as client:
+        capabilities = client.session.server_capabilities
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        created = await call_as_task(
+            client,
+            "autonomous_with_mcp",
+            {"mcp_name": "echo", "task": "Add 1+2 and 3+3", "max_rounds": 20},
+            _meta={"progressToken": "task-progress"},
+        )
+        task = created["task"]
+        first = await task_get(client, task["taskId"])
+
+        async def completed():
+            got = await task_get(client, task["taskId"])
+            return got if got.status == "completed" else None
+
+        done = await eventually_async(completed, timeout=30, interval=0.2)
+        result = await task_result(client, task["taskId"])
+        listed = await task_list(client)
+        await eventually_async(lambda: statuses.seen or None, timeout=10, interval=0.1)
+
+    assert capabilities.tasks is not None and capabilities.tasks.requests.tools.call is not None
+    assert capabilities.tasks.list is not None and capabilities.tasks.cancel is not None
+    assert tools["autonomous_with_mcp"].execution.task_support == "optional"
+    assert tools["get_run"].execution is None and tools["add"].execution is None
+    # The call answered before the run ended: a working task, nothing of the answer.
+    assert task["status"] == "working" and task["ttl"] == 600000 and task["pollInterval"] > 0
+    assert "content" not in created
+    assert "io.modelcontextprotocol/model-immediate-response" in created["_meta"]
+    assert first.status == "working"
+    assert done.created_at == task["createdAt"] and done.last_updated_at >= done.created_at
+    assert result.is_error is False and result.content[0].text == "The sums are 3 and 6"
+    assert result.meta[RELATED] == {"taskId": task["taskId"]}
+    assert result.structured_content["status"] == "succeeded"
+    assert [t.task_id for t in listed.tasks] == [task["taskId"]]
+    assert listed.tasks[0].status == "completed"
+    assert statuses.seen[-1].task_id == task["taskId"]
+    assert statuses.seen[-1].status == "completed"
+    run = await db(Run.objects.get)(pk=result.structured_content["run_id"])
+    assert run.status == "succeeded" and run.servers == ["echo"] and run.rounds == 3
+    mapped = await db(McpTask.objects.get)(pk=task["taskId"])
+    assert mapped.run_id == run.pk and mapped.tool == "autonomous_with_mcp"
+
+
+async def test_tasks_cancel_cancels_the_run_and_a_second_cancel_is_refused(
+    hub, llm, alice_provider, alice_endpoint, hub_tools, alice_hub_token
+):
+    _forever(llm)
+    async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
+        created = await call_as_task(
+            client, "autonomous_discover_and_execute", {"task": "Never stop"}
+        )
+        task_id = created["task"]["taskId"]
+        await eventually_async(
+            db(Run.objects.filter(status="running", rounds__gte=1).exists), timeout=20
+        )
+        cancelled = await task_cancel(client, task_id)
+        with pytest.raises(MCPError) as again:
+            await task_cancel(client, task_id)
+        result = await task_result(client, task_id)
+        after = await task_get(client, task_id)
+        await eventually_async(db(Run.objects.filter(status="cancelled").exists), timeout=20)
+
+    assert cancelled.status == "cancelled" and cancelled.task_id == task_id
+    assert again.value.code == -32602 and "already cancelled" in again.value.message
+    assert result.is_error is True and "cancelled" in result.content[0].text
+    assert result.meta[RELATED] == {"taskId": task_id}
+    assert after.status == "cancelled"
+    run = await db(Run.objects.get)()
+    assert run.status == "cancelled" and run.cancel_requested
+
+
+async def test_the_task_is_served_by_another_session_and_web_process(
+    hub, llm, alice_provider, alice_endpoint, hub_tools, alice_hub_token, charlie_hub_token
+):
+    """State is the run's, in the database: a new session (on a second web process where the
+    hub runs on Redis) polls and reads it; charlie's session knows nothing of it."""
+    _three_adds(llm)
+    async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
+        created = await call_as_task(
+            client, "autonomous_with_mcp", {"mcp_name": "echo", "task": "Add things"}
+        )
+    task_id = created["task"]["taskId"]
+
+    @asynccontextmanager
+    async def elsewhere():
+        if settings.REDIS_URL:
+            with another_web(hub.log_dir) as base_url:
+                yield base_url
+        else:
+            yield hub.base_url
+
+    async with elsewhere() as base_url:
+        async with mcp_client(base_url + alice_endpoint.path, alice_hub_token) as client:
+            result = await task_result(client, task_id)  # waits for the run's end
+            got = await task_get(client, task_id)
+    charlie_endpoint = await db(
+        lambda: alice_endpoint.__class__.objects.get(owner__username="charlie")
+    )()
+    async with mcp_client(hub.url(charlie_endpoint.path), charlie_hub_token) as client:
+        with pytest.raises(MCPError) as peek:
+            await task_get(client, task_id)
+        with pytest.raises(MCPError) as cancel:
+            await task_cancel(client, task_id)
+        theirs = await task_list(client)
+
+    assert result.content[0].text == "The sums are 3 and 6" and result.is_error is False
+    assert got.status == "completed"
+    assert peek.value.code == cancel.value.code == -32602
+    assert "not found" in peek.value.message
+    assert theirs.tasks == []
+
+
+async def test_tasks_list_pages_and_expired_tasks_are_gone(
+    hub, alice, alice_endpoint, hub_tools, alice_hub_token
+):
+    page = settings.MCPHUB_TASK_PAGE_SIZE
+    total = page + 5
+
+    def make() -> list[str]:
+        runs = Run.objects.bulk_create(
+            [
+                Run(owner=alice, task=f"t{i}", status="succeeded", answer=f"a{i}", rounds=1)
+                for i in range(total + 1)
+            ]
+        )
+        later = timezone.now() + timedelta(hours=1)
+        tasks = McpTask.objects.bulk_create(
+            [
+                McpTask(
+                    owner=alice,
+                    endpoint=alice_endpoint,
+                    tool="autonomous_with_mcp",
+                    run=run,
+                    ttl_ms=3600000,
+                    expires_at=later,
+                )
+                for run in runs
+            ]
+        )
+        McpTask.objects.filter(pk=tasks[-1].pk).update(expires_at=timezone.now())
+        return [str(t.pk) for t in tasks]
+
+    ids = await db(make)()
+    async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
+        with pytest.raises(MCPError) as expired:
+            await task_get(client, ids[-1])
+        first = await task_list(client)
+        second = await task_list(client, first.next_cursor)
+        with pytest.raises(MCPError) as bad_cursor:
+            await task_list(client, "not-a-cursor")
+        with pytest.raises(MCPError) as no_such:
+            await task_get(client, "0f0e0d0c-0000-4000-8000-000000000000")
+        one = await task_result(client, ids[0])
+
+    assert expired.value.code == -32602 and "expired" in expired.value.message
+    assert len(first.tasks) == page and first.next_cursor
+    assert len(second.tasks) == 5 and second.next_cursor is None
+    listed = [t.task_id for t in first.tasks + second.tasks]
+    assert sorted(listed) == sorted(ids[:-1])  # every live task once; the expired one gone
+    assert all(t.status == "completed" for t in first.tasks + second.tasks)
+    assert bad_cursor.value.code == no_such.value.code == -32602
+    assert one.content[0].text == "a0" and one.meta[RELATED] == {"taskId": ids[0]}
+    assert not await db(McpTask.objects.filter(pk=ids[-1]).exists)()
+
+
+async def test_a_task_on_a_tool_without_task_support_or_with_bad_input_is_refused(
+    hub, llm, alice_provider, alice_endpoint, hub_tools, alice_hub_token
+):
+    async with mcp_client(hub.url(alice_endpoint.path), alice_hub_token) as client:
+        with pytest.raises(MCPError) as backend_tool:
+            await call_as_task(client, "add", {"a": 1, "b": 2})
+        with pytest.raises(MCPError) as hub_tool:
+            await call_as_task(client, "list_available_mcps", {})
+        with pytest.raises(MCPError) as bad_server:
+            await call_as_task(client, "autonomous_with_mcp", {"mcp_name": "nope", "task": "x"})
+        with pytest.raises(MCPError) as bad_ttl:
+            await call_as_task(
+                client, "autonomous_discover_and_execute", {"task": "x"}, task={"ttl": "soon"}
+            )
+
+    assert backend_tool.value.code == hub_tool.value.code == -32601
+    assert "cannot be called as a task" in backend_tool.value.message
+    assert bad_server.value.code == bad_ttl.value.code == -32602
+    assert "nope" in bad_server.value.message and "ttl" in bad_ttl.value.message
+    assert not await db(Run.objects.exists)() and not await db(McpTask.objects.exists)()
+
+
+async def test_a_session_of_an_older_revision_gets_the_plain_call(
+    hub, llm, alice_provider, alice_endpoint, hub_tools, alice_hub_token
+):
+    """2025-06-18 has no tasks: no capability, `task` ignored (the call waits for the answer),
+    and tasks/* are unknown methods."""
+    _three_adds(llm)
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "Authorization": f"Bearer {alice_hub_token}",
+    }
+    async with httpx2.AsyncClient(timeout=60, headers=headers) as http:
+        url = hub.url(alice_endpoint.path)
+        init = await http.post(url, content=json.dumps(INITIALIZE))
+        session = {"mcp-session-id": init.headers["mcp-session-id"]}
+        call = await http.post(
+            url,
+            headers=session,
+            content=json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "tools/call",
+                    "params": {
+                        "name": "autonomous_with_mcp",
+                        "arguments": {"mcp_name": "echo", "task": "Add"},
+                        "task": {"ttl": 1000},
+                    },
+                }
+            ),
+        )
+        get = await http.post(
+            url,
+            headers=session,
+            content=json.dumps(
+                {"jsonrpc": "2.0", "id": 3, "method": "tasks/get", "params": {"taskId": "x"}}
+            ),
+        )
+
+    assert "tasks" not in init.json()["result"]["capabilities"]
+    answer = _last_message(call)
+    assert answer["result"]["content"][0]["text"] == "The sums are 3 and 6"
+    assert _last_message(get)["error"]["code"] == -32601
+    assert not await db(McpTask.objects.exists)()
+
+
+def _last_message(response: httpx2.Response) -> dict:
+    if response.headers["content-type"].startswith("application/json"):
+        return response.json()
+    data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
+    return json.loads(data[-1])
