@@ -34,12 +34,22 @@ from apps.catalog.models import HUB_SERVER
 from apps.chat.runs import services
 from apps.chat.runs.models import Run
 from apps.core import public_url
+from apps.credentials.errors import CredentialsMissing
 from apps.gateway import hub_tools, jsonrpc
-from apps.gateway.context import Context, meta_of, paginate, param_string, progress_sender
-from apps.gateway.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
+from apps.gateway.context import (
+    Context,
+    meta_of,
+    needs_credentials,
+    paginate,
+    param_string,
+    progress_sender,
+)
+from apps.gateway.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 from apps.gateway.mailbox import mailbox
 from apps.gateway.models import McpTask
 from apps.gateway.streams import SESSION_MESSAGE, session_group
+from apps.toolsets import calls
+from apps.toolsets.exposure import Exposed
 
 logger = logging.getLogger(__name__)
 
@@ -68,15 +78,19 @@ def _db(fn):
 
 
 async def call(ctx: Context, name: str, arguments: dict[str, Any], params: dict[str, Any]):
-    """A task-augmented `tools/call`: the run starts and its task comes back at once."""
+    """A task-augmented `tools/call`: the run starts (or the backend's task is created) and its
+    task comes back at once."""
     exposed = ctx.view.tools.get(name)
+    if exposed is not None and _backend_supports_tasks(exposed):
+        return await _call_backend(ctx, exposed, arguments, params)
     if exposed is None or not (
         exposed.server == HUB_SERVER and exposed.backend_name in hub_tools.SERVERS_OF
     ):
         raise RpcError(
             METHOD_NOT_FOUND,
             f"Tool {name} cannot be called as a task (its execution.taskSupport is forbidden): "
-            "call it without 'task'. The hub's autonomous_* tools can.",
+            "call it without 'task'. The hub's autonomous_* tools can, and backend tools "
+            "whose execution.taskSupport is optional or required.",
         )
     ttl = _ttl(params.get("task"))
     try:
@@ -144,7 +158,7 @@ def _live_status(run: Run) -> tuple[str, str]:
 
 def _freeze(task: McpTask, run: Run) -> McpTask:
     """Once the run has ended (or was cancelled), its task's status and result never change."""
-    if task.status:
+    if task.status or run is None:
         return task
     status, message = _live_status(run)
     if status not in TERMINAL:
@@ -166,7 +180,9 @@ def _freeze(task: McpTask, run: Run) -> McpTask:
     return task
 
 
-def _task_json(task: McpTask, run: Run) -> dict[str, Any]:
+def _task_json(task: McpTask, run: Run | None) -> dict[str, Any]:
+    if run is None:  # the backend's own task, under this task's id
+        return {**(task.backend_task or {}), "taskId": str(task.pk)}
     if task.status:
         status, message, updated = task.status, task.status_message, task.updated_at
     else:
@@ -205,7 +221,7 @@ def _load(ctx: Context, params: dict[str, Any]) -> McpTask:
         raise RpcError(
             INVALID_PARAMS, "Failed to retrieve task: Task not found", {"taskId": task_id}
         )
-    if task.expires_at <= timezone.now():
+    if task.expires_at is not None and task.expires_at <= timezone.now():
         raise RpcError(
             INVALID_PARAMS, "Failed to retrieve task: Task has expired", {"taskId": task_id}
         )
@@ -214,6 +230,8 @@ def _load(ctx: Context, params: dict[str, Any]) -> McpTask:
 
 async def get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     task = await _db(_load)(ctx, params)
+    if task.run is None and not task.status:
+        await _refresh(ctx, task)
     return _task_json(task, task.run)
 
 
@@ -221,7 +239,9 @@ async def result(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """The tool result once the task has ended (waiting for it until then): what the call
     without `task` would have answered, tagged with the task it belongs to."""
     task = await _db(_load)(ctx, params)
-    if not task.status:
+    if task.run is None:
+        await _backend_result(ctx, task)
+    elif not task.status:
         await hub_tools._follow(task.run, None, cancel_with_caller=False)
         task = await _db(_load)(ctx, params)
     answer = dict(task.result or {})
@@ -229,21 +249,24 @@ async def result(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def _page(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+def _page(ctx: Context, params: dict[str, Any]) -> tuple[list[McpTask], str | None]:
     now = timezone.now()
     _mine(ctx).filter(expires_at__lte=now).delete()  # past their ttl: gone (the runs stay)
-    tasks = _mine(ctx).filter(expires_at__gt=now)
+    tasks = _mine(ctx).exclude(expires_at__lte=now)
     size = settings.MCPHUB_TASK_PAGE_SIZE
     start, next_cursor = paginate(params, tasks.count(), size)
-    page = [_freeze(task, task.run) for task in tasks[start : start + size]]
+    return [_freeze(task, task.run) for task in tasks[start : start + size]], next_cursor
+
+
+async def list_tasks(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    page, next_cursor = await _db(_page)(ctx, params)
+    passed = [task for task in page if task.run is None and not task.status]
+    # A backend's live tasks as it tells now; one it cannot reach shows as last seen.
+    await asyncio.gather(*(_refresh(ctx, task) for task in passed), return_exceptions=True)
     listed: dict[str, Any] = {"tasks": [_task_json(task, task.run) for task in page]}
     if next_cursor:
         listed["nextCursor"] = next_cursor
     return listed
-
-
-async def list_tasks(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    return await _db(_page)(ctx, params)
 
 
 def _cancel(ctx: Context, params: dict[str, Any]) -> McpTask:
@@ -264,8 +287,118 @@ def _cancel(ctx: Context, params: dict[str, Any]) -> McpTask:
 
 
 async def cancel(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    task = await _db(_load)(ctx, params)
+    if task.run is None and not task.status:  # the backend cancels its own task
+        raw = await _backend(ctx, task.server, "tasks/cancel", {"taskId": task.backend_task_id})
+        await _db(_seen)(task, raw)
+        return _task_json(task, None)
     task = await _db(_cancel)(ctx, params)
     return _task_json(task, task.run)
+
+
+# -- a backend's own tasks, passed through ---------------------------------------------
+
+
+def _backend_supports_tasks(exposed: Exposed) -> bool:
+    execution = exposed.entry.get("execution") or {}
+    return exposed.server != HUB_SERVER and execution.get("taskSupport") in ("optional", "required")
+
+
+async def _backend(ctx: Context, server: str, method: str, params: dict[str, Any]) -> dict:
+    """A task request to `server` as the caller (their spec: their credentials, their partition)."""
+    from mcp import MCPError
+
+    from apps.connections.default import get_pool
+    from apps.connections.errors import PoolError
+
+    try:
+        spec = ctx.view.spec(server)
+        return await get_pool().task_request(spec, method, params)
+    except KeyError:
+        raise RpcError(
+            INVALID_PARAMS, f"Failed to retrieve task: {server} is no longer on this endpoint"
+        ) from None
+    except MCPError as exc:
+        raise RpcError(exc.code, exc.message, exc.data) from None
+    except CredentialsMissing as exc:
+        raise needs_credentials(exc) from None
+    except PoolError as exc:
+        raise RpcError(INTERNAL_ERROR, f"{server} is unavailable: {exc.message}") from None
+
+
+async def _call_backend(
+    ctx: Context, exposed: Exposed, arguments: dict[str, Any], params: dict[str, Any]
+) -> dict[str, Any]:
+    """The backend creates the task; the client gets it under a hub task id (logged as a call)."""
+    task_params = {"ttl": _ttl(params.get("task"))}
+    forwarded = {"name": exposed.backend_name, "arguments": arguments, "task": task_params}
+
+    async def create() -> dict[str, Any]:
+        raw = await _backend(ctx, exposed.server, "tools/call", forwarded)
+        backend_task = raw.get("task")
+        if not isinstance(backend_task, dict) or not isinstance(backend_task.get("taskId"), str):
+            return raw  # the backend answered at once after all: that is the answer
+        task = await _db(_create_passthrough)(ctx, exposed, backend_task)
+        return {**raw, "task": _task_json(task, None)}
+
+    return await calls.logged(
+        user_id=ctx.principal.user_id,
+        endpoint_id=ctx.endpoint.id,
+        exposed=exposed,
+        arguments=arguments,
+        work=create(),
+    )
+
+
+def _create_passthrough(ctx: Context, exposed: Exposed, backend_task: dict[str, Any]) -> McpTask:
+    ttl = backend_task.get("ttl")
+    ttl = ttl if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl >= 0 else None
+    return McpTask.objects.create(
+        owner_id=ctx.principal.user_id,
+        endpoint_id=ctx.endpoint.id,
+        tool=exposed.name,
+        server=exposed.server,
+        backend_task_id=backend_task["taskId"],
+        backend_task=backend_task,
+        ttl_ms=ttl,
+        expires_at=None if ttl is None else timezone.now() + timedelta(milliseconds=ttl),
+    )
+
+
+def _seen(task: McpTask, backend_task: dict[str, Any], result: dict | None = None) -> None:
+    """Keep what the backend said of its task; a terminal status (and result) is final."""
+    status = backend_task.get("status")
+    task.backend_task = {**backend_task, "taskId": task.backend_task_id}
+    fields = ["backend_task", "updated_at"]
+    if status in TERMINAL and not task.status:
+        task.status, task.status_message = status, str(backend_task.get("statusMessage") or "")
+        fields += ["status", "status_message"]
+    if result is not None:
+        task.result = result
+        fields.append("result")
+    task.save(update_fields=fields)
+
+
+async def _refresh(ctx: Context, task: McpTask) -> None:
+    raw = await _backend(ctx, task.server, "tasks/get", {"taskId": task.backend_task_id})
+    await _db(_seen)(task, raw)
+
+
+async def _backend_result(ctx: Context, task: McpTask) -> None:
+    """Wait for the backend's task to end (polling it at the interval it asks, within bounds,
+    rather than holding a pool request open for as long as it takes), then fetch its result."""
+    if task.result is not None:
+        return
+    while not task.status:
+        await _refresh(ctx, task)
+        if task.status:
+            break
+        interval = (task.backend_task or {}).get("pollInterval") or POLL_INTERVAL_MS
+        await asyncio.sleep(min(max(float(interval), 100.0), 5000.0) / 1000)
+    raw = await _backend(ctx, task.server, "tasks/result", {"taskId": task.backend_task_id})
+    meta = {k: v for k, v in (raw.get("_meta") or {}).items() if k != RELATED_TASK}
+    answer = {**raw, "_meta": meta} if meta else {k: v for k, v in raw.items() if k != "_meta"}
+    await _db(_seen)(task, task.backend_task or {}, answer)
 
 
 # -- telling the session as the run goes -----------------------------------------------

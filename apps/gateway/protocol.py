@@ -32,6 +32,7 @@ from apps.gateway.context import (
     call_exposed,
     dump,
     listing,
+    needs_credentials,
     paginate,
     param_mapping,
     param_name,
@@ -147,14 +148,6 @@ def _disabled_tool(endpoint_id: int, name: str) -> Tool | None:
     return disabled_tool_named(endpoint=endpoint, name=name)
 
 
-def _needs_credentials(exc: CredentialsMissing) -> RpcError:
-    return RpcError(
-        INVALID_PARAMS,
-        exc.message,
-        {"server": exc.server, "missing": exc.missing, "fill_at": exc.fill_at, "api": exc.api},
-    )
-
-
 async def tools_call(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     name = param_name(params)
     arguments = param_mapping(params, "arguments")
@@ -183,7 +176,7 @@ async def prompts_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     except MCPError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None
     except CredentialsMissing as exc:
-        raise _needs_credentials(exc) from None
+        raise needs_credentials(exc) from None
     return dump(result)
 
 
@@ -227,7 +220,7 @@ async def resources_read(ctx: Context, params: dict[str, Any]) -> dict[str, Any]
     except MCPError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None
     except CredentialsMissing as exc:
-        raise _needs_credentials(exc) from None
+        raise needs_credentials(exc) from None
     return dump(result)
 
 
@@ -259,7 +252,7 @@ async def completion_complete(ctx: Context, params: dict[str, Any]) -> dict[str,
     except MCPError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None
     except CredentialsMissing as exc:
-        raise _needs_credentials(exc) from None
+        raise needs_credentials(exc) from None
     return dump(result)
 
 

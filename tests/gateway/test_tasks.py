@@ -8,6 +8,7 @@ The SDK (2.3) has the task types but validates a `tools/call` answer as a CallTo
 from __future__ import annotations
 
 import json
+import sys
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
@@ -20,8 +21,12 @@ from django.utils import timezone
 from mcp import MCPError
 from mcp.client.extension import ClientExtension, NotificationBinding
 
+from apps.catalog.introspection import apply_discovery
+from apps.catalog.models import McpServer
 from apps.chat.runs.models import Run
 from apps.gateway.models import McpTask
+from apps.toolsets.models import ToolCall
+from apps.toolsets.services import enable_tools
 from tests.chat.conftest import (  # noqa: F401 - fixtures
     alice_provider,
     charlie_hub_token,
@@ -29,7 +34,7 @@ from tests.chat.conftest import (  # noqa: F401 - fixtures
     llm,
 )
 from tests.chat.runs.conftest import hub_tools  # noqa: F401 - the fixture
-from tests.live_hub import INITIALIZE, another_web, mcp_client
+from tests.live_hub import INITIALIZE, SERVERS, another_web, mcp_client
 from tests.llm_server import Reply
 from tests.waiting import eventually_async
 
@@ -352,3 +357,80 @@ def _last_message(response: httpx2.Response) -> dict:
         return response.json()
     data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
     return json.loads(data[-1])
+
+
+# -- a backend's own tasks, passed through -----------------------------------------------
+
+TASKS_BACKEND = {
+    "name": "jobs",
+    "command": sys.executable,
+    "args": [str(SERVERS / "tasks_backend.py")],
+}
+
+
+@pytest.fixture(scope="session")
+def jobs_discovery(hub):
+    from apps.connections.default import run_with_pool
+
+    spec = McpServer(**TASKS_BACKEND).to_spec()
+    return run_with_pool(lambda pool: pool.discover(spec))
+
+
+@pytest.fixture
+def jobs_endpoint(transactional_db, alice, jobs_discovery):
+    """Alice's endpoint with the tasks backend's two tools enabled."""
+    server = McpServer.objects.create(**TASKS_BACKEND)
+    apply_discovery(server=server, discovery=jobs_discovery)
+    endpoint = alice.endpoints.get()
+    enable_tools(endpoint=endpoint, tools=server.tools.all())
+    return endpoint
+
+
+async def test_a_backends_task_is_passed_through_under_a_hub_task_id(
+    hub, jobs_endpoint, alice_hub_token, charlie_hub_token
+):
+    async with mcp_client(hub.url(jobs_endpoint.path), alice_hub_token) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        created = await call_as_task(client, "slow_sum", {"a": 2, "b": 3, "seconds": 0.5})
+        task_id = created["task"]["taskId"]
+        first = await task_get(client, task_id)
+        result = await task_result(client, task_id)  # waits for the backend's task
+        done = await task_get(client, task_id)
+        plain = await client.call_tool("slow_sum", {"a": 1, "b": 1, "seconds": 0})
+        with pytest.raises(MCPError) as required:
+            await client.call_tool("long_job", {"seconds": 0})
+        job = await call_as_task(client, "long_job", {"seconds": 60})
+        cancelled = await task_cancel(client, job["task"]["taskId"])
+        with pytest.raises(MCPError) as again:
+            await task_cancel(client, job["task"]["taskId"])
+        listed = await task_list(client)
+
+    assert tools["slow_sum"].execution.task_support == "optional"
+    assert tools["long_job"].execution.task_support == "required"
+    # The client sees the hub's task id, never the backend's.
+    assert not task_id.startswith("backend-") and created["task"]["status"] == "working"
+    assert first.task_id == task_id and first.status in ("working", "completed")
+    assert result.content[0].text == "sum is 5" and result.meta[RELATED] == {"taskId": task_id}
+    assert done.status == "completed"
+    assert plain.content[0].text == "sum is 2"
+    assert required.value.code == -32601
+    assert cancelled.status == "cancelled" and cancelled.task_id == job["task"]["taskId"]
+    assert again.value.code == -32602
+    assert {t.task_id for t in listed.tasks} == {task_id, job["task"]["taskId"]}
+    mapped = await db(McpTask.objects.get)(pk=task_id)
+    assert mapped.server == "jobs" and mapped.backend_task_id.startswith("backend-")
+    assert mapped.run_id is None and mapped.status == "completed"
+
+    def both_logged() -> bool:  # the call log is written in batches
+        logged = set(ToolCall.objects.values_list("tool_name", "ok"))
+        return {("slow_sum", True), ("long_job", True)} <= logged
+
+    await eventually_async(db(both_logged), timeout=20)
+
+    charlie_endpoint = await db(
+        lambda: jobs_endpoint.__class__.objects.get(owner__username="charlie")
+    )()
+    async with mcp_client(hub.url(charlie_endpoint.path), charlie_hub_token) as client:
+        with pytest.raises(MCPError) as theirs:
+            await task_result(client, task_id)
+    assert theirs.value.code == -32602
