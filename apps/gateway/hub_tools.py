@@ -271,10 +271,16 @@ def _bound(run: Run, seen: int) -> tuple[float | None, str]:
 
 
 async def _follow(
-    run: Run, progress: Progress | None, *, cancel_with_caller: bool = True
+    run: Run,
+    progress: Progress | None,
+    *,
+    cancel_with_caller: bool = True,
+    on_read: Callable[[Run], Awaitable[None]] | None = None,
 ) -> dict[str, Any]:
     """Wait for the run's end, telling the caller each round; a cancelled call cancels the run
     (unless `cancel_with_caller` is False: a task's `tasks/result` or status watcher only looks).
+    `on_read` sees the run each time it is read: at the start, when it waits for an approval or
+    goes on after one, and at its end (a task's status watcher).
 
     Woken by the run's events, not by polling the database: a step event's round is the progress
     sent, and the run is read again only at its `end` (or after FALLBACK_SECONDS without an event:
@@ -291,6 +297,8 @@ async def _follow(
     try:
         run = await read(pk=run.pk)
         while True:
+            if on_read is not None:
+                await on_read(run)
             if (
                 progress is not None and run.rounds > seen
             ):  # also the last rounds of a run that has ended
@@ -304,9 +312,13 @@ async def _follow(
                 ) or {}
             except TimeoutError:
                 event = {"type": "end"}  # nothing heard for a while: read how it stands
-            if event.get("type") == "end":
+            kind = event.get("type")
+            if kind == "end" or (
+                on_read is not None
+                and (kind == "approval_required" or run.status == Run.Status.WAITING_APPROVAL)
+            ):
                 run = await read(pk=run.pk)
-            elif event.get("type") == "step":
+            elif kind == "step":
                 run.rounds = max(run.rounds, event["seq"])
     except asyncio.CancelledError:
         if cancel_with_caller:

@@ -422,15 +422,24 @@ _watchers: set[asyncio.Task[None]] = set()
 
 
 def _watch(ctx: Context, task: McpTask, progress_token: Any) -> None:
-    """Follow the run in this process: progress with the call's token, then the task's end."""
+    """Follow the run in this process: progress with the call's token, a status notification
+    when it waits for an approval and goes on after it, and one at the task's end."""
     if ctx.session is None:
         return
     stream = _SessionStream(ctx.session.id)
     progress = progress_sender(dataclasses.replace(ctx, emitter=stream), progress_token)
 
+    sent: list[str] = [_live_status(task.run)[0]]  # the CreateTaskResult said `working`
+
+    async def moved(run: Run) -> None:
+        status = _live_status(run)[0]
+        if status != sent[-1] and status not in TERMINAL:  # the end is told once it is frozen
+            sent.append(status)
+            await stream.notify("notifications/tasks/status", _task_json(task, run))
+
     async def watch() -> None:
         try:
-            await hub_tools._follow(task.run, progress, cancel_with_caller=False)
+            await hub_tools._follow(task.run, progress, cancel_with_caller=False, on_read=moved)
             ended = await _db(_reload)(task.pk)
             await stream.notify("notifications/tasks/status", _task_json(ended, ended.run))
         except asyncio.CancelledError:

@@ -28,6 +28,7 @@ from apps.gateway.models import McpTask
 from apps.toolsets.models import ToolCall
 from apps.toolsets.services import enable_tools
 from tests.chat.conftest import (  # noqa: F401 - fixtures
+    Api,
     alice_provider,
     charlie_hub_token,
     db,
@@ -357,6 +358,50 @@ def _last_message(response: httpx2.Response) -> dict:
         return response.json()
     data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
     return json.loads(data[-1])
+
+
+async def test_a_run_waiting_for_approval_is_an_input_required_task(
+    hub, llm, alice_provider, alice_endpoint, hub_tools, alice_hub_token
+):
+    """The run waits for alice's approval (the endpoint's approval setting): the task says
+    `input_required` with the page to approve on, and goes on once she has."""
+    alice_endpoint.approval = "all"
+    await db(alice_endpoint.save)()
+    llm.script([Reply(tool_calls=[("c1", "echo", {"text": "allowed"})]), Reply(text=["Echoed it"])])
+    statuses = TaskStatuses()
+    async with mcp_client(
+        hub.url(alice_endpoint.path), alice_hub_token, extensions=[statuses]
+    ) as client:
+        created = await call_as_task(
+            client,
+            "autonomous_with_mcp",
+            {"mcp_name": "echo", "task": "Echo"},
+            task={"ttl": 10**12},
+        )
+        task_id = created["task"]["taskId"]
+
+        async def waiting():
+            got = await task_get(client, task_id)
+            return got if got.status == "input_required" else None
+
+        waiting_task = await eventually_async(waiting, timeout=30, interval=0.2)
+        run_id = await db(lambda: McpTask.objects.get(pk=task_id).run_id)()
+        async with Api(hub.base_url, alice_hub_token) as api:
+            approved = await api.client.post(
+                f"/runs/{run_id}/approve/", json={"call_id": "c1", "allow": True}
+            )
+        result = await task_result(client, task_id)
+        await eventually_async(
+            lambda: (statuses.seen and statuses.seen[-1].status == "completed") or None,
+            timeout=10,
+            interval=0.1,
+        )
+
+    assert created["task"]["ttl"] == settings.MCPHUB_TASK_MAX_TTL_MS  # capped
+    assert f"/runs/{run_id}/" in waiting_task.status_message
+    assert approved.status_code == 200
+    assert result.content[0].text == "Echoed it"
+    assert [s.status for s in statuses.seen] == ["input_required", "working", "completed"]
 
 
 # -- a backend's own tasks, passed through -----------------------------------------------
