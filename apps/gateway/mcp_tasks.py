@@ -107,6 +107,20 @@ async def call(ctx: Context, name: str, arguments: dict[str, Any], params: dict[
     }
 
 
+def check_plain_call(ctx: Context, exposed: Exposed) -> None:
+    """A tool whose taskSupport is `required` runs only as a task: -32601 otherwise (the spec)."""
+    if (exposed.entry.get("execution") or {}).get("taskSupport") == "required":
+        how = (
+            "call it with 'task'"
+            if supported(ctx.protocol_version)
+            else f"that needs an MCP {SINCE} session (this one speaks {ctx.protocol_version})"
+        )
+        raise RpcError(
+            METHOD_NOT_FOUND,
+            f"Tool {exposed.name} runs only as a task (taskSupport required): {how}",
+        )
+
+
 def _ttl(task: Any) -> int:
     if not isinstance(task, dict):
         raise RpcError(INVALID_PARAMS, "Invalid params: 'task' must be an object")

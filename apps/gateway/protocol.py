@@ -158,6 +158,7 @@ async def tools_call(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     exposed = ctx.view.tools.get(name)
     if exposed is None:
         raise await _missing_tool(ctx, name)
+    mcp_tasks.check_plain_call(ctx, exposed)
     return await call_exposed(ctx, exposed, arguments, params)
 
 

