@@ -93,18 +93,33 @@ async def call(ctx: Context, name: str, arguments: dict[str, Any], params: dict[
             "whose execution.taskSupport is optional or required.",
         )
     ttl = _ttl(params.get("task"))
-    try:
-        task = await _db(_create)(ctx, name, exposed.backend_name, arguments, ttl)
-    except services.RunError as exc:  # bad input: a clear error, nothing started
-        raise RpcError(INVALID_PARAMS, exc.message) from None
-    _watch(ctx, task, meta_of(params).get("progressToken"))
-    return {
-        "task": _task_json(task, task.run),
-        "_meta": {
-            IMMEDIATE_RESPONSE: f"Started run {task.run_id} as task {task.pk}; "
-            "its answer comes back when the task completes."
-        },
-    }
+
+    async def start() -> dict[str, Any]:
+        try:
+            task = await _db(_create)(ctx, name, exposed.backend_name, arguments, ttl)
+        except services.RunError as exc:  # bad input: a clear error, nothing started
+            raise RpcError(INVALID_PARAMS, exc.message) from None
+        _watch(ctx, task, meta_of(params).get("progressToken"))
+        return {
+            "task": _task_json(task, task.run),
+            "_meta": {
+                IMMEDIATE_RESPONSE: f"Started run {task.run_id} as task {task.pk}; "
+                "its answer comes back when the task completes."
+            },
+        }
+
+    return await _logged(ctx, exposed, arguments, start())
+
+
+async def _logged(ctx: Context, exposed: Exposed, arguments: dict[str, Any], work) -> dict:
+    """A task-creating call goes into the call log like any call (toolsets.calls)."""
+    return await calls.logged(
+        user_id=ctx.principal.user_id,
+        endpoint_id=ctx.endpoint.id,
+        exposed=exposed,
+        arguments=arguments,
+        work=work,
+    )
 
 
 def check_plain_call(ctx: Context, exposed: Exposed) -> None:
@@ -355,13 +370,7 @@ async def _call_backend(
         task = await _db(_create_passthrough)(ctx, exposed, backend_task)
         return {**raw, "task": _task_json(task, None)}
 
-    return await calls.logged(
-        user_id=ctx.principal.user_id,
-        endpoint_id=ctx.endpoint.id,
-        exposed=exposed,
-        arguments=arguments,
-        work=create(),
-    )
+    return await _logged(ctx, exposed, arguments, create())
 
 
 def _create_passthrough(ctx: Context, exposed: Exposed, backend_task: dict[str, Any]) -> McpTask:

@@ -161,6 +161,9 @@ async def test_a_task_augmented_run_answers_at_once_and_its_result_comes_later(
     assert run.status == "succeeded" and run.servers == ["echo"] and run.rounds == 3
     mapped = await db(McpTask.objects.get)(pk=task["taskId"])
     assert mapped.run_id == run.pk and mapped.tool == "autonomous_with_mcp"
+    await eventually_async(  # the call log is written in batches
+        db(ToolCall.objects.filter(tool_name="autonomous_with_mcp", ok=True).exists), timeout=20
+    )
 
 
 async def test_tasks_cancel_cancels_the_run_and_a_second_cancel_is_refused(
