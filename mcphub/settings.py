@@ -377,6 +377,11 @@ MCPHUB_RUN_KEEP_ROUNDS = envint("MCPHUB_RUN_KEEP_ROUNDS", 4)
 MCPHUB_RUN_CONTINUATIONS = envint("MCPHUB_RUN_CONTINUATIONS", 3)
 MCPHUB_RUN_HEARTBEAT_SECONDS = envint("MCPHUB_RUN_HEARTBEAT_SECONDS", 10)
 MCPHUB_RUN_STALE_SECONDS = envint("MCPHUB_RUN_STALE_SECONDS", 40)
+# MCP tasks (2025-11-25; apps/gateway/mcp_tasks.py): how long a task is kept when its client asks
+# for no ttl, the longest ttl granted (milliseconds), and tasks per `tasks/list` page.
+MCPHUB_TASK_TTL_MS = envint("MCPHUB_TASK_TTL_MS", 24 * 3600 * 1000)
+MCPHUB_TASK_MAX_TTL_MS = envint("MCPHUB_TASK_MAX_TTL_MS", 7 * 24 * 3600 * 1000)
+MCPHUB_TASK_PAGE_SIZE = envint("MCPHUB_TASK_PAGE_SIZE", 100)
 
 # --- MCP connection pool (keys: apps.connections.pool.PoolOptions). With REDIS_URL the pool lives in
 # the Celery workers, whose own listener re-discovers on a backend's list_changed; embedded, the

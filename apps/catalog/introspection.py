@@ -63,6 +63,7 @@ def _tool_fields(tool: Any) -> dict[str, Any]:
         "input_schema": entry.get("inputSchema") or {"type": "object"},
         "output_schema": entry.get("outputSchema"),
         "annotations": entry.get("annotations"),
+        "execution": entry.get("execution"),  # MCP 2025-11-25 taskSupport: passed through
         "token_estimate": estimate_tokens(entry),
     }
 

@@ -268,6 +268,9 @@ class Tool(CatalogItem):
     input_schema = models.JSONField(default=dict)
     output_schema = models.JSONField(null=True, blank=True)
     annotations = models.JSONField(null=True, blank=True)
+    # MCP 2025-11-25 `execution` (e.g. {"taskSupport": "optional"}): set for tools whose
+    # task-augmented calls the hub honours (its own runs); absent means "forbidden".
+    execution = models.JSONField(null=True, blank=True)
     token_estimate = models.PositiveIntegerField(default=0)
 
     class Meta:

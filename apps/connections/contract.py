@@ -89,6 +89,18 @@ class PoolAPI(Protocol):
         timeout: float | None = None,
     ) -> types.CompleteResult: ...
 
+    async def task_request(
+        self,
+        spec: ServerSpec,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """An MCP 2025-11-25 task request to the backend, its result as JSON: a task-augmented
+        `tools/call` (params carry `task`), `tasks/get`, `tasks/result` or `tasks/cancel`."""
+        ...
+
     async def ping(self, spec: ServerSpec, *, timeout: float | None = None) -> float:
         """Round-trip seconds of a ping (connecting first if needed)."""
         ...
@@ -109,6 +121,9 @@ class PoolAPI(Protocol):
 
     async def __aexit__(self, *exc: object) -> None: ...
 
+
+# MCP 2025-11-25 task requests a gateway client's task may need a backend to answer.
+TASK_METHODS = frozenset({"tools/call", "tasks/get", "tasks/result", "tasks/cancel"})
 
 # Methods that are the pool's lifecycle, not operations sent to a worker.
 LIFECYCLE = frozenset({"aclose", "__aenter__", "__aexit__"})

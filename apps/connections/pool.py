@@ -20,6 +20,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from apps.connections.breaker import Breaker, BreakerPolicy
+from apps.connections.contract import TASK_METHODS
 from apps.connections.errors import CallTimeout, PoolError, ServerCrashed, ServerUnavailable
 from apps.connections.hooks import NotificationHook, ProgressFn, Relay
 from apps.connections.listing import Discovery, collect_pages
@@ -156,6 +157,21 @@ class Pool:
                 name, args, progress_callback=progress_callback, meta=_meta(meta)
             )
         return await self._run(spec, fn, timeout, relay, what="tools/call", target=name)
+
+    async def task_request(
+        self,
+        spec: ServerSpec,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """As `PoolAPI.task_request`; any other method is a ValueError (nothing is sent)."""
+        if method not in TASK_METHODS:
+            raise ValueError(f"not a task request: {method}")
+        return await self._run(
+            spec, lambda c: c.task_request(method, dict(params)), timeout, what=method
+        )
 
     async def list_tools(
         self, spec: ServerSpec, *, timeout: float | None = None

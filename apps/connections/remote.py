@@ -27,6 +27,7 @@ from typing import Any, Self
 import mcp_types as types
 
 from apps.connections.codec import SpecCodec, default_codec
+from apps.connections.contract import TASK_METHODS
 from apps.connections.errors import CallTimeout, PoolError, ServerCrashed, ServerUnavailable
 from apps.connections.hooks import NotificationHook, ProgressFn, Relay
 from apps.connections.listing import Discovery
@@ -168,6 +169,19 @@ class RemotePool:
             spec, "call_tool", args, timeout, progress_callback, relay, raw=True
         )
         return reply if raw else types.CallToolResult.model_validate(reply)
+
+    async def task_request(
+        self,
+        spec: ServerSpec,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        if method not in TASK_METHODS:
+            raise ValueError(f"not a task request: {method}")
+        args = {"method": method, "params": dict(params)}
+        return await self._call(spec, "task_request", args, timeout)
 
     async def list_tools(
         self, spec: ServerSpec, *, timeout: float | None = None

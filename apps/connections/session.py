@@ -364,6 +364,21 @@ class Connection:
             opts["on_progress"] = progress
         return _checked(await sdk.send_raw_request(session, "tools/call", data["params"], opts))
 
+    async def task_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A task request (`contract.TASK_METHODS`) through the session's dispatcher, its result as the
+        backend sent it: the SDK has the task types but validates a `tools/call` answer as a
+        `CallToolResult`, and does not dispatch `tasks/*` itself."""
+        session = self.sdk_client.session
+        data = {"method": method, "params": params}
+        opts: dict[str, Any] = {}
+        sdk.stamp(session, data, opts)
+        if method == "tools/call":
+            opts.setdefault("headers", {})[MCP_NAME_HEADER] = encode_header_value(params["name"])
+        result = await sdk.send_raw_request(session, method, params, opts)
+        if not isinstance(result, dict):
+            raise MCPError(types.INTERNAL_ERROR, f"{method}: the server answered a non-object")
+        return result
+
     async def _flush_logs(self, call: _Call) -> None:
         """Let log lines the backend sent before its result reach the caller before the result."""
         await asyncio.sleep(

@@ -180,6 +180,12 @@ OPS: dict[str, Op] = {
         _model(types.CompleteResult),
     ),
     "ping": _op(lambda pool, spec, a, timeout, **_: pool.ping(spec, timeout=timeout), _plain()),
+    "task_request": _op(
+        lambda pool, spec, a, timeout, **_: pool.task_request(
+            spec, a["method"], a["params"], timeout=timeout
+        ),
+        _plain(),
+    ),
     "subscribe_resource": _op(
         lambda pool, spec, a, timeout, **_: pool.subscribe_resource(
             spec, a["uri"], timeout=timeout

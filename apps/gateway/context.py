@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from django.conf import settings
 
+from apps.credentials.errors import CredentialsMissing
 from apps.gateway.auth import EndpointRef, Principal
 from apps.gateway.jsonrpc import INVALID_PARAMS, RpcError
 from apps.gateway.state import Session
@@ -101,6 +102,15 @@ def param_mapping(params: dict[str, Any], key: str) -> dict[str, Any]:
 def unknown(kind: str, name: str, names: list[str]) -> RpcError:
     message, suggestions = naming.unknown(kind, name, names)
     return RpcError(INVALID_PARAMS, message, {"suggestions": suggestions} if suggestions else None)
+
+
+def needs_credentials(exc: CredentialsMissing) -> RpcError:
+    """A backend the caller has not filled credentials for: what to fill, and where."""
+    return RpcError(
+        INVALID_PARAMS,
+        exc.message,
+        {"server": exc.server, "missing": exc.missing, "fill_at": exc.fill_at, "api": exc.api},
+    )
 
 
 def dump(model: Any) -> dict[str, Any]:

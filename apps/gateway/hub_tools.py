@@ -46,6 +46,9 @@ _TASK = {
     "type": "string",
     "description": "What to do, in plain words; the final answer comes back.",
 }
+# MCP 2025-11-25 tasks: a task-augmented call of an autonomous tool returns at once with a task
+# that maps to the run (apps.gateway.mcp_tasks); without one, the call waits as before.
+_TASKS = {"taskSupport": "optional"}
 _RUN_ID = {"type": "object", "properties": {"run_id": {"type": "string"}}, "required": ["run_id"]}
 
 TOOLS: dict[str, dict[str, Any]] = {
@@ -61,6 +64,7 @@ TOOLS: dict[str, dict[str, Any]] = {
             "properties": {"mcp_name": {"type": "string"}, "task": _TASK, **_LIMITS},
             "required": ["mcp_name", "task"],
         },
+        "execution": _TASKS,
     },
     "autonomous_with_multiple_mcps": {
         "description": "Hand a task to an LLM that works with the tools of several MCP servers and returns the final answer.",
@@ -73,6 +77,7 @@ TOOLS: dict[str, dict[str, Any]] = {
             },
             "required": ["mcp_names", "task"],
         },
+        "execution": _TASKS,
     },
     "autonomous_discover_and_execute": {
         "description": "Hand a task to an LLM that may use every tool you enabled here and returns the final answer.",
@@ -81,6 +86,7 @@ TOOLS: dict[str, dict[str, Any]] = {
             "properties": {"task": _TASK, **_LIMITS},
             "required": ["task"],
         },
+        "execution": _TASKS,
     },
     "get_run": {
         "description": "A run's status, rounds so far, and its final answer once done.",
@@ -121,6 +127,7 @@ def ensure_hub_server():
                     "description": entry["description"],
                     "input_schema": entry["inputSchema"],
                     "annotations": entry.get("annotations"),
+                    "execution": entry.get("execution"),
                     "available": True,
                     "token_estimate": estimate_tokens({"name": name, **entry}),
                 },
@@ -263,8 +270,17 @@ def _bound(run: Run, seen: int) -> tuple[float | None, str]:
     return float(run.max_rounds), f"Round {seen} of at most {run.max_rounds}"
 
 
-async def _follow(run: Run, progress: Progress | None) -> dict[str, Any]:
-    """Wait for the run's end, telling the caller each round; a cancelled call cancels the run.
+async def _follow(
+    run: Run,
+    progress: Progress | None,
+    *,
+    cancel_with_caller: bool = True,
+    on_read: Callable[[Run], Awaitable[None]] | None = None,
+) -> dict[str, Any]:
+    """Wait for the run's end, telling the caller each round; a cancelled call cancels the run
+    (unless `cancel_with_caller` is False: a task's `tasks/result` or status watcher only looks).
+    `on_read` sees the run each time it is read: at the start, when it waits for an approval or
+    goes on after one, and at its end (a task's status watcher).
 
     Woken by the run's events, not by polling the database: a step event's round is the progress
     sent, and the run is read again only at its `end` (or after FALLBACK_SECONDS without an event:
@@ -281,6 +297,8 @@ async def _follow(run: Run, progress: Progress | None) -> dict[str, Any]:
     try:
         run = await read(pk=run.pk)
         while True:
+            if on_read is not None:
+                await on_read(run)
             if (
                 progress is not None and run.rounds > seen
             ):  # also the last rounds of a run that has ended
@@ -294,12 +312,17 @@ async def _follow(run: Run, progress: Progress | None) -> dict[str, Any]:
                 ) or {}
             except TimeoutError:
                 event = {"type": "end"}  # nothing heard for a while: read how it stands
-            if event.get("type") == "end":
+            kind = event.get("type")
+            if kind == "end" or (
+                on_read is not None
+                and (kind == "approval_required" or run.status == Run.Status.WAITING_APPROVAL)
+            ):
                 run = await read(pk=run.pk)
-            elif event.get("type") == "step":
+            elif kind == "step":
                 run.rounds = max(run.rounds, event["seq"])
     except asyncio.CancelledError:
-        await asyncio.shield(_db(_cancel_quietly)(run.pk))
+        if cancel_with_caller:
+            await asyncio.shield(_db(_cancel_quietly)(run.pk))
         raise
     finally:
         await asyncio.shield(layer.group_discard(group, channel))
@@ -371,11 +394,22 @@ async def cancel_run(
     )
 
 
+# The servers each autonomous tool's run may use, from its arguments (None: every enabled tool).
+SERVERS_OF: dict[str, Callable[[dict[str, Any]], list[str] | None]] = {
+    "autonomous_with_mcp": _one,
+    "autonomous_with_multiple_mcps": _many,
+    "autonomous_discover_and_execute": lambda arguments: None,
+}
+
+
+def start_for(user_id: int, endpoint_id: int, tool: str, arguments: dict[str, Any]) -> Run:
+    """The run an autonomous tool's call starts (sync; RunError on bad input, changing nothing)."""
+    return _start(user_id, endpoint_id, arguments, SERVERS_OF[tool](arguments))
+
+
 HANDLERS = {
     "list_available_mcps": list_available_mcps,
-    "autonomous_with_mcp": _autonomous(_one),
-    "autonomous_with_multiple_mcps": _autonomous(_many),
-    "autonomous_discover_and_execute": _autonomous(lambda arguments: None),
+    **{tool: _autonomous(servers_of) for tool, servers_of in SERVERS_OF.items()},
     "get_run": get_run,
     "cancel_run": cancel_run,
 }

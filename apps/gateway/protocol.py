@@ -24,7 +24,7 @@ from apps.catalog.models import Tool
 from apps.core import public_url
 from apps.credentials.errors import CredentialsMissing
 from apps.discovery.regex import Regex
-from apps.gateway import dynamic, jsonrpc
+from apps.gateway import dynamic, jsonrpc, mcp_tasks
 from apps.gateway.context import (
     LOG_LEVELS,
     SERVER_INFO,
@@ -32,6 +32,7 @@ from apps.gateway.context import (
     call_exposed,
     dump,
     listing,
+    needs_credentials,
     paginate,
     param_mapping,
     param_name,
@@ -67,7 +68,11 @@ def negotiate(requested: Any) -> str:
 def initialize_result(version: str) -> dict[str, Any]:
     return {
         "protocolVersion": version,
-        "capabilities": CAPABILITIES,
+        "capabilities": (
+            {**CAPABILITIES, "tasks": mcp_tasks.CAPABILITY}
+            if mcp_tasks.supported(version)
+            else CAPABILITIES
+        ),
         "serverInfo": SERVER_INFO,
         "instructions": "MCP Hub: the tools this endpoint's owner enabled, from every server they use.",
     }
@@ -143,22 +148,17 @@ def _disabled_tool(endpoint_id: int, name: str) -> Tool | None:
     return disabled_tool_named(endpoint=endpoint, name=name)
 
 
-def _needs_credentials(exc: CredentialsMissing) -> RpcError:
-    return RpcError(
-        INVALID_PARAMS,
-        exc.message,
-        {"server": exc.server, "missing": exc.missing, "fill_at": exc.fill_at, "api": exc.api},
-    )
-
-
 async def tools_call(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     name = param_name(params)
     arguments = param_mapping(params, "arguments")
+    if mcp_tasks.requested(ctx, params):
+        return await mcp_tasks.call(ctx, name, arguments, params)
     if ctx.view.mode == Endpoint.Mode.DYNAMIC:
         return await dynamic.tools_call(ctx, name, arguments, params)
     exposed = ctx.view.tools.get(name)
     if exposed is None:
         raise await _missing_tool(ctx, name)
+    mcp_tasks.check_plain_call(ctx, exposed)
     return await call_exposed(ctx, exposed, arguments, params)
 
 
@@ -177,7 +177,7 @@ async def prompts_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     except MCPError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None
     except CredentialsMissing as exc:
-        raise _needs_credentials(exc) from None
+        raise needs_credentials(exc) from None
     return dump(result)
 
 
@@ -221,7 +221,7 @@ async def resources_read(ctx: Context, params: dict[str, Any]) -> dict[str, Any]
     except MCPError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None
     except CredentialsMissing as exc:
-        raise _needs_credentials(exc) from None
+        raise needs_credentials(exc) from None
     return dump(result)
 
 
@@ -253,7 +253,7 @@ async def completion_complete(ctx: Context, params: dict[str, Any]) -> dict[str,
     except MCPError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None
     except CredentialsMissing as exc:
-        raise _needs_credentials(exc) from None
+        raise needs_credentials(exc) from None
     return dump(result)
 
 
@@ -356,4 +356,5 @@ HANDLERS: dict[str, Handler] = {
     "completion/complete": completion_complete,
     "logging/setLevel": set_level,
     "server/discover": discover,
+    **mcp_tasks.HANDLERS,
 }

@@ -158,6 +158,8 @@ def tool_entry(tool: Tool, name: str, description_override: str = "") -> dict[st
         entry["outputSchema"] = tool.output_schema
     if tool.annotations:
         entry["annotations"] = tool.annotations
+    if tool.execution:
+        entry["execution"] = tool.execution
     return entry
 
 
