@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
+
+from django.db.models import Case, F, JSONField, When
 
 from apps.chat.models import Message as MessageRow
 from apps.chat.models import Turn
@@ -48,6 +50,9 @@ class TurnSetup:
     first_seq: int
     adapter: Callable[[], Any]
     approval_reason: Callable[[object], str | None]
+    # What the turn's message took along, as the page shows it (apps.chat.context_items): the
+    # prompt's messages and the attached resources; empty for a plain message.
+    user_context: dict[str, Any] = field(default_factory=dict)
 
 
 def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
@@ -76,7 +81,9 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
     # not model instances (a deferred-field instance costs more to build than the result it skips).
     rows = [
         SimpleNamespace(**row)
-        for row in conversation.messages.order_by("id").values(*HISTORY_FIELDS)
+        for row in conversation.messages.order_by("id").values(
+            *HISTORY_FIELDS, shown=_shown_of(turn.pk)
+        )
     ]
     return TurnSetup(
         turn_id=turn.pk,
@@ -87,17 +94,29 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
         model=conversation.model or provider.default_model,
         history=tuple(to_messages(rows, provider_id=provider.pk)),
         first_seq=next_seq(conversation.pk),
-        user_text=next(
-            (
-                r.text
-                for r in reversed(rows)
-                if r.turn_id == turn.pk and r.role == MessageRow.Role.USER
-            ),
-            "",
-        ),
+        **_user_side([r for r in rows if r.turn_id == turn.pk]),
         adapter=lambda: adapter(provider),
         approval_reason=endpoint.approval_reason if endpoint else (lambda annotations: None),
     )
+
+
+def _shown_of(turn_id: uuid.UUID) -> Case:
+    """What the page shows of this turn's own messages (their `result`), read with the history:
+    earlier turns' results (whole tool results among them) stay unread."""
+    return Case(When(turn_id=turn_id, then=F("result")), default=None, output_field=JSONField())
+
+
+def _user_side(rows: list[Any]) -> dict[str, Any]:
+    """The turn's user text, and what its message took along (apps.chat.context_items)."""
+    mine = [r for r in rows if r.role != MessageRow.Role.TOOL]
+    if not any(r.shown for r in mine):
+        last = next((r for r in reversed(mine) if r.role == MessageRow.Role.USER), None)
+        return {"user_text": last.text if last else "", "user_context": {}}
+    prompt = [{"role": r.role, **r.shown} for r in mine if "prompt" in (r.shown or {})]
+    own = mine[-1].shown or {} if mine[-1].role == MessageRow.Role.USER else {}
+    own = {"text": ""} if "prompt" in own else own  # the prompt's own last message is the user's
+    context = {"prompt": prompt, "attachments": own.get("attachments") or []}
+    return {"user_text": own.get("text", ""), "user_context": context}
 
 
 def to_messages(rows, *, provider_id: int | None = None) -> list[Message]:
