@@ -87,7 +87,8 @@
       // in the list, the heading and the settings form (saving that form must not clear it).
       const current = document.querySelector('.chat-list a[aria-current="page"]');
       if (current && current.dataset.untitled === "true") {
-        const title = p.text.split(/\s+/).filter(Boolean).join(" ").slice(0, 60);
+        const opening = p.text || hubRender.resultText(((context.prompt || [])[0] || {}).content);  // as the hub titles it
+        const title = opening.split(/\s+/).filter(Boolean).join(" ").slice(0, 60);
         current.textContent = title;
         current.dataset.untitled = "false";
         const heading = document.querySelector(".chat-settings summary strong");
