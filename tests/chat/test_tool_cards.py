@@ -3,6 +3,8 @@ then structured content and images, from real backends (server-everything and th
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from tests.chat.conftest import Api, chat_socket
@@ -76,3 +78,42 @@ async def test_a_calls_log_messages_and_progress_messages_reach_its_card(
     progress = chat.of("tool_progress")
     assert progress[-1]["payload"] == {"id": "c2", "progress": 2, "total": 2, "message": "step 2"}
     assert [e["payload"] for e in again.of("tool_log")] == logs
+
+
+async def test_a_run_takes_resources_along_and_streams_its_calls_progress(
+    hub, llm, alice_provider, everything_endpoint, alice_hub_token
+):
+    import json
+
+    import websockets
+
+    from tests.chat.runs.conftest import start_run, wait_run
+
+    llm.script(
+        [
+            Reply(
+                tool_calls=[("p1", "trigger-long-running-operation", {"duration": 1, "steps": 4})]
+            ),
+            Reply(text=["Finished."]),
+        ]
+    )
+    uri = "demo://resource/dynamic/text/9"
+    async with Api(hub.base_url, alice_hub_token) as api:
+        refused = await api.client.post("/runs/", json={"task": "x", "resources": ["demo://no"]})
+        run = await start_run(api, task="Work on this", resources=[uri])
+        url = hub.url(f"/ws/runs/{run['id']}/").replace("http://", "ws://")
+        headers = {"Authorization": f"Bearer {alice_hub_token}"}
+        events = []
+        async with websockets.connect(url, additional_headers=headers) as ws:
+            await ws.send(json.dumps({"type": "resume", "payload": {"after": 0}}))
+            while not events or events[-1]["type"] != "end":
+                events.append(json.loads(await asyncio.wait_for(ws.recv(), 30)))
+        done = await wait_run(api, run["id"])
+
+    assert refused.status_code == 400 and "Unknown resource 'demo://no'" in refused.text
+    assert done["status"] == "succeeded"
+    task = llm.requests[0]["messages"][-1]["content"]
+    assert task.startswith(f'Work on this\n\n<resource uri="{uri}">\nResource 9: ')
+    progress = [e["payload"] for e in events if e["type"] == "tool_progress"]
+    assert [p["progress"] for p in progress] == [1, 2, 3, 4]
+    assert all(p["id"] == "p1" and p["total"] == 4 for p in progress)
