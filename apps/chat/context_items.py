@@ -17,15 +17,19 @@ from typing import Any
 from django.conf import settings
 from mcp import MCPError
 
-from apps.chat.services import ChatError
 from apps.chat.tools import Toolbox
 from apps.connections.default import get_pool
 from apps.connections.errors import PoolError
+from apps.core.errors import UserError
 from apps.toolsets.exposure import EndpointView
 
 MAX_RESOURCES = 10
 # Images and other binary content are kept (and shown) up to this size, base64 characters.
 MAX_BLOB_CHARS = 2_000_000
+
+
+class ContextError(UserError):
+    """A prompt or resource the chat cannot bring in, with what to do about it."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,7 @@ class Context:
 async def endpoint_view(user_id: int, endpoint_id: int | None) -> EndpointView:
     view = (await Toolbox.load(user_id, endpoint_id)).view
     if view is None:
-        raise ChatError(
+        raise ContextError(
             "This conversation has no endpoint: choose one in its settings.", code="no_endpoint"
         )
     return view
@@ -87,10 +91,10 @@ async def complete(
     import mcp_types
 
     if not isinstance(ref, dict) or not isinstance(argument, dict):
-        raise ChatError("'complete' needs 'ref' and 'argument' objects.")
+        raise ContextError("'complete' needs 'ref' and 'argument' objects.")
     name, value = argument.get("name"), argument.get("value", "")
     if not isinstance(name, str) or not isinstance(value, str):
-        raise ChatError("'argument' needs string 'name' and 'value'.")
+        raise ContextError("'argument' needs string 'name' and 'value'.")
     if ref.get("type") == "ref/prompt":
         exposed = _prompt(view, ref.get("name"))
         server = exposed.server
@@ -99,7 +103,7 @@ async def complete(
         server = _resource_server(view, ref["uri"])
         backend_ref = mcp_types.ResourceTemplateReference(type="ref/resource", uri=ref["uri"])
     else:
-        raise ChatError("'ref' must be a ref/prompt with a name or a ref/resource with a uri.")
+        raise ContextError("'ref' must be a ref/prompt with a name or a ref/resource with a uri.")
     known = _strings(context, "context")
     result = await _backend(
         lambda: get_pool().complete(
@@ -128,7 +132,7 @@ async def get_prompt(view: EndpointView, name: Any, arguments: Any) -> list[Cont
 async def read_resource(view: EndpointView, uri: Any) -> list[dict[str, Any]]:
     """The resource's contents as JSON (`uri`, `mimeType`, and `text` or `blob`)."""
     if not isinstance(uri, str) or not uri:
-        raise ChatError("A resource needs its 'uri'.")
+        raise ContextError("A resource needs its 'uri'.")
     server = _resource_server(view, uri)
     result = await _backend(lambda: get_pool().read_resource(view.spec(server), uri))
     return [_dump(item) for item in result.contents]
@@ -140,13 +144,13 @@ async def gather(view: EndpointView, *, prompt: Any, resources: Any) -> Context:
     messages = []
     if prompt is not None:
         if not isinstance(prompt, dict):
-            raise ChatError("'prompt' must be an object with a 'name' and 'arguments'.")
+            raise ContextError("'prompt' must be an object with a 'name' and 'arguments'.")
         messages = await get_prompt(view, prompt.get("name"), prompt.get("arguments") or {})
     uris = resources or []
     if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
-        raise ChatError("'resources' must be a list of URIs.")
+        raise ContextError("'resources' must be a list of URIs.")
     if len(uris) > MAX_RESOURCES:
-        raise ChatError(f"Attach at most {MAX_RESOURCES} resources to one message.")
+        raise ContextError(f"Attach at most {MAX_RESOURCES} resources to one message.")
     attachments, texts = [], []
     for uri in dict.fromkeys(uris):
         contents = await read_resource(view, uri)
@@ -197,14 +201,14 @@ def _shown(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _prompt(view: EndpointView, name: Any):
     exposed = view.prompts.get(name) if isinstance(name, str) else None
     if exposed is None:
-        raise ChatError(f"Unknown prompt {name!r} on this endpoint.", code="not_found")
+        raise ContextError(f"Unknown prompt {name!r} on this endpoint.", code="not_found")
     return exposed
 
 
 def _resource_server(view: EndpointView, uri: str) -> str:
     server = view.resource_server(uri)
     if server is None:
-        raise ChatError(f"Unknown resource {uri!r} on this endpoint.", code="not_found")
+        raise ContextError(f"Unknown resource {uri!r} on this endpoint.", code="not_found")
     return server
 
 
@@ -214,7 +218,7 @@ def _strings(value: Any, label: str) -> dict[str, str]:
     if not isinstance(value, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
     ):
-        raise ChatError(f"'{label}' must map names to strings.")
+        raise ContextError(f"'{label}' must map names to strings.")
     return value
 
 
@@ -227,6 +231,6 @@ async def _backend(work: Callable[[], Awaitable[Any]]) -> Any:
     try:
         return await work()
     except MCPError as exc:
-        raise ChatError(f"The server refused: {exc.message}", code="backend") from None
+        raise ContextError(f"The server refused: {exc.message}", code="backend") from None
     except PoolError as exc:  # CredentialsMissing too: its message says what to fill
-        raise ChatError(exc.message, code="backend") from None
+        raise ContextError(exc.message, code="backend") from None
