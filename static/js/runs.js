@@ -8,6 +8,12 @@
   const root = document.getElementById("run");
   if (!root) return;
   const list = document.getElementById("run-steps");
+  // Stored steps' results beyond their text (images, links, structured content), drawn once.
+  for (const data of list.querySelectorAll(".toolcard script[type='application/json']")) {
+    const rich = JSON.parse(data.textContent);
+    const shown = hubRender.rich(rich.content, rich.structuredContent, readResource);
+    if (shown) data.replaceWith(shown);
+  }
   const ACTIVE = ["queued", "running", "waiting_approval"];
   if (!ACTIVE.includes(root.dataset.status)) return;
 

@@ -85,3 +85,46 @@ def test_alice_uses_a_prompt_a_resource_and_sees_progress(
     assert "Resource 5: This is a plaintext resource" in told
     # Nothing overflows the phone's width.
     assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+def test_a_finished_runs_page_shows_structured_content_images_and_reads_links_in_place(
+    llm, alice, alice_provider, everything_endpoint, page, web
+):
+    import httpx2
+
+    from apps.accounts.services import create_access_token
+    from tests.waiting import eventually
+
+    llm.script(
+        [
+            Reply(
+                tool_calls=[
+                    ("s1", "get-structured-content", {"location": "Chicago"}),
+                    ("i1", "get-tiny-image", {}),
+                    ("l1", "get-resource-links", {"count": 2}),
+                ]
+            ),
+            Reply(text=["Here they are."]),
+        ]
+    )
+    token = create_access_token(user=alice, name="runs page")[1]
+    api = httpx2.Client(base_url=web + "/api", headers={"Authorization": f"Bearer {token}"})
+    run = api.post("/runs/", json={"task": "Show me things"}).json()["id"]
+    eventually(
+        lambda: api.get(f"/runs/{run}/").json()["status"] == "succeeded",
+        timeout=60,
+        what="the run to succeed",
+    )
+    page.goto(f"/runs/{run}/")
+    card = page.locator(".toolcard").nth(0)
+    card.locator("summary").click()
+    expect(card.locator(".mcp-table")).to_contain_text("temperature")
+    image = page.locator(".toolcard").nth(1).locator("img.mcp-image")
+    expect(image).to_have_count(1)
+    assert page.evaluate("document.querySelector('img.mcp-image').naturalWidth") > 0
+    links = page.locator(".toolcard").nth(2)
+    links.locator("summary").click()
+    links.get_by_role("button", name="Text Resource 2").click()
+    expect(links.locator(".mcp-link-body")).to_contain_text(
+        "Resource 2: This is a plaintext resource"
+    )
