@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from django.db.models import Case, F, JSONField, When
+from django.db.models import Case, F, JSONField, Q, When
 
 from apps.chat.models import Message as MessageRow
 from apps.chat.models import Turn
 from apps.chat.rounds import stored_message
-from apps.llm.types import Message
+from apps.llm.types import Image, Message
 
 CANCELLED = "The call did not complete (the turn was stopped or interrupted)."
 # What a turn needs of its conversation and endpoint (the provider whole, for its adapter): a
@@ -81,9 +81,7 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
     # not model instances (a deferred-field instance costs more to build than the result it skips).
     rows = [
         SimpleNamespace(**row)
-        for row in conversation.messages.order_by("id").values(
-            *HISTORY_FIELDS, shown=_shown_of(turn.pk)
-        )
+        for row in conversation.messages.order_by("id").values(*HISTORY_FIELDS, shown=_shown_of())
     ]
     return TurnSetup(
         turn_id=turn.pk,
@@ -100,10 +98,14 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
     )
 
 
-def _shown_of(turn_id: uuid.UUID) -> Case:
-    """What the page shows of this turn's own messages (their `result`), read with the history:
-    earlier turns' results (whole tool results among them) stay unread."""
-    return Case(When(turn_id=turn_id, then=F("result")), default=None, output_field=JSONField())
+def _shown_of() -> Case:
+    """What the page shows of the user's messages and the prompts' (their `result`: the context
+    they took along, pictures included), read with the history; tool results stay unread."""
+    return Case(
+        When(~Q(role=MessageRow.Role.TOOL), then=F("result")),
+        default=None,
+        output_field=JSONField(),
+    )
 
 
 def _user_side(rows: list[Any]) -> dict[str, Any]:
@@ -131,7 +133,8 @@ def to_messages(rows, *, provider_id: int | None = None) -> list[Message]:
             messages.extend(_answer(unanswered))
             unanswered = []
         if row.role == MessageRow.Role.USER:
-            messages.append(Message(role="user", text=row.text))
+            images = _images(getattr(row, "shown", None) or {})
+            messages.append(Message(role="user", text=row.text, images=images))
         elif row.role == MessageRow.Role.ASSISTANT:
             replay = (
                 row.replay if row.replay and row.replay.get("provider") == provider_id else None
@@ -149,6 +152,23 @@ def to_messages(rows, *, provider_id: int | None = None) -> list[Message]:
                 )
             )
     return messages + _answer(unanswered)
+
+
+def _images(shown: dict[str, Any]) -> tuple[Image, ...]:
+    """The pictures a user message took along: a prompt's image content, attached image resources
+    (apps.chat.context_items keeps them; one too large to keep has no data)."""
+    items = [
+        item.get("resource") if item.get("type") == "resource" else item
+        for item in shown.get("content") or []
+    ]
+    items += [c for a in shown.get("attachments") or [] for c in a.get("contents") or []]
+    return tuple(
+        Image(item["mimeType"], item.get("data") or item.get("blob"))
+        for item in items
+        if isinstance(item, dict)
+        and str(item.get("mimeType", "")).startswith("image/")
+        and (item.get("data") or item.get("blob"))
+    )
 
 
 def _answer(call_ids: list[str]) -> list[Message]:

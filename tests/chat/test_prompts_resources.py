@@ -3,10 +3,14 @@ reference server-everything through the real hub; charlie's socket cannot reach 
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from apps.chat.models import Message
+from apps.llm.models import Provider
 from tests.chat.conftest import Api, chat_socket, db
+from tests.live_hub import SERVERS
 from tests.llm_server import Reply
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
@@ -181,4 +185,73 @@ def test_large_content_is_cut_with_a_note_and_binary_content_named_not_sent():
     assert text == "x" * 20 + "\n[… cut: 57 more characters not shown]"
     assert content_text([{"type": "image", "data": "AAAA", "mimeType": "image/png"}], 100) == (
         "[image image/png, 3 bytes]"
+    )
+
+
+PICTURES = {
+    "name": "pictures",
+    "command": sys.executable,
+    "args": [str(SERVERS / "pictures.py")],
+}
+
+
+@pytest.fixture
+def claude(alice, llm):
+    """Alice's default provider speaks the Anthropic Messages API, which takes pictures."""
+    return Provider.objects.create(
+        name="claude",
+        kind="anthropic",
+        base_url=llm.url,
+        default_model="claude-sonnet-4-5",
+        owner=alice,
+        is_default=True,
+    )
+
+
+@pytest.fixture
+def pictures_endpoint(alice, transactional_db):
+    from apps.catalog.introspection import apply_discovery
+    from apps.catalog.models import McpServer
+    from apps.connections.default import run_with_pool
+
+    from apps.toolsets.services import enable_tools
+
+    server = McpServer.objects.create(**PICTURES)
+    apply_discovery(server=server, discovery=run_with_pool(lambda p: p.discover(server.to_spec())))
+    endpoint = alice.endpoints.get()
+    enable_tools(endpoint=endpoint, tools=server.tools.all())
+    return endpoint
+
+
+async def test_pictures_reach_a_provider_that_takes_them_as_image_parts(
+    hub, llm, claude, pictures_endpoint, alice_hub_token
+):
+    llm.script([Reply(text=["A red dot."]), Reply(text=["The same dot."])])
+    async with Api(hub.base_url, alice_hub_token) as api:
+        conversation = await api.new_conversation()
+        async with chat_socket(hub, conversation, alice_hub_token) as chat:
+            await chat.send(
+                "message", {"prompt": {"name": "describe", "arguments": {"subject": "dot"}}}
+            )
+            await chat.until("end")
+            await chat.send("message", {"text": "And this?", "resources": ["pictures://dot.png"]})
+            await chat.until("end")
+
+    first = llm.requests[0]["messages"]
+    assert first[-1]["role"] == "user"
+    blocks = first[-1]["content"]
+    assert blocks[0] == {"type": "text", "text": "Describe this dot:"}
+    assert blocks[-1]["type"] == "image" and blocks[-1]["source"]["media_type"] == "image/png"
+    # The attached picture rides with the second message; the first one's stays in the history.
+    second = llm.requests[1]["messages"]
+    images = [
+        b
+        for m in second
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b["type"] == "image"
+    ]
+    assert len(images) == 2
+    assert second[-1]["content"][0]["text"].startswith(
+        'And this?\n\n<resource uri="pictures://dot.png">'
     )
