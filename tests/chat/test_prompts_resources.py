@@ -213,7 +213,6 @@ def pictures_endpoint(alice, transactional_db):
     from apps.catalog.introspection import apply_discovery
     from apps.catalog.models import McpServer
     from apps.connections.default import run_with_pool
-
     from apps.toolsets.services import enable_tools
 
     server = McpServer.objects.create(**PICTURES)
