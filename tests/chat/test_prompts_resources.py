@@ -254,3 +254,22 @@ async def test_pictures_reach_a_provider_that_takes_them_as_image_parts(
     assert second[-1]["content"][0]["text"].startswith(
         'And this?\n\n<resource uri="pictures://dot.png">'
     )
+
+
+async def test_a_read_only_token_may_look_in_the_menus_but_not_send(
+    hub, alice, alice_provider, everything_endpoint, alice_hub_token
+):
+    from apps.accounts.services import create_access_token
+
+    reader = (await db(create_access_token)(user=alice, name="reader", scope="api_read"))[1]
+    async with Api(hub.base_url, alice_hub_token) as api:
+        conversation = await api.new_conversation()
+    async with chat_socket(hub, conversation, reader) as chat:
+        await chat.send("items", {"id": 7})
+        items = await _answer(chat, "items")
+        await chat.send("message", {"text": "hi", "resources": ["demo://resource/dynamic/text/1"]})
+        refused = await chat.next()
+
+    assert items["id"] == 7 and items["prompts"]
+    assert refused["type"] == "error" and refused["payload"]["code"] == "forbidden"
+    assert await db(lambda: Message.objects.filter(conversation_id=conversation).count())() == 0
