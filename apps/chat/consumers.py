@@ -1,7 +1,9 @@
 """`/ws/chat/<conversation-id>/`: moves messages between a client and the conversation's turns.
 
-Client → server: `message` {text}, `stop`, `approve` {call_id, allow}, `resume` {after}. The first
-three change the conversation: a token that may only read (`api_read`) gets an `error` with code
+Client → server: `message` {text, prompt?: {name, arguments}, resources?: [uri]}, `stop`,
+`approve` {call_id, allow}, `resume` {after}; and for the `/` and `@` menus `items`, `complete`
+{ref, argument, context?} and `read` {uri}, each answered (`items`, `completion`, `resource`) to
+this socket alone with `seq: null` and the request's `id`. The first three change the conversation: a token that may only read (`api_read`) gets an `error` with code
 `forbidden` for them (apps.chat.auth).
 Server → client: the conversation's events (`user_message` opens each turn; then `status`, `text`,
 `tool_call`, `approval_required`, `tool_result`, `error`, and `end` with the turn's token usage),
@@ -15,7 +17,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from apps.chat import events, selectors, services
+from apps.chat import context_items, events, selectors, services
 from apps.chat.models import Conversation
 from apps.chat.resumable import ResumableConsumer, database_sync_to_async
 
@@ -26,7 +28,9 @@ def _find(user, conversation_id: uuid.UUID) -> tuple[Conversation, int] | None:
 
 
 class ChatConsumer(ResumableConsumer):
-    client_types = ("message", "stop", "approve", "resume")
+    client_types = ("message", "stop", "approve", "resume", "items", "complete", "read")
+    # Asking what the endpoint offers reads, as the gateway's lists, completions and reads do.
+    read_types = frozenset({"resume", "items", "complete", "read"})
 
     async def connect(self) -> None:
         from apps.chat import runtime
@@ -39,8 +43,38 @@ class ChatConsumer(ResumableConsumer):
     # -- client messages -------------------------------------------------------------------
 
     async def _on_message(self, payload: dict[str, Any]) -> None:
+        context = None
+        if payload.get("prompt") is not None or payload.get("resources"):
+            context = await context_items.gather(
+                await self._view(), prompt=payload.get("prompt"), resources=payload.get("resources")
+            )
         await database_sync_to_async(services.start_turn)(
-            conversation=self.conversation, text=payload.get("text")
+            conversation=self.conversation, text=payload.get("text"), context=context
+        )
+
+    # -- the `/` and `@` menus: answered to this socket only (`seq: null`), with the request's `id`
+
+    async def _on_items(self, payload: dict[str, Any]) -> None:
+        await self._answer("items", payload, context_items.menu(await self._view()))
+
+    async def _on_complete(self, payload: dict[str, Any]) -> None:
+        completion = await context_items.complete(
+            await self._view(), payload.get("ref"), payload.get("argument"), payload.get("context")
+        )
+        await self._answer("completion", payload, completion)
+
+    async def _on_read(self, payload: dict[str, Any]) -> None:
+        contents = await context_items.read_resource(await self._view(), payload.get("uri"))
+        await self._answer("resource", payload, {"uri": payload["uri"], "contents": contents})
+
+    async def _view(self):
+        return await context_items.endpoint_view(
+            self.conversation.owner_id, self.conversation.endpoint_id
+        )
+
+    async def _answer(self, kind: str, request: dict[str, Any], payload: dict[str, Any]) -> None:
+        await self.send_json(
+            {"type": kind, "seq": None, "payload": {**payload, "id": request.get("id")}}
         )
 
     async def _on_stop(self, payload: dict[str, Any]) -> None:

@@ -29,11 +29,19 @@ def control_group(conversation_id: uuid.UUID | str) -> str:
 
 
 def _merge(batch: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
-    """Adjacent text (or reasoning) chunks queued while the previous batch was being written become one event."""
+    """Adjacent text (or reasoning) chunks queued while the previous batch was being written become
+    one event, and a call's adjacent progress events its latest one."""
     merged: list[tuple[str, dict[str, Any]]] = []
     for kind, payload in batch:
         if kind in ("text", "reasoning") and merged and merged[-1][0] == kind:
             merged[-1] = (kind, {"text": merged[-1][1]["text"] + payload["text"]})
+        elif (
+            kind == "tool_progress"
+            and merged
+            and merged[-1][0] == kind
+            and (merged[-1][1]["id"] == payload["id"])
+        ):
+            merged[-1] = (kind, payload)  # a call's latest progress says all its earlier ones did
         else:
             merged.append((kind, payload))
     return merged

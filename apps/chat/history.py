@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
+
+from django.db.models import Case, F, JSONField, Q, When
 
 from apps.chat.models import Message as MessageRow
 from apps.chat.models import Turn
 from apps.chat.rounds import stored_message
-from apps.llm.types import Message
+from apps.llm.types import Image, Message
 
 CANCELLED = "The call did not complete (the turn was stopped or interrupted)."
 # What a turn needs of its conversation and endpoint (the provider whole, for its adapter): a
@@ -48,6 +50,9 @@ class TurnSetup:
     first_seq: int
     adapter: Callable[[], Any]
     approval_reason: Callable[[object], str | None]
+    # What the turn's message took along, as the page shows it (apps.chat.context_items): the
+    # prompt's messages and the attached resources; empty for a plain message.
+    user_context: dict[str, Any] = field(default_factory=dict)
 
 
 def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
@@ -76,7 +81,7 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
     # not model instances (a deferred-field instance costs more to build than the result it skips).
     rows = [
         SimpleNamespace(**row)
-        for row in conversation.messages.order_by("id").values(*HISTORY_FIELDS)
+        for row in conversation.messages.order_by("id").values(*HISTORY_FIELDS, shown=_shown_of())
     ]
     return TurnSetup(
         turn_id=turn.pk,
@@ -87,17 +92,33 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
         model=conversation.model or provider.default_model,
         history=tuple(to_messages(rows, provider_id=provider.pk)),
         first_seq=next_seq(conversation.pk),
-        user_text=next(
-            (
-                r.text
-                for r in reversed(rows)
-                if r.turn_id == turn.pk and r.role == MessageRow.Role.USER
-            ),
-            "",
-        ),
+        **_user_side([r for r in rows if r.turn_id == turn.pk]),
         adapter=lambda: adapter(provider),
         approval_reason=endpoint.approval_reason if endpoint else (lambda annotations: None),
     )
+
+
+def _shown_of() -> Case:
+    """What the page shows of the user's messages and the prompts' (their `result`: the context
+    they took along, pictures included), read with the history; tool results stay unread."""
+    return Case(
+        When(~Q(role=MessageRow.Role.TOOL), then=F("result")),
+        default=None,
+        output_field=JSONField(),
+    )
+
+
+def _user_side(rows: list[Any]) -> dict[str, Any]:
+    """The turn's user text, and what its message took along (apps.chat.context_items)."""
+    mine = [r for r in rows if r.role != MessageRow.Role.TOOL]
+    if not any(r.shown for r in mine):
+        last = next((r for r in reversed(mine) if r.role == MessageRow.Role.USER), None)
+        return {"user_text": last.text if last else "", "user_context": {}}
+    prompt = [{"role": r.role, **r.shown} for r in mine if "prompt" in (r.shown or {})]
+    own = mine[-1].shown or {} if mine[-1].role == MessageRow.Role.USER else {}
+    own = {"text": ""} if "prompt" in own else own  # the prompt's own last message is the user's
+    context = {"prompt": prompt, "attachments": own.get("attachments") or []}
+    return {"user_text": own.get("text", ""), "user_context": context}
 
 
 def to_messages(rows, *, provider_id: int | None = None) -> list[Message]:
@@ -112,7 +133,8 @@ def to_messages(rows, *, provider_id: int | None = None) -> list[Message]:
             messages.extend(_answer(unanswered))
             unanswered = []
         if row.role == MessageRow.Role.USER:
-            messages.append(Message(role="user", text=row.text))
+            images = _images(getattr(row, "shown", None) or {})
+            messages.append(Message(role="user", text=row.text, images=images))
         elif row.role == MessageRow.Role.ASSISTANT:
             replay = (
                 row.replay if row.replay and row.replay.get("provider") == provider_id else None
@@ -130,6 +152,23 @@ def to_messages(rows, *, provider_id: int | None = None) -> list[Message]:
                 )
             )
     return messages + _answer(unanswered)
+
+
+def _images(shown: dict[str, Any]) -> tuple[Image, ...]:
+    """The pictures a user message took along: a prompt's image content, attached image resources
+    (apps.chat.context_items keeps them; one too large to keep has no data)."""
+    items = [
+        item.get("resource") if item.get("type") == "resource" else item
+        for item in shown.get("content") or []
+    ]
+    items += [c for a in shown.get("attachments") or [] for c in a.get("contents") or []]
+    return tuple(
+        Image(item["mimeType"], item.get("data") or item.get("blob"))
+        for item in items
+        if isinstance(item, dict)
+        and str(item.get("mimeType", "")).startswith("image/")
+        and (item.get("data") or item.get("blob"))
+    )
 
 
 def _answer(call_ids: list[str]) -> list[Message]:

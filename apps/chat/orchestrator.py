@@ -22,7 +22,7 @@ from apps.chat.events import Control, EventSink
 from apps.chat.history import TurnSetup, load_turn
 from apps.chat.models import Message as MessageRow
 from apps.chat.models import Turn
-from apps.chat.tools import Toolbox, result_text
+from apps.chat.tools import Toolbox, result_text, watch_call
 from apps.core import metrics
 from apps.llm.types import LLMError, Message, ToolCall
 
@@ -64,9 +64,10 @@ class TurnRunner:
 
     async def run(self) -> None:
         # The user's message opens the turn's events, so a client rebuilds a conversation from events alone.
-        self.sink.emit(
-            "user_message", {"turn": str(self.setup.turn_id), "text": self.setup.user_text}
-        )
+        opening = {"turn": str(self.setup.turn_id), "text": self.setup.user_text}
+        if self.setup.user_context:
+            opening["context"] = self.setup.user_context
+        self.sink.emit("user_message", opening)
         work = asyncio.create_task(self._rounds())
         stop = asyncio.create_task(self.control.stopped.wait())
         beat = asyncio.create_task(self._heartbeat())
@@ -204,16 +205,16 @@ class TurnRunner:
             result=result,
             duration_ms=duration,
         )
-        self.sink.emit(
-            "tool_result",
-            {
-                "id": call.id,
-                "name": call.name,
-                "isError": is_error,
-                "content": result.get("content") or [],
-                "duration_ms": round(duration, 1),
-            },
-        )
+        shown = {
+            "id": call.id,
+            "name": call.name,
+            "isError": is_error,
+            "content": result.get("content") or [],
+            "duration_ms": round(duration, 1),
+        }
+        if result.get("structuredContent") is not None:
+            shown["structuredContent"] = result["structuredContent"]
+        self.sink.emit("tool_result", shown)
         return Message(role="tool", text=text, tool_call_id=call.id, is_error=is_error)
 
     async def _result(self, call: ToolCall) -> tuple[dict[str, Any], float]:
@@ -226,6 +227,7 @@ class TurnRunner:
             on_running=lambda: self.sink.emit(
                 "status", {"state": "tool", "tool": call.name, "message": f"Running {call.name}…"}
             ),
+            watch=watch_call(call.id, self.sink.emit),
         )
 
     async def _status(self, message: str) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from apps.chat.tools import Toolbox
+from apps.chat.tools import CallWatch, Toolbox
 from apps.llm.types import (
     Finish,
     Message,
@@ -152,6 +152,7 @@ async def call_tool(
     approval_reason: Callable[[object], str | None],
     approve: Approve,
     on_running: Callable[[], None] | None = None,
+    watch: CallWatch | None = None,
 ) -> tuple[dict[str, Any], float]:
     """The call's result (`isError` on any failure) and how long the tool took, not counting the
     wait for approval; raises only CancelledError."""
@@ -166,5 +167,5 @@ async def call_tool(
     if on_running is not None:
         on_running()
     clock = time.perf_counter()
-    result = await toolbox.call(exposed, call)
+    result = await toolbox.call(exposed, call, watch=watch)
     return result, (time.perf_counter() - clock) * 1000

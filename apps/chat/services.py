@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
 
 from apps.chat.models import Conversation, Message, Turn
 from apps.chat.providers import NO_PROVIDER
 from apps.core.errors import UserError
+
+if TYPE_CHECKING:
+    from apps.chat.context_items import Context
 from apps.toolsets.models import Endpoint
 
 logger = logging.getLogger(__name__)
@@ -89,21 +92,33 @@ def delete_conversation(*, conversation: Conversation) -> None:
 BUSY = "A turn is already running in this conversation: wait for it to end or stop it."
 
 
-def start_turn(*, conversation: Conversation, text: Any) -> Turn:
+def start_turn(*, conversation: Conversation, text: Any, context: Context | None = None) -> Turn:
     """The user's message, and a turn the worker runs (refused while another turn runs).
 
     One transaction without savepoints (BEGIN, SET, two INSERTs, an UPDATE, COMMIT): a hundred
     users sending at once wait on the database for that and no more. Unlike the turn's events and
     the model's messages, this commit waits for the WAL flush: what the user typed and was told is
-    sent survives even a crash of Postgres itself."""
-    if not isinstance(text, str) or not text.strip():
+    sent survives even a crash of Postgres itself.
+
+    `context` (apps.chat.context_items): a prompt's messages, stored before the user's, and
+    resources attached to it; with one, the text may be empty."""
+    if text is None and context:
+        text = ""
+    if not isinstance(text, str) or not (text.strip() or context):
         raise ChatError("The message needs a non-empty 'text'.")
+    if (
+        context
+        and not text.strip()
+        and not context.attachments
+        and context.prompt[-1].role != "user"
+    ):
+        raise ChatError("The prompt ends with the model's message: add yours.")
     if len(text) > MAX_TEXT:
         raise ChatError(f"The message is too long (at most {MAX_TEXT} characters).")
     if conversation.provider_id is None:
         raise ChatError(NO_PROVIDER, code="no_provider")
     try:
-        return _new_turn(conversation, text)
+        return _new_turn(conversation, text, context)
     except IntegrityError:
         if not conversation.turns.filter(status=Turn.Status.RUNNING).exists():
             raise  # not the one-running-turn constraint
@@ -112,23 +127,53 @@ def start_turn(*, conversation: Conversation, text: Any) -> Turn:
     if not _expire_stale_turns(conversation):
         raise ChatError(BUSY, code="busy")
     try:
-        return _new_turn(conversation, text)
+        return _new_turn(conversation, text, context)
     except IntegrityError:
         raise ChatError(BUSY, code="busy") from None
 
 
-def _new_turn(conversation: Conversation, text: str) -> Turn:
+def _new_turn(conversation: Conversation, text: str, context: Context | None) -> Turn:
     with transaction.atomic():
         # First, so a refusal (another turn runs) rolls back nothing else.
         turn = Turn.objects.create(conversation=conversation)
-        Message.objects.create(
-            conversation=conversation, turn=turn, role=Message.Role.USER, text=text
-        )
+        if context:
+            _store_context(conversation, turn, text, context)
+        else:
+            Message.objects.create(
+                conversation=conversation, turn=turn, role=Message.Role.USER, text=text
+            )
         if not conversation.title:
-            conversation.title = " ".join(text.split())[:TITLE_LENGTH]
+            title = (
+                text
+                if text.strip() or not context or not context.prompt
+                else context.prompt[0].text
+            )
+            conversation.title = " ".join(title.split())[:TITLE_LENGTH]
         conversation.save(update_fields=["title", "updated_at"])
         transaction.on_commit(lambda: _enqueue(turn.id))
     return turn
+
+
+def _store_context(conversation: Conversation, turn: Turn, text: str, context: Context) -> None:
+    """The prompt's messages, then the user's own with the attached resources (`result` keeps
+    what the page shows of each: the prompt's content, the typed text and the attachments)."""
+    rows = [
+        Message(conversation=conversation, turn=turn, role=m.role, text=m.text, result=m.shown)
+        for m in context.prompt
+    ]
+    if text.strip() or context.attachments:
+        full = "\n\n".join(part for part in (text, context.attached_text) if part)
+        shown = {"text": text, "attachments": context.attachments}
+        rows.append(
+            Message(
+                conversation=conversation,
+                turn=turn,
+                role=Message.Role.USER,
+                text=full,
+                result=shown,
+            )
+        )
+    Message.objects.bulk_create(rows)
 
 
 def _enqueue(turn_id: uuid.UUID) -> None:

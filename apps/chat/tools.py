@@ -7,17 +7,28 @@ built-in servers and the call log are the gateway's.
 
 from __future__ import annotations
 
+import inspect
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 
+from apps.connections.hooks import LogFn, Relay
 from apps.core import hotstate
 from apps.llm.types import ToolCall, ToolSpec
 from apps.toolsets import calls, naming
 from apps.toolsets.events import endpoint_version_key
 from apps.toolsets.exposure import EndpointView, Exposed, current
+
+
+@dataclass(frozen=True)
+class CallWatch:
+    """Where a call's `notifications/progress` and `notifications/message` go while it runs."""
+
+    progress: calls.Progress
+    log: LogFn
 
 
 @dataclass
@@ -57,8 +68,11 @@ class Toolbox:
             naming.unknown("tool", name, self.view.tools if self.view else ())[0]
         )
 
-    async def call(self, exposed: Exposed, call: ToolCall) -> dict[str, Any]:
-        """The tool's result as JSON (`isError` set on any failure); never raises but on cancel."""
+    async def call(
+        self, exposed: Exposed, call: ToolCall, *, watch: CallWatch | None = None
+    ) -> dict[str, Any]:
+        """The tool's result as JSON (`isError` set on any failure); never raises but on cancel.
+        `watch` gets the call's progress and log messages as they come."""
         try:
             return await calls.call_tool(
                 user_id=self.user_id,
@@ -66,9 +80,35 @@ class Toolbox:
                 view=self.view,  # type: ignore[arg-type]  # a found tool has a view
                 exposed=exposed,
                 arguments=call.arguments,
+                progress=watch.progress if watch else None,
+                relay=Relay(log=watch.log) if watch else None,
             )
         except calls.ToolError as exc:
             return calls.error_result(f"Tool {exposed.name} failed: {exc.message}")
+
+
+def watch_call(call_id: str, send: Callable[[str, dict[str, Any]], Any]) -> CallWatch:
+    """A call's progress and log messages as `tool_progress` and `tool_log` events of call `call_id`
+    (the chat's and the runs' events: apps.chat.orchestrator, apps.chat.runs.loop)."""
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        event: dict[str, Any] = {"id": call_id, "progress": done}
+        if total is not None:
+            event["total"] = total
+        if message:
+            event["message"] = message
+        await _maybe_await(send("tool_progress", event))
+
+    async def log(params: dict[str, Any]) -> None:
+        entry = {k: params[k] for k in ("level", "logger", "data") if k in params}
+        await _maybe_await(send("tool_log", {"id": call_id, **entry}))
+
+    return CallWatch(progress, log)
+
+
+async def _maybe_await(value: Any) -> None:
+    if inspect.isawaitable(value):
+        await value
 
 
 async def _version(endpoint_id: int) -> object:

@@ -6,11 +6,9 @@ routed to the backend that owns the item through the connection pool.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import re2
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.urls import reverse
@@ -23,7 +21,6 @@ from mcp_types.version import (
 from apps.catalog.models import Tool
 from apps.core import public_url
 from apps.credentials.errors import CredentialsMissing
-from apps.discovery.regex import Regex
 from apps.gateway import dynamic, jsonrpc, mcp_tasks
 from apps.gateway.context import (
     LOG_LEVELS,
@@ -181,34 +178,11 @@ async def prompts_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     return dump(result)
 
 
-def _template_regex(template: str) -> Regex:
-    """A backend's URI template as a regex, on RE2: with Python's backtracking `re`, a template of
-    consecutive `{+x}` (`.+.+.+…`) against a long URI a client sends takes time exponential in
-    their number (six and 120 characters: 23 s)."""
-    parts = re.split(r"(\{[^}]*\})", template)
-    pattern = "".join(
-        (".+" if part.startswith("{+") else "[^/]+") if part.startswith("{") else re2.escape(part)
-        for part in parts
-    )
-    return re2.compile(f"^{pattern}$", _TEMPLATE_OPTIONS)
-
-
-_TEMPLATE_OPTIONS = re2.Options()
-_TEMPLATE_OPTIONS.log_errors = False
-_TEMPLATE_OPTIONS.never_capture = True
-
-
 def _resource_server(view: EndpointView, uri: str) -> str:
-    server = view.resource_servers.get(uri)
-    if server is not None:
-        return server
-    for owner, entry in view.templates:
-        try:
-            if _template_regex(entry["uriTemplate"]).match(uri):
-                return owner
-        except re2.error:  # a template too large for RE2 matches nothing
-            continue
-    raise RpcError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+    server = view.resource_server(uri)
+    if server is None:
+        raise RpcError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+    return server
 
 
 async def resources_read(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,14 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class Image:
+    """A picture given to the model with a message (base64 `data`), by providers that take them."""
+
+    mime_type: str
+    data: str
+
+
+@dataclass(frozen=True)
 class Message:
     """One entry of the conversation history given to `Adapter.stream()`."""
 
@@ -42,6 +50,9 @@ class Message:
     # them (DeepSeek's `reasoning_content`, OpenRouter's `reasoning_details`, Anthropic's signed
     # thinking blocks); never shown.
     replay: dict[str, Any] | None = field(default=None, compare=False)
+    # User messages: pictures from a prompt or an attached resource; `text` names them too, for
+    # providers that take none.
+    images: tuple[Image, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+import re2
 
 from apps.catalog.models import McpServer, Prompt, Resource, ResourceTemplate, Tool
 from apps.catalog.selectors import visible_servers
@@ -56,6 +59,36 @@ class EndpointView:
     def spec(self, server: str) -> ServerSpec:
         """The owner's spec for `server`; raises `CredentialsMissing` (a PoolError) saying what to fill."""
         return spec_or_missing(self.specs, self.missing, server)
+
+    def resource_server(self, uri: str) -> str | None:
+        """The server that serves `uri`: a listed resource's, else the first whose template matches."""
+        server = self.resource_servers.get(uri)
+        if server is not None:
+            return server
+        for owner, entry in self.templates:
+            try:
+                if _template_regex(entry["uriTemplate"]).match(uri):
+                    return owner
+            except re2.error:  # a template too large for RE2 matches nothing
+                continue
+        return None
+
+
+def _template_regex(template: str):
+    """A backend's URI template as a regex, on RE2: with Python's backtracking `re`, a template of
+    consecutive `{+x}` (`.+.+.+…`) against a long URI a client sends takes time exponential in
+    their number (six and 120 characters: 23 s)."""
+    parts = re.split(r"(\{[^}]*\})", template)
+    pattern = "".join(
+        (".+" if part.startswith("{+") else "[^/]+") if part.startswith("{") else re2.escape(part)
+        for part in parts
+    )
+    return re2.compile(f"^{pattern}$", _TEMPLATE_OPTIONS)
+
+
+_TEMPLATE_OPTIONS = re2.Options()
+_TEMPLATE_OPTIONS.log_errors = False
+_TEMPLATE_OPTIONS.never_capture = True
 
 
 def spec_or_missing(

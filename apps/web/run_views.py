@@ -53,6 +53,7 @@ def start_run(request: HttpRequest) -> HttpResponse:
             max_rounds=_number(post.get("max_rounds", "")),
             token_budget=_number(post.get("token_budget", "")),
             time_limit_s=_number(post.get("time_limit_s", "")),
+            resources=post.get("resources", "").split() or None,
         )
     except services.RunError as exc:
         messages.error(request, exc.message)

@@ -67,13 +67,28 @@
   const handlers = {
     user_message(p) {
       endBubble();
-      root.append(el("div", "msg msg-user", p.text));
+      const context = p.context || {};
+      for (const m of context.prompt || []) {
+        const box = el("div", "msg msg-prompt " + (m.role === "assistant" ? "msg-assistant" : "msg-user"));
+        box.append(el("div", "tool-label", "/" + m.prompt), hubRender.rich(m.content, null, readResource, true) || el("span", "muted", "(empty)"));
+        root.append(box);
+      }
+      if (p.text || (context.attachments || []).length) {
+        const box = el("div", "msg msg-user", p.text);
+        for (const a of context.attachments || []) {
+          const details = el("details", "mcp-attachment");
+          details.append(el("summary", "", "@ " + a.uri), ...(a.contents || []).map(hubRender.resourceBody));
+          box.append(details);
+        }
+        root.append(box);
+      }
       setRunning(true);
       // The hub titles an untitled conversation after its first message: show it without a reload,
       // in the list, the heading and the settings form (saving that form must not clear it).
       const current = document.querySelector('.chat-list a[aria-current="page"]');
       if (current && current.dataset.untitled === "true") {
-        const title = p.text.split(/\s+/).filter(Boolean).join(" ").slice(0, 60);
+        const opening = p.text || hubRender.resultText(((context.prompt || [])[0] || {}).content);  // as the hub titles it
+        const title = opening.split(/\s+/).filter(Boolean).join(" ").slice(0, 60);
         current.textContent = title;
         current.dataset.untitled = "false";
         const heading = document.querySelector(".chat-settings summary strong");
@@ -127,13 +142,25 @@
       c.approval = box;
       c.details.append(box);
     },
+    tool_progress(p) {
+      const c = cards.get(p.id);
+      if (c && !c.done) { hubRender.progress(c.details, p); c.details.open = true; }
+    },
+    tool_log(p) {
+      const c = cards.get(p.id);
+      if (c) hubRender.logLine(c.details, p);
+    },
     tool_result(p) {
       const c = card(p.id, p.name);
       if (c.approval) c.approval.remove();
       c.done = true;
+      const bar = c.details.querySelector(".mcp-progress");
+      if (bar) bar.remove();
       c.details.classList.toggle("is-error", !!p.isError);
       c.summary.textContent = p.name + (p.isError ? " · error" : " · done") + " · " + Math.round(p.duration_ms || 0) + " ms";
-      c.details.append(el("div", "tool-label", "Result"), el("pre", "tool-result", hubRender.resultText(p.content)));
+      c.details.append(el("div", "tool-label", "Result"), el("pre", "tool-result", hubRender.resultText(p.content, p.structuredContent)));
+      const more = hubRender.rich(p.content, p.structuredContent, readResource);
+      if (more) { c.details.append(more); c.details.open = true; }
     },
     error(p, event) {
       if (event.seq === null) { statusLine.textContent = p.message; statusLine.classList.add("is-error"); return; }
@@ -155,6 +182,12 @@
   };
 
   function onEvent(event) {
+    if (event.seq === null && answers.has((event.payload || {}).id)) {
+      const resolve = answers.get(event.payload.id);
+      answers.delete(event.payload.id);
+      resolve(event.payload);
+      return;
+    }
     if (event.seq !== null) {
       if (event.seq <= lastSeq) return;
       lastSeq = event.seq;
@@ -178,14 +211,193 @@
     ws.addEventListener("close", () => { root.dataset.connected = "false"; statusLine.textContent = "Connection lost; reconnecting…"; setTimeout(connect, retry); retry = Math.min(retry * 2, 10000); });
   }
 
+  // --- asking the socket (the `/` and `@` menus, resource links): answers carry the request's id ---
+  const answers = new Map();
+  let nextId = 1;
+  function ask(type, payload) {
+    const id = nextId++;
+    return new Promise((resolve, reject) => {
+      answers.set(id, resolve);
+      if (!send({ type, payload: { ...payload, id } })) { answers.delete(id); reject(new Error("not connected")); }
+      setTimeout(() => { if (answers.delete(id)) reject(new Error("no answer (see the status line)")); }, 20000);
+    });
+  }
+  async function readResource(uri) { return (await ask("read", { uri })).contents || []; }
+
+  // --- `/` prompts and `@` resources ----------------------------------------------------------------
+  const picked = { prompt: null, resources: [] };
+  const chips = el("div", "chat-context");
+  const menu = el("ul", "chat-menu");
+  menu.id = "chat-menu"; menu.setAttribute("role", "listbox"); menu.hidden = true;
+  const argsForm = el("div", "chat-args card");
+  argsForm.id = "chat-args"; argsForm.hidden = true;
+  form.prepend(menu, argsForm, chips);  // above the input, which stays at the bottom of the page
+  let items = null, active = 0, shownItems = [];
+
+  async function offered() {
+    if (!items) items = await ask("items", {});
+    return items;
+  }
+
+  // What the caret is on: `/name` at the start, or an `@word`.
+  function trigger() {
+    const before = input.value.slice(0, input.selectionStart);
+    let m = /^\/(\S*)$/.exec(before);
+    if (m) return { kind: "/", query: m[1], start: 0 };
+    m = /(^|\s)@(\S*)$/.exec(before);
+    if (m) return { kind: "@", query: m[2], start: before.length - m[2].length - 1 };
+    return null;
+  }
+
+  async function updateMenu() {
+    const t = trigger();
+    if (!t) { menu.hidden = true; return; }
+    let all;
+    try { all = await offered(); } catch (e) { menu.hidden = true; return; }
+    const q = t.query.toLowerCase();
+    const match = (x) => [x.name, x.title, x.uri, x.uriTemplate, x.description].some((v) => v && String(v).toLowerCase().includes(q));
+    shownItems = t.kind === "/"
+      ? all.prompts.filter(match).map((x) => ({ kind: "prompt", item: x }))
+      : [...all.resources.filter(match).map((x) => ({ kind: "resource", item: x })), ...all.templates.filter(match).map((x) => ({ kind: "template", item: x }))];
+    menu.replaceChildren();
+    if (!shownItems.length) menu.append(el("li", "muted", t.kind === "/" ? "No prompts on this endpoint match." : "No resources on this endpoint match."));
+    shownItems.slice(0, 50).forEach((entry, i) => {
+      const li = el("li", "chat-menu-item");
+      li.setAttribute("role", "option");
+      const x = entry.item;
+      li.append(el("strong", "", (t.kind === "/" ? "/" : "@") + (x.name || x.uri)), el("span", "muted", " " + (x.uriTemplate || (entry.kind === "resource" ? x.uri : "")) + (x.description ? " — " + x.description : "")));
+      li.addEventListener("mousedown", (e) => { e.preventDefault(); choose(entry, t); });
+      menu.append(li);
+      if (i === active) li.setAttribute("aria-selected", "true");
+    });
+    menu.hidden = false;
+  }
+
+  function highlight(step) {
+    const options = [...menu.querySelectorAll(".chat-menu-item")];
+    if (!options.length) return;
+    active = (active + step + options.length) % options.length;
+    options.forEach((o, i) => o.setAttribute("aria-selected", String(i === active)));
+  }
+
+  function choose(entry, t) {
+    input.value = input.value.slice(0, t.start) + input.value.slice(input.selectionStart);
+    menu.hidden = true;
+    active = 0;
+    if (entry.kind === "resource") { attach(entry.item.uri, entry.item.name || entry.item.uri); return; }
+    const x = entry.item;
+    const fields = entry.kind === "prompt"
+      ? (x.arguments || []).map((a) => ({ name: a.name, description: a.description, required: !!a.required }))
+      : (x.variables || []).map((name) => ({ name, required: true }));
+    const ref = entry.kind === "prompt" ? { type: "ref/prompt", name: x.name } : { type: "ref/resource", uri: x.uriTemplate };
+    argumentForm(entry.kind === "prompt" ? "/" + x.name : "@" + x.uriTemplate, x.description, fields, ref, (values) => {
+      if (entry.kind === "prompt") { picked.prompt = { name: x.name, arguments: values }; renderChips(); }
+      else attach(expand(x.uriTemplate, values), x.name);
+    });
+  }
+
+  // RFC 6570 simple ({v}) and reserved ({+v}) expansion: what the menu's templates use.
+  function expand(template, values) {
+    return template.replace(/\{([+]?)([^}]+)\}/g, (_, op, names) => names.split(",").map((n) => {
+      const v = values[n.replace(/\*$/, "")] || "";
+      return op === "+" ? encodeURI(v) : encodeURIComponent(v);
+    }).join(","));
+  }
+
+  // A form of the prompt's arguments (or the template's variables), each suggesting what the
+  // backend's completion/complete offers for what is typed, knowing the others already filled.
+  function argumentForm(title, description, fields, ref, done) {
+    argsForm.replaceChildren(el("strong", "", title));
+    if (description) argsForm.append(el("p", "muted", description));
+    const inputs = {};
+    for (const f of fields) {
+      const id = "chat-arg-" + f.name.replace(/[^A-Za-z0-9_-]/g, "_");
+      const label = el("label", "", f.name + (f.required ? " *" : ""));
+      label.htmlFor = id;
+      const box = el("input"); box.id = id; box.name = f.name; box.required = f.required; box.autocomplete = "off";
+      const list = el("datalist"); list.id = id + "-options"; box.setAttribute("list", list.id);
+      if (f.description) box.placeholder = f.description;
+      let timer = null;
+      const suggest = () => {
+        clearTimeout(timer);
+        timer = setTimeout(async () => {
+          const context = {};
+          for (const [n, i] of Object.entries(inputs)) if (n !== f.name && i.value) context[n] = i.value;
+          try {
+            const answer = await ask("complete", { ref, argument: { name: f.name, value: box.value }, context });
+            list.replaceChildren(...(answer.values || []).map((v) => { const o = el("option"); o.value = v; return o; }));
+          } catch (e) { list.replaceChildren(); }
+        }, 150);
+      };
+      box.addEventListener("input", suggest);
+      box.addEventListener("focus", suggest);
+      inputs[f.name] = box;
+      argsForm.append(label, box, list);
+    }
+    const use = el("button", "btn btn-primary btn-small", ref.type === "ref/prompt" ? "Use prompt" : "Attach");
+    const cancel = el("button", "btn btn-small", "Cancel");
+    use.type = cancel.type = "button";
+    use.addEventListener("click", () => {
+      const missing = fields.filter((f) => f.required && !inputs[f.name].value);
+      if (missing.length) { statusLine.textContent = "Fill " + missing.map((f) => f.name).join(", ") + "."; return; }
+      const values = {};
+      for (const [n, i] of Object.entries(inputs)) if (i.value) values[n] = i.value;
+      argsForm.hidden = true;
+      done(values);
+      input.focus();
+    });
+    cancel.addEventListener("click", () => { argsForm.hidden = true; input.focus(); });
+    argsForm.append(el("div", "chat-args-actions"));
+    argsForm.lastChild.append(use, cancel);
+    argsForm.hidden = false;
+    const first = argsForm.querySelector("input");
+    if (first) first.focus();
+  }
+
+  function attach(uri, name) {
+    if (!picked.resources.some((r) => r.uri === uri)) picked.resources.push({ uri, name });
+    renderChips();
+    input.focus();
+  }
+
+  function renderChips() {
+    chips.replaceChildren();
+    const chip = (label, drop) => {
+      const c = el("span", "chip", label);
+      const x = el("button", "chip-remove", "×"); x.type = "button"; x.setAttribute("aria-label", "Remove " + label);
+      x.addEventListener("click", () => { drop(); renderChips(); });
+      c.append(x);
+      chips.append(c);
+    };
+    if (picked.prompt) chip("/" + picked.prompt.name, () => { picked.prompt = null; });
+    for (const r of picked.resources) chip("@" + (r.name || r.uri), () => { picked.resources = picked.resources.filter((o) => o !== r); });
+    input.required = !picked.prompt && !picked.resources.length;
+  }
+
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     const text = input.value;
-    if (!text.trim()) return;
+    if (!text.trim() && !picked.prompt && !picked.resources.length) return;
     statusLine.classList.remove("is-error");
-    if (send({ type: "message", payload: { text } })) input.value = "";
+    const payload = { text };
+    if (picked.prompt) payload.prompt = picked.prompt;
+    if (picked.resources.length) payload.resources = picked.resources.map((r) => r.uri);
+    if (send({ type: "message", payload })) {
+      input.value = "";
+      picked.prompt = null; picked.resources = [];
+      renderChips();
+    }
   });
-  input.addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); form.requestSubmit(); } });
+  input.addEventListener("input", () => { active = 0; updateMenu(); });
+  input.addEventListener("blur", () => { menu.hidden = true; });
+  input.addEventListener("keydown", (e) => {
+    if (!menu.hidden && shownItems.length) {
+      if (e.key === "ArrowDown" || e.key === "ArrowUp") { e.preventDefault(); highlight(e.key === "ArrowDown" ? 1 : -1); return; }
+      if (e.key === "Enter" || e.key === "Tab") { e.preventDefault(); const t = trigger(); if (t) choose(shownItems[active], t); return; }
+    }
+    if (e.key === "Escape") { menu.hidden = true; return; }
+    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); form.requestSubmit(); }
+  });
   stopButton.addEventListener("click", () => send({ type: "stop" }));
   // The model picker offers what the chosen provider serves, asked live (its error, when it fails).
   const providerSelect = document.getElementById("id_provider");

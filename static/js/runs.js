@@ -8,6 +8,12 @@
   const root = document.getElementById("run");
   if (!root) return;
   const list = document.getElementById("run-steps");
+  // Stored steps' results beyond their text (images, links, structured content), drawn once.
+  for (const data of list.querySelectorAll(".toolcard script[type='application/json']")) {
+    const rich = JSON.parse(data.textContent);
+    const shown = hubRender.rich(rich.content, rich.structuredContent, readResource);
+    if (shown) data.replaceWith(shown);
+  }
   const ACTIVE = ["queued", "running", "waiting_approval"];
   if (!ACTIVE.includes(root.dataset.status)) return;
 
@@ -33,6 +39,7 @@
     }
     if (step.finish_reason === "length") item.append(el("p", "muted cut-note", "Cut at the model's output limit."));
     for (const call of step.tool_calls || []) item.append(toolCard(call));
+    live.replaceChildren();  // the round's calls are in its step now
     list.append(item);
     document.getElementById("run-rounds").textContent = step.round;
     document.getElementById("run-progress").value = step.round;
@@ -48,7 +55,32 @@
       el("div", "tool-label", "Arguments"), el("pre", "tool-args", JSON.stringify(call.arguments, null, 2)),
       el("div", "tool-label", "Result"), el("pre", "tool-result", hubRender.resultText((call.result || {}).content, (call.result || {}).structuredContent)),
     );
+    const more = hubRender.rich((call.result || {}).content, (call.result || {}).structuredContent, readResource);
+    if (more) card.append(more);
     return card;
+  }
+
+  // Calls of the round under way: their progress bars and log lines as they come.
+  const live = el("div", "run-live");
+  list.after(live);
+  function liveCard(id) {
+    let card = live.querySelector(`[data-call="${CSS.escape(id)}"]`);
+    if (!card) {
+      card = el("details", "toolcard");
+      card.dataset.call = id;
+      card.open = true;
+      card.append(el("summary", "", "Running…"));
+      live.append(card);
+    }
+    return card;
+  }
+
+  // A run's resource links are read through the REST API, as the run's owner.
+  async function readResource(uri) {
+    const response = await fetch("/api/runs/" + encodeURIComponent(root.dataset.run) + "/resource/?uri=" + encodeURIComponent(uri));
+    const answer = await response.json();
+    if (!response.ok) throw new Error(answer.detail || response.statusText);
+    return answer.contents || [];
   }
 
   function lastRound() {
@@ -71,6 +103,8 @@
       if (event.type === "step") addStep(event.payload);
       else if (event.type === "status") document.getElementById("run-status").textContent = LABELS[event.payload.status] || event.payload.status;
       else if (event.type === "provider_status") document.getElementById("run-note").textContent = event.payload.message;
+      else if (event.type === "tool_progress") hubRender.progress(liveCard(event.payload.id), event.payload);
+      else if (event.type === "tool_log") hubRender.logLine(liveCard(event.payload.id), event.payload);
       else if (event.type === "end") window.location.reload();
       else if (event.type === "approval_required" && !shown(event.payload)) window.location.reload();
     };

@@ -7,6 +7,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -143,3 +144,34 @@ def seqs(events: list[dict[str, Any]]) -> list[int]:
 
 def db(fn):
     return sync_to_async(fn)
+
+
+EVERYTHING_JS = (
+    Path(__file__).resolve().parents[2]
+    / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+)
+EVERYTHING = {"name": "everything", "command": "node", "args": [str(EVERYTHING_JS), "stdio"]}
+
+
+@pytest.fixture(scope="session")
+def everything_discovery(hub):
+    """One real discovery of the reference `server-everything` (stdio), reused by every test."""
+    from apps.catalog.models import McpServer
+    from apps.connections.default import run_with_pool
+
+    return run_with_pool(lambda pool: pool.discover(McpServer(**EVERYTHING).to_spec()))
+
+
+@pytest.fixture
+def everything_endpoint(alice, everything_discovery):
+    """Alice's default endpoint with every tool of server-everything (its prompts, resources and
+    templates come with the server)."""
+    from apps.catalog.introspection import apply_discovery
+    from apps.catalog.models import McpServer
+    from apps.toolsets.services import enable_tools
+
+    server = McpServer.objects.create(**EVERYTHING)
+    apply_discovery(server=server, discovery=everything_discovery)
+    endpoint = alice.endpoints.get()
+    enable_tools(endpoint=endpoint, tools=server.tools.all())
+    return endpoint

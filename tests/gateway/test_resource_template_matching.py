@@ -5,18 +5,24 @@ cannot freeze the web process (Python's backtracking `re` took 23 s at six and 1
 from __future__ import annotations
 
 import time
-from types import SimpleNamespace
 
 import pytest
 
 from apps.gateway.jsonrpc import RESOURCE_NOT_FOUND, RpcError
 from apps.gateway.protocol import _resource_server
+from apps.toolsets.exposure import EndpointView
 
 TEMPLATES = [
     ("slow", {"uriTemplate": "{+a}{+b}{+c}{+d}{+e}{+f}x"}),
     ("files", {"uriTemplate": "file:///{dir}/{+path}"}),
 ]
-VIEW = SimpleNamespace(resource_servers={}, templates=TEMPLATES)
+
+
+def _view(templates) -> EndpointView:
+    return EndpointView(endpoint_id=1, owner_id=1, slug="e", version=0, templates=templates)
+
+
+VIEW = _view(TEMPLATES)
 
 
 def test_a_hostile_template_answers_not_found_at_once():
@@ -37,9 +43,7 @@ def test_templates_still_match_what_they_name(uri, server):
 
 
 def test_a_template_too_large_for_re2_matches_nothing():
-    view = SimpleNamespace(
-        resource_servers={}, templates=[("huge", {"uriTemplate": "{+a}" * 200_000})]
-    )
+    view = _view([("huge", {"uriTemplate": "{+a}" * 200_000})])
 
     with pytest.raises(RpcError):
         _resource_server(view, "anything")

@@ -71,6 +71,17 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         data.is_valid(raise_exception=True)
         return self._change(lambda run: services.check_approval(run=run, **data.validated_data))
 
+    @extend_schema(request=None, responses=None)
+    @action(detail=True, methods=["get"])
+    def resource(self, request: Request, pk: str) -> Response:
+        """Read `?uri=` from the run's endpoint: a resource link in its tool results, opened in place."""
+        run = self.get_object()
+        try:
+            contents = services.read_resource(run=run, uri=request.query_params.get("uri", ""))
+        except services.RunError as exc:
+            raise _refused(exc) from None
+        return Response({"uri": request.query_params["uri"], "contents": contents})
+
     def _change(self, service) -> Response:
         try:
             run = service(self.get_object())

@@ -29,7 +29,7 @@ from apps.chat.events import Control
 from apps.chat.journal import journal
 from apps.chat.runs import context, records
 from apps.chat.runs.models import Run, RunStep
-from apps.chat.tools import Toolbox
+from apps.chat.tools import Toolbox, watch_call
 from apps.core import metrics
 from apps.llm.types import LLMError, ToolCall
 
@@ -320,7 +320,14 @@ class RunRunner:
 
     async def _tool(self, call: ToolCall) -> dict[str, Any]:
         result, duration = await rounds.call_tool(
-            self.toolbox, call, approval_reason=self._approval_reason, approve=self._approve
+            self.toolbox,
+            call,
+            approval_reason=self._approval_reason,
+            approve=self._approve,
+            watch=watch_call(
+                call.id,
+                lambda kind, payload: publish(self.run.pk, kind, payload, rounds=len(self.steps)),
+            ),
         )
         return {
             "id": call.id,

@@ -19,6 +19,12 @@ class StartRunSerializer(serializers.Serializer):
     max_rounds = serializers.IntegerField(required=False, min_value=1, max_value=100_000)
     token_budget = serializers.IntegerField(required=False, min_value=1)
     time_limit_s = serializers.IntegerField(required=False, min_value=1, max_value=30 * 86400)
+    resources = serializers.ListField(
+        child=serializers.CharField(max_length=2000),
+        required=False,
+        max_length=10,
+        help_text="URIs of your endpoint's resources, read at the start and attached to the task.",
+    )
 
     def validate(self, attrs: dict) -> dict:
         if "servers" in attrs and "endpoint" in attrs:

@@ -114,14 +114,19 @@ def start_run(
     max_rounds: int | None = None,
     token_budget: int | None = None,
     time_limit_s: int | None = None,
+    resources: list[str] | None = None,
 ) -> Run:
-    """A queued run the worker picks up once this commits; bad input raises RunError, changing nothing."""
+    """A queued run the worker picks up once this commits; bad input raises RunError, changing nothing.
+
+    `resources`: URIs of the endpoint's resources, read now and attached to the task as context."""
     if not isinstance(task, str) or not task.strip():
         raise RunError("The run needs a non-empty 'task'.")
     if len(task) > MAX_TASK:
         raise RunError(f"The task is too long (at most {MAX_TASK} characters).")
     provider, model = _resolve_provider(owner, (model or "").strip(), provider)
     endpoint = _resolve_endpoint(owner, endpoint)
+    if resources:
+        task = f"{task}\n\n{_attached(owner.pk, endpoint.pk, resources)}"
     run = Run(
         owner=owner,
         task=task,
@@ -138,6 +143,41 @@ def start_run(
     run.save()  # one INSERT: its own transaction, unless the caller's
     transaction.on_commit(lambda: _enqueue(run.pk))
     return run
+
+
+def _attached(owner_id: int, endpoint_id: int, uris: list[str]) -> str:
+    """The resources' content as the chat attaches it to a message (apps.chat.context_items)."""
+    from apps.chat import context_items
+
+    async def read(view) -> str:
+        return (await context_items.gather(view, prompt=None, resources=uris)).attached_text
+
+    return _on_endpoint(owner_id, endpoint_id, read)
+
+
+def read_resource(*, run: Run, uri: Any) -> list[dict[str, Any]]:
+    """`uri` read from the run's endpoint as its owner (a resource link in a tool result)."""
+    from apps.chat import context_items
+
+    if run.endpoint_id is None:
+        raise RunError("The run has no endpoint any more.", code="no_endpoint")
+    return _on_endpoint(
+        run.owner_id, run.endpoint_id, lambda view: context_items.read_resource(view, uri)
+    )
+
+
+def _on_endpoint(owner_id: int, endpoint_id: int, work: Any) -> Any:
+    from asgiref.sync import async_to_sync
+
+    from apps.chat import context_items
+
+    async def run() -> Any:
+        return await work(await context_items.endpoint_view(owner_id, endpoint_id))
+
+    try:
+        return async_to_sync(run)()
+    except UserError as exc:
+        raise RunError(exc.message, code=exc.code) from None
 
 
 def _enqueue(run_id: uuid.UUID) -> None:

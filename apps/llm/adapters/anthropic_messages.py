@@ -186,6 +186,10 @@ class AnthropicAdapter(Adapter):
         await self._client.close()
 
 
+# What the Messages API takes as a base64 image.
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+
+
 def _conversation(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Messages API turns: system lifted out, tool results as user turns, same-role turns merged."""
     turns: list[dict[str, Any]] = []
@@ -218,6 +222,11 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = list((message.replay or {}).get("thinking") or ())
     if message.text:  # the API refuses empty text blocks
         blocks.append({"type": "text", "text": message.text})
+    blocks += [
+        {"type": "image", "source": {"type": "base64", "media_type": i.mime_type, "data": i.data}}
+        for i in message.images
+        if i.mime_type in IMAGE_TYPES
+    ]
     blocks += [
         {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
         for c in message.tool_calls
