@@ -452,16 +452,20 @@ class Connection:
     def _claimant(self, method: str, *, fallback: bool) -> _Call | None:
         """The in-flight call a server message belongs to, if it has a handler for `method`.
 
-        Known exactly when the message came on that call's own stream; otherwise (stdio,
-        legacy SSE) the oldest relaying call in flight with such a handler, if `fallback`.
+        Known exactly when the message came on that call's own stream. Otherwise (stdio, legacy
+        SSE: nothing says which call a message is for), if `fallback`, the call in flight when it
+        is the only one on this connection — never a guess among several: callers are often other
+        users, and a log line, a sampling request (answered with the caller's model) or a form
+        shown to the wrong one leaks what another user's call is doing.
         """
         current = _current_call.get()
         if current is not None and current[0] is self:
             call = self._calls.get(current[1])
             return call if call is not None and call.relay.handler(method) is not None else None
-        if not fallback:
+        if not fallback or self.inflight != 1 or len(self._calls) != 1:
             return None
-        return next((c for c in self._calls.values() if c.relay.handler(method) is not None), None)
+        call = next(iter(self._calls.values()))
+        return call if call.relay.handler(method) is not None else None
 
     async def _sampling(
         self, ctx: ClientRequestContext, params: types.CreateMessageRequestParams
@@ -477,13 +481,17 @@ class Connection:
         return await self._relay("roots/list")
 
     async def _relay(self, method: str, *args: Any) -> Any:
-        # A request with no known call still goes to the oldest relaying call: it was
-        # surely caused by one, and answering beats failing the backend's tool.
+        # A request with no known call goes to the one call in flight: it was surely caused by
+        # it, and answering beats failing the backend's tool.
         call = self._claimant(method, fallback=True)
         if call is None:
-            return types.ErrorData(
-                code=types.INVALID_REQUEST, message=f"no client is attached to answer {method}"
+            why = (
+                f"{self.inflight} calls are in flight on this connection and nothing says which "
+                "one it is for"
+                if self.inflight > 1
+                else "no client is attached to answer it"
             )
+            return types.ErrorData(code=types.INVALID_REQUEST, message=f"{method}: {why}")
         handler = call.relay.handler(method)
         assert handler is not None
         try:

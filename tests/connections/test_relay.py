@@ -5,6 +5,7 @@ import json
 
 import mcp_types as types
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from apps.connections.hooks import Relay
 from apps.connections.pool import Pool, PoolOptions
@@ -64,7 +65,7 @@ async def test_log_lines_during_a_call_reach_its_caller_before_the_result(raw):
         assert sorted(recorder.events) == ["hook:line 0", "hook:line 1", "result:said 2"]
 
 
-async def test_over_stdio_the_oldest_relaying_call_gets_unattributed_lines():
+async def test_over_stdio_unattributed_lines_reach_no_caller_while_two_calls_are_in_flight():
     recorder = Recorder()
     async with Pool(on_notification=recorder.on_notification) as pool:
         spec = sdk_spec("echo")
@@ -74,9 +75,37 @@ async def test_over_stdio_the_oldest_relaying_call_gets_unattributed_lines():
         )
         await eventually_async(lambda: inflight(pool) == 1)
         await pool.call_tool(spec, "chatty", {"count": 2}, relay=recorder.relay("new"))
+        await eventually_async(lambda: len(recorder.events) >= 2)
         await slow
-    # Stdio says nothing about which call a line belongs to: the oldest relaying call is told.
-    assert recorder.events == ["old:info:line 0", "old:info:line 1"]
+    # Stdio says nothing about which call a line belongs to, and the two callers may be two users:
+    # neither is told (the old rule gave them to the oldest call); the server-wide hook hears them.
+    assert recorder.events == ["hook:line 0", "hook:line 1"]
+
+
+async def test_over_stdio_sampling_is_refused_while_two_calls_could_have_asked():
+    asked = []
+
+    async def answer(params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        asked.append(params.messages[0].content.text)
+        content = types.TextContent(type="text", text="yes")
+        return types.CreateMessageResult(role="assistant", model="m", content=content)
+
+    async with Pool() as pool:
+        spec = sdk_spec("echo")
+        alone = await pool.call_tool(
+            spec, "ask", {"question": "alone"}, relay=Relay(sampling=answer), raw=True
+        )
+        slow = asyncio.create_task(
+            pool.call_tool(spec, "slow", {"seconds": 0.5}, relay=Relay(sampling=answer))
+        )
+        await eventually_async(lambda: inflight(pool) == 1)
+        with pytest.raises(MCPError, match="2 calls are in flight on this connection"):
+            await pool.call_tool(
+                spec, "ask", {"question": "crowded"}, relay=Relay(sampling=answer), raw=True
+            )
+        await slow
+    assert asked == ["alone"]  # the only call in flight is surely the one that asked
+    assert "yes" in json.dumps(alone)
 
 
 async def test_over_streamable_http_lines_reach_exactly_their_own_call(http_server):  # noqa: F811
