@@ -44,6 +44,7 @@ from apps.catalog.introspection import (
     record_health,
 )
 from apps.catalog.models import McpServer
+from apps.catalog.openapi_sync import refresh_documents
 from apps.connections.errors import PoolError
 from apps.connections.specs import ServerSpec, server_of
 
@@ -192,7 +193,9 @@ def discover_many(*, servers: Sequence[McpServer], user: Any = None) -> list[Dis
     """`discover_now` for several servers at once: they start and answer concurrently.
 
     A server with user variables is discovered with `user`'s values (see `operational_spec`).
+    An OpenAPI server fetched from a URL reads its document again first (openapi_sync.py).
     """
+    refresh_documents(servers)
     specs = [_resolve(server, user) for server in servers]
     plans = [
         (spec, server.enabled)
