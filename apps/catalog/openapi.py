@@ -123,17 +123,53 @@ def validate(document: Mapping[str, Any]) -> None:
         openapi_ops.version_of(document)
     except openapi_ops.DocumentProblem as exc:
         raise DocumentError(str(exc)) from None
+    _check_refs(document, openapi_ops.Resolver(document, openapi30=False), "$")
     try:
         validate_spec(dict(document))
     except OpenAPIValidationError as exc:
         where = getattr(exc, "json_path", "") or "$"
-        raise DocumentError(f"invalid at {where}: {exc.message}") from None
-    except Exception as exc:  # boundary: the validator's own failures (e.g. unresolvable refs)
+        if where == "$":  # some checks (defaults, path parameters) lose their place: find it
+            where = _failing_operation(document) or where
+        raise DocumentError(f"invalid at {where}: {exc.message.splitlines()[0]}") from None
+    except Exception as exc:  # boundary: the validator's own failures
         raise DocumentError(f"cannot validate the document: {exc}") from None
     try:
         openapi_ops.operations(document)
     except openapi_ops.DocumentProblem as exc:
         raise DocumentError(str(exc)) from None
+
+
+def _check_refs(node: Any, resolver: openapi_ops.Resolver, where: str) -> None:
+    """Every local `$ref` points somewhere; else DocumentError naming the reference's place."""
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            _check_refs(item, resolver, f"{where}[{i}]")
+    elif isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            try:
+                resolver.pointer(ref)
+            except openapi_ops.DocumentProblem as exc:
+                raise DocumentError(f"invalid at {where}: {exc}") from None
+        for key, value in node.items():
+            if isinstance(value, dict | list):
+                _check_refs(value, resolver, f"{where}.{key}")
+
+
+def _failing_operation(document: Mapping[str, Any]) -> str:
+    """The first operation that fails validation on its own (`$.paths./a/{id}.get`), or ''."""
+    from openapi_spec_validator import validate as validate_spec
+
+    for path, item in (document.get("paths") or {}).items():
+        for method, operation in (item or {}).items() if isinstance(item, dict) else ():
+            alone = {**document, "paths": {path: {method: operation}}}
+            if isinstance(item.get("parameters"), list):
+                alone["paths"][path]["parameters"] = item["parameters"]
+            try:
+                validate_spec(alone)
+            except Exception:  # boundary: any failure of this operation alone names it
+                return f"$.paths.{path}.{method}"
+    return ""
 
 
 class _Bundler:
