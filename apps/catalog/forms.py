@@ -169,6 +169,13 @@ class McpServerForm(forms.ModelForm):
         help_text=f"One Header-Name=value per line (e.g. Authorization=Bearer …); {MASK} keeps a stored value.",
     )
 
+    openapi_source = forms.URLField(
+        max_length=2048,
+        required=False,
+        assume_scheme="https",
+        label="OpenAPI document URL",
+        help_text=McpServer._meta.get_field("openapi_source").help_text,
+    )
     openapi_file = forms.FileField(
         required=False,
         label="OpenAPI document (upload)",

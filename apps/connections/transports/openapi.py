@@ -218,8 +218,10 @@ class Credentials:
                 )
             answer = response.json()
             token = str(answer["access_token"])
-            lifetime = float(answer.get("expires_in") or 3600)
-            self._tokens[name] = (token, time.monotonic() + max(lifetime - _TOKEN_MARGIN, 1.0))
+            lifetime = float(answer.get("expires_in", 3600))
+            # Renewed a margin before it expires (half its life, for a short-lived one).
+            renew_in = lifetime - min(_TOKEN_MARGIN, lifetime / 2)
+            self._tokens[name] = (token, time.monotonic() + renew_in)
             return token
 
 

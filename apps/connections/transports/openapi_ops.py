@@ -223,8 +223,9 @@ def glob(pattern: str, text: str, *, fold: bool = False) -> bool:
 
 def tool_name(operation_id: str, method: str, path: str) -> str:
     """`operationId`, else `get_pets_petId`: within `^[A-Za-z0-9_-]{1,64}$`."""
-    raw = operation_id or f"{method}_{path}"
-    name = re.sub(r"[^A-Za-z0-9_-]+", "_", raw).strip("_") or method
+    raw = operation_id or f"{method}{path}"
+    # One `_` per run: `__` separates a server's name from a tool's in the hub's prefixed names.
+    name = re.sub(r"[^A-Za-z0-9-]+", "_", raw).strip("_") or method
     return name[:MAX_NAME]
 
 
@@ -263,9 +264,9 @@ def _operation(
         is_required = bool(p.get("required")) or location == "path"
         if is_required:
             required.append(argument)
-        wire.append(
-            Param(argument, name, location, is_required, p.get("style", ""), p.get("explode"))
-        )
+        # Arrays in a query: repeated (`?a=1&a=2`) unless the document asks for one joined value.
+        explode = p.get("collectionFormat") == "multi" if version == "2.0" else p.get("explode")
+        wire.append(Param(argument, name, location, is_required, p.get("style", ""), explode))
     if body_schema is not None:
         wire += _flatten_body(body_schema, body_type, body_required, properties, required)
     input_schema: dict[str, Any] = {"type": "object", "properties": properties}
