@@ -333,5 +333,8 @@ class RestApi:
     async def _big(self, request: web.Request) -> web.Response:
         return web.json_response([{"id": i, "name": f"item number {i}"} for i in range(BIG_ITEMS)])
 
+    def petstore_v3_text(self) -> str:
+        return petstore_documents.V3_TEXT
+
     def revoke_tokens(self) -> None:
         self._tokens = set()

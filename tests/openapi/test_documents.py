@@ -26,12 +26,20 @@ def test_bad_documents_are_refused_naming_where():
         "at line 3 column 1"
     )
     assert refused('{"openapi": "3.0.0",}').startswith("the document is not valid JSON")
-    assert refused("- just\n- a list\n") == "the document is not an OpenAPI document (not a mapping at the top)"
+    assert (
+        refused("- just\n- a list\n")
+        == "the document is not an OpenAPI document (not a mapping at the top)"
+    )
     assert "no 'openapi: 3.x' or 'swagger: \"2.0\"'" in refused('{"title": "x"}')
     no_version = {**MINIMAL, "info": {"title": "x"}}
     assert refused(json.dumps(no_version)) == 'invalid at $.info: "version" is a required property'
-    undeclared = {**MINIMAL, "paths": {"/a/{id}": {"get": {"responses": {"200": {"description": "x"}}}}}}
-    assert refused(json.dumps(undeclared)).startswith("invalid at $.paths./a/{id}.get: Path parameter 'id'")
+    undeclared = {
+        **MINIMAL,
+        "paths": {"/a/{id}": {"get": {"responses": {"200": {"description": "x"}}}}},
+    }
+    assert refused(json.dumps(undeclared)).startswith(
+        "invalid at $.paths./a/{id}.get: Path parameter 'id'"
+    )
     dangling = {
         **MINIMAL,
         "paths": {"/a": {"get": {"responses": {"200": {"$ref": "#/components/responses/Nope"}}}}},
@@ -83,7 +91,10 @@ def test_openapi_3_petstore_in_yaml_becomes_tools_and_keeps_enums_and_defaults()
     assert loaded.base_url == "http://127.0.0.1:9/api/v3"  # `servers: [{url: /api/v3}]` resolved
     status = ops["findPetsByStatus"].input_schema["properties"]["status"]
     assert status["default"] == "available" and status["enum"] == ["available", "pending", "sold"]
-    assert ops["getPetById"].security == [{"api_key": []}, {"petstore_auth": ["write:pets", "read:pets"]}]
+    assert ops["getPetById"].security == [
+        {"api_key": []},
+        {"petstore_auth": ["write:pets", "read:pets"]},
+    ]
     # Only an octet-stream body: not offered as an argument, the rest of the operation is.
     assert set(ops["uploadFile"].input_schema["properties"]) == {"petId", "additionalMetadata"}
     assert ops["updatePet"].body_type == "json"
@@ -110,7 +121,9 @@ def test_openapi_3_1_schemas_stay_json_schema():
                             "application/json": {
                                 "schema": {
                                     "type": "object",
-                                    "properties": {"n": {"type": ["integer", "null"], "examples": [1]}},
+                                    "properties": {
+                                        "n": {"type": ["integer", "null"], "examples": [1]}
+                                    },
                                 }
                             }
                         }
@@ -132,7 +145,12 @@ def test_recursive_schemas_are_cut_not_endless():
             "schemas": {
                 "Node": {
                     "type": "object",
-                    "properties": {"children": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}}},
+                    "properties": {
+                        "children": {
+                            "type": "array",
+                            "items": {"$ref": "#/components/schemas/Node"},
+                        }
+                    },
                 }
             }
         },
@@ -143,7 +161,11 @@ def test_recursive_schemas_are_cut_not_endless():
                     "responses": {
                         "200": {
                             "description": "ok",
-                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Node"}}},
+                            "content": {
+                                "application/json": {
+                                    "schema": {"$ref": "#/components/schemas/Node"}
+                                }
+                            },
                         }
                     },
                 }
