@@ -128,6 +128,10 @@ SpecResolver = Callable[[McpServer, Any], ServerSpec]
 
 def operational_spec(server: McpServer, user: Any = None) -> ServerSpec:
     """The spec discovery and health checks use, as `user` (None: a background task)."""
+    if server.transport == McpServer.Transport.OPENAPI:
+        # Its tools come from its document and its health from the hub itself: no request reaches
+        # the API, so nobody's credentials are needed (users' calls get theirs as always).
+        return server.to_spec()
     resolver: SpecResolver = import_string(settings.MCPHUB_OPERATIONAL_SPEC)
     return resolver(server, user)
 
