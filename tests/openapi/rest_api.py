@@ -338,3 +338,17 @@ class RestApi:
 
     def revoke_tokens(self) -> None:
         self._tokens = set()
+
+
+if __name__ == "__main__":  # benchmarks/openapi.py runs it in a process of its own
+    import sys
+    import time
+
+    running = RestApi().start()
+    print(running.url, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        running.stop()
+        sys.exit(0)

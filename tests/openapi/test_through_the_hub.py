@@ -15,7 +15,10 @@ from apps.credentials.services import save_credentials
 from apps.toolsets.models import ToolCall
 from apps.toolsets.services import enable_tools
 from tests.chat.conftest import Api, alice_provider, chat_socket, db, llm  # noqa: F401 - fixtures
-from tests.gateway.conftest import alice_hub_token  # noqa: F401 - the fixture
+from tests.gateway.conftest import (  # noqa: F401 - fixtures
+    _close_thread_connections,
+    alice_hub_token,
+)
 from tests.live_hub import mcp_client
 from tests.llm_server import Reply
 from tests.waiting import eventually_async

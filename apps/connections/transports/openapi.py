@@ -90,10 +90,12 @@ class ArgumentProblem(ValueError):
 
 def check_arguments(op: Operation, arguments: Mapping[str, Any]) -> None:
     """Validate `arguments` against the tool's input schema, naming the argument at fault."""
-    validator = jsonschema.Draft202012Validator(op.input_schema)
-    errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.absolute_path))
-    if not errors:
+    validator = op.validator
+    if validator is None:  # built once per operation and connection
+        validator = op.validator = jsonschema.Draft202012Validator(op.input_schema)
+    if validator.is_valid(arguments):
         return
+    errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.absolute_path))
     messages = []
     for error in errors[:5]:
         where = ".".join(str(p) for p in error.absolute_path)

@@ -71,6 +71,7 @@ class Operation:
         False  # the 2xx schema is not an object: the result sits in {"result": …}
     )
     annotations: dict[str, Any] = field(default_factory=dict)
+    validator: Any = field(default=None, repr=False, compare=False)  # set by the transport
 
 
 class Resolver:
