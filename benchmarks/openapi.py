@@ -161,9 +161,10 @@ async def bench(calls: int, rounds: int, api_url: str, echo_url: str) -> None:
     limits = httpx2.Limits(max_connections=None, max_keepalive_connections=64)
     async with (
         httpx2.AsyncClient(limits=limits, timeout=30) as http,
+        httpx2.AsyncClient(limits=limits, timeout=30) as mcp_http,
         Pool() as pool,
     ):
-        raw = RawMcp(echo_url, http)
+        raw = RawMcp(echo_url, mcp_http)
         await raw.initialize()
 
         async def rest_direct() -> None:
