@@ -169,3 +169,34 @@ def test_a_changed_document_shows_as_changed_tools_on_discover(pool_host, admin_
     assert outcome.report.added == ["tool fetchItem"]
     assert outcome.report.vanished == ["tool getItem"]
     assert "fetchItem" in _tools("items") and "getItem" not in _tools("items")
+
+
+def test_the_admin_takes_a_document_url_and_says_what_is_wrong_with_a_bad_one(
+    pool_host, admin_client, api
+):
+    form = {
+        "name": "petstore2",
+        "transport": "openapi",
+        "command": "",
+        "args": "",
+        "url": "",
+        "timeout": "30",
+        "enabled": "on",
+        "visibility": "global",
+        "env": "",
+        "headers": "scheme:api_key=special-key",
+        "user_variables": "[]",
+        "openapi_filters": "{}",
+        "openapi_source": f"{api.url}/v2/swagger.json",
+    }
+    bad = admin_client.post(
+        "/admin/catalog/mcpserver/add/",
+        {**form, "openapi_source": "", "openapi_file": SimpleUploadedFile("x.yaml", b"swagger: [")},
+    )
+    good = admin_client.post("/admin/catalog/mcpserver/add/", form)
+
+    assert bad.status_code == 200
+    assert "the document is not valid YAML or JSON" in bad.content.decode()
+    assert good.status_code == 302, good.content.decode()[-3000:]
+    assert "getPetById" in eventually(lambda: _tools("petstore2"), timeout=30)
+    assert McpServer.objects.get(name="petstore2").url == f"{api.url}/v2"
