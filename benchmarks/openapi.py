@@ -14,7 +14,9 @@ concurrency 1 and 32, interleaved round by round so machine noise hits every pat
   mcp direct      tools/call echo as one POST with httpx2 on an initialized session
   mcp pool        Pool.call_tool(echo, raw=True) on a streamable_http spec of that backend
 
-The overhead of each kind is p50(through the pool) − p50(direct). Both run in the pool's process
+The overhead of each kind is p50(through the pool) − p50(direct); the CPU this process spent per
+call (the caller and the pool; the API and the backend run elsewhere) is printed beside it, a
+figure that moves less than latency on a busy machine. Both run in the pool's process
 (the worker, or the web process when embedded); the gateway's own cost in front of the pool is the
 same for both kinds and is measured by benchmarks/gateway.py. The load average is printed too.
 """
@@ -189,12 +191,15 @@ async def bench(calls: int, rounds: int, api_url: str, echo_url: str) -> None:
             for _ in range(50):
                 await call()
         results: dict[tuple[str, int], list[float]] = {}
+        cpu: dict[tuple[str, int], float] = {}
         for _ in range(rounds):
             for concurrency in (1, 32):
                 for name, call in paths.items():
-                    results.setdefault((name, concurrency), []).extend(
-                        await measure(call, calls, concurrency)
-                    )
+                    started = time.process_time()
+                    times = await measure(call, calls, concurrency)
+                    key = (name, concurrency)
+                    cpu[key] = cpu.get(key, 0.0) + (time.process_time() - started)
+                    results.setdefault(key, []).extend(times)
     print(
         f"load average {os.getloadavg()[0]:.2f}; {calls} calls x {rounds} rounds per path and concurrency"
     )
@@ -205,7 +210,11 @@ async def bench(calls: int, rounds: int, api_url: str, echo_url: str) -> None:
             times = sorted(results[(name, concurrency)])
             p50[name] = statistics.median(times)
             p99 = times[int(len(times) * 0.99) - 1]
-            print(f"  {name:13} p50 {p50[name]:7.3f} ms   p99 {p99:7.3f} ms")
+            per_call = cpu[(name, concurrency)] / len(times) * 1000
+            print(
+                f"  {name:13} p50 {p50[name]:7.3f} ms   p99 {p99:7.3f} ms   "
+                f"CPU of this process {per_call:6.3f} ms/call"
+            )
         print(
             f"  overhead: openapi {p50['rest openapi'] - p50['rest direct']:+.3f} ms over the REST API direct; "
             f"MCP HTTP backend {p50['mcp pool'] - p50['mcp direct']:+.3f} ms over the backend direct"

@@ -120,3 +120,29 @@ async def test_a_chat_turn_calls_an_openapi_tool(
     assert result["payload"]["isError"] is False, result["payload"]
     tool_message = next(m for m in llm.requests[1]["messages"] if m["role"] == "tool")
     assert json.loads(tool_message["content"])["id"] == 42
+
+
+async def test_a_changed_document_reaches_connected_clients_as_list_changed(
+    hub, items_endpoint, alice_hub_token, api
+):
+    import asyncio
+
+    from tests.gateway.test_list_changed import _collector
+    from tests.openapi.rest_api import document
+
+    handler, changed = _collector()
+    async with mcp_client(
+        hub.url(items_endpoint.path), alice_hub_token, message_handler=handler
+    ) as client:
+        before = {t.name for t in (await client.list_tools()).tools}
+        await asyncio.sleep(0.5)  # let the client open its notification stream
+        renamed = document(api.url)
+        renamed["paths"]["/items/{itemId}"]["delete"]["operationId"] = "removeItem"
+        api.document_override = json.dumps(renamed)
+        server = await sync_to_async(McpServer.objects.get)(name="items")
+        outcome = await sync_to_async(operations.discover_now)(server=server)
+        assert outcome.ok, outcome
+        await asyncio.wait_for(changed.wait(), 15)
+        after = {t.name for t in (await client.list_tools()).tools}
+
+    assert "deleteItem" in before and before - after == {"deleteItem"}
