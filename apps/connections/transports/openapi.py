@@ -336,6 +336,25 @@ class OpenApiBackend:
         return response, body, total
 
 
+class DirectCalls:
+    """The pool's lean path to this backend (session.Connection.call_tool_raw): a tools/call runs
+    the operation at once, without a JSON-RPC round through the in-memory session (which still
+    answers the handshake, tools/list and ping)."""
+
+    streams_progress = True  # nothing to stream: progress callers may use it too
+
+    def __init__(self, backend: OpenApiBackend) -> None:
+        self.backend = backend
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None, progress: Any, meta: Any
+    ) -> dict[str, Any]:
+        return await self.backend.call(name, arguments or {})
+
+    async def aclose(self) -> None:
+        return None
+
+
 @asynccontextmanager
 async def openapi_transport(
     spec: ServerSpec, child: ChildProcess
@@ -348,7 +367,9 @@ async def openapi_transport(
         max_redirects=MAX_REDIRECTS,
         **async_client_kwargs(spec.public_only, limits=_LIMITS),  # type: ignore[arg-type]
     ) as http:
-        server = OpenApiBackend(spec, http).server()
+        backend = OpenApiBackend(spec, http)
+        server = backend.server()
+        child.direct = DirectCalls(backend)
         async with create_client_server_memory_streams() as (client_streams, server_streams):
             async with anyio.create_task_group() as tg:
 
@@ -361,6 +382,7 @@ async def openapi_transport(
                 try:
                     yield client_streams
                 finally:
+                    child.direct = None
                     await client_streams[1].aclose()
                     await server_streams[1].aclose()
                     tg.cancel_scope.cancel()
