@@ -9,7 +9,7 @@ import pytest
 
 from apps.connections.pool import Pool
 from tests.openapi.conftest import api_spec, text_of
-from tests.openapi.rest_api import BIG_ITEMS
+from tests.openapi.rest_api import BIG_ITEMS, document
 
 pytestmark = pytest.mark.anyio
 
@@ -154,3 +154,27 @@ async def test_a_user_chosen_api_on_a_private_address_is_refused(api, settings):
     assert result["isError"] is True
     assert "not at a public address" in text_of(result)
     assert "/v1/items/1" not in api.requests
+
+
+async def test_a_response_that_breaks_its_documented_schema_is_an_error_with_the_body(api):
+    doc = document(api.url)
+    item = doc["paths"]["/items/{itemId}"]["get"]["responses"]["200"]["content"]["application/json"]
+    item["schema"] = {"type": "object", "properties": {"id": {"type": "string"}}}
+    doc["paths"]["/text"]["get"]["responses"]["200"]["content"] = {
+        "application/json": {"schema": {"type": "object"}}
+    }
+    api.document_override = json.dumps(doc)
+    async with Pool() as pool:
+        spec = api_spec(api)
+        mismatch = await pool.call_tool(spec, "getItem", {"itemId": 3}, raw=True)
+        not_json = await pool.call_tool(spec, "plainText", {}, raw=True)
+
+    # Clients refuse structuredContent that does not fit the output schema: said here instead.
+    assert mismatch["isError"] is True and "structuredContent" not in mismatch
+    assert text_of(mismatch).startswith(
+        "GET /items/{itemId}: the response does not match the document's schema at id: "
+        "3 is not of type 'string'. The response:\n"
+    )
+    assert '"name": "echo"' in text_of(mismatch)
+    assert not_json["isError"] is True
+    assert "the API answered text/plain, not the JSON its document promises" in text_of(not_json)

@@ -70,7 +70,7 @@ async def test_an_mcp_client_calls_rest_operations_through_the_gateway(
 
 
 async def test_the_hubs_own_api_through_its_own_document_as_each_user(
-    hub, pool_host, alice, alice_hub_token
+    hub, pool_host, alice, alice_hub_token, charlie, charlie_token
 ):
     def setup():
         server = register(
@@ -80,14 +80,16 @@ async def test_the_hubs_own_api_through_its_own_document_as_each_user(
             openapi_filters={"include": ["operation:tokens_list", "operation:servers_list"]},
         )
         save_credentials(user=alice, server=server, values={"HUB_TOKEN": alice_hub_token})
-        endpoint = alice.endpoints.get()
-        enable_tools(endpoint=endpoint, tools=server.tools.all())
-        return endpoint
+        for user in (alice, charlie):
+            enable_tools(endpoint=user.endpoints.get(), tools=server.tools.all())
+        return alice.endpoints.get(), charlie.endpoints.get()
 
-    endpoint = await sync_to_async(setup)()
+    endpoint, charlies = await sync_to_async(setup)()
     async with mcp_client(hub.url(endpoint.path), alice_hub_token) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         tokens = await client.call_tool("tokens_list", {})
+    async with mcp_client(hub.url(charlies.path), charlie_token) as client:
+        not_his = await client.call_tool("tokens_list", {})
 
     assert {"tokens_list", "servers_list"} <= names
     assert tokens.is_error is False, tokens.content[0].text
@@ -95,6 +97,9 @@ async def test_the_hubs_own_api_through_its_own_document_as_each_user(
     listed = json.loads(tokens.content[0].text)
     rows = listed["results"] if isinstance(listed, dict) else listed
     assert "gateway tests" in {row["name"] for row in rows}
+    # Charlie filled no token of his own: he is told to, and never calls with alice's.
+    assert not_his.is_error is True
+    assert "needs your credentials: fill HUB_TOKEN" in not_his.content[0].text
 
 
 async def test_a_chat_turn_calls_an_openapi_tool(

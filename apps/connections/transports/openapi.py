@@ -244,21 +244,48 @@ def result_of(op: Operation, response: httpx2.Response, body: bytes, total: int)
     if not is_json and not media.startswith("text/") and media not in ("", "application/xml"):
         return _text_result(f"{len(body):,} bytes of {media} (not shown: binary content)")
     result = _text_result(_cut(text, total))
-    if is_json and op.output_schema is not None:
-        if total > MAX_STRUCTURED:
-            return _text_result(
-                f"The response is too large for a structured result ({total:,} bytes): "
-                + _cut(text, total),
-                error=True,
-            )
+    if op.output_schema is not None:
+        return _structured(op, result, text, total, is_json=is_json, media=media)
+    return result
+
+
+def _structured(
+    op: Operation, result: dict[str, Any], text: str, total: int, *, is_json: bool, media: str
+) -> dict[str, Any]:
+    """A result of a tool with an output schema carries `structuredContent` that fits it — clients
+    check it and refuse one that does not — or is an error saying why, with the body."""
+    if total > MAX_STRUCTURED:
+        problem = f"the response is too large for a structured result ({total:,} bytes)"
+    elif not is_json:
+        problem = (
+            f"the API answered {media or 'no content type'}, not the JSON its document promises"
+        )
+    else:
         try:
             data = json.loads(text)
-        except ValueError:
-            return result
-        structured = {"result": data} if op.wrapped_output else data
-        if isinstance(structured, dict):
-            result["structuredContent"] = structured
-    return result
+        except ValueError as exc:
+            data, problem = None, f"the API's JSON does not parse ({exc})"
+        else:
+            structured = {"result": data} if op.wrapped_output else data
+            problem = _schema_problem(op, structured)
+            if not problem:
+                return {**result, "structuredContent": structured}
+    return _text_result(
+        f"{op.method} {op.path}: {problem}. The response:\n{_cut(text, total)}", error=True
+    )
+
+
+def _schema_problem(op: Operation, structured: Any) -> str:
+    if not isinstance(structured, dict):
+        return "the response is not a JSON object"
+    validator = op.output_validator
+    if validator is None:
+        validator = op.output_validator = jsonschema.Draft202012Validator(op.output_schema or {})
+    error = jsonschema.exceptions.best_match(validator.iter_errors(structured))
+    if error is None:
+        return ""
+    where = ".".join(str(p) for p in error.absolute_path)
+    return f"the response does not match the document's schema{f' at {where}' if where else ''}: {error.message}"
 
 
 def _cut(text: str, total: int) -> str:

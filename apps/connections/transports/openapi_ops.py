@@ -72,6 +72,7 @@ class Operation:
     )
     annotations: dict[str, Any] = field(default_factory=dict)
     validator: Any = field(default=None, repr=False, compare=False)  # set by the transport
+    output_validator: Any = field(default=None, repr=False, compare=False)
 
 
 class Resolver:
