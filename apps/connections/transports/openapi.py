@@ -114,7 +114,8 @@ def build_request(
     """(url, httpx2 request keywords) for one call; arguments already checked."""
     path = op.path
     query: list[tuple[str, str]] = []
-    headers: dict[str, str] = dict(config.headers)
+    # JSON first where an API negotiates (Swagger 2.0 documents often list XML beside it).
+    headers: dict[str, str] = {"Accept": "application/json, */*;q=0.8", **config.headers}
     cookies: dict[str, str] = {}
     json_body: dict[str, Any] = {}
     body: Any = None
