@@ -27,7 +27,7 @@ from django.core.exceptions import ValidationError
 from apps.connections.transports import openapi_ops
 from apps.core import outbound
 
-MAX_DOCUMENT = 10_000_000  # bytes of one fetched document
+MAX_DOCUMENT = 25_000_000  # bytes of one fetched document (GitHub's REST description is ~12 MB)
 MAX_REMOTE = 20  # other documents a document may pull in through $refs
 MAX_REF_DEPTH = 32
 FETCH_TIMEOUT = 20.0
@@ -116,7 +116,6 @@ def load(*, source: str = "", text: str = "", public_only: bool) -> Loaded:
 
 def validate(document: Mapping[str, Any]) -> None:
     """The document is OpenAPI 2.0/3.x and every operation becomes a tool; else DocumentError naming where."""
-    from openapi_spec_validator import validate as validate_spec
     from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 
     try:
@@ -125,7 +124,7 @@ def validate(document: Mapping[str, Any]) -> None:
         raise DocumentError(str(exc)) from None
     _check_refs(document, openapi_ops.Resolver(document, openapi30=False), "$")
     try:
-        validate_spec(dict(document))
+        _validate_spec(document)
     except OpenAPIValidationError as exc:
         where = getattr(exc, "json_path", "") or "$"
         if where == "$":  # some checks (defaults, path parameters) lose their place: find it
@@ -156,17 +155,59 @@ def _check_refs(node: Any, resolver: openapi_ops.Resolver, where: str) -> None:
                 _check_refs(value, resolver, f"{where}.{key}")
 
 
+def _validate_spec(document: Mapping[str, Any]) -> None:
+    """openapi-spec-validator's checks for the document's version, but for one: a `default` that
+    does not fit its own schema is let through. Published documents carry such defaults often
+    (drf-spectacular writes `default: ""` beside `minLength: 1`), and a tool shows the default
+    to the model as it is; refusing the whole API for it would help nobody."""
+    from openapi_spec_validator import (
+        OpenAPIV2SpecValidator,
+        OpenAPIV30SpecValidator,
+        OpenAPIV31SpecValidator,
+        OpenAPIV32SpecValidator,
+    )
+
+    version = str(document.get("openapi") or "")
+    base = (
+        OpenAPIV2SpecValidator
+        if str(document.get("swagger", "")).startswith("2")
+        else OpenAPIV32SpecValidator
+        if version.startswith("3.2")
+        else OpenAPIV31SpecValidator
+        if version.startswith("3.1")
+        else OpenAPIV30SpecValidator
+    )
+    lenient = type(
+        f"Lenient{base.__name__}",
+        (base,),
+        {"keyword_validators": {**base.keyword_validators, "default": _AnyDefault}},
+    )
+    lenient(dict(document)).validate()
+
+
+class _AnyDefault:
+    def __init__(self, registry: Any) -> None:
+        self.registry = registry
+
+    def __call__(self, schema: Any, value: Any) -> Any:
+        return iter(())
+
+
+MAX_LOCATED = 300  # operations validated one by one to find where an error without a place is
+
+
 def _failing_operation(document: Mapping[str, Any]) -> str:
     """The first operation that fails validation on its own (`$.paths./a/{id}.get`), or ''."""
-    from openapi_spec_validator import validate as validate_spec
-
-    for path, item in (document.get("paths") or {}).items():
+    paths = document.get("paths") or {}
+    if sum(len(item) for item in paths.values() if isinstance(item, dict)) > MAX_LOCATED:
+        return ""
+    for path, item in paths.items():
         for method, operation in (item or {}).items() if isinstance(item, dict) else ():
             alone = {**document, "paths": {path: {method: operation}}}
             if isinstance(item.get("parameters"), list):
                 alone["paths"][path]["parameters"] = item["parameters"]
             try:
-                validate_spec(alone)
+                _validate_spec(alone)
             except Exception:  # boundary: any failure of this operation alone names it
                 return f"$.paths.{path}.{method}"
     return ""

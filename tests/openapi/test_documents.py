@@ -185,3 +185,34 @@ def test_a_document_a_user_points_at_a_private_address_is_not_fetched(rest_api, 
 
     assert "not at a public address" in str(error.value)
     assert rest_api.requests["/openapi.json"] == 0
+
+
+def test_a_huge_schema_is_inlined_shallower():
+    levels = {
+        f"L{n}": {
+            "type": "object",
+            "properties": {f"p{i}": {"$ref": f"#/components/schemas/L{n + 1}"} for i in range(8)},
+        }
+        for n in range(6)
+    }
+    levels["L6"] = {"type": "string"}
+    body = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/L0"}}}}
+    doc = {
+        **MINIMAL,
+        "components": {"schemas": levels},
+        "paths": {
+            "/deep": {
+                "post": {
+                    "operationId": "deep",
+                    "requestBody": body,
+                    "responses": {"200": {"description": "ok", **body}},
+                }
+            }
+        },
+    }
+    [op] = operations(load(text=json.dumps(doc), public_only=False).document)
+
+    schema = json.dumps(op.input_schema)
+    assert len(schema) <= 16_000 and "(nested too deep: L" in schema
+    output = json.dumps(op.output_schema)
+    assert len(output) <= 8_000 and "(nested too deep: L" in output

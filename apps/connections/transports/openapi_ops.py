@@ -8,6 +8,7 @@ JSON Schema type list, so every schema a tool shows is plain JSON Schema (2020-1
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,11 @@ MAX_NAME = 64
 # Recursive schemas (a Node with children Nodes) are cut at this depth: a tool's schema is shown to
 # an LLM, and deeper levels of the same shape tell it nothing new.
 MAX_DEPTH = 8
+# A schema is shown to the model in every tools/list and counts against the user's token budget:
+# one much larger than this is rebuilt shallower (4, then 2 levels), an output schema dropped.
+DEPTHS = (MAX_DEPTH, 4, 2)
+MAX_INPUT_SCHEMA = 16_000  # characters of JSON
+MAX_OUTPUT_SCHEMA = 8_000
 _DROP = frozenset({"xml", "externalDocs", "example", "discriminator", "x-examples"})
 _PARAM_SCHEMA_KEYS = (
     "type",
@@ -78,9 +84,12 @@ class Operation:
 class Resolver:
     """Local `$ref`s of one document, inlined with cycles and depth bounded."""
 
-    def __init__(self, document: Mapping[str, Any], *, openapi30: bool) -> None:
+    def __init__(
+        self, document: Mapping[str, Any], *, openapi30: bool, max_depth: int = MAX_DEPTH
+    ) -> None:
         self.document = document
         self.openapi30 = openapi30
+        self.max_depth = max_depth
 
     def pointer(self, ref: str) -> Any:
         if not ref.startswith("#"):
@@ -114,8 +123,9 @@ class Resolver:
             return node
         ref = node.get("$ref")
         if isinstance(ref, str):
-            if ref in seen or depth >= MAX_DEPTH:
-                return {"description": f"(recursive: {ref.rsplit('/', 1)[-1]})"}
+            if ref in seen or depth >= self.max_depth:
+                why = "recursive" if ref in seen else "nested too deep"
+                return {"description": f"({why}: {ref.rsplit('/', 1)[-1]})"}
             target = self.schema(self.pointer(ref), (*seen, ref), depth + 1)
             siblings = {k: v for k, v in node.items() if k != "$ref"}
             return {**target, **self.schema(siblings, seen, depth)} if siblings else target
@@ -163,13 +173,41 @@ def operations(
             if not _selected(spec, method, path, include, exclude):
                 continue
             try:
-                op = _operation(document, resolver, version, path, method, spec, shared)
+                op = _sized_operation(document, version, path, method, spec, shared)
             except DocumentProblem as exc:
                 raise DocumentProblem(f"{where}: {exc}") from None
             op.tool = _unique(op.tool, taken)
             taken.add(op.tool)
             found.append(op)
     return found
+
+
+def _sized_operation(
+    document: Mapping[str, Any],
+    version: str,
+    path: str,
+    method: str,
+    spec: Mapping[str, Any],
+    shared: list[Any],
+) -> Operation:
+    """The operation with schemas inlined as deep as their size allows (see DEPTHS)."""
+    for depth in DEPTHS:
+        resolver = Resolver(document, openapi30=version != "3.1", max_depth=depth)
+        op = _operation(document, resolver, version, path, method, spec, shared)
+        if _size(op.input_schema) <= MAX_INPUT_SCHEMA:
+            break
+    for depth in DEPTHS[1:]:
+        if op.output_schema is None or _size(op.output_schema) <= MAX_OUTPUT_SCHEMA:
+            break
+        resolver = Resolver(document, openapi30=version != "3.1", max_depth=depth)
+        op.output_schema, op.wrapped_output = _output(resolver, version, spec)
+    if op.output_schema is not None and _size(op.output_schema) > MAX_OUTPUT_SCHEMA:
+        op.output_schema, op.wrapped_output = None, False
+    return op
+
+
+def _size(schema: Any) -> int:
+    return len(json.dumps(schema, separators=(",", ":")))
 
 
 def _selected(
