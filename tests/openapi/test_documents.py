@@ -216,3 +216,26 @@ def test_a_huge_schema_is_inlined_shallower():
     assert len(schema) <= 16_000 and "(nested too deep: L" in schema
     output = json.dumps(op.output_schema)
     assert len(output) <= 8_000 and "(nested too deep: L" in output
+
+
+def test_a_default_that_breaks_its_own_schema_is_let_through():
+    param = {
+        "name": "q",
+        "in": "query",
+        "schema": {"type": "string", "minLength": 1, "default": ""},
+    }
+    doc = {
+        **MINIMAL,
+        "paths": {
+            "/s": {
+                "get": {
+                    "operationId": "search",
+                    "parameters": [param],
+                    "responses": {"200": {"description": "ok"}},
+                }
+            }
+        },
+    }
+    [op] = operations(load(text=json.dumps(doc), public_only=False).document)
+
+    assert op.input_schema["properties"]["q"]["default"] == ""
