@@ -255,6 +255,11 @@ class McpServer(TimeStampedModel):
             )
         if self.transport == self.Transport.OPENAPI:
             errors.update(self._openapi_problems())
+        elif any(str(key).startswith("scheme:") for key in self.headers or {}):
+            errors["headers"] = (
+                "scheme:NAME holds a credential of an OpenAPI server's security scheme; "
+                "this server is not one."
+            )
         if self.visibility == self.Visibility.TEAM and self.team_id is None:
             errors["team"] = "Choose the team that may see this server."
         if self.visibility == self.Visibility.PRIVATE and self.owner_id is None:

@@ -200,3 +200,19 @@ def test_the_admin_takes_a_document_url_and_says_what_is_wrong_with_a_bad_one(
     assert good.status_code == 302, good.content.decode()[-3000:]
     assert "getPetById" in eventually(lambda: _tools("petstore2"), timeout=30)
     assert McpServer.objects.get(name="petstore2").url == f"{api.url}/v2"
+
+
+def test_scheme_credentials_belong_to_openapi_servers_only(admin_api):
+    answer = admin_api.post(
+        "/api/servers/",
+        {
+            "name": "notes",
+            "transport": "streamable_http",
+            "url": "https://notes.example.com/mcp",
+            "headers": {"scheme:bearer": "x"},
+        },
+        format="json",
+    )
+
+    assert answer.status_code == 400
+    assert "scheme:NAME holds a credential of an OpenAPI server" in answer.json()["headers"][0]
