@@ -210,6 +210,9 @@ class McpServerForm(forms.ModelForm):
             values.update(
                 openapi_source="", openapi_document=upload.read().decode("utf-8", "replace")
             )
+        elif not values["openapi_source"] and not values["openapi_document"]:
+            # A page that does not show the stored document (the Servers page) keeps it.
+            values["openapi_document"] = self.instance.openapi_document
         owner = data.get("owner")
         public_only = owner is not None and not owner.is_staff
         try:

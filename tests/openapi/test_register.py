@@ -216,3 +216,40 @@ def test_scheme_credentials_belong_to_openapi_servers_only(admin_api):
 
     assert answer.status_code == 400
     assert "scheme:NAME holds a credential of an OpenAPI server" in answer.json()["headers"][0]
+
+
+def test_editing_an_uploaded_server_on_the_servers_page_keeps_its_document(
+    pool_host, admin_client, admin_api, api
+):
+    created = admin_api.post(
+        "/api/servers/",
+        {
+            "name": "items",
+            "transport": "openapi",
+            "openapi_document": json.dumps(document(api.url)),
+        },
+        format="json",
+    )
+    assert created.status_code == 201, created.json()
+    stored = McpServer.objects.get(name="items").openapi_document
+
+    response = admin_client.post(
+        "/servers/items/edit/",
+        {
+            "name": "items",
+            "display_name": "Our items",
+            "transport": "openapi",
+            "url": f"{api.url}/v1",
+            "timeout": "30",
+            "enabled": "on",
+            "visibility": "global",
+            "headers": "",
+            "openapi_filters": "{}",
+            "user_variables": "[]",
+            "save": "1",
+        },
+    )
+
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    server = McpServer.objects.get(name="items")
+    assert (server.display_name, server.openapi_document) == ("Our items", stored)
