@@ -67,6 +67,13 @@ class McpServerAdmin(admin.ModelAdmin):
         ("Identity", {"fields": ("name", "display_name", "description")}),
         ("Connection", {"fields": ("transport", "command", "args", "cwd", "url", "timeout")}),
         (
+            "OpenAPI (REST API servers)",
+            {
+                "classes": ("collapse",),
+                "fields": ("openapi_source", "openapi_file", "openapi_document", "openapi_filters"),
+            },
+        ),
+        (
             "Secrets",
             {
                 "fields": ("env", "headers"),

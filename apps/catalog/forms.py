@@ -9,15 +9,16 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from apps.catalog import uservars
+from apps.catalog import openapi, uservars
 from apps.catalog.models import McpServer
 
 # What a stored value looks like on the page; typing it back means "keep what is stored".
 MASK = "********"
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# RFC 9110 token characters, the alphabet of an HTTP header name.
-HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+# RFC 9110 token characters, the alphabet of an HTTP header name; `scheme:NAME` is an OpenAPI
+# server's credential for its security scheme NAME (apps/connections/transports/openapi.py).
+HEADER_NAME_RE = re.compile(r"^(?:scheme:)?[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 
 class MaskedSecretsTextarea(forms.Textarea):
@@ -168,6 +169,19 @@ class McpServerForm(forms.ModelForm):
         help_text=f"One Header-Name=value per line (e.g. Authorization=Bearer …); {MASK} keeps a stored value.",
     )
 
+    openapi_source = forms.URLField(
+        max_length=2048,
+        required=False,
+        assume_scheme="https",
+        label="OpenAPI document URL",
+        help_text=McpServer._meta.get_field("openapi_source").help_text,
+    )
+    openapi_file = forms.FileField(
+        required=False,
+        label="OpenAPI document (upload)",
+        help_text="A JSON or YAML file; used instead of the URL above when given.",
+    )
+
     # Set per request by the admin: whether the editing user holds the stdio permission.
     may_define_stdio = False
 
@@ -182,6 +196,31 @@ class McpServerForm(forms.ModelForm):
                 "Defining a stdio server needs the 'manage stdio servers' permission: it runs a command on the hub's host."
             )
         return transport
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("transport") == McpServer.Transport.OPENAPI and not self.errors:
+            data.update(self._openapi(data))
+        return data
+
+    def _openapi(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Fetch (or read the upload), bundle and validate the document; fill the base URL."""
+        values = {k: data.get(k) or "" for k in ("openapi_source", "openapi_document", "url")}
+        if upload := data.get("openapi_file"):
+            values.update(
+                openapi_source="", openapi_document=upload.read().decode("utf-8", "replace")
+            )
+        elif not values["openapi_source"] and not values["openapi_document"]:
+            # A page that does not show the stored document (the Servers page) keeps it.
+            values["openapi_document"] = self.instance.openapi_document
+        owner = data.get("owner")
+        public_only = owner is not None and not owner.is_staff
+        try:
+            return openapi.complete(values, public_only=public_only)
+        except ValidationError as exc:
+            for field, messages in exc.message_dict.items():
+                self.add_error(field if field in self.fields else None, messages)
+            return {}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from apps.accounts.models import Team, User
-from apps.catalog import tasks, uservars
+from apps.catalog import openapi, tasks, uservars
 from apps.catalog.mcp_json import (
     McpJsonError,
     ServerConfig,
@@ -204,6 +204,10 @@ def _plan(
     change = ServerChange(
         config.name, config.transport, action, changed if action == "updated" else ()
     )
+    if config.transport == McpServer.Transport.OPENAPI and (
+        errors := _load_document(server, config, changed if action != "created" else ("transport",))
+    ):
+        return server, change, errors
     return server, change, _validation_errors(server, config)
 
 
@@ -219,11 +223,41 @@ def wanted_fields(config: ServerConfig) -> dict[str, Any]:
         "headers": dict(config.headers),
         "enabled": config.enabled,
     }
+    if config.transport == McpServer.Transport.OPENAPI:
+        wanted["openapi_source"] = config.openapi
+        wanted["openapi_filters"] = _filters(config)
+        if not config.url:
+            del wanted["url"]  # the document's own servers name it (filled when it is fetched)
     if config.display_name:
         wanted["display_name"] = config.display_name
     if config.timeout is not None:
         wanted["timeout"] = config.timeout
     return wanted
+
+
+def _filters(config: ServerConfig) -> dict[str, list[str]]:
+    return {
+        key: list(rules)
+        for key, rules in (("include", config.include), ("exclude", config.exclude))
+        if rules
+    }
+
+
+def _load_document(server: McpServer, config: ServerConfig, changed: tuple[str, ...]) -> list[str]:
+    """An openapi entry's document, fetched when the server is new or its source or URL changed."""
+    if server.openapi_document and not {"openapi_source", "url", "transport"} & set(changed):
+        return []
+    values = {"openapi_source": config.openapi, "openapi_document": "", "url": config.url}
+    try:
+        loaded = openapi.complete(values, public_only=server.public_only)
+    except ValidationError as exc:
+        return [
+            f"{config.location}.{'openapi' if field == 'openapi_source' else field}: {message}"
+            for field, messages in exc.message_dict.items()
+            for message in messages
+        ]
+    server.openapi_document, server.url = loaded["openapi_document"], loaded["url"]
+    return []
 
 
 def _validation_errors(server: McpServer, config: ServerConfig) -> list[str]:
@@ -304,6 +338,9 @@ def server_config(server: McpServer, *, include_secrets: bool = False) -> Server
         timeout=None
         if server.timeout == settings.MCPHUB_DEFAULT_SERVER_TIMEOUT
         else server.timeout,
+        openapi=server.openapi_source,
+        include=tuple((server.openapi_filters or {}).get("include") or ()),
+        exclude=tuple((server.openapi_filters or {}).get("exclude") or ()),
     )
 
 

@@ -28,7 +28,7 @@ HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 # Column sizes of McpServer, checked here so a long value is a clear error, not a DataError.
 MAX_LENGTHS = {"command": 1024, "cwd": 1024, "url": 2048}
 
-STDIO, STREAMABLE_HTTP, SSE = "stdio", "streamable_http", "sse"
+STDIO, STREAMABLE_HTTP, SSE, OPENAPI = "stdio", "streamable_http", "sse", "openapi"
 TYPE_ALIASES = {
     "stdio": STDIO,
     "http": STREAMABLE_HTTP,
@@ -36,10 +36,14 @@ TYPE_ALIASES = {
     "streamablehttp": STREAMABLE_HTTP,
     "streamable_http": STREAMABLE_HTTP,
     "sse": SSE,
+    "openapi": OPENAPI,  # the hub's extension: a REST API described by an OpenAPI document
 }
 STDIO_KEYS = {"command", "args", "env", "cwd"}
 REMOTE_KEYS = {"url", "headers"}
-KNOWN_KEYS = {"type", "disabled", "timeout", *STDIO_KEYS, *REMOTE_KEYS}
+OPENAPI_KEYS = {"openapi", "include", "exclude"}
+KNOWN_KEYS = {"type", "disabled", "timeout", *STDIO_KEYS, *REMOTE_KEYS, *OPENAPI_KEYS}
+# An openapi entry's credential for the document's security scheme NAME: `scheme:NAME`.
+OPENAPI_HEADER_RE = re.compile(r"^(?:scheme:)?[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 ROOT_KEYS = ("mcpServers", "servers")
 # ${VAR}, ${env:VAR}, ${VAR:-default}, ${env:VAR:-default}; ${user:NAME} is kept as written (each
 # hub user fills their own value for it, see apps/catalog/uservars.py)
@@ -74,6 +78,9 @@ class ServerConfig:
     headers: Mapping[str, str] = field(default_factory=dict)
     enabled: bool = True
     timeout: int | None = None
+    openapi: str = ""  # type openapi: the document's URL
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Frozen all the way down: a parsed config cannot be edited on its way to the database.
@@ -230,8 +237,14 @@ def _parse_entry(
     transport = entry.transport()
     if transport is None:
         return None
-    fields = entry.stdio_fields() if transport == STDIO else entry.remote_fields()
-    for ignored in sorted(set(raw) & (REMOTE_KEYS if transport == STDIO else STDIO_KEYS)):
+    if transport == OPENAPI:
+        fields = entry.openapi_fields()
+    else:
+        fields = entry.stdio_fields() if transport == STDIO else entry.remote_fields()
+    unused = (REMOTE_KEYS if transport == STDIO else STDIO_KEYS) | (
+        set() if transport == OPENAPI else OPENAPI_KEYS
+    )
+    for ignored in sorted(set(raw) & unused):
         warnings.append(f"{where}.{ignored}: not used by a {transport} server, ignored")
     return ServerConfig(
         name=name,
@@ -266,7 +279,7 @@ class _Entry:
             self.error("type", f"unknown type {json.dumps(kind)} (use one of: {allowed})")
             return None
         transport = TYPE_ALIASES[kind.lower()]
-        needed = "command" if transport == STDIO else "url"
+        needed = {STDIO: "command", OPENAPI: "openapi"}.get(transport, "url")
         if needed not in self.raw:
             self.error(needed, f"missing: a {kind} server needs a {needed}")
             return None
@@ -274,6 +287,8 @@ class _Entry:
 
     def _guess_transport(self) -> str | None:
         has_command, has_url = "command" in self.raw, "url" in self.raw
+        if "openapi" in self.raw and not has_command:
+            return OPENAPI
         if has_command and has_url:
             self.errors.append(
                 f"{self.where}: has both command and url; add a type (stdio, http or sse)"
@@ -309,6 +324,25 @@ class _Entry:
         return {
             "url": url,
             "headers": self.string_map("headers", HEADER_NAME_RE, "an HTTP header name"),
+        }
+
+    def openapi_fields(self) -> dict[str, Any]:
+        """`{"type": "openapi", "openapi": "<document URL>", "url": "<base URL, optional>",
+        "headers": {"scheme:NAME": "…"}, "include": […], "exclude": […]}`."""
+        fields = {"openapi": self.text("openapi", required=True), "url": self.text("url")}
+        for key in ("openapi", "url"):
+            if fields[key] and not _is_http_url(fields[key]):
+                self.error(
+                    key,
+                    f"must be an http:// or https:// URL with a host, not {json.dumps(fields[key])}",
+                )
+        return {
+            **fields,
+            "headers": self.string_map(
+                "headers", OPENAPI_HEADER_RE, "an HTTP header name or scheme:NAME"
+            ),
+            "include": self.string_list("include"),
+            "exclude": self.string_list("exclude"),
         }
 
     def text(self, key: str, *, required: bool = False) -> str:
@@ -446,6 +480,11 @@ def _render_entry(server: ServerConfig, style: Style) -> dict[str, Any]:
         entry |= {"command": server.command, "args": list(server.args)}
         entry |= {"env": dict(server.env)} if server.env else {}
         entry |= {"cwd": server.cwd} if server.cwd else {}
+    elif server.transport == OPENAPI:
+        entry = {"type": "openapi", "openapi": server.openapi, "url": server.url}
+        entry |= {"headers": dict(server.headers)} if server.headers else {}
+        entry |= {"include": list(server.include)} if server.include else {}
+        entry |= {"exclude": list(server.exclude)} if server.exclude else {}
     else:
         entry = {"type": "sse" if server.transport == SSE else "http", "url": server.url}
         entry |= {"headers": dict(server.headers)} if server.headers else {}

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
-from apps.catalog import uservars
+from apps.catalog import openapi, uservars
 from apps.connections.specs import ServerSpec
 from apps.core.fields import EncryptedJSONField
 from apps.core.models import TimeStampedModel
@@ -32,7 +32,18 @@ HUB_SERVER = "hub"  # the built-in server of the hub's own tools
 BUILTIN_NAMES = frozenset({HUB_SERVER})
 
 # The fields that define how to connect: a change to any of them changes config_hash.
-CONNECTION_FIELDS = ("transport", "command", "args", "env", "cwd", "url", "headers", "timeout")
+CONNECTION_FIELDS = (
+    "transport",
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "timeout",
+    "openapi_document",
+    "openapi_filters",
+)
 
 
 class McpServer(TimeStampedModel):
@@ -40,6 +51,7 @@ class McpServer(TimeStampedModel):
         STDIO = "stdio", "stdio"
         STREAMABLE_HTTP = "streamable_http", "Streamable HTTP"
         SSE = "sse", "SSE (legacy)"
+        OPENAPI = "openapi", "REST API (OpenAPI)"
 
     class Visibility(models.TextChoices):
         GLOBAL = "global", "Everyone"
@@ -68,6 +80,23 @@ class McpServer(TimeStampedModel):
         help_text="Labels and help for the ${user:NAME} placeholders in env, header values or the URL: "
         '[{"name": "GITHUB_TOKEN", "label": "GitHub token", "help_text": "…", "required": true}]. '
         "Each user fills their own values; a placeholder not described here is required.",
+    )
+    openapi_source = models.URLField(
+        max_length=2048,
+        blank=True,
+        help_text="OpenAPI servers: where the document is fetched from (again on Discover and on "
+        "schedule). Leave empty for an uploaded document.",
+    )
+    openapi_document = models.TextField(
+        blank=True,
+        help_text="OpenAPI servers: the document (OpenAPI 3.0/3.1 or Swagger 2.0, JSON or YAML); "
+        "stored validated, with remote $refs inlined.",
+    )
+    openapi_filters = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='OpenAPI servers: which operations become tools, {"include": ["tag:pets"], '
+        '"exclude": ["method:DELETE", "path:/admin/*", "operation:deletePet"]}.',
     )
     enabled = models.BooleanField(default=True)
     timeout = models.PositiveIntegerField(
@@ -171,7 +200,13 @@ class McpServer(TimeStampedModel):
             headers=self.headers,
             timeout=float(self.timeout),
             public_only=self.public_only,
+            openapi=self._openapi_blob(),
         )
+
+    def _openapi_blob(self) -> str:
+        if self.transport != self.Transport.OPENAPI or not self.openapi_document:
+            return ""
+        return openapi.spec_blob(self.openapi_document, self.openapi_filters or {})
 
     @property
     def public_only(self) -> bool:
@@ -218,6 +253,13 @@ class McpServer(TimeStampedModel):
             errors["url"] = (
                 problem  # what shows without DNS; the connect-time check catches the rest
             )
+        if self.transport == self.Transport.OPENAPI:
+            errors.update(self._openapi_problems())
+        elif any(str(key).startswith("scheme:") for key in self.headers or {}):
+            errors["headers"] = (
+                "scheme:NAME holds a credential of an OpenAPI server's security scheme; "
+                "this server is not one."
+            )
         if self.visibility == self.Visibility.TEAM and self.team_id is None:
             errors["team"] = "Choose the team that may see this server."
         if self.visibility == self.Visibility.PRIVATE and self.owner_id is None:
@@ -234,6 +276,16 @@ class McpServer(TimeStampedModel):
             errors.update(self._user_variable_problems())
         if errors:
             raise ValidationError(errors)
+
+    def _openapi_problems(self) -> dict[str, str]:
+        errors = {}
+        if not self.openapi_document:
+            errors["openapi_source"] = (
+                "An OpenAPI server needs its document: a URL to fetch it from, or an upload."
+            )
+        if problem := openapi.filter_problems(self.openapi_filters):
+            errors["openapi_filters"] = problem
+        return errors
 
     def _user_variable_problems(self) -> dict[str, str]:
         elsewhere = {"command": self.command, "cwd": self.cwd, "args": " ".join(self.args)}

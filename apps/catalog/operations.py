@@ -44,6 +44,7 @@ from apps.catalog.introspection import (
     record_health,
 )
 from apps.catalog.models import McpServer
+from apps.catalog.openapi_sync import refresh_documents
 from apps.connections.errors import PoolError
 from apps.connections.specs import ServerSpec, server_of
 
@@ -127,6 +128,10 @@ SpecResolver = Callable[[McpServer, Any], ServerSpec]
 
 def operational_spec(server: McpServer, user: Any = None) -> ServerSpec:
     """The spec discovery and health checks use, as `user` (None: a background task)."""
+    if server.transport == McpServer.Transport.OPENAPI:
+        # Its tools come from its document and its health from the hub itself: no request reaches
+        # the API, so nobody's credentials are needed (users' calls get theirs as always).
+        return server.to_spec()
     resolver: SpecResolver = import_string(settings.MCPHUB_OPERATIONAL_SPEC)
     return resolver(server, user)
 
@@ -192,7 +197,9 @@ def discover_many(*, servers: Sequence[McpServer], user: Any = None) -> list[Dis
     """`discover_now` for several servers at once: they start and answer concurrently.
 
     A server with user variables is discovered with `user`'s values (see `operational_spec`).
+    An OpenAPI server fetched from a URL reads its document again first (openapi_sync.py).
     """
+    refresh_documents(servers)
     specs = [_resolve(server, user) for server in servers]
     plans = [
         (spec, server.enabled)

@@ -7,6 +7,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 
 from apps.accounts.models import Team, User
+from apps.catalog import openapi
 from apps.catalog.models import McpServer
 from apps.catalog.permissions import ServerWriteRefused, writable_attrs
 
@@ -47,6 +48,15 @@ class ServerSerializer(serializers.ModelSerializer):
         "read: every variable used, with where it goes (`used_in`).",
     )
 
+    openapi_document = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        write_only=True,
+        trim_whitespace=False,
+        help_text="OpenAPI servers: the document's text (JSON or YAML), when not fetched from "
+        "`openapi_source`. Write-only (GET /api/servers/<name>/openapi/ shows it).",
+    )
+
     class Meta:
         model = McpServer
         fields = [
@@ -64,6 +74,9 @@ class ServerSerializer(serializers.ModelSerializer):
             "headers",
             "header_keys",
             "user_variables",
+            "openapi_source",
+            "openapi_document",
+            "openapi_filters",
             "enabled",
             "timeout",
             "visibility",
@@ -108,12 +121,32 @@ class ServerSerializer(serializers.ModelSerializer):
         """Run the model's own rules (stdio needs a command, team visibility needs a team, …)."""
         attrs = self._scoped(attrs)
         candidate = McpServer(**{**self._current(), **attrs})
+        if candidate.transport == McpServer.Transport.OPENAPI and (
+            self.instance is None
+            or {"transport", "openapi_source", "openapi_document"} & set(attrs)
+        ):
+            attrs = self._openapi(candidate, attrs)
+            candidate = McpServer(**{**self._current(), **attrs})
         try:
             candidate.clean()
             candidate.validate_constraints(exclude={"name"})
         except DjangoValidationError as exc:
             raise serializers.ValidationError(exc.message_dict) from None
         return attrs
+
+    def _openapi(self, candidate: McpServer, attrs: dict) -> dict:
+        """The document fetched (or the text given) bundled and validated, the base URL filled."""
+        values = {
+            "openapi_source": candidate.openapi_source,
+            "openapi_document": attrs.get("openapi_document", "")
+            if not candidate.openapi_source
+            else "",
+            "url": candidate.url,
+        }
+        try:
+            return {**attrs, **openapi.complete(values, public_only=candidate.public_only)}
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.message_dict) from None
 
     def _scoped(self, attrs: dict) -> dict:
         """Writers without model permissions get remote servers private to themselves."""

@@ -179,6 +179,8 @@ class Connection:
         version = client.session.protocol_version
         if not self._lean_requests or version is None or version in MODERN_PROTOCOL_VERSIONS:
             return None
+        if self.child.direct is not None:
+            return self.child.direct
         if (stdio := self.child.stdio) is not None:
             stdio.on_log = self._take_log
             return LeanStdio(stdio)

@@ -10,8 +10,8 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Literal
 
-Transport = Literal["stdio", "streamable_http", "sse"]
-TRANSPORTS: frozenset[str] = frozenset({"stdio", "streamable_http", "sse"})
+Transport = Literal["stdio", "streamable_http", "sse", "openapi"]
+TRANSPORTS: frozenset[str] = frozenset({"stdio", "streamable_http", "sse", "openapi"})
 # "legacy" is the initialize handshake every 2024-2025 server speaks and the only era in
 # which backends push list_changed notifications spontaneously; "auto" probes 2026-07-28 first.
 MODES: frozenset[str] = frozenset({"legacy", "auto"})
@@ -45,6 +45,9 @@ class ServerSpec:
     # The URL was chosen by a user who is not staff: connect only through the outbound address
     # policy the app layer installed (transports/guard.py).
     public_only: bool = False
+    # transport "openapi": {"document": …, "include": […], "exclude": […]} as JSON text; `url` is
+    # the API's base URL and `headers` its credentials (transports/openapi.py).
+    openapi: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "args", tuple(str(a) for a in self.args))
@@ -61,6 +64,8 @@ class ServerSpec:
             raise ValueError(f"server {self.name!r}: a stdio server needs a command")
         if self.transport != "stdio" and not self.url:
             raise ValueError(f"server {self.name!r}: a {self.transport} server needs a url")
+        if self.transport == "openapi" and not self.openapi:
+            raise ValueError(f"server {self.name!r}: an openapi server needs its document")
         if self.mode not in MODES:
             raise ValueError(f"server {self.name!r}: mode must be one of {sorted(MODES)}")
         if PARTITION_SEPARATOR in self.name or PARTITION_SEPARATOR in self.partition:
@@ -86,6 +91,7 @@ class ServerSpec:
             # Only when set, so the hash of every unpartitioned spec stays what it was.
             **({"partition": self.partition} if self.partition else {}),
             **({"public_only": True} if self.public_only else {}),
+            **({"openapi": self.openapi} if self.openapi else {}),
         }
 
     @cached_property

@@ -23,10 +23,11 @@ from apps.web.access import staff_with_perms
 # Which fields belong to which transport (the page shows one group; without script, both).
 LOCAL_FIELDS = ("command", "args", "cwd", "env")
 REMOTE_FIELDS = ("url", "headers")
+OPENAPI_FIELDS = ("openapi_source", "openapi_file", "openapi_filters")
 
 
 def _form(request: HttpRequest, instance: McpServer | None) -> McpServerForm:
-    form = McpServerForm(request.POST or None, instance=instance)
+    form = McpServerForm(request.POST or None, request.FILES or None, instance=instance)
     form.may_define_stdio = permissions.may_touch_stdio(request.user)
     return form
 
@@ -38,8 +39,9 @@ def _page(
     verdict=None,
     status: int = 200,
 ) -> HttpResponse:
-    groups = {"local": LOCAL_FIELDS, "remote": REMOTE_FIELDS}
-    grouped = {name for names in groups.values() for name in names}
+    groups = {"local": LOCAL_FIELDS, "remote": REMOTE_FIELDS, "openapi": OPENAPI_FIELDS}
+    # The stored document is not shown on the page (it may be megabytes): fetched or uploaded.
+    grouped = {name for names in groups.values() for name in names} | {"openapi_document"}
     context = {
         "nav": "servers",
         "form": form,
@@ -48,6 +50,7 @@ def _page(
         "common": [f for f in form.visible_fields() if f.name not in grouped],
         "local": [form[name] for name in LOCAL_FIELDS],
         "remote": [form[name] for name in REMOTE_FIELDS],
+        "openapi": [form[name] for name in OPENAPI_FIELDS],
     }
     return render(request, "web/server_form.html", context, status=status)
 

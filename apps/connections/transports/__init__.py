@@ -11,6 +11,7 @@ from contextlib import AbstractAsyncContextManager
 from apps.connections.sdk import TransportStreams
 from apps.connections.specs import ServerSpec
 from apps.connections.transports.http import sse_transport, streamable_http_transport
+from apps.connections.transports.openapi import openapi_transport
 from apps.connections.transports.stdio import ChildProcess, stdio_transport
 
 Opener = Callable[[ServerSpec, ChildProcess], AbstractAsyncContextManager[TransportStreams]]
@@ -19,6 +20,7 @@ OPENERS: dict[str, Opener] = {
     "stdio": stdio_transport,
     "streamable_http": streamable_http_transport,
     "sse": sse_transport,
+    "openapi": openapi_transport,
 }
 
 

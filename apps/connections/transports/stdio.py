@@ -81,6 +81,8 @@ class ChildProcess:
             None  # a Streamable HTTP session's link, for the lean request path
         )
         self.stdio: StdioLink | None = None  # a stdio child's link, for the lean request path
+        # An in-process backend's calls, made without JSON-RPC (transports/openapi.py).
+        self.direct: Any = None
 
     @property
     def pid(self) -> int | None:

@@ -17,16 +17,32 @@ class UsageQuerySerializer(serializers.Serializer):
         help_text="Chart resolution (default: hour for 24h, else day).",
     )
     server = serializers.CharField(
-        max_length=40, required=False, default="", help_text="Only this server's calls."
+        max_length=40,
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text="Only this server's calls.",
     )
     tool = serializers.CharField(
-        max_length=255, required=False, default="", help_text="Only calls of this tool name."
+        max_length=255,
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text="Only calls of this tool name.",
     )
     endpoint = serializers.CharField(
-        max_length=64, required=False, default="", help_text="Only this endpoint's calls."
+        max_length=64,
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text="Only this endpoint's calls.",
     )
     user = serializers.CharField(
-        max_length=150, required=False, default="", help_text="Staff: only this user's calls."
+        max_length=150,
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text="Staff: only this user's calls.",
     )
 
 
