@@ -20,7 +20,7 @@ def declare_task_support(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('catalog', '0007_h6_tool_execution'),
+        ('catalog', '0007_tool_execution'),
         ('chat', '0003_reasoning_and_finish_reasons'),
         ('gateway', '0002_toolcall_moved_to_toolsets'),
         ('toolsets', '0005_endpointtool_exposed_name'),
