@@ -1,6 +1,10 @@
 // A real OpenID Connect provider (npm oidc-provider) for the SSO tests, on Node 22.
 //
-//   node idp.mjs <port> <client_id> <client_secret> <redirect_uri>[,<redirect_uri>…]
+//   node idp.mjs <port> <client_id> <client_secret> <redirect_uri>[,<redirect_uri>…] [<clients>]
+//
+// <clients>: a JSON list of more clients (oidc-provider client metadata), e.g. an OAuth app an
+// administrator registered for the hub's upstream connections. IDP_ACCESS_TOKEN_TTL (seconds,
+// default 3600) sets how long access tokens live. Tokens are revoked at /token/revocation.
 //
 // Prints "ready <issuer>" once listening. People sign in at /interaction/<uid> by typing an
 // account id (no password). The tests steer it through /test/* (JSON):
@@ -13,7 +17,7 @@ import { generateKeyPairSync, randomUUID } from "node:crypto";
 import Provider from "oidc-provider";
 import * as jose from "jose";
 
-const [port, clientId, clientSecret, redirectUris] = process.argv.slice(2);
+const [port, clientId, clientSecret, redirectUris, moreClients] = process.argv.slice(2);
 const issuer = `http://127.0.0.1:${port}`;
 const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
 const jwk = { ...privateKey.export({ format: "jwk" }), kid: "hub-test", alg: "RS256", use: "sig" };
@@ -30,7 +34,9 @@ const provider = new Provider(issuer, {
       response_types: ["code"],
       grant_types: ["authorization_code", "refresh_token"],
     },
+    ...JSON.parse(moreClients || "[]"),
   ],
+  ttl: { AccessToken: Number(process.env.IDP_ACCESS_TOKEN_TTL || 3600) },
   jwks: { keys: [jwk] },
   cookies: { keys: ["hub-test-cookie-key"] },
   claims: {
@@ -40,7 +46,7 @@ const provider = new Provider(issuer, {
     groups: ["groups"],
   },
   conformIdTokenClaims: false,
-  features: { devInteractions: { enabled: false } },
+  features: { devInteractions: { enabled: false }, revocation: { enabled: true } },
   interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
   pkce: { required: () => true },
   // Refresh tokens for every sign-in: the hub checks its SSO sessions with them. A refresh for a
@@ -94,7 +100,10 @@ provider.use(async (ctx, next) => {
   if (match) {
     const details = await provider.interactionDetails(ctx.req, ctx.res);
     if (details.prompt.name === "consent") {
-      const grant = new provider.Grant({ accountId: details.session.accountId, clientId });
+      const grant = new provider.Grant({
+        accountId: details.session.accountId,
+        clientId: details.params.client_id,
+      });
       grant.addOIDCScope(details.params.scope);
       const grantId = await grant.save();
       await provider.interactionFinished(ctx.req, ctx.res, { consent: { grantId } });
