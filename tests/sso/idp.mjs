@@ -10,8 +10,10 @@
 // account id (no password). The tests steer it through /test/* (JSON):
 //   POST /test/accounts   {"<id>": {"email", "email_verified", "preferred_username", "groups",
 //                          "disabled"}}  replaces the accounts; a disabled one is refused.
-//   POST /test/tamper     {"mode": null | "signature" | "nonce"}: the next ID tokens carry a
-//                          broken signature, or a nonce other than the one the hub sent.
+//   POST /test/tamper     {"mode": null | "signature" | "nonce" | "azp-missing" | "azp-other" |
+//                          "azp-ok"}: the next ID tokens carry a broken signature, or a nonce other
+//                          than the one the hub sent, or (validly signed) two audiences with no
+//                          `azp`, another client's `azp`, or the hub's.
 //   GET  /test/logout-token?sub=<id>  a back-channel logout token for <id>, signed by the provider.
 import { generateKeyPairSync, randomUUID } from "node:crypto";
 import Provider from "oidc-provider";
@@ -139,6 +141,18 @@ provider.use(async (ctx, next) => {
     claims.groups = ["hub-admins"]; // what an attacker would add
     const forged = Buffer.from(JSON.stringify(claims)).toString("base64url");
     ctx.body = { ...ctx.body, id_token: `${head}.${forged}.${signature}` };
+  }
+  if (ctx.path === "/token" && tamper?.startsWith("azp-") && ctx.body && ctx.body.id_token) {
+    const claims = jose.decodeJwt(ctx.body.id_token);
+    claims.aud = [clientId, "another-client"];
+    delete claims.azp;
+    if (tamper === "azp-other") claims.azp = "another-client";
+    if (tamper === "azp-ok") claims.azp = clientId;
+    const key = await jose.importJWK(jwk, "RS256");
+    const idToken = await new jose.SignJWT(claims)
+      .setProtectedHeader({ alg: "RS256", kid: jwk.kid })
+      .sign(key);
+    ctx.body = { ...ctx.body, id_token: idToken };
   }
 });
 
