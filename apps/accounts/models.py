@@ -176,3 +176,7 @@ class SsoProvider(TimeStampedModel):
 
     def __str__(self) -> str:
         return self.name
+
+
+# Single sign-on's own table (the SSO package keeps its models beside its code).
+from apps.accounts.sso.models import SsoSession  # noqa: E402, F401

@@ -63,8 +63,9 @@ class Idp:
     def tamper(self, mode: str | None) -> None:
         requests.post(f"{self.issuer}/test/tamper", json={"mode": mode}, timeout=5)
 
-    def logout_token(self, sub: str) -> str:
-        return requests.get(f"{self.issuer}/test/logout-token", params={"sub": sub}, timeout=5).text
+    def logout_token(self, sub: str | None = None, *, sid: str | None = None) -> str:
+        params = {k: v for k, v in (("sub", sub), ("sid", sid)) if v}
+        return requests.get(f"{self.issuer}/test/logout-token", params=params, timeout=5).text
 
     def setting(self, slug: str = "acme", name: str = "Acme ID") -> dict:
         return {
@@ -88,19 +89,20 @@ def idp(settings):
     provider.stop()
 
 
-def sign_in(client, account: str, *, slug: str = "acme"):
+def sign_in(client, account: str, *, slug: str = "acme", browser: requests.Session | None = None):
     """Walk the whole code flow: the hub's sign-in button, the provider's page (typing `account`),
-    its redirects, and the hub's callback; returns the hub's answer to the callback."""
+    its redirects, and the hub's callback; returns the hub's answer to the callback. `browser`:
+    the one at the provider (its cookies are the person's session there)."""
     start = client.post(f"/sso/oidc/{slug}/login/")
     assert start.status_code == 302, start.content
-    back = urlsplit(walk(start["Location"], account, back_to="http://testserver/"))
+    back = urlsplit(walk(start["Location"], account, back_to="http://testserver/", browser=browser))
     return client.get(f"{back.path}?{back.query}")
 
 
-def walk(url: str, account: str, *, back_to: str) -> str:
+def walk(url: str, account: str, *, back_to: str, browser: requests.Session | None = None) -> str:
     """A browser at the provider's authorization `url`: it signs in as `account` (typed into the
     provider's form) and follows the redirects until one leads back to `back_to`, returned."""
-    browser = requests.Session()
+    browser = browser or requests.Session()
     response = browser.get(url, allow_redirects=False, timeout=10)
     for _ in range(10):
         if response.status_code == 200:  # the provider's sign-in form

@@ -14,7 +14,10 @@
 //                          "azp-ok"}: the next ID tokens carry a broken signature, or a nonce other
 //                          than the one the hub sent, or (validly signed) two audiences with no
 //                          `azp`, another client's `azp`, or the hub's.
-//   GET  /test/logout-token?sub=<id>  a back-channel logout token for <id>, signed by the provider.
+//   GET  /test/logout-token?sub=<id>&sid=<sid>  a back-channel logout token for <id> and/or the
+//                          provider session <sid>, signed by the provider.
+// The hub's client takes sign-outs back to <its origin>/login/ (RP-initiated logout), and its ID
+// tokens carry `sid` (its back-channel logout URI is the first callback's).
 import { generateKeyPairSync, randomUUID } from "node:crypto";
 import Provider from "oidc-provider";
 import * as jose from "jose";
@@ -35,6 +38,11 @@ const provider = new Provider(issuer, {
       redirect_uris: redirectUris.split(","),
       response_types: ["code"],
       grant_types: ["authorization_code", "refresh_token"],
+      post_logout_redirect_uris: [
+        ...new Set(redirectUris.split(",").map((uri) => `${new URL(uri).origin}/login/`)),
+      ],
+      backchannel_logout_uri: redirectUris.split(",")[0].replace(/login\/callback\/$/, "backchannel-logout/"),
+      backchannel_logout_session_required: true,
     },
     ...JSON.parse(moreClients || "[]"),
   ],
@@ -48,7 +56,11 @@ const provider = new Provider(issuer, {
     groups: ["groups"],
   },
   conformIdTokenClaims: false,
-  features: { devInteractions: { enabled: false }, revocation: { enabled: true } },
+  features: {
+    devInteractions: { enabled: false },
+    revocation: { enabled: true },
+    backchannelLogout: { enabled: true },
+  },
   interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
   pkce: { required: () => true },
   // Refresh tokens for every sign-in: the hub checks its SSO sessions with them. A refresh for a
@@ -85,14 +97,16 @@ provider.use(async (ctx, next) => {
   }
   if (ctx.path === "/test/logout-token") {
     const key = await jose.importJWK(jwk, "RS256");
-    ctx.body = await new jose.SignJWT({
+    const claims = {
       events: { "http://schemas.openid.net/event/backchannel-logout": {} },
       jti: randomUUID(),
-    })
+    };
+    if (ctx.query.sid) claims.sid = ctx.query.sid;
+    if (ctx.query.sub) claims.sub = ctx.query.sub;
+    ctx.body = await new jose.SignJWT(claims)
       .setProtectedHeader({ alg: "RS256", kid: jwk.kid, typ: "logout+jwt" })
       .setIssuer(issuer)
       .setAudience(clientId)
-      .setSubject(ctx.query.sub)
       .setIssuedAt()
       .setExpirationTime("2m")
       .sign(key);
