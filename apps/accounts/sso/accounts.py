@@ -11,10 +11,9 @@ from importlib import import_module
 from django.conf import settings
 from django.db import transaction
 
-from apps.accounts.models import Membership, Team, User
+from apps.accounts.models import Membership, SsoSession, Team, User
 from apps.accounts.services import unique_team_slug
 from apps.accounts.sso import config
-from apps.accounts.sso.models import SsoSession
 
 
 class SsoRefused(Exception):

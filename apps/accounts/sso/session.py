@@ -28,8 +28,8 @@ from django.contrib.auth import logout
 from django.shortcuts import resolve_url
 from django.utils import timezone
 
+from apps.accounts.models import SsoSession
 from apps.accounts.sso import config
-from apps.accounts.sso.models import SsoSession
 from apps.accounts.sso.oidc import HubOidcAdapter
 from apps.core import crypto
 
