@@ -179,6 +179,26 @@ def test_a_rotated_client_secret_applies_to_existing_grants(
     assert closed_backend.stats()["refreshes"]["alice-rotated@vault"] == 1
 
 
+def test_deleting_the_app_forgets_its_connections_and_says_what_is_missing(
+    vault, alice, browser_of, client
+):
+    browser = browser_of(alice)
+    browser.authorize("vault", subject="alice@vault")
+    app = UpstreamOAuthApp.objects.get(server=vault)
+
+    client.post(f"/admin/credentials/upstreamoauthapp/{app.pk}/delete/", {"post": "yes"})
+
+    assert not UpstreamOAuthApp.objects.exists() and not UpstreamOAuthGrant.objects.exists()
+    with pytest.raises(upstream_services.CredentialsMissing, match="needs your own OAuth sign-in"):
+        upstream_services.access_token(server=vault, user_id=alice.pk)
+    answer = browser.start_connect("vault")
+    assert browser.messages(answer) == [
+        f"Could not connect vault: the authorization server {vault.url.removesuffix('/mcp')} "
+        "offers no dynamic client registration: an administrator registers an app there and "
+        "enters it in the admin (Upstream OAuth apps)"
+    ]
+
+
 @pytest.mark.anyio
 async def test_calls_reach_the_backend_with_each_users_token(
     hub, vault, closed_backend, admin_user, alice, bob, browser_of

@@ -81,6 +81,13 @@ class UpstreamOAuthAppAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: UpstreamOAuthApp, form, change) -> None:
         services.save_app(app=obj)
 
+    def delete_model(self, request: HttpRequest, obj: UpstreamOAuthApp) -> None:
+        services.delete_app(app=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset) -> None:
+        for app in queryset:
+            services.delete_app(app=app)
+
     @admin.display(description="issuer")
     def issuer(self, app: UpstreamOAuthApp) -> str:
         return str(app.authorization_server.get("issuer", ""))

@@ -213,7 +213,9 @@ def register(
     """Dynamic client registration (RFC 7591): the hub registers once per backend."""
     if auth.authorization_server.registration_endpoint is None:
         raise UpstreamOAuthError(
-            f"the authorization server {auth.authorization_server.issuer} offers no dynamic client registration"
+            f"the authorization server {auth.authorization_server.issuer} offers no dynamic client "
+            "registration: an administrator registers an app there and enters it in the admin "
+            "(Upstream OAuth apps)"
         )
     metadata = OAuthClientMetadata(
         redirect_uris=[redirect_uri],

@@ -164,6 +164,18 @@ def save_app(*, app: UpstreamOAuthApp) -> UpstreamOAuthApp:
     return app
 
 
+def delete_app(*, app: UpstreamOAuthApp) -> None:
+    """Forget a pre-registered app and the connections made with it (their tokens were issued to
+    it); each user's endpoints rebuild without them."""
+    with transaction.atomic():
+        users = set(
+            UpstreamOAuthGrant.objects.filter(client__app=app).values_list("user_id", flat=True)
+        )
+        app.delete()
+        for user_id in users:
+            _announce(user_id, app.server_id)
+
+
 def client_info(client: UpstreamOAuthClient) -> OAuthClientInformationFull:
     """The hub's client at the authorization server: the pre-registered app's, or the registration."""
     if client.app_id is None:
