@@ -155,7 +155,7 @@ async def test_an_expiring_token_is_refreshed_before_the_call(hub, api_server, a
 
 
 @pytest.mark.anyio
-async def test_a_user_disabled_at_the_provider_is_told_to_reconnect(
+async def test_a_user_disabled_at_the_provider_is_told_to_reconnect_and_can(
     hub, api_server, provider, alice, bob, browser_of
 ):
     await connect_async(browser_of, alice, "alice-at-api")
@@ -170,7 +170,10 @@ async def test_a_user_disabled_at_the_provider_is_told_to_reconnect(
     assert "refused your OAuth sign-in (revoked or expired): reconnect api at " in text
     assert (await sync_to_async(UpstreamOAuthGrant.objects.get)(user=bob)).broken
     assert (await whoami(hub, alice))[0]["sub"] == "alice-at-api"
-    provider.accounts(**accounts)
+
+    provider.accounts(**accounts)  # back at the provider: Reconnect, and calls work again
+    await connect_async(browser_of, bob, "bob-leaving")
+    assert (await whoami(hub, bob))[0]["sub"] == "bob-leaving"
 
 
 def test_disconnect_revokes_the_token_at_the_provider(api_server, provider, alice, browser_of):

@@ -10,6 +10,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 from asgiref.sync import sync_to_async
+from auditlog.models import LogEntry
 from django.db import connection
 
 from apps.catalog.models import McpServer
@@ -79,6 +80,9 @@ def test_the_admin_enters_the_app_once_and_its_secret_stays_hidden(vault, closed
     assert CLIENT_SECRET not in page and "/oauth/upstream/callback/" in page
     listing = client.get("/admin/credentials/upstreamoauthapp/").content.decode()
     assert closed_backend.base in listing  # the issuer read from the metadata
+
+    audit = LogEntry.objects.get(content_type__model="upstreamoauthapp")
+    assert CLIENT_SECRET not in str(audit.changes) and "client_secret" in str(audit.changes)
 
     kept = client.post(change, app_form(closed_backend, vault, client_secret="", scopes="mcp"))
     assert kept.status_code == 302

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
+from django.db import models
 from django.http import HttpRequest
 from django.urls import reverse
 
@@ -65,6 +66,7 @@ class UpstreamOAuthAppAdmin(admin.ModelAdmin):
     """OAuth apps registered by hand at authorization servers without dynamic registration."""
 
     form = UpstreamOAuthAppForm
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     list_display = ["server", "client_id", "issuer", "scopes", "grant_count"]
     search_fields = ["server__name", "client_id"]
     autocomplete_fields = ["server"]
