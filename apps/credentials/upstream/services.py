@@ -3,6 +3,8 @@
 The flow: `start_connect` (discover the backend's authorization server, register the hub once
 per callback URL, PKCE S256, a state bound to the user's session) → the backend's authorization
 server → `finish_connect` (check state, issuer, exchange the code, store the tokens encrypted).
+Where the backend's authorization server offers no dynamic registration, an administrator's
+pre-registered app (UpstreamOAuthApp) is the client instead, its id and secret read at each use.
 `access_token` is what a call uses: the user's own token, refreshed before it expires (one
 refresh at a time per grant, across processes), or a clear "connect"/"reconnect" error — never
 another user's token.
@@ -434,7 +436,14 @@ def template_tokens(server: McpServer, user_id: int) -> dict[str, str]:
     names = uservars.oauth_names(server.headers)
     if not names:
         return {}
-    if names != {server.name} or not server.oauth:
+    if names != {server.name}:
+        raise CredentialsMissing(
+            server.name,
+            f"Server {server.name}'s headers ask for the OAuth token of "
+            f"{', '.join(sorted(names))}: a server takes only its own (${{oauth:{server.name}}}); "
+            "an administrator corrects the header.",
+        )
+    if not server.oauth:
         raise no_app(server)
     return {server.name: access_token(server=server, user_id=user_id)}
 
