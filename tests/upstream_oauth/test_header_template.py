@@ -16,6 +16,7 @@ from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 
 from apps.catalog import operations
+from apps.catalog.importing import export_servers, import_mcp_json
 from apps.catalog.models import McpServer
 from apps.credentials.upstream import services as upstream_services
 from apps.credentials.upstream.models import UpstreamOAuthApp, UpstreamOAuthGrant
@@ -203,6 +204,26 @@ def test_discovery_without_any_connection_says_who_must_connect(db, api, provide
 
     assert not outcome.ok
     assert "there is no OAuth app to connect it with" in outcome.error  # no app yet
+
+
+def test_the_template_is_shown_exported_and_imported_as_written(db, admin_client):
+    server = McpServer.objects.create(
+        name="api",
+        transport="streamable_http",
+        url="https://api.example.com/mcp",
+        headers={"Authorization": "Bearer ${oauth:api}", "X-Secret": "s3cret"},
+    )
+
+    exported = export_servers()
+    page = admin_client.get(f"/admin/catalog/mcpserver/{server.pk}/change/").content.decode()
+
+    assert '"Authorization": "Bearer ${oauth:api}"' in exported.text
+    assert exported.variables == ("MCP_API_X_SECRET",) and "s3cret" not in exported.text
+    assert "Bearer ${oauth:api}" in page and "s3cret" not in page
+    server.delete()
+    import_mcp_json(text=exported.text, environ={"MCP_API_X_SECRET": "other"})
+    headers = McpServer.objects.get(name="api").headers
+    assert headers == {"Authorization": "Bearer ${oauth:api}", "X-Secret": "other"}
 
 
 @pytest.mark.parametrize(
