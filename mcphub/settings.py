@@ -532,6 +532,9 @@ MIDDLEWARE[_after_auth:_after_auth] = [
 ]
 # Seconds between the checks of an SSO session with its provider (apps/accounts/sso/session.py).
 MCPHUB_SSO_CHECK_SECONDS = envint("MCPHUB_SSO_CHECK_SECONDS", 300)
+# Signing out of the hub also signs out at the provider (its end_session_endpoint), which must
+# accept <hub>/login/ as a post-logout redirect URI.
+MCPHUB_SSO_SIGN_OUT_AT_PROVIDER = envbool("MCPHUB_SSO_SIGN_OUT_AT_PROVIDER", True)
 SOCIALACCOUNT_ADAPTER = "apps.accounts.sso.adapter.SsoAdapter"
 SOCIALACCOUNT_OPENID_CONNECT_URL_PREFIX = "oidc"
 SOCIALACCOUNT_STORE_TOKENS = False  # the hub keeps no provider tokens

@@ -305,7 +305,7 @@ def export_servers(
     variables = set()
     if not include_secrets:
         values = [value for c in configs for value in [*c.env.values(), *c.headers.values()]]
-        variables = {value[2:-1] for value in values if not uservars.names_in(value)}
+        variables = {value[2:-1] for value in values if not uservars.is_public_value(value)}
     return McpJsonExport(
         render_mcp_json(configs, style=style), len(configs), tuple(sorted(variables))
     )

@@ -45,9 +45,9 @@ KNOWN_KEYS = {"type", "disabled", "timeout", *STDIO_KEYS, *REMOTE_KEYS, *OPENAPI
 # An openapi entry's credential for the document's security scheme NAME: `scheme:NAME`.
 OPENAPI_HEADER_RE = re.compile(r"^(?:scheme:)?[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 ROOT_KEYS = ("mcpServers", "servers")
-# ${VAR}, ${env:VAR}, ${VAR:-default}, ${env:VAR:-default}; ${user:NAME} is kept as written (each
-# hub user fills their own value for it, see apps/catalog/uservars.py)
-USER_PLACEHOLDER_RE = re.compile(r"^user:")
+# ${VAR}, ${env:VAR}, ${VAR:-default}, ${env:VAR:-default}; ${user:NAME} and ${oauth:NAME} are
+# kept as written (each hub user's own value or token, see apps/catalog/uservars.py)
+USER_PLACEHOLDER_RE = re.compile(r"^(?:user|oauth):")
 PLACEHOLDER_RE = re.compile(r"\$\{([^}]*)\}")
 VARIABLE_RE = re.compile(r"^(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?$", re.DOTALL)
 

@@ -291,7 +291,7 @@ class McpServer(TimeStampedModel):
         elsewhere = {"command": self.command, "cwd": self.cwd, "args": " ".join(self.args)}
         if self.transport == self.Transport.STDIO:
             elsewhere["url"] = self.url
-        return uservars.problems(
+        problems = uservars.problems(
             transport=self.transport,
             env=self.env,
             headers=self.headers,
@@ -299,6 +299,15 @@ class McpServer(TimeStampedModel):
             elsewhere=elsewhere,
             metadata=self.user_variables,
         )
+        oauth_problems = uservars.oauth_problems(
+            server_name=self.name,
+            transport=self.transport,
+            env=self.env,
+            headers=self.headers,
+            url=self.url,
+            elsewhere=elsewhere,
+        )
+        return {**oauth_problems, **problems}
 
 
 class CatalogItem(models.Model):

@@ -133,18 +133,93 @@ _PUBLIC_REST_RE = re.compile(r"^(?:(?:Bearer|Basic|Token|token|Bot) )?$")
 
 
 def is_public_value(value: str) -> bool:
-    """`${user:GITHUB_TOKEN}` or `Bearer ${user:TOKEN}`: each user's own value, no stored secret in it."""
+    """`${user:GITHUB_TOKEN}`, `Bearer ${user:TOKEN}` or `Bearer ${oauth:github}`: each user's own
+    value or token, no stored secret in it."""
+    if OAUTH_VALUE_RE.match(value):
+        return True
     return bool(names_in(value)) and bool(_PUBLIC_REST_RE.match(PLACEHOLDER_RE.sub("", value)))
 
 
-def substitute(text: str, values: Mapping[str, str], *, in_url: bool = False) -> str:
-    """`text` with each `${user:NAME}` replaced by the user's value ('' when not filled)."""
+_ANY_PLACEHOLDER_RE = re.compile(r"\$\{(user|oauth):([^}]*)\}")
+
+
+def substitute(
+    text: str,
+    values: Mapping[str, str],
+    *,
+    in_url: bool = False,
+    tokens: Mapping[str, str] | None = None,
+) -> str:
+    """`text` with each `${user:NAME}` replaced by the user's value ('' when not filled) and, given
+    `tokens`, each `${oauth:NAME}` by the user's access token — in one pass, so no value is read
+    as a placeholder."""
 
     def value(match: re.Match[str]) -> str:
-        found = values.get(match.group(1), "")
+        kind, name = match.groups()
+        if kind == "oauth":
+            if tokens is None:
+                return match.group(0)
+            found = tokens.get(name, "")
+        else:
+            found = values.get(name, "")
         return quote(found, safe="") if in_url else found
 
-    return PLACEHOLDER_RE.sub(value, text)
+    return _ANY_PLACEHOLDER_RE.sub(value, text)
+
+
+# --- ${oauth:NAME}: a user's upstream OAuth access token, for backends that take a bearer header --
+
+OAUTH_PLACEHOLDER_RE = re.compile(r"\$\{oauth:([^}]*)\}")
+# The whole header value: an optional auth scheme and the placeholder (nothing stored beside it).
+OAUTH_VALUE_RE = re.compile(r"^(?:(?:Bearer|Basic|Token|token|Bot) )?\$\{oauth:([^}]*)\}$")
+
+
+def oauth_names(headers: Mapping[str, str]) -> set[str]:
+    """The servers whose tokens `${oauth:NAME}` placeholders in these header values ask for."""
+    return {m.group(1) for v in headers.values() for m in OAUTH_PLACEHOLDER_RE.finditer(str(v))}
+
+
+def oauth_problems(
+    *,
+    server_name: str,
+    transport: str,
+    env: Mapping[str, str],
+    headers: Mapping[str, str],
+    url: str,
+    elsewhere: Mapping[str, str],
+) -> dict[str, str]:
+    """Field → message for every misplaced `${oauth:NAME}`: only whole HTTP header values
+    (`Bearer ${oauth:NAME}`), and only the server's own name — a server receives its own users'
+    tokens for itself, never a token meant for another server."""
+    errors: dict[str, str] = {}
+    outside = {**elsewhere, "env": " ".join(map(str, env.values()))}
+    if transport == "stdio":
+        outside["headers"] = " ".join(map(str, headers.values()))
+    else:
+        outside["url"] = url
+    for field, text in outside.items():
+        if OAUTH_PLACEHOLDER_RE.search(text or ""):
+            errors[field] = (
+                "${oauth:NAME} may only be a header value of an HTTP server, "
+                "e.g. Authorization: Bearer ${oauth:NAME}."
+            )
+    if transport == "stdio":
+        return errors
+    for key, value in headers.items():
+        names = OAUTH_PLACEHOLDER_RE.findall(str(value))
+        if not names:
+            continue
+        if not OAUTH_VALUE_RE.match(str(value)):
+            errors["headers"] = (
+                f"{key}: write the whole value as `Bearer ${{oauth:{names[0]}}}` (an auth scheme "
+                "and the placeholder, nothing else)."
+            )
+        elif names[0] != server_name:
+            errors["headers"] = (
+                f"{key}: ${{oauth:{names[0]}}} must name this server (${{oauth:{server_name}}}): "
+                "a server receives only its own users' tokens for itself."
+            )
+    return errors
 
 
 def value_problem(value: str) -> str:

@@ -10,8 +10,13 @@ class CredentialsConfig(AppConfig):
         from apps.credentials.models import UserCredential
 
         register(UserCredential, secret_fields=["values"])
-        from apps.credentials.upstream.models import UpstreamOAuthClient, UpstreamOAuthGrant
+        from apps.credentials.upstream.models import (
+            UpstreamOAuthApp,
+            UpstreamOAuthClient,
+            UpstreamOAuthGrant,
+        )
 
+        register(UpstreamOAuthApp, secret_fields=["client_secret"])
         register(UpstreamOAuthClient, secret_fields=["client_info"])
         register(
             UpstreamOAuthGrant, ignore_fields=["tokens", "expires_at", "lifetime", "refreshed_at"]

@@ -38,4 +38,8 @@ class UserCredential(TimeStampedModel):
 
 
 # Upstream OAuth (the hub as OAuth client of backends): its own package, its models registered here.
-from apps.credentials.upstream.models import UpstreamOAuthClient, UpstreamOAuthGrant  # noqa: E402, F401
+from apps.credentials.upstream.models import (  # noqa: E402, F401
+    UpstreamOAuthApp,
+    UpstreamOAuthClient,
+    UpstreamOAuthGrant,
+)

@@ -4,8 +4,9 @@ specs through it, via the endpoint views built in toolsets.exposure and discover
 
 A server without `${user:NAME}` variables and not requiring OAuth keeps its one shared spec (one
 connection for everyone). A server with either gets one spec per user: their values substituted
-or their token added, and `partition="u<user id>"`, so the pool holds one connection (one stdio
-child) per user.
+or their token added — as `Authorization: Bearer` for an MCP-authorization-aware backend, or where
+a header value says `Bearer ${oauth:NAME}` (a plain OAuth 2 API behind the server) — and
+`partition="u<user id>"`, so the pool holds one connection (one stdio child) per user.
 
 Hot path: this runs when an endpoint's view is built (once per endpoint version per process), never
 per call. A change of a user's values bumps that user's endpoint versions (signal
@@ -28,7 +29,7 @@ from apps.core import public_url
 from apps.credentials.errors import CredentialsMissing
 from apps.credentials.models import UserCredential
 from apps.credentials.upstream.selectors import staff_with_grants
-from apps.credentials.upstream.services import authorization_headers
+from apps.credentials.upstream.services import authorization_headers, no_app, template_tokens
 
 # --- per-user headers -----------------------------------------------------------------------
 
@@ -62,17 +63,29 @@ def spec_for_user(
     """
     variables = server.user_variable_list()
     extra = _user_headers(server, user_id)
-    if not variables and not extra:
+    tokens = _oauth_tokens(server, user_id)
+    if not variables and not extra and not tokens:
         return server.to_spec()
     values = dict(stored) if stored is not None else stored_values(server, user_id)
     missing = [v for v in variables if v.required and not values.get(v.name)]
     if missing:
         raise credentials_missing(server, missing)
-    return _personal_spec(server, user_id, values, extra)
+    return _personal_spec(server, user_id, values, extra, tokens)
+
+
+def _oauth_tokens(server: McpServer, user_id: int) -> dict[str, str]:
+    """The user's tokens for the server's `${oauth:NAME}` header values (HTTP servers only)."""
+    if server.transport == McpServer.Transport.STDIO:
+        return {}
+    return template_tokens(server, user_id)
 
 
 def _personal_spec(
-    server: McpServer, user_id: int, values: Mapping[str, str], extra: Mapping[str, str]
+    server: McpServer,
+    user_id: int,
+    values: Mapping[str, str],
+    extra: Mapping[str, str],
+    tokens: Mapping[str, str],
 ) -> ServerSpec:
     spec = server.to_spec()
     if server.transport == McpServer.Transport.STDIO:
@@ -80,7 +93,9 @@ def _personal_spec(
             "env": {k: uservars.substitute(v, values) for k, v in spec.env.items()}
         }
     else:
-        headers = {k: uservars.substitute(v, values) for k, v in spec.headers.items()}
+        headers = {
+            k: uservars.substitute(v, values, tokens=tokens) for k, v in spec.headers.items()
+        }
         changes = {
             "headers": {**headers, **extra},
             "url": uservars.substitute(spec.url, values, in_url=True),
@@ -134,6 +149,8 @@ def credentials_missing(
 def spec_for_operation(server: McpServer, user: Any = None) -> ServerSpec:
     """Discovery and health checks (`catalog.operations.operational_spec`): the values of the user
     running it, else the server owner's; a background task (no user) uses the owner's."""
+    if uservars.oauth_names(server.headers) and not server.oauth:
+        raise no_app(server)
     if not server.user_variable_list() and not server.oauth:
         return server.to_spec()  # nothing differs per user: the shared spec
     candidates = [

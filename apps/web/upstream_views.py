@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.core import public_url
 from apps.credentials.upstream import selectors as upstream_selectors
 from apps.credentials.upstream import services as upstream_services
 
@@ -36,7 +37,8 @@ def _next(request: HttpRequest) -> str:
 @require_POST
 def connect(request: HttpRequest, name: str) -> HttpResponse:
     server = _server(request, name)
-    callback = request.build_absolute_uri(reverse("web:upstream_oauth_callback"))
+    # What an administrator registered with a pre-registered app (its admin page shows it).
+    callback = public_url.absolute(reverse("web:upstream_oauth_callback"))
     try:
         url = upstream_services.start_connect(
             server=server,

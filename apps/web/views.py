@@ -15,6 +15,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from apps.accounts.models import AccessToken
 from apps.accounts.services import create_access_token, revoke_access_token
 from apps.accounts.sso import config as sso_config
+from apps.accounts.sso import session as sso_session
+from apps.accounts.sso import views as sso_views
 from apps.catalog.selectors import visible_servers
 from apps.core.crypto import decrypt, encrypt
 from apps.gateway.dynamic import META_TOKENS
@@ -40,7 +42,11 @@ class LoginView(auth_views.LoginView):
 
 
 class LogoutView(auth_views.LogoutView):
-    pass
+    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        # An SSO session ends at its provider too; read it before the hub's session ends.
+        at_provider = sso_session.end_session_url(request)
+        response = super().post(request, *args, **kwargs)
+        return sso_views.signed_out_at_provider(request, at_provider) if at_provider else response
 
 
 def _servers_at_a_glance(user):

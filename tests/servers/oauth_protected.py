@@ -1,5 +1,5 @@
 """An OAuth-protected MCP server that is its own authorization server:
-`python oauth_protected.py PORT [--token-ttl SECONDS]`.
+`python oauth_protected.py PORT [--token-ttl SECONDS] [--no-registration]`.
 
 Built on the SDK's server-side auth (`MCPServer(auth=…, auth_server_provider=…)`), which serves
 RFC 9728 protected resource metadata, RFC 8414 AS metadata, dynamic client registration, the
@@ -7,7 +7,9 @@ authorize/token/revoke endpoints with PKCE S256, and answers 401 with
 `WWW-Authenticate: Bearer resource_metadata=…` without a valid token. This module adds the
 in-memory provider (codes, rotating refresh tokens, short access tokens), an approve page where
 a test (or a person) picks who they are at this backend, admin endpoints a test drives
-(`POST /admin/revoke` subject=…, `GET /admin/stats`), and a `whoami` tool.
+(`POST /admin/revoke` subject=…, `GET /admin/stats`, and `POST /admin/clients` client_id=…
+client_secret=… redirect_uri=… [auth_method=…]: an app registered by hand, as an administrator
+does where `--no-registration` turns dynamic registration off), and a `whoami` tool.
 """
 
 from __future__ import annotations
@@ -202,7 +204,7 @@ class Provider:
         return len(grants)
 
 
-def build(port: int, token_ttl: int) -> tuple[MCPServer, Provider]:
+def build(port: int, token_ttl: int, registration: bool = True) -> tuple[MCPServer, Provider]:
     base = f"http://127.0.0.1:{port}"
     provider = Provider(Store(token_ttl), base)
     auth = AuthSettings(
@@ -211,7 +213,7 @@ def build(port: int, token_ttl: int) -> tuple[MCPServer, Provider]:
         required_scopes=["mcp"],
         validate_token_resource=True,
         client_registration_options=ClientRegistrationOptions(
-            enabled=True, valid_scopes=SCOPES, default_scopes=["mcp"]
+            enabled=registration, valid_scopes=SCOPES, default_scopes=["mcp"]
         ),
         revocation_options=RevocationOptions(enabled=True),
     )
@@ -269,6 +271,20 @@ def build(port: int, token_ttl: int) -> tuple[MCPServer, Provider]:
         form = await request.form()
         return JSONResponse({"revoked": provider.revoke_subject(str(form.get("subject", "")))})
 
+    @server.custom_route("/admin/clients", methods=["POST"])
+    async def admin_clients(request: Request) -> Response:
+        form = await request.form()
+        client = OAuthClientInformationFull(
+            client_id=str(form["client_id"]),
+            client_secret=str(form["client_secret"]),
+            redirect_uris=[str(form["redirect_uri"])],
+            token_endpoint_auth_method=str(form.get("auth_method") or "client_secret_post"),
+            grant_types=["authorization_code", "refresh_token"],
+            scope=" ".join(SCOPES),
+        )
+        await provider.register_client(client)
+        return JSONResponse({"client_id": client.client_id})
+
     @server.custom_route("/admin/stats", methods=["GET"])
     async def admin_stats(request: Request) -> Response:
         store = provider.store
@@ -283,6 +299,7 @@ def build(port: int, token_ttl: int) -> tuple[MCPServer, Provider]:
                         "revoked": g.revoked,
                         "generation": g.generation,
                         "resource": g.resource,
+                        "client_id": g.client_id,
                     }
                     for g in store.grants.values()
                 ],
@@ -306,6 +323,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("port", type=int)
     parser.add_argument("--token-ttl", type=int, default=3600)
+    parser.add_argument("--no-registration", action="store_true")
     options = parser.parse_args()
-    mcp_server, _ = build(options.port, options.token_ttl)
+    mcp_server, _ = build(options.port, options.token_ttl, not options.no_registration)
     mcp_server.run("streamable-http", host="127.0.0.1", port=options.port)

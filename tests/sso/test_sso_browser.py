@@ -49,3 +49,12 @@ def test_carol_signs_in_with_her_company_account(browser, live_server, live_idp,
     page.wait_for_url(f"{live_server.url}/")
     expect(page.get_by_text("carol").first).to_be_visible()
     assert User.objects.get(username="carol").memberships.get().team.name == "Engineering"
+
+    # Signing out of the hub signs out at the provider too; the provider sends her back.
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_text("Do you want to sign-out from")).to_be_visible()
+    screenshot(page, "sso-sign-out-at-provider")
+    page.get_by_role("button", name="Yes, sign me out").click()
+    page.wait_for_url(f"{live_server.url}/login/**")
+    page.get_by_role("button", name="Sign in with Acme ID").click()
+    expect(page.get_by_label("Account")).to_be_visible()  # the provider asks who she is again

@@ -20,9 +20,10 @@ from tests.waiting import eventually
 
 
 class OAuthBackend:
-    """tests/servers/oauth_protected.py in a child process (its own authorization server)."""
+    """tests/servers/oauth_protected.py in a child process (its own authorization server);
+    `registration=False`: no dynamic client registration, clients are registered by hand."""
 
-    def __init__(self, token_ttl: int = 3600) -> None:
+    def __init__(self, token_ttl: int = 3600, *, registration: bool = True) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.url = f"{self.base}/mcp"
@@ -32,7 +33,7 @@ class OAuthBackend:
             str(self.port),
             "--token-ttl",
             str(token_ttl),
-        ]
+        ] + ([] if registration else ["--no-registration"])
         self.process = subprocess.Popen(
             args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
         )
@@ -40,6 +41,14 @@ class OAuthBackend:
 
     def stats(self) -> dict:
         return httpx2.get(f"{self.base}/admin/stats").json()
+
+    def register_client(
+        self, client_id: str, client_secret: str, redirect_uri: str, auth_method: str = ""
+    ) -> None:
+        """What an administrator does at the authorization server's console."""
+        form = {"client_id": client_id, "client_secret": client_secret}
+        form |= {"redirect_uri": redirect_uri, "auth_method": auth_method}
+        httpx2.post(f"{self.base}/admin/clients", data=form).raise_for_status()
 
     def revoke(self, subject: str) -> int:
         return httpx2.post(f"{self.base}/admin/revoke", data={"subject": subject}).json()["revoked"]

@@ -6,10 +6,12 @@ Changes made here during a sign-in are audited with source "sso" (their requests
 
 from __future__ import annotations
 
+from importlib import import_module
+
 from django.conf import settings
 from django.db import transaction
 
-from apps.accounts.models import Membership, Team, User
+from apps.accounts.models import Membership, SsoSession, Team, User
 from apps.accounts.services import unique_team_slug
 from apps.accounts.sso import config
 
@@ -122,6 +124,20 @@ def follow_groups(*, user: User, groups: set[str]) -> None:
             changed.append("is_superuser")
     if changed:
         user.save(update_fields=changed)
+
+
+def end_provider_session(*, provider: str, sid: str, sub: str | None) -> int:
+    """End the hub sessions a sign-in opened in the provider's session `sid` (back-channel logout
+    naming it); with `sub`, only that person's. Returns how many ended."""
+    rows = SsoSession.objects.filter(provider=provider, sid=sid)
+    if sub:
+        rows = rows.filter(user__socialaccount__provider=provider, user__socialaccount__uid=sub)
+    store = import_module(settings.SESSION_ENGINE).SessionStore
+    keys = list(rows.values_list("session_key", flat=True))
+    for key in keys:
+        store(session_key=key).delete()
+    SsoSession.objects.filter(provider=provider, sid=sid, session_key__in=keys).delete()
+    return len(keys)
 
 
 def end_sessions(*, user: User) -> None:

@@ -35,12 +35,20 @@ class HubOidcAdapter(OpenIDConnectOAuth2Adapter):
         return config
 
     def _decode_id_token(self, app: SocialApp, id_token: str) -> dict:
-        return verify_jwt(
+        claims = verify_jwt(
             id_token,
             config=self.openid_config,
             audience=app.client_id,
             required=("iss", "aud", "exp", "iat", "sub"),
         )
+        check_azp(claims, app.client_id)
+        return claims
+
+    def complete_login(self, request, app, token, **kwargs):
+        login = super().complete_login(request, app, token, **kwargs)
+        # Kept (encrypted, in the session) as the id_token_hint of a sign-out at the provider.
+        login.raw_id_token = kwargs["response"].get("id_token") or ""
+        return login
 
 
 class HubOidcProvider(OpenIDConnectProvider):
@@ -55,6 +63,16 @@ class HubOidcProvider(OpenIDConnectProvider):
         return super().redirect(
             request, process, next_url, data, auth_params=auth_params, nonce=nonce, **kwargs
         )
+
+
+def check_azp(claims: dict, client_id: str) -> None:
+    """OpenID Connect Core 3.1.3.7: an ID token for several audiences must name the party it was
+    issued to (`azp`), and that must be the hub; any `azp` present must be the hub's client id."""
+    audience = claims.get("aud")
+    several = isinstance(audience, list) and len(audience) > 1
+    azp = claims.get("azp")
+    if (several and azp is None) or (azp is not None and azp != client_id):
+        raise OAuth2Error("The ID token was issued to another party (azp).")
 
 
 def verify_jwt(token: str, *, config: dict, audience: str, required: tuple[str, ...]) -> dict:

@@ -6,19 +6,29 @@ it; when the provider refuses (`invalid_grant`: the person was disabled, or sign
 their session at the provider ended), the hub session ends — and a new sign-in is refused too if
 the person is disabled. A provider that cannot be reached ends nothing. A provider that sends no
 refresh token is not checked (ask for one: scope `offline_access` on Okta and Entra ID).
+
+The session also keeps the sign-in's ID token (encrypted), so signing out of the hub signs out at
+the provider too (RP-Initiated Logout 1.0: `end_session_url`), and the provider's session id
+(`sid`, indexed in SsoSession) for a back-channel logout naming only it.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from datetime import timedelta
+from urllib.parse import urlencode
 
 import requests
 from allauth.account.signals import user_logged_in
 from allauth.socialaccount.models import SocialApp
+from allauth.socialaccount.providers.oauth2.client import OAuth2Error
 from django.conf import settings
 from django.contrib.auth import logout
+from django.shortcuts import resolve_url
+from django.utils import timezone
 
+from apps.accounts.models import SsoSession
 from apps.accounts.sso import config
 from apps.accounts.sso.oidc import HubOidcAdapter
 from apps.core import crypto
@@ -35,11 +45,47 @@ def _remember(sender, request, user, sociallogin=None, **kwargs) -> None:
     if sociallogin is None or sociallogin.account.provider == config.GITHUB:
         return  # GitHub's OAuth tokens do not say whether the person may still sign in
     refresh = sociallogin.token.token_secret if sociallogin.token else ""
+    id_token = getattr(sociallogin, "raw_id_token", "")
+    provider = sociallogin.account.provider
     request.session[SESSION_KEY] = {
-        "provider": sociallogin.account.provider,
+        "provider": provider,
         "refresh": crypto.encrypt(refresh) if refresh else "",
+        "id_token": crypto.encrypt(id_token) if id_token else "",
         "checked": time.time(),
     }
+    sid = (sociallogin.account.extra_data.get("id_token") or {}).get("sid")
+    if isinstance(sid, str) and sid and request.session.session_key:
+        forgotten = timezone.now() - timedelta(seconds=settings.SESSION_COOKIE_AGE)
+        SsoSession.objects.filter(created_at__lt=forgotten).delete()
+        SsoSession.objects.create(
+            provider=provider, sid=sid[:255], session_key=request.session.session_key, user=user
+        )
+
+
+def end_session_url(request) -> str | None:
+    """Where to send the browser so the person signs out at the provider too (RP-Initiated
+    Logout 1.0: `id_token_hint`, `client_id`, `post_logout_redirect_uri` = the sign-in page, which
+    must be registered at the provider); None for a session that did not come from an OpenID
+    Connect sign-in, a provider without `end_session_endpoint`, or MCPHUB_SSO_SIGN_OUT_AT_PROVIDER
+    off. Call before the session ends."""
+    state = request.session.get(SESSION_KEY) if hasattr(request, "session") else None
+    if not settings.MCPHUB_SSO_SIGN_OUT_AT_PROVIDER or not state or not state.get("id_token"):
+        return None
+    adapter = HubOidcAdapter(request, state["provider"])
+    try:
+        endpoint = adapter.openid_config.get("end_session_endpoint")
+        client_id = adapter.get_provider().app.client_id
+    except (SocialApp.DoesNotExist, OAuth2Error, requests.RequestException, ValueError) as e:
+        log.warning("Signing out at %s skipped: %s", state["provider"], e)
+        return None
+    if not endpoint:
+        return None
+    params = {
+        "id_token_hint": crypto.decrypt(state["id_token"]),
+        "client_id": client_id,
+        "post_logout_redirect_uri": request.build_absolute_uri(resolve_url(settings.LOGIN_URL)),
+    }
+    return f"{endpoint}{'&' if '?' in endpoint else '?'}{urlencode(params)}"
 
 
 class SsoSessionCheck:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from urllib.parse import urlsplit
 
 from allauth.account.internal.decorators import login_not_required
 from allauth.socialaccount.models import SocialAccount, SocialApp
@@ -10,7 +11,7 @@ from allauth.socialaccount.providers.oauth2.client import OAuth2Error
 from allauth.socialaccount.providers.oauth2.views import OAuth2CallbackView, OAuth2LoginView
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 from requests import RequestException
@@ -72,9 +73,22 @@ def backchannel_logout(request: HttpRequest, provider_id: str) -> HttpResponse:
         return HttpResponse("Invalid logout token.", status=400, content_type="text/plain")
     if BACKCHANNEL_EVENT not in (claims.get("events") or {}) or "nonce" in claims:
         return HttpResponse("Not a logout token.", status=400, content_type="text/plain")
-    if not claims.get("sub"):
-        # Ending sessions by the provider's session id alone would need a session index.
-        return HttpResponse("The hub needs the sub claim.", status=400, content_type="text/plain")
-    for account in SocialAccount.objects.filter(provider=provider_id, uid=claims["sub"]):
-        accounts.end_sessions(user=account.user)
+    sub, sid = claims.get("sub"), claims.get("sid")
+    if not (isinstance(sub, str) and sub) and not (isinstance(sid, str) and sid):
+        return HttpResponse(
+            "The token names no one (sub, sid).", status=400, content_type="text/plain"
+        )
+    if isinstance(sid, str) and sid:
+        # One session at the provider: the hub sessions its sign-ins opened (§2.6 of the spec).
+        accounts.end_provider_session(provider=provider_id, sid=sid, sub=sub or None)
+    else:
+        for account in SocialAccount.objects.filter(provider=provider_id, uid=sub):
+            accounts.end_sessions(user=account.user)
     return HttpResponse(status=200, headers={"Cache-Control": "no-store"})
+
+
+def signed_out_at_provider(request: HttpRequest, url: str) -> HttpResponse:
+    """After the hub's sign-out, the provider's: a page that moves on by itself (a redirect would
+    be stopped by the pages' CSP, form-action 'self', as the sign-out form posted here)."""
+    context = {"url": url, "host": urlsplit(url).netloc}
+    return render(request, "registration/sso_signed_out.html", context)

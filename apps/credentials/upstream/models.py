@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
@@ -12,11 +13,86 @@ from apps.core.fields import EncryptedJSONField
 from apps.core.models import TimeStampedModel
 
 
+class UpstreamOAuthApp(TimeStampedModel):
+    """An OAuth app an administrator registered by hand at a backend's authorization server, for
+    the many that offer no dynamic client registration (GitHub, Google, Slack, Atlassian, most
+    company identity providers). Users connect with it exactly as with a registered client.
+
+    The authorization server is named by its metadata URL (RFC 8414 or OpenID Connect discovery)
+    or by its endpoints; `authorization_server` is that metadata as read when the app was saved.
+    """
+
+    class AuthMethod(models.TextChoices):
+        POST = "client_secret_post", "client_secret_post (id and secret in the form body)"
+        BASIC = "client_secret_basic", "client_secret_basic (HTTP Basic)"
+        NONE = "none", "none (a public client: PKCE only)"
+
+    server = models.OneToOneField(
+        "catalog.McpServer", on_delete=models.CASCADE, related_name="upstream_oauth_app"
+    )
+    client_id = models.CharField(max_length=255)
+    client_secret = EncryptedJSONField(default=str, blank=True)
+    scopes = models.CharField(
+        max_length=1000,
+        blank=True,
+        help_text="Space-separated scopes to ask for, e.g. 'repo read:org' (GitHub). Empty: the "
+        "scope the backend asks for, else the authorization server's default.",
+    )
+    metadata_url = models.URLField(
+        "metadata URL",
+        max_length=2048,
+        blank=True,
+        help_text="The authorization server's metadata: …/.well-known/oauth-authorization-server "
+        "or …/.well-known/openid-configuration. Or leave it empty and enter the endpoints.",
+    )
+    authorization_endpoint = models.URLField(max_length=2048, blank=True)
+    token_endpoint = models.URLField(max_length=2048, blank=True)
+    revocation_endpoint = models.URLField(
+        max_length=2048, blank=True, help_text="Optional: Disconnect revokes the grant there."
+    )
+    token_auth_method = models.CharField(
+        "client authentication",
+        max_length=30,
+        choices=AuthMethod.choices,
+        default=AuthMethod.POST,
+        help_text="How the hub authenticates at the token endpoint.",
+    )
+    authorization_server = models.JSONField(default=dict, editable=False)
+
+    class Meta:
+        verbose_name = "upstream OAuth app"
+
+    def __str__(self) -> str:
+        return f"{self.server.name}: {self.client_id}"
+
+    def clean(self) -> None:
+        errors = {}
+        if self.metadata_url and (self.authorization_endpoint or self.token_endpoint):
+            errors["metadata_url"] = (
+                "Enter the metadata URL or the endpoints, not both: the metadata names the endpoints."
+            )
+        elif not self.metadata_url and not (self.authorization_endpoint and self.token_endpoint):
+            errors["metadata_url"] = (
+                "Enter the authorization server's metadata URL, or its authorization and token "
+                "endpoints."
+            )
+        if self.token_auth_method != self.AuthMethod.NONE and not self.client_secret:
+            errors["client_secret"] = (
+                "A confidential client needs its client secret (or choose 'none' for a public client)."
+            )
+        if self.server_id and self.server.transport == "stdio":
+            errors["server"] = "Only a remote (HTTP) server can use an OAuth app."
+        if errors:
+            raise ValidationError(errors)
+
+
 class UpstreamOAuthClient(TimeStampedModel):
-    """The hub registered as an OAuth client (RFC 7591) of one backend, for one callback URL.
+    """The hub as an OAuth client of one backend, for one callback URL: registered by the hub
+    (RFC 7591), or an administrator's `app`.
 
     `metadata` is the backend's public authorization set-up (resource and AS metadata, scope);
-    `client_info` holds the registration response, client secret included: encrypted at rest.
+    `client_info` holds the registration response, client secret included: encrypted at rest
+    (empty for an app: its id and secret are the app's, read at each use).
     """
 
     server = models.ForeignKey(
@@ -25,6 +101,9 @@ class UpstreamOAuthClient(TimeStampedModel):
     redirect_uri = models.URLField(max_length=2048)
     metadata = models.JSONField(default=dict)
     client_info = EncryptedJSONField(default=dict)
+    app = models.ForeignKey(
+        UpstreamOAuthApp, null=True, blank=True, on_delete=models.CASCADE, related_name="clients"
+    )
 
     class Meta:
         constraints = [

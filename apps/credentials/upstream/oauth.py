@@ -40,7 +40,7 @@ from mcp.shared.auth import (
 from pydantic import ValidationError
 
 from apps.connections.auth_probe import Challenge, probe
-from apps.core.outbound import PUBLIC_ONLY, guarded_client, trusting
+from apps.core.outbound import PUBLIC_ONLY, Policy, guarded_client, trusting
 
 TIMEOUT = httpx2.Timeout(15.0)
 
@@ -60,27 +60,38 @@ class UpstreamOAuthError(Exception):
 
 @dataclass(frozen=True)
 class ServerAuth:
-    """A backend's authorization set-up: its resource metadata and its authorization server's."""
+    """A backend's authorization set-up: its resource metadata and its authorization server's.
 
-    resource: ProtectedResourceMetadata
+    `resource` is None for a backend that is not MCP-authorization-aware (a plain OAuth 2 API
+    behind an MCP server taking a bearer header): no RFC 8707 `resource` is sent for it.
+    `trusted`: URLs staff entered (a pre-registered app's), reachable whatever the address policy.
+    """
+
+    resource: ProtectedResourceMetadata | None
     authorization_server: OAuthMetadata
     scope: str | None
+    trusted: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "resource": self.resource.model_dump(mode="json", exclude_none=True),
+            "resource": self.resource.model_dump(mode="json", exclude_none=True)
+            if self.resource
+            else None,
             "authorization_server": self.authorization_server.model_dump(
                 mode="json", exclude_none=True
             ),
             "scope": self.scope,
+            "trusted": list(self.trusted),
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ServerAuth:
+        resource = data.get("resource")
         return cls(
-            ProtectedResourceMetadata.model_validate(data["resource"]),
+            ProtectedResourceMetadata.model_validate(resource) if resource else None,
             OAuthMetadata.model_validate(data["authorization_server"]),
             data.get("scope"),
+            tuple(data.get("trusted") or ()),
         )
 
 
@@ -93,30 +104,32 @@ class AuthorizationRequest:
     code_verifier: str
 
 
-def _client(url: str, *, public_only: bool) -> httpx2.Client:
+def _client(url: str, *, public_only: bool, trusted: tuple[str, ...] = ()) -> httpx2.Client:
     """A client for the URLs the backend at `url` names (metadata, registration, token, revocation):
     the backend chose them, so they go through the outbound address policy. The backend's own
     origin stays reachable when staff chose it (`public_only` False): an authorization server on the
-    backend itself is no new target. Redirects are not followed: a metadata or token endpoint that
-    redirects is misconfigured, and following one could send client credentials somewhere else."""
-    policy = PUBLIC_ONLY if public_only else trusting(url)
+    backend itself is no new target; so do the origins of `trusted` URLs (staff typed them).
+    Redirects are not followed: a metadata or token endpoint that redirects is misconfigured, and
+    following one could send client credentials somewhere else."""
+    chosen = ([] if public_only else [url]) + list(trusted)
+    policy = (
+        Policy(trusted=frozenset().union(*(trusting(u).trusted for u in chosen)))
+        if chosen
+        else PUBLIC_ONLY
+    )
     return guarded_client(policy, timeout=TIMEOUT, follow_redirects=False)
 
 
 def discover(url: str, challenge: Challenge, *, public_only: bool = True) -> ServerAuth:
     """RFC 9728 protected resource metadata, then the RFC 8414 metadata of its first AS.
     `public_only`: the server's URL was chosen by a user who is not staff (see `_client`)."""
-    with _client(url, public_only=public_only) as http:
-        resource = _first_valid(
-            http,
-            build_protected_resource_metadata_discovery_urls(challenge.resource_metadata_url, url),
-            ProtectedResourceMetadata,
+    resource = resource_metadata(url, challenge, public_only=public_only)
+    if resource is None:
+        raise UpstreamOAuthError(
+            f"{url} asks for OAuth but publishes no protected resource metadata"
         )
-        if resource is None:
-            raise UpstreamOAuthError(
-                f"{url} asks for OAuth but publishes no protected resource metadata"
-            )
-        issuer = str(resource.authorization_servers[0])
+    issuer = str(resource.authorization_servers[0])
+    with _client(url, public_only=public_only) as http:
         metadata = _first_valid(
             http,
             build_oauth_authorization_server_metadata_discovery_urls(issuer, url),
@@ -130,6 +143,54 @@ def discover(url: str, challenge: Challenge, *, public_only: bool = True) -> Ser
         challenge.scope, resource, metadata, ["authorization_code", "refresh_token"]
     )
     return ServerAuth(resource, metadata, scope)
+
+
+def resource_metadata(
+    url: str, challenge: Challenge, *, public_only: bool = True
+) -> ProtectedResourceMetadata | None:
+    """The backend's RFC 9728 protected resource metadata, None if it publishes none."""
+    with _client(url, public_only=public_only) as http:
+        return _first_valid(
+            http,
+            build_protected_resource_metadata_discovery_urls(challenge.resource_metadata_url, url),
+            ProtectedResourceMetadata,
+        )
+
+
+def app_metadata(
+    *,
+    metadata_url: str = "",
+    authorization_endpoint: str = "",
+    token_endpoint: str = "",
+    revocation_endpoint: str = "",
+) -> OAuthMetadata:
+    """A pre-registered app's authorization server: its metadata document (RFC 8414 or OpenID
+    Connect discovery, as staff named it), or the endpoints staff typed, the issuer being the
+    authorization endpoint's origin (what an RFC 9207 `iss` in the callback is compared to)."""
+    if not metadata_url:
+        origin = httpx2.URL(authorization_endpoint)
+        return OAuthMetadata(
+            issuer=f"{origin.scheme}://{origin.netloc.decode()}",
+            authorization_endpoint=authorization_endpoint,
+            token_endpoint=token_endpoint,
+            revocation_endpoint=revocation_endpoint or None,
+        )
+    with _client(metadata_url, public_only=False) as http:
+        try:
+            response = http.get(metadata_url, headers={"Accept": "application/json"})
+        except httpx2.HTTPError as exc:
+            raise UpstreamOAuthError(f"{metadata_url} did not answer: {exc}") from exc
+    if response.status_code != 200:
+        raise UpstreamOAuthError(f"{metadata_url} answered HTTP {response.status_code}")
+    try:
+        return OAuthMetadata.model_validate_json(response.content)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'document'}: {e['msg']}" for e in exc.errors()[:3]
+        )
+        raise UpstreamOAuthError(
+            f"{metadata_url} is not authorization server metadata ({problems})"
+        ) from exc
 
 
 def _first_valid(http: httpx2.Client, urls: list[str], model: type[Any]) -> Any:
@@ -152,7 +213,9 @@ def register(
     """Dynamic client registration (RFC 7591): the hub registers once per backend."""
     if auth.authorization_server.registration_endpoint is None:
         raise UpstreamOAuthError(
-            f"the authorization server {auth.authorization_server.issuer} offers no dynamic client registration"
+            f"the authorization server {auth.authorization_server.issuer} offers no dynamic client "
+            "registration: an administrator registers an app there and enters it in the admin "
+            "(Upstream OAuth apps)"
         )
     metadata = OAuthClientMetadata(
         redirect_uris=[redirect_uri],
@@ -218,8 +281,9 @@ def authorization_request(
         "state": state,
         "code_challenge": pkce.code_challenge,
         "code_challenge_method": "S256",
-        "resource": _context(url, auth, client).get_resource_url(),
     }
+    if auth.resource is not None:
+        params["resource"] = _context(url, auth, client).get_resource_url()
     if auth.scope:
         params["scope"] = auth.scope
     endpoint = str(auth.authorization_server.authorization_endpoint)
@@ -286,14 +350,17 @@ def _token_request(
     public_only: bool,
 ) -> OAuthToken:
     context = _context(url, auth, client)
-    data["resource"] = context.get_resource_url()
+    if auth.resource is not None:
+        data["resource"] = context.get_resource_url()
     try:
+        # Accept: GitHub answers a form-encoded body without it.
         data, headers = context.prepare_token_auth(
-            data, {"Content-Type": "application/x-www-form-urlencoded"}
+            data,
+            {"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"},
         )
     except OAuthTokenError as exc:
         raise UpstreamOAuthError(str(exc)) from exc
-    with _client(url, public_only=public_only) as http:
+    with _client(url, public_only=public_only, trusted=auth.trusted) as http:
         try:
             response = http.post(
                 str(auth.authorization_server.token_endpoint), data=data, headers=headers
@@ -304,6 +371,8 @@ def _token_request(
         raise GrantRejected(f"the authorization server refused: {_oauth_error(response)}")
     if response.status_code != 200:
         raise UpstreamOAuthError(f"the token endpoint answered HTTP {response.status_code}")
+    if "error" in _json(response):  # GitHub refuses with 200 and an error body
+        raise GrantRejected(f"the authorization server refused: {_oauth_error(response)}")
     try:
         return OAuthToken.model_validate_json(response.content)
     except ValidationError as exc:
@@ -327,18 +396,52 @@ def revoke(
         {"token": token, "token_type_hint": hint, "client_id": client.client_id},
         {"Content-Type": "application/x-www-form-urlencoded"},
     )
-    with _client(url, public_only=public_only) as http:
+    with _client(url, public_only=public_only, trusted=auth.trusted) as http:
         try:
             return http.post(str(endpoint), data=data, headers=headers).status_code == 200
         except httpx2.HTTPError:
             return False
 
 
-def _oauth_error(response: httpx2.Response) -> str:
+def _json(response: httpx2.Response) -> dict[str, Any]:
     try:
         body = response.json()
     except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _oauth_error(response: httpx2.Response) -> str:
+    body = _json(response)
+    if not body:
         return f"HTTP {response.status_code}"
     error = str(body.get("error", f"HTTP {response.status_code}"))[:100]
     description = str(body.get("error_description", ""))[:200]
     return f"{error} ({description})" if description else error
+
+
+def token_refused(url: str, headers: dict[str, str], *, public_only: bool = True) -> bool:
+    """Whether the backend answers an `initialize` carrying these headers (a user's token) with
+    401: an MCP-authorization-aware backend with its Bearer challenge, a plain API with its own."""
+    with _client(url, public_only=public_only) as http:
+        try:
+            response = http.post(url, json=_INITIALIZE, headers={**headers, **_INITIALIZE_HEADERS})
+        except httpx2.HTTPError:
+            return False
+    return response.status_code == 401
+
+
+_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "mcphub-token-check", "version": "1"},
+    },
+}
+_INITIALIZE_HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+}

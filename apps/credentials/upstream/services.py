@@ -3,6 +3,8 @@
 The flow: `start_connect` (discover the backend's authorization server, register the hub once
 per callback URL, PKCE S256, a state bound to the user's session) → the backend's authorization
 server → `finish_connect` (check state, issuer, exchange the code, store the tokens encrypted).
+Where the backend's authorization server offers no dynamic registration, an administrator's
+pre-registered app (UpstreamOAuthApp) is the client instead, its id and secret read at each use.
 `access_token` is what a call uses: the user's own token, refreshed before it expires (one
 refresh at a time per grant, across processes), or a clear "connect"/"reconnect" error — never
 another user's token.
@@ -21,21 +23,25 @@ from datetime import timedelta
 from typing import Any
 
 from django.core.cache import cache
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken
 
-from apps.catalog import tasks
+from apps.catalog import tasks, uservars
 from apps.catalog.models import McpServer
 from apps.catalog.permissions import may_write_server
-from apps.connections.auth_probe import probe
 from apps.connections.errors import ServerUnavailable
 from apps.connections.specs import ServerSpec
 from apps.core import public_url
 from apps.credentials.errors import CredentialsMissing
 from apps.credentials.signals import credentials_changed
 from apps.credentials.upstream import oauth
-from apps.credentials.upstream.models import UpstreamOAuthClient, UpstreamOAuthGrant
+from apps.credentials.upstream.models import (
+    UpstreamOAuthApp,
+    UpstreamOAuthClient,
+    UpstreamOAuthGrant,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -77,8 +83,11 @@ def connect_hint(server_name: str, *, broken: bool) -> CredentialsMissing:
 
 def server_auth(*, server: McpServer) -> oauth.ServerAuth:
     """The backend's authorization set-up, discovered from its 401 challenge (not cached: it is cheap
-    and runs only when someone presses Connect)."""
-    challenge = oauth.probe(server.url, dict(server.headers), public_only=server.public_only)
+    and runs only when someone presses Connect); with a pre-registered app, the app's."""
+    challenge = oauth.probe(server.url, _plain_headers(server), public_only=server.public_only)
+    app = app_of(server)
+    if app is not None:
+        return _app_auth(server, app, challenge)
     if challenge is None:
         raise ConnectFailed(
             f"{server.name} did not ask for OAuth (no 401 with a Bearer challenge at {server.url})."
@@ -87,6 +96,112 @@ def server_auth(*, server: McpServer) -> oauth.ServerAuth:
         return oauth.discover(server.url, challenge, public_only=server.public_only)
     except oauth.UpstreamOAuthError as exc:
         raise ConnectFailed(str(exc)) from exc
+
+
+def _plain_headers(server: McpServer) -> dict[str, str]:
+    """The server's headers without its `${oauth:…}` ones (nobody's token yet)."""
+    return {k: v for k, v in server.headers.items() if not uservars.oauth_names({k: v})}
+
+
+def app_of(server: McpServer) -> UpstreamOAuthApp | None:
+    return UpstreamOAuthApp.objects.filter(server=server).first()
+
+
+def _app_auth(
+    server: McpServer, app: UpstreamOAuthApp, challenge: oauth.Challenge | None
+) -> oauth.ServerAuth:
+    """A pre-registered app's set-up: its authorization server; the backend's resource (RFC 8707)
+    when it is MCP-authorization-aware (answers 401 with resource metadata), else none."""
+    resource = None
+    if challenge is not None:
+        resource = oauth.resource_metadata(server.url, challenge, public_only=server.public_only)
+    scope = app.scopes or (challenge.scope if challenge else None)
+    if not scope and resource is not None and resource.scopes_supported:
+        scope = " ".join(resource.scopes_supported)
+    return oauth.ServerAuth(
+        resource, app_server_metadata(app), scope or None, trusted=app_urls(app)
+    )
+
+
+def app_server_metadata(app: UpstreamOAuthApp) -> OAuthMetadata:
+    return OAuthMetadata.model_validate(app.authorization_server)
+
+
+def app_urls(app: UpstreamOAuthApp) -> tuple[str, ...]:
+    """What staff chose for the app: its metadata URL, and the endpoints typed or found there."""
+    metadata = app.authorization_server
+    found = [app.metadata_url] + [
+        str(metadata.get(key) or "")
+        for key in ("authorization_endpoint", "token_endpoint", "revocation_endpoint")
+    ]
+    return tuple(dict.fromkeys(url for url in found if url))
+
+
+def read_app_server(app: UpstreamOAuthApp) -> None:
+    """Fill `app.authorization_server` from its metadata URL or its endpoints (not saved).
+    Raises ValidationError naming the field, for the admin's form."""
+    try:
+        metadata = oauth.app_metadata(
+            metadata_url=app.metadata_url,
+            authorization_endpoint=app.authorization_endpoint,
+            token_endpoint=app.token_endpoint,
+            revocation_endpoint=app.revocation_endpoint,
+        )
+    except (oauth.UpstreamOAuthError, ValueError) as exc:
+        field = "metadata_url" if app.metadata_url else "authorization_endpoint"
+        raise ValidationError({field: str(exc)}) from exc
+    app.authorization_server = metadata.model_dump(mode="json", exclude_none=True)
+
+
+@transaction.atomic
+def save_app(*, app: UpstreamOAuthApp) -> UpstreamOAuthApp:
+    """Save a pre-registered app (its authorization server read by `read_app_server`): its server
+    becomes one each user connects with their own account, and users' grants made with it keep
+    working (its id and secret are read at each use)."""
+    app.save()
+    server = app.server
+    if not server.oauth:
+        server.oauth = True
+        server.save(update_fields=["oauth", "updated_at"])  # endpoints re-list: Connect appears
+    return app
+
+
+def delete_app(*, app: UpstreamOAuthApp) -> None:
+    """Forget a pre-registered app and the connections made with it (their tokens were issued to
+    it); each user's endpoints rebuild without them."""
+    with transaction.atomic():
+        users = set(
+            UpstreamOAuthGrant.objects.filter(client__app=app).values_list("user_id", flat=True)
+        )
+        app.delete()
+        for user_id in users:
+            _announce(user_id, app.server_id)
+
+
+def client_info(client: UpstreamOAuthClient) -> OAuthClientInformationFull:
+    """The hub's client at the authorization server: the pre-registered app's, or the registration."""
+    if client.app_id is None:
+        return OAuthClientInformationFull.model_validate(client.client_info)
+    app = client.app
+    return OAuthClientInformationFull(
+        client_id=app.client_id,
+        client_secret=app.client_secret or None,
+        token_endpoint_auth_method=app.token_auth_method,
+        redirect_uris=[client.redirect_uri],
+        scope=app.scopes or None,
+    )
+
+
+def client_auth(client: UpstreamOAuthClient) -> oauth.ServerAuth:
+    """The set-up a grant was made under; a pre-registered app's authorization server as it is now."""
+    auth = oauth.ServerAuth.from_json(client.metadata)
+    if client.app_id is None:
+        return auth
+    return dataclasses.replace(
+        auth,
+        authorization_server=app_server_metadata(client.app),
+        trusted=app_urls(client.app),
+    )
 
 
 # --- Connecting ----------------------------------------------------------------------------
@@ -98,7 +213,7 @@ def start_connect(
     """The URL of the backend's authorization page for this user; the pending request is kept in their session."""
     auth = server_auth(server=server)
     client = _registered_client(server, auth, redirect_uri)
-    info = OAuthClientInformationFull.model_validate(client.client_info)
+    info = client_info(client)
     state = secrets.token_urlsafe(32)
     request = oauth.authorization_request(
         server.url, auth, info, redirect_uri=redirect_uri, state=state
@@ -122,10 +237,22 @@ def start_connect(
 def _registered_client(
     server: McpServer, auth: oauth.ServerAuth, redirect_uri: str
 ) -> UpstreamOAuthClient:
-    """One registration per backend and callback URL; again if the backend's issuer changed."""
+    """One registration per backend and callback URL; again if the backend's issuer changed.
+    With a pre-registered app, no registration: the app is the client."""
     client = UpstreamOAuthClient.objects.filter(server=server, redirect_uri=redirect_uri).first()
     issuer = str(auth.authorization_server.issuer)
-    if client is not None and client.metadata.get("issuer") == issuer:
+    if app := app_of(server):
+        client, _ = UpstreamOAuthClient.objects.update_or_create(
+            server=server,
+            redirect_uri=redirect_uri,
+            defaults={
+                "app": app,
+                "metadata": {"issuer": issuer, **auth.to_json()},
+                "client_info": {},
+            },
+        )
+        return client
+    if client is not None and client.app_id is None and client.metadata.get("issuer") == issuer:
         return client
     try:
         info = oauth.register(
@@ -141,6 +268,7 @@ def _registered_client(
         server=server,
         redirect_uri=redirect_uri,
         defaults={
+            "app": None,
             "metadata": {"issuer": issuer, **auth.to_json()},
             "client_info": info.model_dump(mode="json", exclude_none=True),
         },
@@ -198,7 +326,7 @@ def _exchange(
         raise ConnectFailed(f"{server.name}'s authorization server sent no code back.")
     try:
         oauth.check_issuer(auth, params.get("iss"))
-        info = OAuthClientInformationFull.model_validate(client.client_info)
+        info = client_info(client)
         return oauth.exchange_code(
             server.url,
             auth,
@@ -278,8 +406,7 @@ def _revoke_at_server(grant: UpstreamOAuthGrant) -> None:
         token, hint = grant.tokens.get("access_token"), "access_token"
     if not token:
         return
-    auth = oauth.ServerAuth.from_json(grant.client.metadata)
-    info = OAuthClientInformationFull.model_validate(grant.client.client_info)
+    auth, info = client_auth(grant.client), client_info(grant.client)
     if not oauth.revoke(
         grant.server.url, auth, info, token=token, hint=hint, public_only=grant.server.public_only
     ):
@@ -295,11 +422,51 @@ def _revoke_at_server(grant: UpstreamOAuthGrant) -> None:
 
 def authorization_headers(server: McpServer, user_id: int) -> dict[str, str]:
     """The per-user headers of `apps.credentials.selectors.spec_for_user`: `Authorization: Bearer
-    <the user's own token>` for a server requiring OAuth, {} for any other. Raises
-    CredentialsMissing."""
-    if not server.oauth:
+    <the user's own token>` for a server requiring OAuth whose headers do not place the token
+    themselves (`${oauth:…}`, see `template_tokens`), {} for any other. Raises CredentialsMissing."""
+    if not server.oauth or uservars.oauth_names(server.headers):
         return {}
     return {"Authorization": f"Bearer {access_token(server=server, user_id=user_id)}"}
+
+
+def template_tokens(server: McpServer, user_id: int) -> dict[str, str]:
+    """`${oauth:NAME}` → the user's own access token, for the header values that ask for one
+    (refreshed first when about to expire). Raises CredentialsMissing ("connect" / "reconnect", or
+    no app to connect with)."""
+    names = uservars.oauth_names(server.headers)
+    if not names:
+        return {}
+    if names != {server.name}:
+        raise CredentialsMissing(
+            server.name,
+            f"Server {server.name}'s headers ask for the OAuth token of "
+            f"{', '.join(sorted(names))}: a server takes only its own (${{oauth:{server.name}}}); "
+            "an administrator corrects the header.",
+        )
+    if not server.oauth:
+        raise no_app(server)
+    return {server.name: access_token(server=server, user_id=user_id)}
+
+
+def no_app(server: McpServer) -> CredentialsMissing:
+    """A header template waits for an app nobody registered yet (the backend cannot tell the hub
+    where its users sign in)."""
+    return CredentialsMissing(
+        server.name,
+        f"Server {server.name} passes each user's OAuth token in a header, but there is no OAuth "
+        "app to connect it with: an administrator registers one (admin: Upstream OAuth apps).",
+    )
+
+
+def token_headers(server: McpServer, token: str) -> dict[str, str]:
+    """The headers carrying `token` for `server`: its `${oauth:…}` header values, else
+    `Authorization: Bearer`. (Such a value holds the placeholder alone, so nothing else is lost.)"""
+    templated = {k: v for k, v in server.headers.items() if uservars.oauth_names({k: v})}
+    if not templated:
+        return {"Authorization": f"Bearer {token}"}
+    return {
+        k: uservars.substitute(v, {}, tokens={server.name: token}) for k, v in templated.items()
+    }
 
 
 def access_token(*, server: McpServer, user_id: int) -> str:
@@ -342,8 +509,7 @@ def _refresh_now(grant: UpstreamOAuthGrant) -> UpstreamOAuthGrant:
             grant=grant,
             problem="the access token expired and the authorization server gave no refresh token",
         )
-    auth = oauth.ServerAuth.from_json(grant.client.metadata)
-    info = OAuthClientInformationFull.model_validate(grant.client.client_info)
+    auth, info = client_auth(grant.client), client_info(grant.client)
     try:
         token = oauth.refresh(
             grant.server.url,
@@ -415,20 +581,19 @@ def renewed_spec(spec: ServerSpec, user_id: int) -> ServerSpec | None:
     token, the spec with the user's refreshed one; CredentialsMissing ("reconnect") when the
     authorization server refuses the grant too; None when the token is not the problem.
     """
-    presented = spec.headers.get("Authorization", "").removeprefix("Bearer ")
     grant = (
         UpstreamOAuthGrant.objects.select_related("server")
         .filter(server__name=spec.name, user_id=user_id)
         .first()
     )
-    if not presented or grant is None or not grant.server.oauth:
+    if grant is None or not grant.server.oauth:
         return None
     if grant.broken:
         raise connect_hint(grant.server.name, broken=True)
-    if grant.tokens.get("access_token") == presented:
-        if probe(spec.url, spec.headers, public_only=spec.public_only) is None:
+    current = grant.tokens.get("access_token", "")
+    if current and any(current in value for value in spec.headers.values()):
+        if not oauth.token_refused(spec.url, spec.headers, public_only=spec.public_only):
             return None  # the backend takes the token: the failure was something else
-        grant = refresh(grant_id=grant.pk, rejected_token=presented)
-    return dataclasses.replace(
-        spec, headers={**spec.headers, "Authorization": f"Bearer {grant.tokens['access_token']}"}
-    )
+        grant = refresh(grant_id=grant.pk, rejected_token=current)
+    fresh = token_headers(grant.server, grant.tokens["access_token"])
+    return dataclasses.replace(spec, headers={**spec.headers, **fresh})
