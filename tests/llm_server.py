@@ -202,6 +202,17 @@ class ScriptedLLM:
         self._httpd.shutdown()
         self._httpd.server_close()
 
+    def down(self) -> None:
+        """The server goes away (connections refused) until `up()`, keeping its port and script."""
+        self.stop()
+
+    def up(self) -> None:
+        """Back on the same port, as a restarted LLM server comes back."""
+        port = self.port
+        self._httpd = _Server(("127.0.0.1", port), _Handler)
+        self._httpd.llm = self  # type: ignore[attr-defined]
+        self.start()
+
     def __enter__(self) -> ScriptedLLM:
         return self.start()
 

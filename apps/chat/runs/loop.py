@@ -258,7 +258,12 @@ class RunRunner:
         number = len(self.steps) + 1
         clock = time.perf_counter()
         reply = await rounds.model_round(
-            adapter, model=model, history=ctx.messages, toolbox=self.toolbox, on_status=self._status
+            adapter,
+            model=model,
+            history=ctx.messages,
+            toolbox=self.toolbox,
+            on_status=self._status,
+            patience=settings.MCPHUB_RUN_PROVIDER_WAIT,
         )
         results = await asyncio.gather(*(self._tool(call) for call in reply.calls))
         shown = {
@@ -311,8 +316,10 @@ class RunRunner:
         return None
 
     async def _status(self, message: str) -> None:
-        """What the provider is doing before it answers (a loading model), for the run's page."""
+        """What the provider is doing before it answers (a loading model, an outage waited out), for
+        the run's page; kept as the run's `error` meanwhile, so the API and a page loaded now say it too."""
         done = len(self.steps)
+        await _db(records.note)(self.run.pk, message)
         # Its own type: a `status` of the same seq as the state a resume replayed would be dropped as seen.
         await publish(
             self.run.pk, "provider_status", {"message": message, "round": done}, rounds=done
