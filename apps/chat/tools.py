@@ -19,6 +19,9 @@ from apps.toolsets import calls, naming
 from apps.toolsets.events import endpoint_version_key
 from apps.toolsets.exposure import EndpointView, Exposed, current
 
+# Seconds a turn's or run's tool call waits while the hub cannot hand it to a backend.
+HUB_PATIENCE = 30.0
+
 
 @dataclass
 class Toolbox:
@@ -66,6 +69,9 @@ class Toolbox:
                 view=self.view,  # type: ignore[arg-type]  # a found tool has a view
                 exposed=exposed,
                 arguments=call.arguments,
+                # The hub's own hiccups (a Redis restart, no pool worker yet) are waited out, not
+                # handed to the model as the tool's result.
+                hub_patience=HUB_PATIENCE,
             )
         except calls.ToolError as exc:
             return calls.error_result(f"Tool {exposed.name} failed: {exc.message}")
