@@ -263,12 +263,14 @@ class Clients:
         await self.http.close()
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        import aiohttp
+
         while True:  # the web process may be restarting (embedded faults)
             try:
                 async with self.http.post(f"{self.hub.api}{path}", json=body) as response:
                     if response.status < 500:
                         return await response.json()
-            except OSError:
+            except (OSError, TimeoutError, aiohttp.ClientError):
                 pass
             await asyncio.sleep(0.2)
 
@@ -277,37 +279,42 @@ class Clients:
 
     async def follow_run(self, item: Followed, deadline: float) -> None:
         """As static/js/runs.js: on each (re)connect, `resume` after the last round shown."""
+        import aiohttp
+
         url = f"ws://127.0.0.1:{self.hub.port}/ws/runs/{item.ident}/"
         while time.monotonic() < deadline and not item.ended:
             last = max((r for _, r in item.received), default=0)
             try:
                 async with self.http.ws_connect(url) as ws:
                     await ws.send_json({"type": "resume", "payload": {"after": last}})
-                    while time.monotonic() < deadline:
-                        event = await ws.receive_json(timeout=max(0.1, deadline - time.monotonic()))
+                    while (event := await _next(ws, deadline)) is not None:
                         if event["type"] == "step":
                             item.received.append((time.time(), event["payload"]["round"]))
                         elif event["type"] == "end":
                             item.ended, item.ended_at = event["payload"]["status"], time.time()
                             return
-            except (TimeoutError, OSError, TypeError, ValueError):
+            except (TimeoutError, OSError, TypeError, ValueError, aiohttp.ClientError):
                 pass
             await asyncio.sleep(1.0)
 
     async def read_run(self, item: Followed) -> None:
+        import aiohttp
+
         try:
             async with self.http.get(f"{self.hub.api}/runs/{item.ident}/") as response:
                 run = await response.json()
-        except (OSError, ValueError):
+        except (OSError, ValueError, TimeoutError, aiohttp.ClientError):
             return
         steps = run.get("steps") or []
         item.stored_rounds = [s["round"] for s in steps]
         item.stored_at = [datetime.fromisoformat(s["created_at"]).timestamp() for s in steps]
         if run.get("status") not in ("queued", "running", "waiting_approval") and not item.ended:
-            item.ended = run["status"]
+            item.ended, item.ended_at = run["status"], time.time()  # no `end` came: seen now
 
     async def turn(self, item: Followed, text: str, deadline: float) -> None:
         """Send the message, then follow the conversation as the chat page does."""
+        import aiohttp
+
         conversation = (await self._post("/conversations/", {}))["id"]
         url = f"ws://127.0.0.1:{self.hub.port}/ws/chat/{conversation}/"
         sent = False
@@ -320,8 +327,7 @@ class Clients:
                         sent = True
                     else:
                         await ws.send_json({"type": "resume", "payload": {"after": last}})
-                    while time.monotonic() < deadline:
-                        event = await ws.receive_json(timeout=max(0.1, deadline - time.monotonic()))
+                    while (event := await _next(ws, deadline)) is not None:
                         if event.get("seq") is not None:
                             item.received.append((time.time(), event["seq"]))
                         if event["type"] == "tool_result":
@@ -329,9 +335,22 @@ class Clients:
                         if event["type"] == "end":
                             item.ended, item.ended_at = event["payload"]["status"], time.time()
                             return
-            except (TimeoutError, OSError, TypeError, ValueError):
+            except (TimeoutError, OSError, TypeError, ValueError, aiohttp.ClientError):
                 pass
             await asyncio.sleep(1.0)
+
+
+async def _next(ws: Any, deadline: float) -> dict[str, Any] | None:
+    """The socket's next JSON event; None once it closed or the deadline passed."""
+    import aiohttp
+
+    try:
+        message = await asyncio.wait_for(ws.receive(), max(0.1, deadline - time.monotonic()))
+    except TimeoutError:
+        return None
+    if message.type != aiohttp.WSMsgType.TEXT:
+        return None
+    return json.loads(message.data)
 
 
 # -- measuring --------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from mcp import MCPError
 from apps.connections.default import get_pool
 from apps.connections.errors import HubUnavailable, PoolError
 from apps.connections.hooks import Relay
+from apps.core.hotstate import OUTAGE_ERRORS
 from apps.credentials.upstream.calls import with_user_token
 from apps.toolsets import calllog
 from apps.toolsets.exposure import EndpointView, Exposed
@@ -136,12 +137,15 @@ def _record(
 
 async def _patiently(attempt: Callable[[], Awaitable[Any]], patience: float) -> Any:
     """`attempt()`, tried again with backoff while the hub cannot hand the call over, for up to
-    `patience` seconds (a Redis restart, no pool worker registered yet)."""
+    `patience` seconds (a Redis restart, no pool worker registered yet). MCP clients (patience 0)
+    hear at once: the gateway answers a Redis outage 503 + Retry-After."""
     deadline, wait = time.monotonic() + patience, HUB_FIRST_WAIT
     while True:
         try:
             return await attempt()
-        except HubUnavailable:
+        except (HubUnavailable, *OUTAGE_ERRORS):
+            # Raised before the call was handed over (routing and the reply subscription read
+            # Redis first; a failed push is HubUnavailable only when it surely did not go).
             if time.monotonic() + wait > deadline:
                 raise
             await asyncio.sleep(wait)

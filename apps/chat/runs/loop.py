@@ -25,12 +25,13 @@ from django.conf import settings
 
 from apps.catalog.models import HUB_SERVER
 from apps.chat import rounds
-from apps.chat.events import Control
+from apps.chat.events import SEND_PATIENCE, Control
 from apps.chat.journal import journal
 from apps.chat.runs import context, records
 from apps.chat.runs.models import Run, RunStep
 from apps.chat.tools import Toolbox
 from apps.core import metrics
+from apps.core.channel_layer import group_send_patiently
 from apps.llm.types import LLMError, ToolCall
 
 logger = logging.getLogger(__name__)
@@ -76,9 +77,10 @@ async def publish(
         "seq": payload["round"] if kind == "step" else rounds,
         "payload": payload,
     }
+    message = {"type": "run.event", "event": event}
     try:
-        await get_channel_layer().group_send(
-            run_group(run_id), {"type": "run.event", "event": event}
+        await group_send_patiently(
+            get_channel_layer(), run_group(run_id), message, patience=SEND_PATIENCE
         )
     except Exception:  # noqa: BLE001
         logger.warning("runs: could not publish %s of %s", kind, run_id, exc_info=True)
