@@ -92,3 +92,6 @@ async def test_runs_and_turns_survive_a_redis_restart(
         assert events[-1]["payload"]["status"] == "complete"
     log = (tmp_path / "hub" / "worker.log").read_text()
     assert log.count("Traceback") <= 1, log[-3000:]
+    # One line per outage from each part of the worker that noticed it, not one per retry.
+    assert log.count("pool worker lost Redis") == 1 and "heartbeat failed" not in log
+    assert log.count("channel layer: Redis unreachable") <= 1
