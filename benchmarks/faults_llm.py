@@ -8,7 +8,8 @@ appends every call it receives to a ledger file), follows each on its WebSocket 
 clicks anything: no resume, no re-send. Per scenario it prints
   affected     runs/turns not finished when the fault hit
   continued    of those, how many finished successfully without a person
-  next round   seconds from the fault to the next round stored (runs) or streamed (turns): p50 / max
+  next round   seconds from the kill (an outage: from the part coming back) to the next round
+               stored (runs) or tool result streamed (turns): p50 / max
   repeated     tool calls the backend received more than once (the ledger)
   lost / dup   step events (runs) or seq numbers (turns) the client never got / got twice
   stuck        not finished successfully when the deadline (2 min; --quick 45 s) passed
@@ -56,6 +57,7 @@ from benchmarks.gateway import (  # noqa: E402
 LEDGER_SERVER = ROOT / "benchmarks" / "servers" / "ledger.py"
 LLM_DB = "mcphub_faults_llm"
 REPLY_SECONDS = 1.0
+BACK: dict[str, float] = {}  # an outage's fault sets "at": when the part came back
 
 
 # -- seeding (a child process with the hub's environment) -----------------------------------------
@@ -377,16 +379,18 @@ def measure(
     kind: str,
     items: list[Followed],
     fault_at: float,
+    back_at: float | None,
     ledger: list[str],
     note: str,
 ) -> Row:
     good = "succeeded" if kind == "runs" else "complete"
     affected = [i for i in items if not i.ended or i.ended_at > fault_at]
+    since = back_at or fault_at  # an outage: from the part coming back; a kill: from the kill
     gaps = []
     for item in affected:
-        after = [t for t in item.stored_at if t > fault_at]
+        after = [t for t in item.stored_at if t > since]
         if after:
-            gaps.append(min(after) - fault_at)
+            gaps.append(min(after) - since)
     keys = Counter(k for k in ledger if k.split("-r")[0] in {i.key for i in items})
     lost = duplicated = 0
     for item in items:
@@ -444,6 +448,7 @@ async def scenario(
         await asyncio.sleep(fault_after)
         fault_at = time.time()
         note = await fault() or ""
+        back_at = BACK.pop("at", None)
         await following
         if kind == "runs":
             await asyncio.gather(*(clients.read_run(i) for i in items))
@@ -452,7 +457,7 @@ async def scenario(
                     await clients._post(f"/runs/{item.ident}/cancel/", {})
     finally:
         await clients.close()
-    return measure(name, hub, kind, items, fault_at, read_ledger(ledger), note)
+    return measure(name, hub, kind, items, fault_at, back_at, read_ledger(ledger), note)
 
 
 # -- the faults ---------------------------------------------------------------------------------------
@@ -480,6 +485,7 @@ def llm_down(llm: Any, seconds: float) -> Any:
         llm.down()
         await asyncio.sleep(seconds)
         llm.up()
+        BACK["at"] = time.time()
         return f"LLM back after {seconds:g} s"
 
     return fault
@@ -488,6 +494,7 @@ def llm_down(llm: Any, seconds: float) -> Any:
 def redis_restart(hub: LlmHub, down: float) -> Any:
     async def fault() -> str:
         await asyncio.to_thread(hub.restart_redis, down)
+        BACK["at"] = time.time()
         return f"Redis back after {down:g} s"
 
     return fault
@@ -608,7 +615,8 @@ def report(rows: list[Row], args: Any) -> None:
     print()
     print(
         f"LLM side: {10 if args.quick else 20} runs or turns per fault, {4 if args.quick else 6} rounds "
-        f"each, LLM answering in {REPLY_SECONDS:g} s; next round = p50/max seconds from the fault; "
+        f"each, LLM answering in {REPLY_SECONDS:g} s; next round = p50/max seconds from the kill or the "
+        "part coming back; "
         f"stuck = not succeeded {45 if args.quick else 120} s after it"
     )
     print(HEAD)
