@@ -655,8 +655,9 @@ async def bench(args: argparse.Namespace) -> None:
     finally:
         procs.stop()
         if "prod" in args.shapes:
-            psql(f"DROP DATABASE IF EXISTS {FAULTS_DB} WITH (FORCE)")
-            psql(f"DROP DATABASE IF EXISTS {faults_llm.LLM_DB} WITH (FORCE)")
+            database = {"calls": FAULTS_DB, "llm": faults_llm.LLM_DB}
+            for part in suite.split(","):
+                psql(f"DROP DATABASE IF EXISTS {database[part]} WITH (FORCE)")
         for pid in tagged():
             os.kill(pid, signal.SIGKILL)
         if not args.keep_logs:
@@ -679,6 +680,9 @@ def main() -> None:
     parser.add_argument("--callers", type=int, default=8)
     parser.add_argument("--suite", help="calls, llm or both (default: both; --quick: llm)")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--only", default="", help="LLM side: the scenarios whose names contain one of these (a,b)"
+    )
     parser.add_argument("--keep-logs", action="store_true")
     parser.add_argument("--seed", help=argparse.SUPPRESS)
     parser.add_argument("--seed-llm", help=argparse.SUPPRESS)

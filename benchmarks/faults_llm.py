@@ -545,7 +545,9 @@ async def run_shape(shape: str, procs: Processes, tmp: Path, args: Any) -> list[
     async def one(
         name: str, fault: Any, kind: str = "runs", seconds: float = 0.0, **kw: Any
     ) -> None:
-        tag = f"s{len(rows)}x"
+        if args.only and not any(part in name for part in args.only.split(",")):
+            return
+        tag = f"s{len(rows)}x{kind[0]}"
         rows.append(
             await scenario(
                 hub, name, fault, kind=kind, count=count, rounds=rounds, seconds=seconds,
@@ -564,7 +566,7 @@ async def run_shape(shape: str, procs: Processes, tmp: Path, args: Any) -> list[
             fault_after=REPLY_SECONDS + 0.5,
         )
         await one("worker SIGTERM during runs", kill_and_replace(hub, signal.SIGTERM))
-        if shape == "prod":
+        if shape == "prod" and (not args.only or "2 workers" in args.only):
             hub.start_worker()  # two workers; one is killed and not replaced
             await asyncio.sleep(3.0)
             await one(
@@ -575,8 +577,9 @@ async def run_shape(shape: str, procs: Processes, tmp: Path, args: Any) -> list[
         if shape == "prod":
             await one("Redis restart (2 s down)", redis_restart(hub, 2.0))
             await one("Redis restart (2 s down)", redis_restart(hub, 2.0), "turns")
-        rows.append(await after_mcp_enable(hub, llm, count, deadline, ledger))
-        print(f"  {format_row(rows[-1])}", flush=True)
+        if not args.only or "mcp_enable" in args.only:
+            rows.append(await after_mcp_enable(hub, llm, count, deadline, ledger))
+            print(f"  {format_row(rows[-1])}", flush=True)
     finally:
         llm.stop()
         for proc in [hub.web, *hub.workers]:
