@@ -1,6 +1,11 @@
-"""Fault tolerance of the tool-call path under load: what callers see when parts fail.
+"""Fault tolerance under load: what callers of the tool-call path (`--suite calls`) and what runs and
+chat turns (`--suite llm`, benchmarks/faults_llm.py) see when parts fail.
 
-    .venv/bin/python benchmarks/faults.py [--shapes prod,embedded] [--callers 8] [--keep-logs]
+    .venv/bin/python benchmarks/faults.py [--suite calls,llm] [--shapes prod,embedded] [--callers 8]
+                                          [--quick] [--keep-logs]
+
+`--quick`: the LLM side only (unless --suite says otherwise), 10 runs or turns of 4 rounds per
+fault and a 45 s deadline: a few minutes per shape.
 
 One command starts everything: an echo backend over Streamable HTTP, stdio backends
 (tests/servers/tiny.py, started `--stubborn`: they ignore stdin EOF and SIGTERM, so only a
@@ -494,16 +499,19 @@ async def fault_worker(hub: Hub, procs: Processes, callers: int, how: signal.Sig
 
     async def fault() -> float:
         await asyncio.sleep(1.0)
+        signalled = time.monotonic()
         victim.send_signal(how)
         await asyncio.to_thread(victim.wait, 30)
+        exited.append(time.monotonic() - signalled)
         return time.monotonic()
 
+    exited: list[float] = []
     calls, gone_at = await load(hub, "f-tiny", 6.0, callers, during=fault)
     hub.workers.remove(victim)
     procs.procs.remove(victim)
     left = left_after(backends)
     await asyncio.sleep(6.0)  # the registry forgets a dead worker after 5 s
-    note = f"{listed_workers(hub)} workers listed after (of {len(hub.workers)} alive)"
+    note = f"exited {exited[0]:.1f} s after the signal; {listed_workers(hub)} workers listed after (of {len(hub.workers)} alive)"
     return summarize(f"3 worker {how.name}", hub.shape, calls, gone_at, note, left)
 
 
@@ -628,41 +636,64 @@ def format_row(row: Row) -> str:
 
 
 async def bench(args: argparse.Namespace) -> None:
+    from benchmarks import faults_llm
+
     tmp = Path(tempfile.mkdtemp(prefix="mcphub-faults-"))
     procs = Processes(tmp)
     rows: list[Row] = []
+    llm_rows: list[faults_llm.Row] = []
+    suite = args.suite or ("llm" if args.quick else "calls,llm")
     print(f"fault benchmark: logs in {tmp}; load {os.getloadavg()}", flush=True)
     try:
-        echo = EchoBackend(procs)
-        echo.start()
-        for shape in args.shapes.split(","):
-            rows += await run_shape(shape, procs, tmp, echo, args.callers)
+        if "calls" in suite:
+            echo = EchoBackend(procs)
+            echo.start()
+            for shape in args.shapes.split(","):
+                rows += await run_shape(shape, procs, tmp, echo, args.callers)
+        if "llm" in suite:
+            llm_rows = await faults_llm.bench(args.shapes.split(","), procs, tmp, args)
     finally:
         procs.stop()
         if "prod" in args.shapes:
-            psql(f"DROP DATABASE IF EXISTS {FAULTS_DB} WITH (FORCE)")
+            database = {"calls": FAULTS_DB, "llm": faults_llm.LLM_DB}
+            for part in suite.split(","):
+                psql(f"DROP DATABASE IF EXISTS {database[part]} WITH (FORCE)")
         for pid in tagged():
             os.kill(pid, signal.SIGKILL)
         if not args.keep_logs:
             shutil.rmtree(tmp, ignore_errors=True)
-    print()
-    print(
-        f"{args.callers} callers per fault; recovery = seconds from the part coming back to the last failed call"
-    )
-    print(HEAD)
-    for row in rows:
-        print(format_row(row))
+    if rows:
+        print()
+        print(
+            f"{args.callers} callers per fault; recovery = seconds from the part coming back to the last failed call"
+        )
+        print(HEAD)
+        for row in rows:
+            print(format_row(row))
+    if llm_rows:
+        faults_llm.report(llm_rows, args)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--shapes", default="prod,embedded")
     parser.add_argument("--callers", type=int, default=8)
+    parser.add_argument("--suite", help="calls, llm or both (default: both; --quick: llm)")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--only", default="", help="LLM side: the scenarios whose names contain one of these (a,b)"
+    )
     parser.add_argument("--keep-logs", action="store_true")
     parser.add_argument("--seed", help=argparse.SUPPRESS)
+    parser.add_argument("--seed-llm", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.seed:
         print(json.dumps(seed(json.loads(args.seed))))
+        return
+    if args.seed_llm:
+        from benchmarks.faults_llm import seed as seed_llm
+
+        print(json.dumps(seed_llm(json.loads(args.seed_llm))))
         return
     asyncio.run(bench(args))
 

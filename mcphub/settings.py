@@ -367,6 +367,11 @@ MCPHUB_CHAT_TOOL_RESULT_CHARS = envint("MCPHUB_CHAT_TOOL_RESULT_CHARS", 16000)
 # LLM providers: seconds a chat turn or run waits, in all, for a local server's model to load (llama.cpp
 # 503 "Loading model", LM Studio, a busy Ollama) before it reports; 0 retries once like any failure.
 MCPHUB_LLM_LOADING_WAIT = envint("MCPHUB_LLM_LOADING_WAIT", 60)
+# Seconds a run (a chat turn) waits out a provider outage — connection refused, 5xx, 429 — asking
+# again with backoff and jitter and saying "Waiting for the model provider" with the last error,
+# before it fails (a failed run can be resumed); 0: one retry, as before.
+MCPHUB_RUN_PROVIDER_WAIT = envint("MCPHUB_RUN_PROVIDER_WAIT", 600)
+MCPHUB_CHAT_PROVIDER_WAIT = envint("MCPHUB_CHAT_PROVIDER_WAIT", 30)
 # Autonomous runs (apps/chat/runs): default round limit, the context kept under this many
 # characters (the latest MCPHUB_RUN_KEEP_ROUNDS rounds whole), and how a lost worker is noticed.
 MCPHUB_RUN_MAX_ROUNDS = envint("MCPHUB_RUN_MAX_ROUNDS", 10000)

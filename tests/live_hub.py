@@ -64,6 +64,10 @@ def hub_env(*, embedded: bool = False, **extra: str) -> dict[str, str]:
         MCPHUB_ENCRYPTION_KEYS=",".join(settings.MCPHUB_ENCRYPTION_KEYS),
         MCPHUB_DEBUG="false",
         MCPHUB_EMBEDDED_BEAT="false",  # periodic health checks would race the tests' own checks
+        # Provider outages waited out for seconds, not minutes: long enough for the outage tests'
+        # 5 s, short enough that a test of an unreachable provider ends soon.
+        MCPHUB_CHAT_PROVIDER_WAIT="10",
+        MCPHUB_RUN_PROVIDER_WAIT="15",
         PYTHONUNBUFFERED="1",
     )
     if settings.REDIS_URL and not embedded:

@@ -31,6 +31,7 @@ completion).
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import hashlib
 import hmac
@@ -41,6 +42,7 @@ import struct
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -201,6 +203,22 @@ class ScriptedLLM:
     def stop(self) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+    def down(self) -> None:
+        """The server goes away until `up()`, keeping its port and script: new connections are
+        refused, and the open ones (kept alive by clients, or mid-reply) are cut, as a stopped
+        server's would be."""
+        self.stop()
+        for sock in list(self._httpd.open_sockets):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def up(self) -> None:
+        """Back on the same port, as a restarted LLM server comes back."""
+        port = self.port
+        self._httpd = _Server(("127.0.0.1", port), _Handler)
+        self._httpd.llm = self  # type: ignore[attr-defined]
+        self.start()
 
     def __enter__(self) -> ScriptedLLM:
         return self.start()
@@ -960,6 +978,15 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     # The default backlog of 5 drops connection bursts (100 conversations at once) into SYN retries.
     request_queue_size = 512
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.open_sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, address = super().get_request()
+        self.open_sockets.add(sock)  # so that `down()` can cut the connections clients keep open
+        return sock, address
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that hung up is what the cancel tests do on purpose: no traceback for it.

@@ -16,8 +16,13 @@ from django.db import models
 
 from apps.chat import records
 from apps.chat.journal import journal
+from apps.core.channel_layer import group_send_patiently
+from apps.core.hotstate import OUTAGE_ERRORS
 
 logger = logging.getLogger(__name__)
+# Seconds the writer waits for Redis to come back before it leaves events to the clients' resume
+# (they are stored already): a restart takes a few.
+SEND_PATIENCE = 15.0
 
 
 def clients_group(conversation_id: uuid.UUID | str) -> str:
@@ -112,7 +117,8 @@ class EventSink:
             events.append({"type": kind, "seq": self.seq, "payload": payload})
         await journal().write(rows=[*rows, *records.event_rows(self.conversation_id, events)])
         if events:
-            await self.layer.group_send(self.group, {"type": "chat.events", "events": events})
+            message = {"type": "chat.events", "events": events}
+            await group_send_patiently(self.layer, self.group, message, patience=SEND_PATIENCE)
 
 
 class Control:
@@ -128,7 +134,16 @@ class Control:
 
     async def __aenter__(self) -> Control:
         self._channel = await self.layer.new_channel("chatctl.")
-        await self.layer.group_add(self.group, self._channel)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SEND_PATIENCE
+        while True:  # a Redis restart delays the turn or run, it does not fail it
+            try:
+                await self.layer.group_add(self.group, self._channel)
+                break
+            except OUTAGE_ERRORS:
+                if loop.time() > deadline:
+                    raise
+                await asyncio.sleep(0.5)
         self._reader = asyncio.create_task(self._read_forever())
         return self
 
@@ -150,6 +165,9 @@ class Control:
                 message = await self.layer.receive(self._channel)
             except asyncio.CancelledError:
                 raise
+            except OUTAGE_ERRORS:
+                await asyncio.sleep(1)  # Redis restarting: the channel layer logs it once
+                continue
             except Exception:
                 logger.exception("chat: control channel failed; retrying")
                 await asyncio.sleep(1)

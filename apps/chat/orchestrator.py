@@ -166,6 +166,7 @@ class TurnRunner:
             on_text=self._text,
             on_status=self._status,
             on_reasoning=self._reasoning,
+            patience=settings.MCPHUB_CHAT_PROVIDER_WAIT,
         )
         calls, usage = reply.calls, reply.usage
         self.partial, self.thoughts = [], []

@@ -101,10 +101,12 @@ async def model_round(
     on_text: Callable[[str], None] | None = None,
     on_reasoning: Callable[[str], None] | None = None,
     on_status: Callable[[str], Awaitable[None]] | None = None,
+    patience: float = 0.0,
 ) -> ModelReply:
     """The model's whole reply to `history`; text and reasoning chunks go to `on_text` and
     `on_reasoning` as they arrive, and what the provider is doing before it answers ("the model is
-    loading") to `on_status`, then "" once it does."""
+    loading", "waiting for the model provider") to `on_status`, then "" once it does. A provider
+    outage is waited out for up to `patience` seconds before LLMError says what failed."""
     chunks: list[str] = []
     thoughts: list[str] = []
     calls: list[ToolCall] = []
@@ -112,7 +114,9 @@ async def model_round(
     finish = Finish("stop")
     clock = time.perf_counter()
     waiting = False
-    async for event in adapter.stream(model=model, messages=history, tools=toolbox.specs):
+    async for event in adapter.stream(
+        model=model, messages=history, tools=toolbox.specs, patience=patience
+    ):
         if isinstance(event, ProviderStatus):
             waiting = on_status is not None
             if waiting:

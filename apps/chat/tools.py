@@ -22,6 +22,9 @@ from apps.toolsets import calls, naming
 from apps.toolsets.events import endpoint_version_key
 from apps.toolsets.exposure import EndpointView, Exposed, current
 
+# Seconds a turn's or run's tool call waits while the hub cannot hand it to a backend.
+HUB_PATIENCE = 30.0
+
 
 @dataclass(frozen=True)
 class CallWatch:
@@ -82,6 +85,9 @@ class Toolbox:
                 arguments=call.arguments,
                 progress=watch.progress if watch else None,
                 relay=Relay(log=watch.log) if watch else None,
+                # The hub's own hiccups (a Redis restart, no pool worker yet) are waited out, not
+                # handed to the model as the tool's result.
+                hub_patience=HUB_PATIENCE,
             )
         except calls.ToolError as exc:
             return calls.error_result(f"Tool {exposed.name} failed: {exc.message}")

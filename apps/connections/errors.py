@@ -24,6 +24,13 @@ class ServerUnavailable(PoolError):
     kind = "unavailable"
 
 
+class HubUnavailable(ServerUnavailable):
+    """The hub itself could not hand the call to a backend (its Redis link is down, no pool worker
+    is running yet): the call reached no backend, so trying again is safe."""
+
+    kind = "hub_unavailable"
+
+
 class ServerStartFailed(PoolError):
     """Spawning, connecting or the handshake failed."""
 
@@ -44,5 +51,12 @@ class CallTimeout(PoolError, TimeoutError):
 
 ERROR_KINDS: dict[str, type[PoolError]] = {
     cls.kind: cls
-    for cls in (PoolError, ServerUnavailable, ServerStartFailed, ServerCrashed, CallTimeout)
+    for cls in (
+        PoolError,
+        ServerUnavailable,
+        HubUnavailable,
+        ServerStartFailed,
+        ServerCrashed,
+        CallTimeout,
+    )
 }

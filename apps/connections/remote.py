@@ -28,7 +28,13 @@ import mcp_types as types
 
 from apps.connections.codec import SpecCodec, default_codec
 from apps.connections.contract import TASK_METHODS
-from apps.connections.errors import CallTimeout, PoolError, ServerCrashed, ServerUnavailable
+from apps.connections.errors import (
+    CallTimeout,
+    HubUnavailable,
+    PoolError,
+    ServerCrashed,
+    ServerUnavailable,
+)
 from apps.connections.hooks import NotificationHook, ProgressFn, Relay
 from apps.connections.listing import Discovery
 from apps.connections.resp import RespClient, RespConnection
@@ -323,7 +329,7 @@ class RemotePool:
                 continue  # the call never ran: the next live worker takes it
             self._specs_sent.add(sent_key)
             return result
-        raise ServerUnavailable(
+        raise HubUnavailable(
             spec.name, f"server {spec.name!r} is unavailable: pool workers kept stopping"
         )
 
@@ -365,7 +371,7 @@ class RemotePool:
             await self._ensure_subscribed()
         if not self._listening:
             # A reply published while we resubscribe reaches nobody: the caller would wait out its timeout.
-            raise ServerUnavailable(
+            raise HubUnavailable(
                 server, f"server {server!r} is unavailable: {_REDIS_DOWN} (reconnecting)"
             )
         request_id = f"{self.client_id}:{next(self._ids)}"
@@ -383,7 +389,9 @@ class RemotePool:
             try:
                 await self._redis.call("RPUSH", inbox_key(self.prefix, worker), payload)
             except OSError as exc:
-                raise ServerUnavailable(
+                # Refused: the call was never pushed. Another break may come after it was.
+                unsent = isinstance(exc, ConnectionRefusedError)
+                raise (HubUnavailable if unsent else ServerUnavailable)(
                     server, f"server {server!r} is unavailable: {_REDIS_DOWN} ({exc})"
                 ) from None
             reply = await self._await_reply(future, worker, request_id, limit, server)
@@ -448,7 +456,7 @@ class RemotePool:
             return worker
         workers = self._workers or await self._live_workers(refresh=True)
         if not workers:
-            raise ServerUnavailable(
+            raise HubUnavailable(
                 server, f"server {server!r} is unavailable: no pool workers are running"
             )
         worker = self._routes[server] = max(workers, key=lambda w: _affinity(w, server))

@@ -175,10 +175,8 @@ class PoolWorker:
                 now = time.time()
                 await self._out.call("ZADD", workers_key(self.prefix), now, self.worker_id)
                 await self._reap(now - _REAP_AFTER)
-            except OSError as exc:
-                logger.warning(
-                    "pool worker heartbeat failed: %s", exc
-                )  # Redis is away; the next beat retries
+            except OSError:
+                pass  # Redis is away (the inbox reader says so once); the next beat retries
             except Exception:  # boundary: a Redis hiccup must not end the heartbeat
                 logger.warning("pool worker heartbeat failed", exc_info=True)
 
@@ -192,6 +190,7 @@ class PoolWorker:
 
     async def _read_inbox(self) -> None:
         drain_until: float | None = None
+        lost_at: float | None = None  # when Redis went away; one line per outage, one when back
         while True:
             if self._stopping.is_set():
                 if drain_until is None:
@@ -209,12 +208,18 @@ class PoolWorker:
                         "BLMPOP", wait, 1, self.inbox, "LEFT", "COUNT", _BATCH
                     )
             except (OSError, TimeoutError) as exc:
-                if not self._stopping.is_set():
+                if not self._stopping.is_set() and lost_at is None:
+                    lost_at = time.monotonic()
                     logger.warning("pool worker lost Redis (%s); retrying", exc)
                 if self._inbox_conn is not None:
                     self._inbox_conn.close()
                 await asyncio.sleep(0.5 if not self._stopping.is_set() else 0.05)
                 continue
+            if lost_at is not None:
+                logger.warning(
+                    "pool worker reconnected to Redis after %.1f s", time.monotonic() - lost_at
+                )
+                lost_at = None
             for raw in item[1] if item else ():
                 self._dispatch(json.loads(raw))
 

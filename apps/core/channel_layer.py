@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from typing import Any
 
 from channels_redis import pubsub
 from channels_redis.utils import _wrap_close
@@ -34,6 +35,35 @@ PUBLISH_CONCURRENCY = 32
 INBOX_PREFIX = "inbox."
 
 
+_away = False  # group_send_patiently found Redis unreachable and has not seen it back yet
+
+
+async def group_send_patiently(
+    layer: Any, group: str, message: dict[str, Any], *, patience: float
+) -> bool:
+    """`layer.group_send`, tried again while Redis is unreachable (a restart) for up to `patience`
+    seconds; False when it never went out. One log line per outage, and one when it is back."""
+    global _away
+    loop = asyncio.get_running_loop()
+    deadline, wait = loop.time() + patience, 0.1
+    while True:
+        try:
+            await layer.group_send(group, message)
+        except OUTAGE_ERRORS as exc:
+            if not _away:
+                _away = True
+                logger.warning("channel layer: Redis unreachable (%s); events wait for it", exc)
+            if loop.time() + wait > deadline:
+                return False
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, 1.0)
+            continue
+        if _away:
+            _away = False
+            logger.warning("channel layer: Redis is back; waiting events sent")
+        return True
+
+
 class _Shard(pubsub.RedisSingleShardConnection):
     def __init__(self, host, channel_layer) -> None:
         super().__init__(host, channel_layer)
@@ -43,7 +73,12 @@ class _Shard(pubsub.RedisSingleShardConnection):
     async def publish(self, channel, message) -> None:
         async with self._publishing:
             self._ensure_redis()  # synchronous: no other task runs between its check and its set
-            await self._redis.publish(channel, message)
+            try:
+                await self._redis.publish(channel, message)
+            except OUTAGE_ERRORS:
+                # After a Redis restart the pool's idle connections are dead ("Connection lost"):
+                # the first use of each fails and drops it. Once more, on a fresh connection.
+                await self._redis.publish(channel, message)
 
     async def subscribe(self, channel) -> None:
         await super().subscribe(channel)

@@ -20,13 +20,17 @@ from typing import Any
 from mcp import MCPError
 
 from apps.connections.default import get_pool
-from apps.connections.errors import PoolError
+from apps.connections.errors import HubUnavailable, PoolError
 from apps.connections.hooks import Relay
+from apps.core.hotstate import OUTAGE_ERRORS
 from apps.credentials.upstream.calls import with_user_token
 from apps.toolsets import calllog
 from apps.toolsets.exposure import EndpointView, Exposed
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+# While the hub cannot hand a call over (hub_patience), it asks again after these waits (doubling).
+HUB_FIRST_WAIT = 0.2
+HUB_LONGEST_WAIT = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +78,13 @@ async def call_tool(
     arguments: dict[str, Any],
     progress: Progress | None = None,
     relay: Relay | None = None,
+    hub_patience: float = 0.0,
 ) -> dict[str, Any]:
     """Call `exposed` as `user_id` and log it: the result as JSON (`isError` on a pool failure);
-    raises `ToolError` for the backend's JSON-RPC error."""
-    work = _answer(user_id, endpoint_id, view, exposed, arguments, progress, relay)
+    raises `ToolError` for the backend's JSON-RPC error. `hub_patience`: seconds to keep trying
+    while the hub itself cannot hand the call over (HubUnavailable: it reached no backend), for
+    callers that wait (runs, chat turns) rather than answer at once (MCP clients get the error)."""
+    work = _answer(user_id, endpoint_id, view, exposed, arguments, progress, relay, hub_patience)
     return await logged(
         user_id=user_id, endpoint_id=endpoint_id, exposed=exposed, arguments=arguments, work=work
     )
@@ -128,6 +135,23 @@ def _record(
     )
 
 
+async def _patiently(attempt: Callable[[], Awaitable[Any]], patience: float) -> Any:
+    """`attempt()`, tried again with backoff while the hub cannot hand the call over, for up to
+    `patience` seconds (a Redis restart, no pool worker registered yet). MCP clients (patience 0)
+    hear at once: the gateway answers a Redis outage 503 + Retry-After."""
+    deadline, wait = time.monotonic() + patience, HUB_FIRST_WAIT
+    while True:
+        try:
+            return await attempt()
+        except (HubUnavailable, *OUTAGE_ERRORS):
+            # Raised before the call was handed over (routing and the reply subscription read
+            # Redis first; a failed push is HubUnavailable only when it surely did not go).
+            if time.monotonic() + wait > deadline:
+                raise
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, HUB_LONGEST_WAIT)
+
+
 async def _answer(
     user_id: int,
     endpoint_id: int | None,
@@ -136,6 +160,7 @@ async def _answer(
     arguments: dict[str, Any],
     progress: Progress | None,
     relay: Relay | None,
+    hub_patience: float = 0.0,
 ) -> dict[str, Any]:
     builtin = _builtins.get(exposed.server)
     if builtin is not None:
@@ -157,7 +182,7 @@ async def _answer(
     try:
         spec = view.spec(exposed.server)  # the owner's own spec; CredentialsMissing is a PoolError
         # The owner's own upstream OAuth token, refreshed once if the backend refuses it.
-        return await with_user_token(spec, view.owner_id, call)
+        return await _patiently(lambda: with_user_token(spec, view.owner_id, call), hub_patience)
     except MCPError as exc:
         raise ToolError(exc.code, exc.message, exc.data) from None
     except PoolError as exc:

@@ -25,12 +25,13 @@ from django.conf import settings
 
 from apps.catalog.models import HUB_SERVER
 from apps.chat import rounds
-from apps.chat.events import Control
+from apps.chat.events import SEND_PATIENCE, Control
 from apps.chat.journal import journal
 from apps.chat.runs import context, records
 from apps.chat.runs.models import Run, RunStep
 from apps.chat.tools import Toolbox, watch_call
 from apps.core import metrics
+from apps.core.channel_layer import group_send_patiently
 from apps.llm.types import LLMError, ToolCall
 
 logger = logging.getLogger(__name__)
@@ -76,9 +77,10 @@ async def publish(
         "seq": payload["round"] if kind == "step" else rounds,
         "payload": payload,
     }
+    message = {"type": "run.event", "event": event}
     try:
-        await get_channel_layer().group_send(
-            run_group(run_id), {"type": "run.event", "event": event}
+        await group_send_patiently(
+            get_channel_layer(), run_group(run_id), message, patience=SEND_PATIENCE
         )
     except Exception:  # noqa: BLE001
         logger.warning("runs: could not publish %s of %s", kind, run_id, exc_info=True)
@@ -258,7 +260,12 @@ class RunRunner:
         number = len(self.steps) + 1
         clock = time.perf_counter()
         reply = await rounds.model_round(
-            adapter, model=model, history=ctx.messages, toolbox=self.toolbox, on_status=self._status
+            adapter,
+            model=model,
+            history=ctx.messages,
+            toolbox=self.toolbox,
+            on_status=self._status,
+            patience=settings.MCPHUB_RUN_PROVIDER_WAIT,
         )
         results = await asyncio.gather(*(self._tool(call) for call in reply.calls))
         shown = {
@@ -311,8 +318,10 @@ class RunRunner:
         return None
 
     async def _status(self, message: str) -> None:
-        """What the provider is doing before it answers (a loading model), for the run's page."""
+        """What the provider is doing before it answers (a loading model, an outage waited out), for
+        the run's page; kept as the run's `error` meanwhile, so the API and a page loaded now say it too."""
         done = len(self.steps)
+        await _db(records.note)(self.run.pk, message)
         # Its own type: a `status` of the same seq as the state a resume replayed would be dropped as seen.
         await publish(
             self.run.pk, "provider_status", {"message": message, "round": done}, rounds=done

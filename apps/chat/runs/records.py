@@ -78,6 +78,11 @@ def heartbeat(run_id: uuid.UUID) -> bool:
     return not Run.objects.filter(pk=run_id, cancel_requested=True).exists()
 
 
+def note(run_id: uuid.UUID, text: str) -> None:
+    """While it runs: why the run waits (the model provider's last error), or "" once it goes on."""
+    Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(error=text[:5000])
+
+
 def finish(
     run_id: uuid.UUID,
     status: str,

@@ -81,6 +81,7 @@ class AnthropicAdapter(Adapter):
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         max_tokens: int | None = None,
+        patience: float = 0.0,
     ) -> AsyncIterator[Event]:
         system = "\n\n".join(m.text for m in messages if m.role == "system" and m.text)
         request: dict[str, Any] = {
@@ -98,7 +99,9 @@ class AnthropicAdapter(Adapter):
         if self.tuning.thinking_budget:
             request["thinking"] = {"type": "enabled", "budget_tokens": self.tuning.thinking_budget}
         limit = max_tokens or self.tuning.max_output_tokens
-        return self._attempts.stream(lambda: self._events(request, limit), model=model)
+        return self._attempts.stream(
+            lambda: self._events(request, limit), model=model, patience=patience
+        )
 
     async def _output_limit(self, model: str) -> int:
         """The model's own output limit: the model list's `max_tokens`, else the known ones."""

@@ -78,7 +78,8 @@ class Adapter(ABC):
 
     `stream()` yields text deltas as they arrive, each ToolCall once and whole, then Usage (if the
     provider reported it) and Finish last. It retries once on a transient failure before its first
-    event and raises LLMError with a user-presentable message otherwise. Cancelling the task that
+    event (with `patience` > 0: waits an outage out for up to that many seconds, saying so with
+    ProviderStatus events) and raises LLMError with a user-presentable message otherwise. Cancelling the task that
     iterates it closes the HTTP response.
     """
 
@@ -109,6 +110,7 @@ class Adapter(ABC):
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         max_tokens: int | None = None,
+        patience: float = 0.0,
     ) -> AsyncIterator[Event]: ...
 
     @abstractmethod

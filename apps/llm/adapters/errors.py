@@ -86,6 +86,14 @@ class Failure:
         )
         return LLMError(self.message.replace(_AGAIN, again), kind=self.kind, status=self.status)
 
+    @property
+    def transient(self) -> bool:
+        """Worth waiting out when the caller is patient: refused or dropped connections, 5xx, 429
+        (a Retry-After too long for the one quick retry included), never a timeout or a quota."""
+        return self.kind in ("unavailable", "rate_limit") and (
+            self.retry_after is not None or self.asked_wait is not None
+        )
+
 
 def _layers(body: Any, depth: int = 0) -> Iterator[Any]:
     """The error body and what is nested in it, outermost first: `{"error": {...}}` (OpenAI,
@@ -327,6 +335,7 @@ def _status_failure(exc: Any, status: int, *, base_url: str, model: str | None) 
             "rate_limit",
             wait if wait <= MAX_RETRY_AFTER else None,
             status,
+            asked_wait=_asked_wait(exc),
         )
     if status >= 500 or status == 408:
         return Failure(
@@ -334,6 +343,7 @@ def _status_failure(exc: Any, status: int, *, base_url: str, model: str | None) 
             "unavailable",
             min(_retry_after(exc), MAX_RETRY_AFTER),
             status,
+            asked_wait=_asked_wait(exc),
         )
     if status == 404:
         return Failure(

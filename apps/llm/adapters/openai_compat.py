@@ -90,6 +90,7 @@ class OpenAIAdapter(Adapter):
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         max_tokens: int | None = None,
+        patience: float = 0.0,
     ) -> AsyncIterator[Event]:
         request: dict[str, Any] = {
             "model": model,
@@ -104,7 +105,7 @@ class OpenAIAdapter(Adapter):
             request[self._token_limit_key(model)] = max_tokens
         if self.tuning.reasoning_effort:
             request["reasoning_effort"] = self.tuning.reasoning_effort
-        return self._attempts.stream(lambda: self._events(request), model=model)
+        return self._attempts.stream(lambda: self._events(request), model=model, patience=patience)
 
     def _token_limit_key(self, model: str) -> str:
         name = model.rsplit("/", 1)[-1]  # "openai/o3-mini" through a router

@@ -1,10 +1,13 @@
 """Retries before the first event only, so nothing is ever said twice: one retry of a transient
-failure, and a local server's cold start (model loading, queue full) waited out with backoff."""
+failure, a local server's cold start (model loading, queue full) waited out with backoff, and, when
+the caller gives `patience` (runs: minutes, chat turns: seconds), a provider outage (connection
+refused, 5xx, 429) waited out too, with backoff and jitter, honouring Retry-After."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from types import ModuleType
@@ -21,6 +24,10 @@ T = TypeVar("T")
 LOADING_WAIT = 60.0
 FIRST_BACKOFF = 0.5
 LONGEST_BACKOFF = 8.0
+# An outage: the waits grow from the first to the longest, each drawn in [half, whole] (jitter, so
+# a hundred runs waiting on one provider do not knock at the same instant when it comes back).
+OUTAGE_FIRST_BACKOFF = 0.5
+OUTAGE_LONGEST_BACKOFF = 3.0
 
 
 def loading_wait() -> float:
@@ -31,13 +38,17 @@ def loading_wait() -> float:
 
 
 class _Tries:
-    """What one call has spent: its one retry, and the time waited on a loading or busy server."""
+    """What one call has spent: its one retry, the time waited on a loading or busy server, and the
+    time waited out an outage (`patience`: 0 gives the one retry only)."""
 
-    def __init__(self, budget: float) -> None:
+    def __init__(self, budget: float, patience: float = 0.0) -> None:
         self.budget = budget
+        self.patience = patience
         self.retried = False
         self.waited = 0.0
         self.backoff = FIRST_BACKOFF
+        self.outage = 0.0  # seconds waited out an outage so far
+        self.outage_backoff = OUTAGE_FIRST_BACKOFF
 
     def next_wait(self, failure: Failure) -> float | None:
         """Seconds to wait before asking again, or None: raise."""
@@ -49,15 +60,35 @@ class _Tries:
             self.backoff = min(self.backoff * 2, LONGEST_BACKOFF)
             self.waited += wait
             return wait
+        if self.patience > 0 and failure.transient:
+            return self._outage_wait(failure)
         if failure.retry_after is None or self.retried:
             return None
         self.retried = True
         return failure.retry_after
 
+    def _outage_wait(self, failure: Failure) -> float | None:
+        left = self.patience - self.outage
+        if left <= 0:
+            return None
+        drawn = self.outage_backoff * random.uniform(0.5, 1.0)
+        self.outage_backoff = min(self.outage_backoff * 2, OUTAGE_LONGEST_BACKOFF)
+        wait = min(failure.asked_wait if failure.asked_wait is not None else drawn, left)
+        self.outage += wait
+        return wait
+
     def error(self, failure: Failure) -> LLMError:
+        if self.outage and not failure.waiting:
+            return failure.error(waited=self.outage)
         return failure.error(retried=self.retried, waited=self.waited if failure.waiting else 0.0)
 
     def status(self, failure: Failure) -> ProviderStatus:
+        if not failure.waiting:
+            said = failure.error().message
+            return ProviderStatus(
+                f"Waiting for the model provider ({self.outage:.0f} s of at most "
+                f"{self.patience:.0f} s): {said}"
+            )
         what = "The model is loading" if failure.waiting == "loading" else "The provider is busy"
         return ProviderStatus(
             f"{what}; waiting for it ({self.waited:.0f} s of at most {self.budget:.0f} s)…"
@@ -99,9 +130,13 @@ class Attempts:
                 await self._pause(failure, wait)
 
     async def stream(
-        self, open_events: Callable[[], AsyncIterator[Event]], *, model: str
+        self,
+        open_events: Callable[[], AsyncIterator[Event]],
+        *,
+        model: str,
+        patience: float = 0.0,
     ) -> AsyncIterator[Event]:
-        tries = _Tries(loading_wait())
+        tries = _Tries(loading_wait(), patience)
         while True:
             started = False
             received = 0  # characters of reply text the consumer has had
@@ -123,7 +158,7 @@ class Attempts:
                 wait = tries.next_wait(failure)
                 if wait is None:
                     raise tries.error(failure) from exc
-                if failure.waiting:
+                if failure.waiting or tries.outage:
                     yield tries.status(failure)
                 await self._pause(failure, wait)
 

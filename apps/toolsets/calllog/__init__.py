@@ -7,6 +7,10 @@ Prometheus metrics here too (apps/core/metrics.py).
 
 The hot path only appends a tuple; a thread writes the batch with one plain INSERT executemany
 (the ORM's bulk_create cost ~100 µs of CPU per row here, most of it per-field preparation).
+
+A lost database connection (Postgres restarted, the connection terminated) loses no row: the batch
+is written again on a new connection, or kept for the next flush while the database is away, with
+one log line per outage instead of a traceback per row.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connections, router, transaction
+from django.db.utils import InterfaceError, OperationalError
 
 from apps.core import metrics
 from apps.toolsets.models import ToolCall
@@ -49,6 +54,7 @@ STARTED, ARGUMENTS = COLUMNS.index("started_at"), COLUMNS.index("arguments")
 
 _buffer: list[tuple[Any, ...]] = []
 _flusher: asyncio.Task[None] | None = None
+_away = False  # the database could not be reached at the last write (logged once until it is back)
 
 
 def record(
@@ -110,19 +116,46 @@ async def _flush_soon() -> None:
 
 
 async def flush() -> None:
+    global _away
     batch = _buffer[:]
     del _buffer[: len(batch)]
-    if batch:
-        await sync_to_async(_write, thread_sensitive=False)(batch)
+    if not batch:
+        return
+    failure = await sync_to_async(_write, thread_sensitive=False)(batch)
+    if failure is None:
+        if _away:
+            _away = False
+            logger.warning("call log: the database is back; kept rows written")
+        return
+    room = MAX_BUFFER - len(_buffer)
+    _buffer[:0] = batch[:room]  # oldest first, as they were recorded
+    if not _away:
+        _away = True
+        logger.warning(
+            "call log: cannot reach the database (%s); keeping the rows to write when it is back",
+            failure,
+        )
 
 
-def _write(batch: list[tuple[Any, ...]]) -> None:
-    try:
-        _insert(batch)
-    except DatabaseError:
-        # One row may point at a user, endpoint or tool deleted meanwhile: keep the others.
-        for row in batch:
-            _write_one(_model(row))
+def _write(batch: list[tuple[Any, ...]]) -> str | None:
+    """Writes the batch; returns why not when the database is unreachable (the rows are not written)."""
+    for attempt in (1, 2):
+        try:
+            _insert(batch)
+            return None
+        except IntegrityError:
+            break
+        except (OperationalError, InterfaceError) as exc:
+            # The connection was lost (terminated, Postgres restarted): a new one may work at once.
+            connections[router.db_for_write(ToolCall)].close()
+            if attempt == 2:
+                return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        except DatabaseError:
+            break
+    # One row may point at a user, endpoint or tool deleted meanwhile: keep the others.
+    for row in batch:
+        _write_one(_model(row))
+    return None
 
 
 def _insert(batch: list[tuple[Any, ...]]) -> None:
@@ -166,7 +199,7 @@ def _write_one(row: ToolCall) -> None:
         row.pk = row.user_id = row.endpoint_id = row.tool_id = None
         try:
             row.save(force_insert=True)
-        except DatabaseError:
-            logger.exception("dropped a call log row for %s", row.exposed_name)
-    except DatabaseError:
-        logger.exception("dropped a call log row for %s", row.exposed_name)
+        except DatabaseError as exc:
+            logger.warning("dropped a call log row for %s: %s", row.exposed_name, exc)
+    except DatabaseError as exc:
+        logger.warning("dropped a call log row for %s: %s", row.exposed_name, exc)
