@@ -40,12 +40,16 @@ class Relay:
 
     `log` gets each `notifications/message` the backend sends during the call, as the
     params dict (already JSON-ready: write it straight into the client's stream).
+    `caller` says whose call it is (a user id; plain JSON): where nothing says which call a
+    server message belongs to (stdio, legacy SSE), it goes to one only when every call in flight
+    on the connection is the same caller's.
     """
 
     sampling: SamplingFn | None = None
     elicitation: ElicitationFn | None = None
     list_roots: ListRootsFn | None = None
     log: LogFn | None = None
+    caller: int | str | None = None
 
     def handler(self, method: str) -> Callable[..., Awaitable[object]] | None:
         if method == "sampling/createMessage":

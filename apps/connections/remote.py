@@ -305,6 +305,7 @@ class RemotePool:
             body["prog"] = True
         if relay is not None:
             body["rel"] = relay.methods()
+            body["who"] = relay.caller
         for _ in range(_MAX_MOVES):
             worker = await self._route(spec.name)
             here = worker_here(worker) if self.same_process else None

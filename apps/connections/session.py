@@ -455,19 +455,27 @@ class Connection:
         """The in-flight call a server message belongs to, if it has a handler for `method`.
 
         Known exactly when the message came on that call's own stream. Otherwise (stdio, legacy
-        SSE: nothing says which call a message is for), if `fallback`, the call in flight when it
-        is the only one on this connection — never a guess among several: callers are often other
-        users, and a log line, a sampling request (answered with the caller's model) or a form
-        shown to the wrong one leaks what another user's call is doing.
+        SSE: nothing says which call a message is for), if `fallback`, the oldest call in flight
+        with such a handler — only when every call in flight is one caller's (`Relay.caller`):
+        a log line, a sampling request (answered with the caller's model) or a form shown to
+        another user would tell them what someone else's call is doing.
         """
         current = _current_call.get()
         if current is not None and current[0] is self:
             call = self._calls.get(current[1])
             return call if call is not None and call.relay.handler(method) is not None else None
-        if not fallback or self.inflight != 1 or len(self._calls) != 1:
+        if not fallback or not self._one_caller():
             return None
-        call = next(iter(self._calls.values()))
-        return call if call.relay.handler(method) is not None else None
+        return next((c for c in self._calls.values() if c.relay.handler(method) is not None), None)
+
+    def _one_caller(self) -> bool:
+        """Every call in flight carries a relay, and all of them the same known caller."""
+        if self.inflight != len(self._calls):  # a call without a relay: its caller is unknown
+            return False
+        if len(self._calls) == 1:
+            return True
+        callers = {call.relay.caller for call in self._calls.values()}
+        return len(callers) == 1 and None not in callers
 
     async def _sampling(
         self, ctx: ClientRequestContext, params: types.CreateMessageRequestParams
@@ -488,9 +496,9 @@ class Connection:
         call = self._claimant(method, fallback=True)
         if call is None:
             why = (
-                f"{self.inflight} calls are in flight on this connection and nothing says which "
-                "one it is for"
-                if self.inflight > 1
+                f"{self.inflight} calls of different callers are in flight on this connection "
+                "and nothing says which one it is for"
+                if self.inflight > 1 and not self._one_caller()
                 else "no client is attached to answer it"
             )
             return types.ErrorData(code=types.INVALID_REQUEST, message=f"{method}: {why}")

@@ -393,7 +393,7 @@ class PoolWorker:
         spec = self._spec(msg)
         op = OPS[op_name]
         progress = self._progress_sender(msg) if msg.get("prog") else None
-        relay = self._relay(msg) if msg.get("rel") else None
+        relay = self._relay(msg) if "rel" in msg else None
         result = await op.invoke(
             self.pool,
             spec,
@@ -464,6 +464,7 @@ class PoolWorker:
             elicitation=forward("elicitation/create"),
             list_roots=forward("roots/list"),
             log=log if "log" in methods else None,
+            caller=msg.get("who"),
         )
 
     async def _ask_caller(self, msg: dict[str, Any], method: str, params: Any) -> Any:
@@ -515,6 +516,7 @@ def _relay_on_loop(relay: Relay, loop: asyncio.AbstractEventLoop) -> Relay:
         elicitation=moved(relay.elicitation),
         list_roots=moved(relay.list_roots),
         log=moved(relay.log),
+        caller=relay.caller,
     )
 
 

@@ -12,6 +12,7 @@ own shape (the gateway forwards it as a JSON-RPC error, chat turns it into an `i
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -167,6 +168,9 @@ async def _answer(
         return await builtin(
             BuiltinCall(user_id, endpoint_id, exposed.backend_name, arguments, progress)
         )
+
+    if relay is not None:  # whose call it is: see Relay.caller
+        relay = dataclasses.replace(relay, caller=user_id)
 
     def call(spec: Any) -> Awaitable[Any]:
         return get_pool().call_tool(

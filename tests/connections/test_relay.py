@@ -23,14 +23,14 @@ class Recorder:
     def __init__(self) -> None:
         self.events: list[str] = []
 
-    def relay(self, tag: str = "log", **handlers) -> Relay:
+    def relay(self, tag: object = "log", caller: int | None = None, **handlers) -> Relay:
         async def log(params: dict) -> None:
             await asyncio.sleep(
                 0.01
             )  # a slow client stream must still be written before the result
             self.events.append(f"{tag}:{params['level']}:{params['data']}")
 
-        return Relay(log=log, **handlers)
+        return Relay(log=log, caller=caller, **handlers)
 
     async def on_notification(self, server: str, notification: types.ServerNotification) -> None:
         if isinstance(notification, types.LoggingMessageNotification):
@@ -65,24 +65,26 @@ async def test_log_lines_during_a_call_reach_its_caller_before_the_result(raw):
         assert sorted(recorder.events) == ["hook:line 0", "hook:line 1", "result:said 2"]
 
 
-async def test_over_stdio_unattributed_lines_reach_no_caller_while_two_calls_are_in_flight():
+async def test_over_stdio_unattributed_lines_go_to_a_call_only_when_all_are_one_callers():
     recorder = Recorder()
     async with Pool(on_notification=recorder.on_notification) as pool:
         spec = sdk_spec("echo")
         await pool.call_tool(spec, "echo", {"text": "warm"})
-        slow = asyncio.create_task(
-            pool.call_tool(spec, "slow", {"seconds": 0.5}, relay=recorder.relay("old"))
-        )
-        await eventually_async(lambda: inflight(pool) == 1)
-        await pool.call_tool(spec, "chatty", {"count": 2}, relay=recorder.relay("new"))
-        await eventually_async(lambda: len(recorder.events) >= 2)
-        await slow
-    # Stdio says nothing about which call a line belongs to, and the two callers may be two users:
-    # neither is told (the old rule gave them to the oldest call); the server-wide hook hears them.
-    assert recorder.events == ["hook:line 0", "hook:line 1"]
+        for old, new in ((1, 1), (1, 2)):  # alice's two calls; then alice's and bob's
+            slow = asyncio.create_task(
+                pool.call_tool(spec, "slow", {"seconds": 0.5}, relay=recorder.relay(old, old))
+            )
+            await eventually_async(lambda: inflight(pool) == 1)
+            await pool.call_tool(spec, "chatty", {"count": 2}, relay=recorder.relay(new, new))
+            await eventually_async(lambda: len(recorder.events) >= 2)
+            await slow
+    # Stdio says nothing about which call a line belongs to: among one caller's calls the oldest
+    # is told; when another user's call is in flight too, neither is (the server-wide hook hears
+    # them), or one user would read what another's call is doing.
+    assert recorder.events == ["1:info:line 0", "1:info:line 1", "hook:line 0", "hook:line 1"]
 
 
-async def test_over_stdio_sampling_is_refused_while_two_calls_could_have_asked():
+async def test_over_stdio_sampling_is_refused_while_another_callers_call_could_have_asked():
     asked = []
 
     async def answer(params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
@@ -96,12 +98,16 @@ async def test_over_stdio_sampling_is_refused_while_two_calls_could_have_asked()
             spec, "ask", {"question": "alone"}, relay=Relay(sampling=answer), raw=True
         )
         slow = asyncio.create_task(
-            pool.call_tool(spec, "slow", {"seconds": 0.5}, relay=Relay(sampling=answer))
+            pool.call_tool(spec, "slow", {"seconds": 0.5}, relay=Relay(sampling=answer, caller=2))
         )
         await eventually_async(lambda: inflight(pool) == 1)
-        with pytest.raises(MCPError, match="2 calls are in flight on this connection"):
+        with pytest.raises(MCPError, match="calls of different callers are in flight"):
             await pool.call_tool(
-                spec, "ask", {"question": "crowded"}, relay=Relay(sampling=answer), raw=True
+                spec,
+                "ask",
+                {"question": "crowded"},
+                relay=Relay(sampling=answer, caller=1),
+                raw=True,
             )
         await slow
     assert asked == ["alone"]  # the only call in flight is surely the one that asked
