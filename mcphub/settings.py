@@ -375,8 +375,13 @@ MCPHUB_RUN_KEEP_ROUNDS = envint("MCPHUB_RUN_KEEP_ROUNDS", 4)
 # Rounds a run may spend asking the model to go on with an answer cut at its output limit; past
 # them the run ends `incomplete` with what it has.
 MCPHUB_RUN_CONTINUATIONS = envint("MCPHUB_RUN_CONTINUATIONS", 3)
-MCPHUB_RUN_HEARTBEAT_SECONDS = envint("MCPHUB_RUN_HEARTBEAT_SECONDS", 10)
-MCPHUB_RUN_STALE_SECONDS = envint("MCPHUB_RUN_STALE_SECONDS", 40)
+# Leases (apps/chat/lease.py): a process renews its runs' and chat turns' leases every HEARTBEAT s;
+# a live one takes over work whose lease is STALE s old (its process died) and continues it, at most
+# MAX_RECOVERIES times without a completed round; a stopping process drains for up to DRAIN s.
+MCPHUB_RUN_HEARTBEAT_SECONDS = envint("MCPHUB_RUN_HEARTBEAT_SECONDS", 1)
+MCPHUB_RUN_STALE_SECONDS = envint("MCPHUB_RUN_STALE_SECONDS", 3)
+MCPHUB_RUN_MAX_RECOVERIES = envint("MCPHUB_RUN_MAX_RECOVERIES", 3)
+MCPHUB_RUN_DRAIN_SECONDS = envint("MCPHUB_RUN_DRAIN_SECONDS", 25)
 
 # --- MCP connection pool (keys: apps.connections.pool.PoolOptions). With REDIS_URL the pool lives in
 # the Celery workers, whose own listener re-discovers on a backend's list_changed; embedded, the

@@ -11,7 +11,7 @@ from typing import Any
 from apps.chat.models import Message as MessageRow
 from apps.chat.models import Turn
 from apps.chat.rounds import stored_message
-from apps.llm.types import Message
+from apps.llm.types import Message, ToolCall
 
 CANCELLED = "The call did not complete (the turn was stopped or interrupted)."
 # What a turn needs of its conversation and endpoint (the provider whole, for its adapter): a
@@ -48,6 +48,9 @@ class TurnSetup:
     first_seq: int
     adapter: Callable[[], Any]
     approval_reason: Callable[[object], str | None]
+    # Taken over from a lost worker: the calls of the turn's last stored round that have no stored
+    # result (settled by apps.chat.unfinished, `history` ends before their answers).
+    unsent: tuple[ToolCall, ...] = ()
 
 
 def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
@@ -78,6 +81,8 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
         SimpleNamespace(**row)
         for row in conversation.messages.order_by("id").values(*HISTORY_FIELDS)
     ]
+    history = to_messages(rows, provider_id=provider.pk)
+    unsent = _unsent(rows, turn.pk, history)
     return TurnSetup(
         turn_id=turn.pk,
         conversation_id=conversation.pk,
@@ -85,7 +90,8 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
         provider_id=provider.pk,
         endpoint_id=endpoint.pk if endpoint else None,
         model=conversation.model or provider.default_model,
-        history=tuple(to_messages(rows, provider_id=provider.pk)),
+        history=tuple(history[: len(history) - len(unsent)]),
+        unsent=unsent,
         first_seq=next_seq(conversation.pk),
         user_text=next(
             (
@@ -98,6 +104,23 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
         adapter=lambda: adapter(provider),
         approval_reason=endpoint.approval_reason if endpoint else (lambda annotations: None),
     )
+
+
+def _unsent(rows, turn_id: uuid.UUID, history: list[Message]) -> tuple[ToolCall, ...]:
+    """The calls of this turn's last reply left without a result: to_messages answered them last,
+    as cancelled, which a turn taken over settles instead."""
+    last = next(
+        (i for i in range(len(rows) - 1, -1, -1) if rows[i].role != MessageRow.Role.TOOL), None
+    )
+    if (
+        last is None
+        or rows[last].turn_id != turn_id
+        or rows[last].role != MessageRow.Role.ASSISTANT
+    ):
+        return ()
+    answered = {r.tool_call_id for r in rows[last + 1 :]}
+    reply = next(m for m in reversed(history) if m.role == "assistant")
+    return tuple(c for c in reply.tool_calls if c.id not in answered)
 
 
 def to_messages(rows, *, provider_id: int | None = None) -> list[Message]:

@@ -33,6 +33,20 @@ def claim(run_id: uuid.UUID, worker: str) -> Run | None:
     )  # owner: Provider.public_only
 
 
+def taken_over(run_id: uuid.UUID, worker: str) -> Run | None:
+    """A run this worker's lease claimed (apps.chat.lease); None if it moved on meanwhile."""
+    return (
+        Run.objects.select_related("provider__owner", "endpoint")
+        .filter(pk=run_id, worker=worker[:200], status=Run.Status.RUNNING, cancel_requested=False)
+        .first()
+    )
+
+
+def intend(run_id: uuid.UUID, in_flight: dict[str, Any]) -> None:
+    """The round whose calls are about to be sent (see Run.in_flight)."""
+    Run.objects.filter(pk=run_id).update(in_flight=in_flight)
+
+
 def count_step(step: RunStep, *, elapsed_s: float) -> None:
     """The run's totals after `step` (run inside the journal's transaction that inserts the step).
 
@@ -45,6 +59,8 @@ def count_step(step: RunStep, *, elapsed_s: float) -> None:
         output_tokens=F("output_tokens") + step.output_tokens,
         elapsed_s=elapsed_s,
         heartbeat_at=timezone.now(),
+        recoveries=0,
+        in_flight=None,
     )
 
 
