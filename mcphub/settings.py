@@ -382,6 +382,9 @@ MCPHUB_RUN_HEARTBEAT_SECONDS = envint("MCPHUB_RUN_HEARTBEAT_SECONDS", 1)
 MCPHUB_RUN_STALE_SECONDS = envint("MCPHUB_RUN_STALE_SECONDS", 3)
 MCPHUB_RUN_MAX_RECOVERIES = envint("MCPHUB_RUN_MAX_RECOVERIES", 3)
 MCPHUB_RUN_DRAIN_SECONDS = envint("MCPHUB_RUN_DRAIN_SECONDS", 25)
+# false: this process keeps its own leases but takes over no lost work (the tests' session hub,
+# which shares its database with the hubs that tests break).
+MCPHUB_RUN_TAKE_OVER = envbool("MCPHUB_RUN_TAKE_OVER", True)
 
 # --- MCP connection pool (keys: apps.connections.pool.PoolOptions). With REDIS_URL the pool lives in
 # the Celery workers, whose own listener re-discovers on a backend's list_changed; embedded, the

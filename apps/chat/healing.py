@@ -45,7 +45,7 @@ async def _tick() -> None:
                     "lease: %s %s was taken over by another worker; dropped here", kind, key
                 )
                 task.cancel()
-    if lease.draining.is_set():
+    if lease.draining.is_set() or not settings.MCPHUB_RUN_TAKE_OVER:
         return
     for kind in (lease.RUNS, lease.TURNS):
         taken, spent = await _db(lease.claim)(kind)
@@ -104,6 +104,13 @@ async def drain(seconds: float) -> None:
     hands itself over); stop what is still running and hand it over, so a live process (or this
     one, restarted) continues it at once instead of after the stale time."""
     lease.draining.set()
+    held = lease.held()
+    if any(held.values()):
+        logger.warning(
+            "lease: shutting down with %d run(s) and %d turn(s): draining",
+            len(held[lease.RUNS]),
+            len(held[lease.TURNS]),
+        )
     if runs := list(lease.held()[lease.RUNS].values()):
         await asyncio.wait(runs, timeout=seconds)
     stopping = {kind: dict(tasks) for kind, tasks in lease.held().items()}

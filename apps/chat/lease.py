@@ -108,6 +108,7 @@ def claim(kind: str, *, limit: int = CLAIM_BATCH) -> tuple[list[uuid.UUID], list
         rows = list(
             model.objects.select_for_update(skip_locked=True)
             .filter(status__in=ACTIVE[kind], heartbeat_at__lt=cutoff)
+            .exclude(worker=WORKER)  # its own: it still runs it, its renewal was merely late
             .order_by("heartbeat_at")
             .values_list("pk", "recoveries", "worker")[:limit]
         )

@@ -123,7 +123,8 @@ async def save_step(run_id: uuid.UUID, *, elapsed_s: float, **fields: Any) -> No
     keeps both or neither), shared with the other turns and runs writing meanwhile."""
     row = RunStep(run_id=run_id, **fields)
     await journal().write(
-        rows=[row], updates=[partial(records.count_step, row, elapsed_s=elapsed_s)]
+        rows=[row],
+        updates=[partial(records.count_step, row, elapsed_s=elapsed_s, worker=lease.WORKER)],
     )
 
 
@@ -168,7 +169,9 @@ class RunRunner:
             )
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            if work.done() and isinstance(work.exception(), Drained):
+            if work.done() and isinstance(work.exception(), records.LeaseLost):
+                logger.warning("run %s was taken over by another worker; dropped here", self.run.pk)
+            elif work.done() and isinstance(work.exception(), Drained):
                 await self._hand_over()
             elif work.done():
                 await self._end(*self._outcome(work))
