@@ -99,8 +99,8 @@ class TurnRunner:
             else:
                 await self._end(*self._outcome(work))
         finally:
-            stop.cancel()
-            beat.cancel()
+            for task in (work, stop, beat):  # work too: this task itself may be what was cancelled
+                task.cancel()
 
     def _outcome(self, work: asyncio.Task[str]) -> tuple[str, str, str]:
         exc = work.exception()
@@ -171,6 +171,9 @@ class TurnRunner:
             if self.tools is None:
                 self.tools = await self.loading
             reply = await self._model_round(adapter, history)
+            if self.taken_over:
+                self.taken_over = False  # one write, after the first round it completed
+                await _db(records.made_progress)(self.setup.turn_id)
             history.append(reply.message())
             calls = reply.calls
             if not calls:

@@ -50,6 +50,11 @@ def start(turn_id: uuid.UUID, worker: str, *, taken_over: bool = False) -> bool:
     )
 
 
+def made_progress(turn_id: uuid.UUID) -> None:
+    """A turn taken over completed a round: its recoveries count again from none."""
+    Turn.objects.filter(pk=turn_id).update(recoveries=0)
+
+
 def progress(turn_id: uuid.UUID) -> tuple[int, int, int]:
     """A turn's stored rounds and tokens so far: (rounds, input tokens, output tokens)."""
     from django.db.models import Count, Sum

@@ -1,10 +1,12 @@
-"""A chat turn whose worker is SIGKILLed continues on the live worker: the open socket hears
-"recovering…" within seconds, then the rest of the turn, and the user never sends again. Production
-shape: two real Celery workers on a private Redis, the scripted model."""
+"""A chat turn whose worker is SIGKILLed (or stopped with SIGTERM, which hands it over at once)
+continues on the live worker: the open socket hears "recovering…" within seconds, then the rest of
+the turn, and the user never sends again. Production shape: two real Celery workers on a private
+Redis, the scripted model."""
 
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 
 import pytest
@@ -25,8 +27,9 @@ pytestmark = [
 ]
 
 
-async def test_a_killed_workers_turn_continues_and_its_socket_hears_it_recovering(
-    tmp_path, llm, alice_provider, alice_endpoint, alice_hub_token
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["sigkill", "sigterm"])
+async def test_a_lost_workers_turn_continues_and_its_socket_hears_it_recovering(
+    sig, tmp_path, llm, alice_provider, alice_endpoint, alice_hub_token
 ):
     llm.responder = counter = Counter()
     cluster = start_cluster(tmp_path, workers=2)
@@ -42,14 +45,14 @@ async def test_a_killed_workers_turn_continues_and_its_socket_hears_it_recoverin
                 lambda: Turn.objects.get(conversation_id=conversation).worker
             )
             victim = next(w for w in cluster.workers if worker_name(w) == holder)
-            killed_at = cluster.kill(victim)
+            killed_at = cluster.kill(victim, sig)
             recovering = await chat.until("status", timeout=60, state="recovering")
             heard_after = time.monotonic() - killed_at
             end = await chat.until("end", timeout=60)
     finally:
         cluster.stop()
 
-    print(f"chat turn, SIGKILL, 2 workers: 'recovering' heard {heard_after:.2f} s after the kill")
+    print(f"chat turn, {sig.name}, 2 workers: 'recovering' heard {heard_after:.2f} s after it")
     assert "Recovering" in recovering["payload"]["message"]
     assert heard_after < 30  # did not hang (target: ≤ 5 s)
     assert end["payload"]["status"] == "complete"
