@@ -5,7 +5,6 @@ Redis, the scripted model."""
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import time
 
@@ -13,7 +12,7 @@ import pytest
 from django.conf import settings
 
 from apps.chat.models import Turn
-from tests.chat.conftest import Api, chat_socket
+from tests.chat.conftest import Api, chat_socket, db
 from tests.chat.healing import ROUNDS, Counter, start_cluster, worker_name, workers_ready
 
 pytestmark = [
@@ -41,9 +40,7 @@ async def test_a_lost_workers_turn_continues_and_its_socket_hears_it_recovering(
             await chat.send("message", {"text": "Count slowly in chat"})
             await chat.until("tool_result")
             await chat.until("tool_result")
-            holder = await asyncio.to_thread(
-                lambda: Turn.objects.get(conversation_id=conversation).worker
-            )
+            holder = await db(lambda: Turn.objects.get(conversation_id=conversation).worker)()
             victim = next(w for w in cluster.workers if worker_name(w) == holder)
             killed_at = cluster.kill(victim, sig)
             recovering = await chat.until("status", timeout=60, state="recovering")

@@ -13,7 +13,7 @@ import pytest
 from django.conf import settings
 
 from apps.chat.runs.models import Run
-from tests.chat.conftest import Api
+from tests.chat.conftest import Api, db
 from tests.chat.healing import ROUNDS, Counter
 from tests.chat.runs.conftest import start_run, wait_run
 from tests.live_hub import free_port, hub_env, start_private_hub, start_web, stop, wait_healthy
@@ -50,7 +50,7 @@ async def test_the_restarted_process_continues_the_run_by_itself(
         stopped_at = time.monotonic()
         os.killpg(hub.processes[0].pid, sig)
         await asyncio.to_thread(hub.processes[0].wait, 40)
-        drained = await asyncio.to_thread(lambda: Run.objects.get(pk=run["id"]))
+        drained = await db(lambda: Run.objects.get(pk=run["id"]))()
         base_url = await _restart(hub, tmp_path / "hub")
         async with Api(base_url, alice_hub_token) as api:
             done = await wait_run(api, run["id"], timeout=60)  # nobody resumes it

@@ -17,7 +17,7 @@ from django.conf import settings
 from apps.catalog.models import McpServer
 from apps.chat.runs.models import Run
 from apps.toolsets.models import Endpoint
-from tests.chat.conftest import Api
+from tests.chat.conftest import Api, db
 from tests.chat.healing import start_cluster, worker_name, workers_ready
 from tests.chat.runs.conftest import start_run, wait_run
 from tests.llm_server import Reply
@@ -75,7 +75,7 @@ async def _kill_mid_call(cluster, api: Api, run_id: str, ledger: Path) -> None:
     await eventually_async(
         lambda: ledger.read_text().split() == ["e1", "e2"], timeout=60, what="the second call"
     )
-    holder = await asyncio.to_thread(lambda: Run.objects.get(pk=run_id).worker)
+    holder = await db(lambda: Run.objects.get(pk=run_id).worker)()
     victim = next(w for w in cluster.workers if worker_name(w) == holder)
     assert (await api.client.get(f"/runs/{run_id}/")).json()["rounds"] == 1
     cluster.kill(victim)
@@ -111,9 +111,7 @@ async def test_where_the_policy_asks_the_owner_is_asked_before_it_is_sent_again(
     tmp_path, llm, alice_provider, alice_endpoint, alice_hub_token, ledger
 ):
     _recorder(llm)
-    await asyncio.to_thread(
-        lambda: Endpoint.objects.filter(pk=alice_endpoint.pk).update(approval="all")
-    )
+    await db(lambda: Endpoint.objects.filter(pk=alice_endpoint.pk).update(approval="all"))()
     cluster = start_cluster(tmp_path, workers=2)
     reasons: list[str] = []
 

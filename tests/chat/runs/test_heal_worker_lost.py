@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings
 
 from apps.chat.runs.models import Run
-from tests.chat.conftest import Api
+from tests.chat.conftest import Api, db
 from tests.chat.healing import ROUNDS, Counter, start_cluster, worker_name, workers_ready
 from tests.chat.runs.conftest import start_run, wait_run
 
@@ -37,11 +37,11 @@ def _assert_counted_once(done: dict) -> None:
 
 async def _runs_on(worker, run_ids: list[str]) -> list[str]:
     name = worker_name(worker)
-    held = await asyncio.to_thread(
+    held = await db(
         lambda: set(
             map(str, Run.objects.filter(pk__in=run_ids, worker=name).values_list("pk", flat=True))
         )
-    )
+    )()
     return [r for r in run_ids if r in held]
 
 
@@ -71,11 +71,12 @@ async def test_a_killed_workers_runs_continue_on_the_live_worker_within_seconds(
     assert moved, "the killed worker ran none of the runs"
     for run in done:
         _assert_counted_once(run)
-    # Nobody resumed anything: the live worker took the runs over, each counting one recovery.
-    recovered = await asyncio.to_thread(
+    # Nobody resumed anything: the live worker took the runs over (their recovery count is reset
+    recovered = await db(
         lambda: dict(Run.objects.filter(pk__in=moved).values_list("pk", "recoveries"))
-    )
-    assert all(n == 0 for n in recovered.values())  # a completed round since resets it
+    )()
+    # by the rounds they completed since)
+    assert all(n == 0 for n in recovered.values())
     gaps = [counter.next_round_after(tasks[r], killed_at) for r in moved]
     print(f"SIGKILL, 2 workers: {len(moved)} runs moved; seconds to their next round: {gaps}")
     assert all(gap is not None and gap < 30 for gap in gaps)  # did not hang (target: ≤ 5 s)
