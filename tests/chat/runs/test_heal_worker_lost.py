@@ -71,11 +71,11 @@ async def test_a_killed_workers_runs_continue_on_the_live_worker_within_seconds(
     assert moved, "the killed worker ran none of the runs"
     for run in done:
         _assert_counted_once(run)
-    # Nobody resumed anything: the live worker took the runs over (their recovery count is reset
+    # Nobody resumed anything: the live worker took the runs over (each recovery it counted was
+    # reset by the rounds they completed since).
     recovered = await db(
         lambda: dict(Run.objects.filter(pk__in=moved).values_list("pk", "recoveries"))
     )()
-    # by the rounds they completed since)
     assert all(n == 0 for n in recovered.values())
     gaps = [counter.next_round_after(tasks[r], killed_at) for r in moved]
     print(f"SIGKILL, 2 workers: {len(moved)} runs moved; seconds to their next round: {gaps}")
