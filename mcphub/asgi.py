@@ -12,6 +12,7 @@ django_asgi_app = get_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from apps.chat import healing as chat_healing  # noqa: E402
 from apps.chat import runtime as chat_runtime  # noqa: E402
 from apps.chat.routing import websocket_urlpatterns  # noqa: E402
 from apps.gateway.transport import Gateway  # noqa: E402
@@ -19,6 +20,7 @@ from mcphub import beat  # noqa: E402
 
 mcp_gateway = Gateway()
 beat.start_with_server()
+chat_healing.start_with_server()  # embedded: this process takes over runs and turns a lost one left
 
 
 class _NoFormParsing:
@@ -78,6 +80,7 @@ async def first_http_request(scope, receive, send):
     application.application_mapping["http"] = http_app  # before any await: later requests skip this
     beat.start_once()
     chat_runtime.bind_web_loop()
+    chat_healing.start_on_web_loop()
     await http_app(scope, receive, send)
 
 

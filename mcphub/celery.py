@@ -16,7 +16,8 @@ from apps.connections.celery_hooks import connect_pool_worker  # noqa: E402
 
 connect_pool_worker(app)
 
-# Autonomous runs: each worker sweeps lost runs and, on SIGTERM, lets its runs finish their round.
-from apps.chat.runs.worker_hooks import connect as connect_run_hooks  # noqa: E402
+# Runs and chat turns: each worker keeps their leases, takes over those of lost workers, and on
+# SIGTERM lets its runs finish their round, then hands the rest over.
+from apps.chat.worker_hooks import connect as connect_chat_healing  # noqa: E402
 
-connect_run_hooks(app)
+connect_chat_healing(app)

@@ -380,8 +380,16 @@ MCPHUB_RUN_KEEP_ROUNDS = envint("MCPHUB_RUN_KEEP_ROUNDS", 4)
 # Rounds a run may spend asking the model to go on with an answer cut at its output limit; past
 # them the run ends `incomplete` with what it has.
 MCPHUB_RUN_CONTINUATIONS = envint("MCPHUB_RUN_CONTINUATIONS", 3)
-MCPHUB_RUN_HEARTBEAT_SECONDS = envint("MCPHUB_RUN_HEARTBEAT_SECONDS", 10)
-MCPHUB_RUN_STALE_SECONDS = envint("MCPHUB_RUN_STALE_SECONDS", 40)
+# Leases (apps/chat/lease.py): a process renews its runs' and chat turns' leases every HEARTBEAT s;
+# a live one takes over work whose lease is STALE s old (its process died) and continues it, at most
+# MAX_RECOVERIES times without a completed round; a stopping process drains for up to DRAIN s.
+MCPHUB_RUN_HEARTBEAT_SECONDS = envint("MCPHUB_RUN_HEARTBEAT_SECONDS", 1)
+MCPHUB_RUN_STALE_SECONDS = envint("MCPHUB_RUN_STALE_SECONDS", 3)
+MCPHUB_RUN_MAX_RECOVERIES = envint("MCPHUB_RUN_MAX_RECOVERIES", 3)
+MCPHUB_RUN_DRAIN_SECONDS = envint("MCPHUB_RUN_DRAIN_SECONDS", 25)
+# false: this process keeps its own leases but takes over no lost work (the tests' session hub,
+# which shares its database with the hubs that tests break).
+MCPHUB_RUN_TAKE_OVER = envbool("MCPHUB_RUN_TAKE_OVER", True)
 # MCP tasks (2025-11-25; apps/gateway/mcp_tasks.py): how long a task is kept when its client asks
 # for no ttl, the longest ttl granted (milliseconds), and tasks per `tasks/list` page.
 MCPHUB_TASK_TTL_MS = envint("MCPHUB_TASK_TTL_MS", 24 * 3600 * 1000)

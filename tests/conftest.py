@@ -160,6 +160,8 @@ def hub(django_db_setup, tmp_path_factory) -> Iterator[HubProcesses]:
     log_dir = tmp_path_factory.mktemp("hub-logs")
     port = free_port()
     env = hub_env(MCPHUB_DATA_DIR=str(tmp_path_factory.mktemp("hub-data")))
+    # It shares the database with the private hubs fault tests break: their lost work is theirs.
+    env["MCPHUB_RUN_TAKE_OVER"] = "false"
     processes = [start_web(port, env, log_dir)]
     if settings.REDIS_URL:
         processes.append(start_worker(env, log_dir))

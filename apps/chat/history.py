@@ -13,7 +13,7 @@ from django.db.models import Case, F, JSONField, Q, When
 from apps.chat.models import Message as MessageRow
 from apps.chat.models import Turn
 from apps.chat.rounds import stored_message
-from apps.llm.types import Image, Message
+from apps.llm.types import Image, Message, ToolCall
 
 CANCELLED = "The call did not complete (the turn was stopped or interrupted)."
 # What a turn needs of its conversation and endpoint (the provider whole, for its adapter): a
@@ -53,6 +53,9 @@ class TurnSetup:
     # What the turn's message took along, as the page shows it (apps.chat.context_items): the
     # prompt's messages and the attached resources; empty for a plain message.
     user_context: dict[str, Any] = field(default_factory=dict)
+    # Taken over from a lost worker: the calls of the turn's last stored round that have no stored
+    # result (settled by apps.chat.unfinished, `history` ends before their answers).
+    unsent: tuple[ToolCall, ...] = ()
 
 
 def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
@@ -83,6 +86,8 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
         SimpleNamespace(**row)
         for row in conversation.messages.order_by("id").values(*HISTORY_FIELDS, shown=_shown_of())
     ]
+    history = to_messages(rows, provider_id=provider.pk)
+    unsent = _unsent(rows, turn.pk, history)
     return TurnSetup(
         turn_id=turn.pk,
         conversation_id=conversation.pk,
@@ -90,7 +95,8 @@ def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
         provider_id=provider.pk,
         endpoint_id=endpoint.pk if endpoint else None,
         model=conversation.model or provider.default_model,
-        history=tuple(to_messages(rows, provider_id=provider.pk)),
+        history=tuple(history[: len(history) - len(unsent)]),
+        unsent=unsent,
         first_seq=next_seq(conversation.pk),
         **_user_side([r for r in rows if r.turn_id == turn.pk]),
         adapter=lambda: adapter(provider),
@@ -119,6 +125,23 @@ def _user_side(rows: list[Any]) -> dict[str, Any]:
     own = {"text": ""} if "prompt" in own else own  # the prompt's own last message is the user's
     context = {"prompt": prompt, "attachments": own.get("attachments") or []}
     return {"user_text": own.get("text", ""), "user_context": context}
+
+
+def _unsent(rows, turn_id: uuid.UUID, history: list[Message]) -> tuple[ToolCall, ...]:
+    """The calls of this turn's last reply left without a result: to_messages answered them last,
+    as cancelled, which a turn taken over settles instead."""
+    last = next(
+        (i for i in range(len(rows) - 1, -1, -1) if rows[i].role != MessageRow.Role.TOOL), None
+    )
+    if (
+        last is None
+        or rows[last].turn_id != turn_id
+        or rows[last].role != MessageRow.Role.ASSISTANT
+    ):
+        return ()
+    answered = {r.tool_call_id for r in rows[last + 1 :]}
+    reply = next(m for m in reversed(history) if m.role == "assistant")
+    return tuple(c for c in reply.tool_calls if c.id not in answered)
 
 
 def to_messages(rows, *, provider_id: int | None = None) -> list[Message]:

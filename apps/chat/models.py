@@ -65,11 +65,16 @@ class Turn(models.Model):
     # Set by the worker while it runs the turn: a running turn whose heartbeat is stale was lost
     # with its worker, and must not block the conversation forever.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # The process running the turn (apps.chat.lease): it renews the heartbeat; a live one takes over
+    # a turn whose heartbeat went stale.
+    worker = models.CharField(max_length=200, blank=True)
+    recoveries = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["started_at"]
+        indexes = [models.Index(fields=["status", "heartbeat_at"], name="turn_status_heartbeat")]
         constraints = [
             models.UniqueConstraint(
                 fields=["conversation"],

@@ -3,6 +3,9 @@
 Runs on an asyncio loop (the worker's chat loop; embedded, the web process's loop), so one
 process carries hundreds of turns that mostly wait on a model. Every completed message is in the
 database before its event goes out; a stop cancels the model call and any tool call in flight.
+A turn runs under its worker's lease (apps.chat.lease): when that worker is lost, a live one takes
+the turn over and continues it from its last stored round (the model is asked again for a round
+that was streaming; calls without a stored result are settled by apps.chat.unfinished).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from apps.chat import records, rounds
+from apps.chat import lease, records, rounds, unfinished
 from apps.chat.events import Control, EventSink
 from apps.chat.history import TurnSetup, load_turn
 from apps.chat.models import Message as MessageRow
@@ -27,26 +30,39 @@ from apps.core import metrics
 from apps.llm.types import LLMError, Message, ToolCall
 
 logger = logging.getLogger(__name__)
+RECOVERING = "Recovering: the worker running this turn was lost; another one continues it…"
 
 
 def _db(fn):
     return sync_to_async(fn, thread_sensitive=False)
 
 
-async def run_turn(turn_id: uuid.UUID) -> None:
-    """Run a turn to its end; returns quietly if it vanished or is not running any more."""
-    setup = await _db(load_turn)(turn_id)
-    if setup is None:
-        return
-    sink = EventSink(setup.conversation_id, setup.first_seq)
-    # Reading the endpoint's tools overlaps joining the control group (both wait on I/O).
-    tools = asyncio.create_task(Toolbox.load(setup.user_id, setup.endpoint_id))
-    try:
-        async with Control(setup.conversation_id) as control:
-            await TurnRunner(setup, sink, control, tools).run()
-    finally:
-        tools.cancel()
-        await sink.close()
+def _start(turn_id: uuid.UUID, taken_over: bool) -> TurnSetup | None:
+    if not records.start(turn_id, lease.WORKER, taken_over=taken_over):
+        return None  # another worker runs it
+    return load_turn(turn_id)
+
+
+async def run_turn(turn_id: uuid.UUID, *, taken_over: bool = False) -> None:
+    """Run a turn (or continue one this worker's lease took over) to its end; returns quietly if it
+    vanished, is not running any more, or another worker runs it."""
+    with lease.holding(lease.TURNS, turn_id):
+        setup = await _db(_start)(turn_id, taken_over)
+        if setup is None:
+            return
+        done = await _db(records.progress)(turn_id) if taken_over else None
+        sink = EventSink(setup.conversation_id, setup.first_seq)
+        # Reading the endpoint's tools overlaps joining the control group (both wait on I/O).
+        tools = asyncio.create_task(Toolbox.load(setup.user_id, setup.endpoint_id))
+        try:
+            async with Control(setup.conversation_id) as control:
+                runner = TurnRunner(setup, sink, control, tools)
+                if done is not None:
+                    runner.rounds, runner.usage, runner.taken_over = done[0], list(done[1:]), True
+                await runner.run()
+        finally:
+            tools.cancel()
+            await sink.close()
 
 
 @dataclass
@@ -61,13 +77,17 @@ class TurnRunner:
     usage: list[int] = field(default_factory=lambda: [0, 0])
     rounds: int = 0
     cut: bool = False  # the last reply ended at the model's output limit
+    taken_over: bool = False
 
     async def run(self) -> None:
-        # The user's message opens the turn's events, so a client rebuilds a conversation from events alone.
-        opening = {"turn": str(self.setup.turn_id), "text": self.setup.user_text}
-        if self.setup.user_context:
-            opening["context"] = self.setup.user_context
-        self.sink.emit("user_message", opening)
+        if self.taken_over:
+            self.sink.emit("status", {"state": "recovering", "message": RECOVERING})
+        else:
+            # The user's message opens the turn's events, so a client rebuilds a conversation from events alone.
+            opening = {"turn": str(self.setup.turn_id), "text": self.setup.user_text}
+            if self.setup.user_context:
+                opening["context"] = self.setup.user_context
+            self.sink.emit("user_message", opening)
         work = asyncio.create_task(self._rounds())
         stop = asyncio.create_task(self.control.stopped.wait())
         beat = asyncio.create_task(self._heartbeat())
@@ -80,8 +100,8 @@ class TurnRunner:
             else:
                 await self._end(*self._outcome(work))
         finally:
-            stop.cancel()
-            beat.cancel()
+            for task in (work, stop, beat):  # work too: this task itself may be what was cancelled
+                task.cancel()
 
     def _outcome(self, work: asyncio.Task[str]) -> tuple[str, str, str]:
         exc = work.exception()
@@ -140,18 +160,30 @@ class TurnRunner:
         setup = self.setup
         history = list(setup.history)
         adapter = setup.adapter()  # shared with the loop's other turns: not closed here
-        for _ in range(settings.MCPHUB_CHAT_MAX_ROUNDS):
+        if setup.unsent:  # the calls its lost worker had sent
+            self.tools = await self.loading
+            history.extend(
+                await asyncio.gather(*(self._tool(call, settle=True) for call in setup.unsent))
+            )
+        for _ in range(settings.MCPHUB_CHAT_MAX_ROUNDS - self.rounds):
             self.sink.emit("status", {"state": "processing", "message": "Waiting for the model…"})
             # Awaited after the first status, not before: it then goes out in the turn's first write,
             # with the user's message, and the first text chunk does not queue behind a second write.
             if self.tools is None:
                 self.tools = await self.loading
             reply = await self._model_round(adapter, history)
+            if self.taken_over:
+                self.taken_over = False  # one write, after the first round it completed
+                await _db(records.made_progress)(self.setup.turn_id)
             history.append(reply.message())
             calls = reply.calls
             if not calls:
                 self.cut = reply.finish_reason == "length"
                 return ""
+            if unfinished.may_change_data(self.tools, calls):
+                # The reply and its calls stored before a call that may change data goes out: a
+                # worker taking the turn over settles them instead of repeating them unasked.
+                await self.sink.flush()
             history.extend(await asyncio.gather(*(self._tool(call) for call in calls)))
         return f"Stopped after {settings.MCPHUB_CHAT_MAX_ROUNDS} rounds (the per-turn limit): ask again to continue."
 
@@ -193,8 +225,8 @@ class TurnRunner:
             )
         return reply
 
-    async def _tool(self, call: ToolCall) -> Message:
-        result, duration = await self._result(call)
+    async def _tool(self, call: ToolCall, *, settle: bool = False) -> Message:
+        result, duration = await self._result(call, settle=settle)
         is_error = bool(result.get("isError"))
         text = result_text(result, settings.MCPHUB_CHAT_TOOL_RESULT_CHARS)
         self._store(
@@ -218,9 +250,10 @@ class TurnRunner:
         self.sink.emit("tool_result", shown)
         return Message(role="tool", text=text, tool_call_id=call.id, is_error=is_error)
 
-    async def _result(self, call: ToolCall) -> tuple[dict[str, Any], float]:
+    async def _result(self, call: ToolCall, *, settle: bool) -> tuple[dict[str, Any], float]:
         """The call's result and how long the tool took (not counting the wait for approval)."""
-        return await rounds.call_tool(
+        send = unfinished.settle if settle else rounds.call_tool
+        return await send(
             self.tools,
             call,
             approval_reason=self.setup.approval_reason,

@@ -13,7 +13,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from apps.chat.journal import commit_without_waiting_for_disk
-from apps.chat.models import Conversation, Event, Turn
+from apps.chat.models import Conversation, Event, Message, Turn
 
 # A running turn whose worker has not been heard of for this long was lost (worker crash).
 STALE_AFTER = timedelta(seconds=60)
@@ -35,6 +35,34 @@ def next_seq(conversation_id: uuid.UUID) -> int:
     return (
         Event.objects.filter(conversation_id=conversation_id).aggregate(m=Max("seq"))["m"] or 0
     ) + 1
+
+
+def start(turn_id: uuid.UUID, worker: str, *, taken_over: bool = False) -> bool:
+    """This worker runs the turn (its lease: apps.chat.lease); False when another has it. A new
+    turn is started once; one taken over was claimed for this worker already."""
+    turns = Turn.objects.filter(pk=turn_id, status=Turn.Status.RUNNING)
+    if taken_over:
+        return turns.filter(worker=worker[:200]).exists()
+    return bool(
+        turns.filter(worker="", heartbeat_at__isnull=True).update(
+            worker=worker[:200], heartbeat_at=timezone.now()
+        )
+    )
+
+
+def made_progress(turn_id: uuid.UUID) -> None:
+    """A turn taken over completed a round: its recoveries count again from none."""
+    Turn.objects.filter(pk=turn_id).update(recoveries=0)
+
+
+def progress(turn_id: uuid.UUID) -> tuple[int, int, int]:
+    """A turn's stored rounds and tokens so far: (rounds, input tokens, output tokens)."""
+    from django.db.models import Count, Sum
+
+    totals = Message.objects.filter(turn_id=turn_id, role=Message.Role.ASSISTANT).aggregate(
+        rounds=Count("id"), input=Sum("input_tokens"), output=Sum("output_tokens")
+    )
+    return totals["rounds"], totals["input"] or 0, totals["output"] or 0
 
 
 def heartbeat(turn_id: uuid.UUID) -> bool:

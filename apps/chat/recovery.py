@@ -1,8 +1,10 @@
-"""Turns whose worker is gone (crash, kill, deploy): ended as failed, with events their clients see.
+"""Turns no worker is left to continue: ended as failed, with events their clients see.
 
-A running turn's worker heartbeats every HEARTBEAT_SECONDS; one silent for STALE_AFTER is lost. The
-turn's events end with an `error` and an `end`, so an open page stops waiting and the conversation
-takes messages again. Run by beat (`chat.expire_lost_turns`) and before a new turn starts.
+A running turn's worker renews its lease every MCPHUB_RUN_HEARTBEAT_SECONDS, and a live worker takes
+over a turn whose lease went stale (apps.chat.lease). One still silent after STALE_AFTER found no
+worker to take it (or was given up): its events end with an `error` and an `end`, so an open page
+stops waiting and the conversation takes messages again. Run by beat (`chat.expire_lost_turns`),
+by each worker's sweep, and before a new turn starts.
 """
 
 from __future__ import annotations

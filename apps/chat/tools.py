@@ -41,13 +41,18 @@ class Toolbox:
     view: EndpointView | None
 
     @classmethod
-    async def load(cls, user_id: int, endpoint_id: int | None) -> Toolbox:
-        """The endpoint's view from the same per-process, per-version cache the gateway uses."""
+    async def load(
+        cls, user_id: int, endpoint_id: int | None, *, committed: bool = False
+    ) -> Toolbox:
+        """The endpoint's view from the same per-process, per-version cache the gateway uses.
+
+        `committed`: the version read waits for the database (embedded) instead of taking the last
+        one seen when SQLite is busy: a run started right after another process changed the
+        endpoint's tools gets those tools, not the view before the change."""
         view = None
         if endpoint_id is not None:
-            view = await current(
-                endpoint_id, await _version(endpoint_id), page_size=settings.MCPHUB_LIST_PAGE_SIZE
-            )
+            version = await (_committed_version if committed else _version)(endpoint_id)
+            view = await current(endpoint_id, version, page_size=settings.MCPHUB_LIST_PAGE_SIZE)
         return cls(user_id, endpoint_id, view)
 
     @property
@@ -123,6 +128,20 @@ async def _version(endpoint_id: int) -> object:
     if client is None:  # embedded: counters live in the database (hotstate.incr), not in memory
         return await hotstate.read_counter(endpoint_version_key(endpoint_id))
     return await client.get(endpoint_version_key(endpoint_id))
+
+
+async def _committed_version(endpoint_id: int) -> object:
+    if hotstate.async_redis() is not None:
+        return await _version(endpoint_id)
+    from asgiref.sync import sync_to_async
+
+    from apps.core.models import Counter
+
+    key = endpoint_version_key(endpoint_id)
+    return await sync_to_async(
+        lambda: Counter.objects.filter(key=key).values_list("value", flat=True).first(),
+        thread_sensitive=False,
+    )()
 
 
 def result_text(result: dict[str, Any], limit: int) -> str:

@@ -94,6 +94,14 @@ TOOLS: dict[str, dict[str, Any]] = {
         "annotations": {"readOnlyHint": True},
     },
     "cancel_run": {"description": "Cancel one of your runs.", "inputSchema": _RUN_ID},
+    "resume_run": {
+        "description": "Resume one of your runs that ended interrupted, failed or incomplete: it goes on from its last completed round and returns the final answer.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"run_id": {"type": "string"}, "wait": _LIMITS["wait"]},
+            "required": ["run_id"],
+        },
+    },
 }
 # The row's URL: a remote server has one (a check constraint says so), but calls to the built-in
 # server go to `answer()` by its name, never here, and nothing compares a URL with it.
@@ -407,9 +415,23 @@ def start_for(user_id: int, endpoint_id: int, tool: str, arguments: dict[str, An
     return _start(user_id, endpoint_id, arguments, SERVERS_OF[tool](arguments))
 
 
+async def resume_run(
+    user_id: int, endpoint_id: int, arguments: dict[str, Any], progress: Progress | None
+) -> dict[str, Any]:
+    """As the Runs page's and the REST API's Resume; then, as autonomous_*, waits for its end."""
+    wait = arguments.get("wait", True)
+    if not isinstance(wait, bool):
+        raise services.RunError("'wait' must be true or false.")
+    run = await _db(lambda: services.resume_run(run=_own_run(user_id, arguments)))()
+    if not wait:
+        return text_result(f"Run {run.pk} resumed; follow it with get_run.", _summary(run))
+    return await _follow(run, progress)
+
+
 HANDLERS = {
     "list_available_mcps": list_available_mcps,
     **{tool: _autonomous(servers_of) for tool, servers_of in SERVERS_OF.items()},
     "get_run": get_run,
     "cancel_run": cancel_run,
+    "resume_run": resume_run,
 }

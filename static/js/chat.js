@@ -120,7 +120,10 @@
       bubbleText += p.text;
       if (!renderQueued) { renderQueued = true; requestAnimationFrame(renderBubble); }
     },
-    status(p) { statusLine.textContent = p.state === "complete" ? "" : p.message || ""; if (p.state !== "complete") setRunning(true); },
+    status(p) {
+      // A lost worker's turn continues elsewhere, re-asking the model for the round it was streaming.
+      if (p.state === "recovering" && bubble) { bubble.remove(); bubble = null; bubbleText = ""; }
+      statusLine.textContent = p.state === "complete" ? "" : p.message || ""; if (p.state !== "complete") setRunning(true); },
     tool_call(p) {
       endBubble();
       const c = card(p.id, p.name);

@@ -101,7 +101,11 @@
     ws.onmessage = (message) => {
       const event = JSON.parse(message.data);
       if (event.type === "step") addStep(event.payload);
-      else if (event.type === "status") document.getElementById("run-status").textContent = LABELS[event.payload.status] || event.payload.status;
+      else if (event.type === "status") {
+        document.getElementById("run-status").textContent = LABELS[event.payload.status] || event.payload.status;
+        // Moved to another worker (its own was lost or stopped): said until the next round.
+        if (event.payload.message) document.getElementById("run-note").textContent = event.payload.message;
+      }
       else if (event.type === "provider_status") document.getElementById("run-note").textContent = event.payload.message;
       else if (event.type === "tool_progress") hubRender.progress(liveCard(event.payload.id), event.payload);
       else if (event.type === "tool_log") hubRender.logLine(liveCard(event.payload.id), event.payload);

@@ -3,7 +3,10 @@
 Each round is the shared model round and tool calls (apps.chat.rounds); the step is committed
 before its event goes out. Cancel (API, hub tool, control message or the heartbeat's backstop)
 cancels the model call and the tool calls in flight, whose backends get notifications/cancelled.
-A worker shutting down lets each run finish its current round and leaves it `interrupted`.
+A worker shutting down lets each run finish its current round and hands it over (apps.chat.lease):
+a live worker continues it at once. A run taken over from a lost worker continues from its last
+stored step; calls of a round that was sending them are settled, not sent again unasked
+(apps.chat.unfinished).
 """
 
 from __future__ import annotations
@@ -11,8 +14,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import os
-import socket
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from apps.catalog.models import HUB_SERVER
-from apps.chat import rounds
+from apps.chat import lease, rounds, unfinished
 from apps.chat.events import SEND_PATIENCE, Control
 from apps.chat.journal import journal
 from apps.chat.runs import context, records
@@ -35,10 +36,12 @@ from apps.core.channel_layer import group_send_patiently
 from apps.llm.types import LLMError, ToolCall
 
 logger = logging.getLogger(__name__)
-WORKER = f"{socket.gethostname()}:{os.getpid()}"
 # Set while the process shuts down (SIGTERM): runs stop at their next round boundary.
-draining = asyncio.Event()
+draining = lease.draining
 _active: set[uuid.UUID] = set()
+# How often a running run looks for a cancel its control message may have missed.
+CANCEL_CHECK_SECONDS = 10.0
+RECOVERING = "Its worker was lost: another worker continues it from round {round}."
 
 
 class Limit(Exception):
@@ -86,24 +89,35 @@ async def publish(
         logger.warning("runs: could not publish %s of %s", kind, run_id, exc_info=True)
 
 
-async def execute(run_id: uuid.UUID) -> None:
-    """Run a queued run to its end; returns quietly if it vanished or someone else has it."""
-    run = await _db(records.claim)(run_id, WORKER)
+async def publish_end(run: Run) -> None:
+    """A run's end, told to its followers as the loop tells it."""
+    payload = {"status": run.status, "answer": run.answer, "error": run.error, "rounds": run.rounds}
+    await publish(run.pk, "end", payload, rounds=run.rounds)
+
+
+async def execute(run_id: uuid.UUID, *, taken_over: bool = False) -> None:
+    """Run a queued run (or one this worker's lease took over) to its end; returns quietly if it
+    vanished or someone else has it."""
+    claim = records.taken_over if taken_over else records.claim
+    run = await _db(claim)(run_id, lease.WORKER)
     if run is None:
         return
     _active.add(run.pk)
     try:
-        # A resumed run goes on from its stored steps; a new one has none to read.
-        fields = ("round", "text", "tool_calls", "reasoning", "replay", "finish_reason")
-        steps = (
-            await _db(lambda: list(run.steps.order_by("round").values(*fields)))()
-            if run.rounds
-            else []
-        )
-        async with Control(run.pk) as control:
-            await RunRunner(run, steps, control).execute()
+        with lease.holding(lease.RUNS, run.pk):
+            await _execute(run, taken_over)
     finally:
         _active.discard(run.pk)
+
+
+async def _execute(run: Run, taken_over: bool) -> None:
+    # A resumed run goes on from its stored steps; a new one has none to read.
+    fields = ("round", "text", "tool_calls", "reasoning", "replay", "finish_reason")
+    steps = (
+        await _db(lambda: list(run.steps.order_by("round").values(*fields)))() if run.rounds else []
+    )
+    async with Control(run.pk) as control:
+        await RunRunner(run, steps, control, taken_over=taken_over).execute()
 
 
 async def save_step(run_id: uuid.UUID, *, elapsed_s: float, **fields: Any) -> None:
@@ -111,7 +125,8 @@ async def save_step(run_id: uuid.UUID, *, elapsed_s: float, **fields: Any) -> No
     keeps both or neither), shared with the other turns and runs writing meanwhile."""
     row = RunStep(run_id=run_id, **fields)
     await journal().write(
-        rows=[row], updates=[partial(records.count_step, row, elapsed_s=elapsed_s)]
+        rows=[row],
+        updates=[partial(records.count_step, row, elapsed_s=elapsed_s, worker=lease.WORKER)],
     )
 
 
@@ -124,6 +139,7 @@ class RunRunner:
     run: Run
     steps: list[dict[str, Any]]
     control: Control
+    taken_over: bool = False
     toolbox: Toolbox | None = None
     started: float = field(default_factory=time.monotonic)
     tokens: int = 0
@@ -138,12 +154,11 @@ class RunRunner:
         return self.run.elapsed_s + (time.monotonic() - self.started)
 
     async def execute(self) -> None:
-        await publish(
-            self.run.pk,
-            "status",
-            {"status": Run.Status.RUNNING, "round": len(self.steps)},
-            rounds=len(self.steps),
-        )
+        done = len(self.steps)
+        status: dict[str, Any] = {"status": Run.Status.RUNNING, "round": done}
+        if self.taken_over:
+            status["message"] = RECOVERING.format(round=done + 1)
+        await publish(self.run.pk, "status", status, rounds=done)
         work = asyncio.create_task(self._rounds())
         stop = asyncio.create_task(self.control.stopped.wait())
         beat = asyncio.create_task(self._heartbeat())
@@ -156,7 +171,11 @@ class RunRunner:
             )
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            if work.done():
+            if work.done() and isinstance(work.exception(), records.LeaseLost):
+                logger.warning("run %s was taken over by another worker; dropped here", self.run.pk)
+            elif work.done() and isinstance(work.exception(), Drained):
+                await self._hand_over()
+            elif work.done():
                 await self._end(*self._outcome(work))
             else:
                 work.cancel()
@@ -188,12 +207,6 @@ class RunRunner:
             )
         if isinstance(exc, ModelRefused):
             return Run.Status.FAILED, "", f"The model refused: {exc}"
-        if isinstance(exc, Drained):
-            return (
-                Run.Status.INTERRUPTED,
-                "",
-                "The worker shut down after a completed round: resume the run to continue.",
-            )
         if isinstance(exc, LLMError):
             return Run.Status.FAILED, "", f"The model provider failed: {exc.message}"
         logger.error("run %s failed", self.run.pk, exc_info=exc)
@@ -211,12 +224,25 @@ class RunRunner:
             rounds=len(self.steps),
         )
 
+    async def _hand_over(self) -> None:
+        """The worker shuts down after a completed round: a live worker continues the run at once."""
+        await _db(lease.release)(lease.RUNS, [self.run.pk])
+        done = len(self.steps)
+        message = f"Its worker shut down: another worker continues it from round {done + 1}."
+        await publish(
+            self.run.pk,
+            "status",
+            {"status": Run.Status.RUNNING, "round": done, "message": message},
+            rounds=done,
+        )
+
     async def _heartbeat(self) -> None:
-        # Also the backstop for a cancel sent before this run joined its control group.
+        # The backstop for a cancel sent before this run joined its control group (the lease,
+        # apps.chat.lease, says the run is alive).
         while True:
             if not await _db(records.heartbeat)(self.run.pk):
                 self.control.stopped.set()
-            await asyncio.sleep(settings.MCPHUB_RUN_HEARTBEAT_SECONDS)
+            await asyncio.sleep(CANCEL_CHECK_SECONDS)
 
     async def _rounds(self) -> str:
         """The loop; returns the final answer, raises Limit/Drained/LLMError."""
@@ -230,6 +256,9 @@ class RunRunner:
             run.provider
         )  # the loop's shared one (as chat turns use): not closed here
         model = run.model or run.provider.default_model
+        unsent = run.in_flight
+        if unsent and unsent.get("round") == len(self.steps) + 1:
+            await self._settle(unsent)  # the round its lost worker was sending calls of
         while True:
             self._check_limits()
             ctx = context.build(
@@ -257,7 +286,6 @@ class RunRunner:
             )
 
     async def _round(self, adapter: Any, model: str, ctx: context.Context) -> str | None:
-        number = len(self.steps) + 1
         clock = time.perf_counter()
         reply = await rounds.model_round(
             adapter,
@@ -267,39 +295,57 @@ class RunRunner:
             on_status=self._status,
             patience=settings.MCPHUB_RUN_PROVIDER_WAIT,
         )
-        results = await asyncio.gather(*(self._tool(call) for call in reply.calls))
-        shown = {
-            "round": number,
+        reply_fields = {
+            "round": len(self.steps) + 1,
             "text": reply.shown_text,
-            "tool_calls": list(results),
+            "calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.calls],
             "reasoning": reply.reasoning,
             "finish_reason": reply.finish_reason,
+            "replay": reply.replay(),
+            "input_tokens": reply.usage.input_tokens,
+            "output_tokens": reply.usage.output_tokens,
+            "context_chars": ctx.chars,
+            "model_ms": reply.duration_ms,
         }
+        if unfinished.may_change_data(self.toolbox, reply.calls):
+            # Stored before a call that may change data goes out: a worker taking the run over
+            # settles these calls instead of asking the model again and repeating them unasked.
+            await journal().write(updates=[partial(records.intend, self.run.pk, reply_fields)])
+        results = await asyncio.gather(*(self._tool(call) for call in reply.calls))
+        await self._complete(reply_fields, list(results), clock)
+        return None if reply.calls else self._answer(reply)
+
+    async def _settle(self, unsent: dict[str, Any]) -> None:
+        """The stored round's calls, each re-sent, asked about or answered as of unknown outcome."""
+        clock = time.perf_counter()
+        calls = unfinished.stored_calls(unsent)
+        results = await asyncio.gather(*(self._tool(call, settle=True) for call in calls))
+        await self._complete(unsent, list(results), clock)
+
+    async def _complete(
+        self, reply: dict[str, Any], results: list[dict[str, Any]], clock: float
+    ) -> None:
+        """The round's step stored (with the run's totals), then told to the run's followers."""
+        shown = {
+            "round": reply["round"],
+            "text": reply["text"],
+            "tool_calls": results,
+            "reasoning": reply["reasoning"],
+            "finish_reason": reply["finish_reason"],
+        }
+        usage = {key: reply[key] for key in ("input_tokens", "output_tokens", "context_chars")}
         await save_step(
             self.run.pk,
             elapsed_s=self.elapsed,
             **shown,
-            replay=reply.replay(),
-            input_tokens=reply.usage.input_tokens,
-            output_tokens=reply.usage.output_tokens,
-            context_chars=ctx.chars,
-            model_ms=reply.duration_ms,
+            **usage,
+            replay=reply["replay"],
+            model_ms=reply["model_ms"],
             duration_ms=(time.perf_counter() - clock) * 1000,
         )
-        self.steps.append({**shown, "replay": reply.replay()})
-        self.tokens += reply.usage.input_tokens + reply.usage.output_tokens
-        await publish(
-            self.run.pk,
-            "step",
-            {
-                **shown,
-                "input_tokens": reply.usage.input_tokens,
-                "output_tokens": reply.usage.output_tokens,
-                "context_chars": ctx.chars,
-                "max_rounds": self.run.max_rounds,
-            },
-        )
-        return None if reply.calls else self._answer(reply)
+        self.steps.append({**shown, "replay": reply["replay"]})
+        self.tokens += reply["input_tokens"] + reply["output_tokens"]
+        await publish(self.run.pk, "step", {**shown, **usage, "max_rounds": self.run.max_rounds})
 
     def _answer(self, reply: rounds.ModelReply) -> str | None:
         """The final answer (with the parts cut at the output limit before it); None: a continuation round is next."""
@@ -327,8 +373,9 @@ class RunRunner:
             self.run.pk, "provider_status", {"message": message, "round": done}, rounds=done
         )
 
-    async def _tool(self, call: ToolCall) -> dict[str, Any]:
-        result, duration = await rounds.call_tool(
+    async def _tool(self, call: ToolCall, *, settle: bool = False) -> dict[str, Any]:
+        send = unfinished.settle if settle else rounds.call_tool
+        result, duration = await send(
             self.toolbox,
             call,
             approval_reason=self._approval_reason,
@@ -367,9 +414,12 @@ class Drained(Exception):
 
 
 async def load_toolbox(run: Run) -> Toolbox:
-    """The endpoint's tools (as its MCP clients see them), limited to the run's servers, never the hub's own."""
-    toolbox = await Toolbox.load(run.owner_id, run.endpoint_id)
+    """The endpoint's tools (as its MCP clients see them, at the endpoint's committed version),
+    limited to the run's servers, never the hub's own. A run named servers for its work: when they
+    yield no tool it stops here (Limit) rather than let the model answer without them."""
+    toolbox = await Toolbox.load(run.owner_id, run.endpoint_id, committed=True)
     view = toolbox.view
+    keep = {}
     if view is not None:
         keep = {
             name: exposed
@@ -379,6 +429,11 @@ async def load_toolbox(run: Run) -> Toolbox:
         if not run.servers:
             keep = await _db(_within_budget)(run, keep)
         toolbox.view = dataclasses.replace(view, tools=keep)
+    if run.servers and not keep:
+        raise Limit(
+            f"No tools of {', '.join(run.servers)} are available to this run (none enabled on its "
+            "endpoint, or the servers are disabled or unavailable): enable some, then resume it."
+        )
     return toolbox
 
 

@@ -59,6 +59,13 @@ class Run(models.Model):
     # Running: set by the worker as it runs the run; a stale one means the worker died.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)
+    # Times a live worker took the run over from a lost one since its last completed round: past
+    # MCPHUB_RUN_MAX_RECOVERIES the run is `interrupted` (it may be what kills its workers).
+    recoveries = models.PositiveIntegerField(default=0)
+    # The round whose tool calls are being sent, stored before a call that may change data goes
+    # out (its reply: text, calls, reasoning, replay, finish_reason, usage, context_chars): a run
+    # taken over then settles those calls (apps.chat.unfinished) instead of asking the model again.
+    in_flight = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

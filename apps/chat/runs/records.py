@@ -33,19 +33,41 @@ def claim(run_id: uuid.UUID, worker: str) -> Run | None:
     )  # owner: Provider.public_only
 
 
-def count_step(step: RunStep, *, elapsed_s: float) -> None:
+def taken_over(run_id: uuid.UUID, worker: str) -> Run | None:
+    """A run this worker's lease claimed (apps.chat.lease); None if it moved on meanwhile."""
+    return (
+        Run.objects.select_related("provider__owner", "endpoint")
+        .filter(pk=run_id, worker=worker[:200], status=Run.Status.RUNNING, cancel_requested=False)
+        .first()
+    )
+
+
+def intend(run_id: uuid.UUID, in_flight: dict[str, Any]) -> None:
+    """The round whose calls are about to be sent (see Run.in_flight)."""
+    Run.objects.filter(pk=run_id).update(in_flight=in_flight)
+
+
+class LeaseLost(Exception):
+    """Another worker took the run over (this one stalled past its lease): its round is not kept."""
+
+
+def count_step(step: RunStep, *, elapsed_s: float, worker: str) -> None:
     """The run's totals after `step` (run inside the journal's transaction that inserts the step).
 
     Like chat events, steps are committed without waiting for the WAL flush (journal.py): visible
     at once and safe from any worker crash; only a crash of Postgres itself could lose the last
     fraction of a second, and a resume then redoes that round. Waiting cost 6-8 ms of every round."""
-    Run.objects.filter(pk=step.run_id).update(
+    counted = Run.objects.filter(pk=step.run_id, worker=worker[:200]).update(
         rounds=F("rounds") + 1,
         input_tokens=F("input_tokens") + step.input_tokens,
         output_tokens=F("output_tokens") + step.output_tokens,
         elapsed_s=elapsed_s,
         heartbeat_at=timezone.now(),
+        recoveries=0,
+        in_flight=None,
     )
+    if not counted:  # fenced: rolls the step back with the journal's transaction
+        raise LeaseLost(step.run_id)
 
 
 @transaction.atomic

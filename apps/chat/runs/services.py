@@ -218,6 +218,7 @@ def resume_run(*, run: Run) -> Run:
             finished_at=None,
             cancel_requested=False,
             heartbeat_at=timezone.now(),
+            recoveries=0,
         )
         if not updated:
             raise RunError("The run changed meanwhile: reload it.", code="conflict")
@@ -247,27 +248,56 @@ def _send_control(run_id: uuid.UUID, action: str, **fields: Any) -> None:
         pass
 
 
+# A running run no live worker took over for this long (apps.chat.lease takes one over within
+# seconds): no worker is left to continue it. A queued run not taken for this long lost its hand-off.
+ORPHANED_AFTER = timedelta(seconds=60)
+NO_WORKER = (
+    "No live worker took the run over within a minute of losing its own: resume it to continue "
+    "once a worker runs."
+)
+
+
 def sweep_lost_runs() -> int:
-    """Runs whose worker stopped beating (killed, crashed) become `interrupted`: resumable. Queued
-    runs no worker took within the stale time are handed to the workers again (`requeue_lost_runs`)."""
-    cutoff = timezone.now() - timedelta(seconds=settings.MCPHUB_RUN_STALE_SECONDS)
-    lost = Run.objects.filter(
-        status__in=(Run.Status.RUNNING, Run.Status.WAITING_APPROVAL), heartbeat_at__lt=cutoff
-    ).update(
-        status=Run.Status.INTERRUPTED,
-        error="The worker running this run was lost: resume it to continue.",
+    """Runs whose worker was lost and that no live worker took over (none is running) become
+    `interrupted`: resumable. Queued runs no worker took are handed to the workers again."""
+    cutoff = timezone.now() - ORPHANED_AFTER
+    lost = list(
+        Run.objects.filter(
+            status__in=(Run.Status.RUNNING, Run.Status.WAITING_APPROVAL), heartbeat_at__lt=cutoff
+        ).values_list("pk", flat=True)[:1000]
     )
+    ended = interrupt(lost, NO_WORKER)
+    if ended:
+        from asgiref.sync import async_to_sync
+
+        from apps.chat.runs.loop import publish_end
+
+        for run in ended:
+            async_to_sync(publish_end)(run)
     requeue_lost_runs()
-    return lost
+    return len(ended)
+
+
+def interrupt(run_ids: list[uuid.UUID], reason: str) -> list[Run]:
+    """Active runs that cannot continue become `interrupted` with `reason`; those it ended (their
+    followers are to be told: loop.publish_end)."""
+    ended = [
+        run_id
+        for run_id in run_ids
+        if Run.objects.filter(pk=run_id, status__in=Run.ACTIVE).update(
+            status=Run.Status.INTERRUPTED, error=reason, pending_approvals=[], worker=""
+        )
+    ]
+    return list(Run.objects.filter(pk__in=ended).only("status", "answer", "error", "rounds"))
 
 
 def requeue_lost_runs() -> list[uuid.UUID]:
     """A queued run's heartbeat is the time it was (last) handed to the workers. One still queued
-    after the stale time lost its hand-off (the broker or the enqueue failed, the task was dropped):
+    after ORPHANED_AFTER lost its hand-off (the broker or the enqueue failed, the task was dropped):
     hand it over again. A run is claimed by exactly one worker, so a second hand-off of a run that
-    merely waited in a long queue does no harm; each run is handed over at most once per stale time."""
+    merely waited in a long queue does no harm; each run is handed over at most once per ORPHANED_AFTER."""
     now = timezone.now()
-    cutoff = now - timedelta(seconds=settings.MCPHUB_RUN_STALE_SECONDS)
+    cutoff = now - ORPHANED_AFTER
     waiting = Run.objects.filter(status=Run.Status.QUEUED, cancel_requested=False).filter(
         Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, created_at__lt=cutoff)
     )

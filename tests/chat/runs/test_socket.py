@@ -61,8 +61,10 @@ def patient(monkeypatch) -> None:
 
 
 def _run(owner, **fields: Any) -> Run:
+    from apps.chat.lease import WORKER  # this test plays the worker holding the run
+
     return Run.objects.create(
-        owner=owner, task="Count", max_rounds=50, status=Run.Status.RUNNING, **fields
+        owner=owner, task="Count", max_rounds=50, status=Run.Status.RUNNING, worker=WORKER, **fields
     )
 
 

@@ -1,4 +1,5 @@
-"""A run whose worker stopped beating (SIGKILL, crash) is found and left resumable."""
+"""A run whose worker was lost and that no live worker took over (apps.chat.lease does within
+seconds) is found and left resumable; a queued run whose hand-off was lost is handed over again."""
 
 from __future__ import annotations
 
@@ -10,40 +11,50 @@ from django.utils import timezone
 
 from apps.chat import tasks
 from apps.chat.runs.models import Run
-from apps.chat.runs.services import sweep_lost_runs
+from apps.chat.runs.services import ORPHANED_AFTER, sweep_lost_runs
 
 
 def test_task_names_are_stable_and_beat_sweeps_lost_runs():
     assert tasks.execute_run.name == "chat.execute_run"
     assert tasks.sweep_lost_runs.name == "chat.sweep_lost_runs"
     beat = {entry["task"]: entry["schedule"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
-    # Marked interrupted within a minute of the last heartbeat: stale after N s, swept every few.
-    assert settings.MCPHUB_RUN_STALE_SECONDS + beat["chat.sweep_lost_runs"] <= 60
+    assert beat["chat.sweep_lost_runs"] <= 60
+    # A live worker takes a lost one's run over long before the sweep would call it orphaned.
+    assert settings.MCPHUB_RUN_STALE_SECONDS + settings.MCPHUB_RUN_HEARTBEAT_SECONDS <= 5
 
 
 @pytest.mark.django_db
-def test_only_silent_running_runs_become_interrupted(alice):
-    old = timezone.now() - timedelta(seconds=settings.MCPHUB_RUN_STALE_SECONDS + 5)
+def test_only_runs_no_worker_took_over_become_interrupted(alice):
+    old = timezone.now() - ORPHANED_AFTER - timedelta(seconds=5)
     lost = Run.objects.create(owner=alice, task="lost", status=Run.Status.RUNNING, heartbeat_at=old)
     Run.objects.create(
         owner=alice, task="alive", status=Run.Status.RUNNING, heartbeat_at=timezone.now()
+    )
+    stale = timezone.now() - timedelta(seconds=settings.MCPHUB_RUN_STALE_SECONDS + 5)
+    Run.objects.create(
+        owner=alice, task="to take over", status=Run.Status.RUNNING, heartbeat_at=stale
     )
     Run.objects.create(owner=alice, task="done", status=Run.Status.SUCCEEDED, heartbeat_at=old)
 
     assert sweep_lost_runs() == 1
     statuses = {r.task: r.status for r in Run.objects.all()}
-    assert statuses == {"lost": "interrupted", "alive": "running", "done": "succeeded"}
+    assert statuses == {
+        "lost": "interrupted",
+        "alive": "running",
+        "to take over": "running",
+        "done": "succeeded",
+    }
     lost.refresh_from_db()
-    assert "resume" in lost.error
+    assert "resume" in lost.error and "No live worker" in lost.error
 
 
 @pytest.mark.django_db
-def test_a_queued_run_no_worker_took_is_handed_over_again_once_per_stale_time(alice, monkeypatch):
+def test_a_queued_run_no_worker_took_is_handed_over_again_once_a_minute(alice, monkeypatch):
     from apps.chat.runs import services
 
     handed: list = []
     monkeypatch.setattr(services, "_enqueue", handed.append)
-    old = timezone.now() - timedelta(seconds=settings.MCPHUB_RUN_STALE_SECONDS + 5)
+    old = timezone.now() - ORPHANED_AFTER - timedelta(seconds=5)
     lost = Run.objects.create(owner=alice, task="lost enqueue", heartbeat_at=old)
     legacy = Run.objects.create(owner=alice, task="queued before heartbeats", heartbeat_at=None)
     Run.objects.filter(pk=legacy.pk).update(created_at=old)
@@ -58,7 +69,7 @@ def test_a_queued_run_no_worker_took_is_handed_over_again_once_per_stale_time(al
     lost.refresh_from_db()
     assert lost.status == "queued" and lost.heartbeat_at > old
 
-    sweep_lost_runs()  # within the stale time of the last hand-off: not again
+    sweep_lost_runs()  # within ORPHANED_AFTER of the last hand-off: not again
     assert len(handed) == 2
 
 

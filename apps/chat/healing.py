@@ -1,0 +1,184 @@
+"""Keeping a process's leases (apps.chat.lease) and healing the work of lost processes.
+
+Every MCPHUB_RUN_HEARTBEAT_SECONDS the process renews the leases it holds, drops (quietly) work
+another process took from it, and claims work whose lease went stale: a run continues from its last
+stored step (apps.chat.runs.loop), a chat turn from its last stored round (apps.chat.orchestrator).
+Runs on the loop that runs turns and runs: the Celery worker's chat loop (apps.chat.worker_hooks), or
+embedded, the web process's own loop from the moment it serves (`start_with_server`). A worker also
+sweeps what no worker is left to continue (even without beat), and on SIGTERM lets each run finish
+its current round, then hands the rest over at once (`drain`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import uuid
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from apps.chat import lease
+from apps.chat.models import Turn
+from apps.chat.orchestrator import run_turn
+from apps.chat.recovery import expire
+from apps.chat.runs.loop import execute, publish_end
+from apps.chat.runs.services import interrupt
+
+logger = logging.getLogger(__name__)
+_started: set[asyncio.AbstractEventLoop] = set()
+_continuing: set[asyncio.Task[None]] = set()
+
+
+def _db(fn):
+    return sync_to_async(fn, thread_sensitive=False)
+
+
+async def _tick() -> None:
+    keys = {kind: list(tasks) for kind, tasks in lease.held().items()}
+    for kind, lost in (await _db(lease.renew)(keys)).items():
+        for key in lost:
+            task = lease.drop(kind, key)
+            if task is not None:
+                logger.warning(
+                    "lease: %s %s was taken over by another worker; dropped here", kind, key
+                )
+                task.cancel()
+    if lease.draining.is_set() or not settings.MCPHUB_RUN_TAKE_OVER:
+        return
+    for kind in (lease.RUNS, lease.TURNS):
+        taken, spent = await _db(lease.claim)(kind)
+        if spent:
+            await _give_up(kind, spent)
+        for key in taken:
+            _continue(kind, key)
+        if taken:
+            logger.warning("lease: took over %d %s of a lost worker", len(taken), kind)
+
+
+def _continue(kind: str, key: uuid.UUID) -> None:
+    if kind == lease.RUNS:
+        work = execute(key, taken_over=True)
+    else:
+        work = run_turn(key, taken_over=True)
+    task = asyncio.ensure_future(work)
+    _continuing.add(task)
+    task.add_done_callback(_continuing.discard)
+
+
+async def _give_up(kind: str, keys: list[uuid.UUID]) -> None:
+    reason = (
+        f"Its worker was lost {settings.MCPHUB_RUN_MAX_RECOVERIES + 1} times in a row without completing a round "
+        "(the work itself may be what stops them)"
+    )
+    if kind == lease.RUNS:
+        for run in await _db(interrupt)(keys, f"{reason}: resume the run to try again."):
+            await publish_end(run)
+    else:
+        await _db(lambda: expire(Turn.objects.filter(pk__in=keys)))()
+
+
+async def keep_forever() -> None:
+    while True:
+        try:
+            await _tick()
+        except Exception as exc:  # noqa: BLE001 - the next tick tries again; one line, no traceback flood
+            logger.warning("lease: renewing or claiming failed (%s: %s)", type(exc).__name__, exc)
+        await asyncio.sleep(settings.MCPHUB_RUN_HEARTBEAT_SECONDS)
+
+
+def start(loop: asyncio.AbstractEventLoop | None = None) -> None:
+    """Keep this process's leases and claim lost work, on the loop that runs turns and runs."""
+    from apps.chat import runtime
+
+    loop = loop or runtime.current_loop()
+    if loop in _started:
+        return
+    _started.add(loop)
+    asyncio.run_coroutine_threadsafe(keep_forever(), loop)
+
+
+async def drain(seconds: float) -> None:
+    """Shutting down: claim nothing more; give each run up to `seconds` to end its round (it then
+    hands itself over); stop what is still running and hand it over, so a live process (or this
+    one, restarted) continues it at once instead of after the stale time."""
+    lease.draining.set()
+    held = lease.held()
+    if any(held.values()):
+        logger.warning(
+            "lease: shutting down with %d run(s) and %d turn(s): draining",
+            len(held[lease.RUNS]),
+            len(held[lease.TURNS]),
+        )
+    if runs := list(lease.held()[lease.RUNS].values()):
+        await asyncio.wait(runs, timeout=seconds)
+    stopping = {kind: dict(tasks) for kind, tasks in lease.held().items()}
+    for tasks in stopping.values():
+        for task in tasks.values():
+            task.cancel()
+    running = [task for tasks in stopping.values() for task in tasks.values()]
+    if running:
+        await asyncio.wait(running, timeout=5)
+    for kind, tasks in stopping.items():
+        if tasks and (handed := await _db(lease.release)(kind, list(tasks))):
+            logger.warning("lease: %d %s handed over at shutdown", handed, kind)
+
+
+def drain_from_thread(seconds: float) -> None:
+    """`drain` on the chat loop, from another thread (Celery's shutdown signal)."""
+    from apps.chat import runtime
+
+    future = asyncio.run_coroutine_threadsafe(drain(seconds), runtime.current_loop())
+    try:
+        future.result(seconds + 10)
+    except Exception:  # noqa: BLE001 - what is not handed over is claimed after the stale time
+        logger.warning("lease: draining did not finish", exc_info=True)
+
+
+def start_with_server() -> None:
+    """Embedded (Daphne, no REDIS_URL): the web process runs turns and runs, so it keeps their
+    leases from the moment it serves (a restarted process takes its predecessor's work over without
+    waiting for a request), and drains on SIGTERM before the reactor stops."""
+    if settings.REDIS_URL:
+        return
+    reactor = sys.modules.get("twisted.internet.reactor")
+    if reactor is None:
+        return
+    reactor.callWhenRunning(reactor.callLater, 0, start_on_web_loop)
+    reactor.addSystemEventTrigger("before", "shutdown", _drain_deferred)
+
+
+def start_on_web_loop() -> None:
+    from apps.chat import runtime
+
+    if settings.REDIS_URL:
+        return
+    runtime.bind_web_loop()
+    start(asyncio.get_running_loop())
+
+
+def _drain_deferred():
+    from twisted.internet.defer import Deferred
+
+    return Deferred.fromFuture(asyncio.ensure_future(drain(settings.MCPHUB_RUN_DRAIN_SECONDS)))
+
+
+# -- a Celery worker process -----------------------------------------------------------------------
+
+SWEEP_SECONDS = 15.0
+
+
+async def sweep_forever() -> None:
+    from apps.chat.recovery import lost_turns
+    from apps.chat.runs.services import sweep_lost_runs
+
+    while True:
+        await asyncio.sleep(SWEEP_SECONDS)
+        try:
+            if found := await _db(sweep_lost_runs)():
+                logger.warning("runs: %d run(s) no worker took over marked interrupted", found)
+            if ended := await _db(lambda: expire(lost_turns()))():
+                logger.warning("chat: %d turn(s) no worker took over ended", len(ended))
+        except Exception as exc:  # noqa: BLE001 - the next sweep tries again
+            logger.warning("runs: sweeping lost runs and turns failed (%s)", exc)

@@ -1,0 +1,30 @@
+"""A Celery worker's hooks for its runs and chat turns (connected by mcphub/celery.py, before Django
+is set up: everything else is imported when a signal fires)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+
+def _worker_ready(**_: Any) -> None:
+    from apps.chat import healing, runtime
+
+    healing.start()
+    asyncio.run_coroutine_threadsafe(healing.sweep_forever(), runtime.current_loop())
+
+
+def _worker_shutting_down(**_: Any) -> None:
+    from django.conf import settings
+
+    from apps.chat import healing
+
+    healing.drain_from_thread(settings.MCPHUB_RUN_DRAIN_SECONDS)
+
+
+def connect(app: Any) -> None:
+    """Keep leases and take over lost work once ready; drain and hand over on SIGTERM."""
+    from celery import signals
+
+    signals.worker_ready.connect(_worker_ready, weak=False)
+    signals.worker_shutting_down.connect(_worker_shutting_down, weak=False)
