@@ -154,6 +154,18 @@ class Catalog:
         hits.sort(key=lambda hit: -hit.score)
         return [Hit(hit.entry, round(hit.score, 4)) for hit in hits[:limit]]
 
+    def similar(self, query: str, threshold: float) -> set[int]:
+        """Tool ids whose embedding is at least `threshold` (cosine) from `query`'s: "means the
+        same" where no word is shared. Empty while vectors are being computed, or without them."""
+        dense = getattr(self.retriever, "dense", self.retriever)
+        if not isinstance(dense, retrieval.Dense) or not dense.ready.is_set():
+            return set()
+        (scores,) = dense.scores([query])
+        if scores is None:
+            return set()
+        order = list(self.entries.values())
+        return {order[i].exposed.item_id for i in (scores >= threshold).nonzero()[0]}
+
     async def asearch(self, query: str, limit: int, **options) -> list[Hit]:
         """`search` from async code: run in a search thread, the event loop stays free."""
         return await off_loop(functools.partial(self.search, query, limit, **options))
