@@ -18,6 +18,7 @@ from asgiref.sync import sync_to_async
 from apps.catalog.introspection import estimate_tokens
 from apps.discovery import catalog as discovery_catalog
 from apps.discovery import loading
+from apps.discovery import services as discovery_services
 from apps.discovery.catalog import Catalog
 from apps.gateway import context, state
 from apps.gateway.jsonrpc import INVALID_PARAMS, RpcError
@@ -174,6 +175,12 @@ async def _meta_tool(
         payload = await discovery_catalog.off_loop(
             _search, catalog, arguments, _loaded(ctx, catalog)
         )
+        if ctx.session is not None:  # what this search leads to is learned (usage prior)
+            await discovery_services.remember_search(
+                session_id=ctx.session.id,
+                queries=_queries(arguments),
+                names=[t["name"] for t in payload["tools"]],
+            )
         activated = await _activate(ctx, catalog, "\n".join(_queries(arguments)))
         return _result({**payload, "activated": activated} if activated else payload)
     if name in (LOAD, UNLOAD):
@@ -280,6 +287,7 @@ async def _change(
         outcome = await sync_to_async(loading.load, thread_sensitive=False)(
             catalog, ctx.session.loaded, names
         )
+        await _learn(ctx, catalog, outcome.loaded)
     else:
         outcome = loading.unload(catalog, ctx.session.loaded, names)
     ctx.session.loaded = outcome.state
@@ -359,8 +367,19 @@ async def _call(
     result = await context.call_exposed(
         dataclasses.replace(ctx, view=view), entry.exposed, arguments, params
     )
+    if anywhere and not listed:  # call_tool of a tool a search found: as good as loading it
+        await _learn(ctx, catalog, [name])
     await _activate(ctx, catalog, f"{name} {json.dumps(arguments)}")
     return result
+
+
+async def _learn(ctx: context.Context, catalog: Catalog, names: list[str]) -> None:
+    if names and ctx.session is not None:
+        await discovery_services.learn_from_loads(
+            session_id=ctx.session.id,
+            endpoint_id=ctx.endpoint.id,
+            loaded={n: catalog.entries[n].exposed.item_id for n in names},
+        )
 
 
 def _not_listed(catalog: Catalog, name: str, *, known: bool) -> RpcError:
