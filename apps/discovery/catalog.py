@@ -334,7 +334,7 @@ def document(entry: Entry) -> retrieval.Document:
         )
         if part
     )
-    return retrieval.Document(full, gist)
+    return retrieval.Document(full, gist, text.split_identifier(entry.name))
 
 
 # -- the per-process cache -----------------------------------------------------------
@@ -353,6 +353,7 @@ def index(catalog: Catalog, *, method: str | None = None, background: bool = Tru
     docs = documents(list(catalog.entries.values()))
     digest = hashlib.sha256(f"{embeddings.MAX_TOKENS} {retrieval.DENSE_VIEWS}\2".encode())
     for doc in docs:
+        # (doc.name is the start of doc.full: no need to hash it again)
         digest.update(doc.full.encode() + b"\0" + doc.gist.encode() + b"\1")
     catalog.fingerprint = digest.hexdigest()
     method = retrieval.resolve(method or settings.MCPHUB_DISCOVERY_METHOD)
