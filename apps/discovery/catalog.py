@@ -55,9 +55,11 @@ LEARN_WEIGHT = 0.2
 LEARN_OVERLAP = 0.5
 LEARNED_ROWS = 2000  # the most recent kept per endpoint
 # Query encoding is ~5-20 ms of CPU: never on the event loop. Its own small pool, so a burst of
-# searches queues here instead of filling the loop's default executor (ORM calls wait there).
-SEARCH_THREADS = 2
-_search_threads = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="mcphub-search")
+# searches queues here instead of filling the loop's default executor (ORM calls wait there), and
+# takes at most MCPHUB_SEARCH_THREADS cores (by default all but one: the loop keeps a core).
+_search_threads = ThreadPoolExecutor(
+    settings.MCPHUB_SEARCH_THREADS, thread_name_prefix="mcphub-search"
+)
 
 
 @dataclass(frozen=True)
