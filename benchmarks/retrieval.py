@@ -1,7 +1,7 @@
 """Tool search quality, cost and speed on public query → tool data sets (see retrieval_data.py).
 
     .venv/bin/python benchmarks/retrieval.py [--quick] [--sets bfcl,toollens,metatool,metatool2]
-        [--split test|dev|all] [--queries N] [--data DIR] [--endpoint]
+        [--split test|dev|all] [--queries N] [--data DIR] [--endpoint] [--learn]
 
 An ablation per data set: the plain baselines (BM25 alone, MiniLM alone over the short gist at
 128 word pieces, and their equal-weight fusion: the hub's default before issue 29), then each
@@ -12,6 +12,8 @@ documents step turned off again, and embeddings alone over the new documents. Co
 k), nDCG@10, "all gold tools in the top 10", query latency p50/p95 over the set's catalog (a
 separate pass, nothing cached), and the tokens of the top 5 definitions. `--endpoint`: a
 500-tool BFCL endpoint's tools/list static vs dynamic through the real gateway (in-process).
+`--learn`: one more row, the default with the usage prior learned from the dev split's searches
+(each as if it had led to loading its gold tools), scored on the test split.
 The defaults were tuned on `--split dev`; report `--split test` (held out).
 """
 
