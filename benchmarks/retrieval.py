@@ -1,7 +1,7 @@
 """Tool search quality, cost and speed on public query → tool data sets (see retrieval_data.py).
 
     .venv/bin/python benchmarks/retrieval.py [--quick] [--sets bfcl,toollens,metatool,metatool2]
-        [--split test|dev|all] [--queries N] [--data DIR] [--endpoint]
+        [--split test|dev|all] [--queries N] [--data DIR] [--endpoint] [--learn]
 
 An ablation per data set: the plain baselines (BM25 alone, MiniLM alone over the short gist at
 128 word pieces, and their equal-weight fusion: the hub's default before issue 29), then each
@@ -12,6 +12,8 @@ documents step turned off again, and embeddings alone over the new documents. Co
 k), nDCG@10, "all gold tools in the top 10", query latency p50/p95 over the set's catalog (a
 separate pass, nothing cached), and the tokens of the top 5 definitions. `--endpoint`: a
 500-tool BFCL endpoint's tools/list static vs dynamic through the real gateway (in-process).
+`--learn`: one more row, the default with the usage prior learned from the dev split's searches
+(each as if it had led to loading its gold tools), scored on the test split.
 The defaults were tuned on `--split dev`; report `--split test` (held out).
 """
 
@@ -194,11 +196,35 @@ def latency(
     return _percentiles(samples)
 
 
+def _row(label: str, scores: dict[str, float]) -> None:
+    print(
+        f"{label:<24} {scores['R@1']:6.1f} {scores['R@5']:6.1f} "
+        f"{scores['R@10']:6.1f} {scores['nDCG@10']:8.1f} {scores['all@10']:7.1f}   "
+        f"{scores['p50']:7.1f} {scores['p95']:6.1f}   {scores['tok5']:8.0f}"
+    )
+
+
+def learn_from(catalog: Catalog, searches: list[retrieval_data.Query]) -> None:
+    """The usage prior's lessons as if every one of `searches` had led its user to load its gold
+    tools on this endpoint (apps.discovery.services.learn, counted the same way)."""
+    from apps.discovery.services import search_terms
+
+    counts: dict[tuple[str, int], int] = {}
+    for query in searches:
+        terms = search_terms([query.text])
+        for tool_id in query.gold:
+            counts[terms, tool_id] = counts.get((terms, tool_id), 0) + 1
+    catalog.learned = [
+        (frozenset(terms.split()), tool_id, n) for (terms, tool_id), n in counts.items() if terms
+    ][-discovery_catalog.LEARNED_ROWS :]
+
+
 def ablation(
     dataset: retrieval_data.Dataset,
     queries: list[retrieval_data.Query],
     configs: list[Config],
     runs: int,
+    learned: list[retrieval_data.Query] | None = None,
 ) -> dict[str, dict[str, float]]:
     catalog = make_catalog(dataset.tools)
     multi = sum(len(q.gold) > 1 for q in queries)
@@ -222,11 +248,18 @@ def ablation(
                 scores = evaluate(catalog, queries)
             scores["p50"], scores["p95"] = latency(catalog, queries, runs)
         results[config.label] = scores
-        print(
-            f"{config.label:<24} {scores['R@1']:6.1f} {scores['R@5']:6.1f} "
-            f"{scores['R@10']:6.1f} {scores['nDCG@10']:8.1f} {scores['all@10']:7.1f}   "
-            f"{scores['p50']:7.1f} {scores['p95']:6.1f}   {scores['tok5']:8.0f}"
-        )
+        _row(config.label, scores)
+    if learned:
+        with configured(Config("", "hybrid")):
+            discovery_catalog.index(catalog, method="hybrid", background=False)
+            learn_from(catalog, learned)
+            with remembered_queries():
+                scores = evaluate(catalog, queries)
+            scores["p50"], scores["p95"] = latency(catalog, queries, runs)
+            catalog.learned = []
+        label = f"default + {len(learned)} learned"
+        results[label] = scores
+        _row(label, scores)
     default = results.get("+ parts (default)")
     singles = [r["R@5"] for label, r in results.items() if label in SINGLES]
     if default and singles:
@@ -249,6 +282,12 @@ def main() -> None:
         "--configs", default="", help="labels to run (comma-separated), default all"
     )
     parser.add_argument("--endpoint", action="store_true", help="the 500-tool endpoint too")
+    parser.add_argument(
+        "--learn",
+        action="store_true",
+        help="a row with the usage prior learned from the dev split's searches (as loads of "
+        "their gold tools), scored on the test split",
+    )
     args = parser.parse_args()
     limit, runs = (300, 50) if args.quick else (args.queries, 200)
     wanted = {c.strip() for c in args.configs.split(",") if c.strip()}
@@ -263,7 +302,8 @@ def main() -> None:
         queries = dataset.split(args.split)
         if len(queries) > limit:
             queries = random.Random(14).sample(queries, limit)
-        ablation(dataset, queries, configs, runs)
+        learned = dataset.split("dev")[:limit] if args.learn and args.split == "test" else None
+        ablation(dataset, queries, configs, runs, learned)
     if args.endpoint:
         from benchmarks.retrieval_endpoint import static_vs_dynamic
 

@@ -344,6 +344,9 @@ MCPHUB_LOG_TOOL_ARGUMENTS = envbool("MCPHUB_LOG_TOOL_ARGUMENTS", False)
 # Dynamic endpoints' tool search (apps/discovery/retrieval.py): auto = hybrid when the optional
 # embedding model is installed, else bm25; or bm25, embedding, hybrid.
 MCPHUB_DISCOVERY_METHOD = envstr("MCPHUB_DISCOVERY_METHOD", "auto")
+# Threads a web process searches in (query encoding is CPU): by default one core is left for
+# the event loop, so searching never slows the process's other requests much.
+MCPHUB_SEARCH_THREADS = envint("MCPHUB_SEARCH_THREADS", max(1, (os.cpu_count() or 2) - 1))
 
 # --- Metrics (`/metrics`, Prometheus text; see apps/core/metrics.py and docs/metrics.md). Every
 # web and worker process of one hub writes its counters to files in one directory (prometheus

@@ -31,7 +31,7 @@ from apps.core.singleflight import single_flight
 from apps.credentials.errors import CredentialsMissing
 from apps.credentials.selectors import specs_for_user
 from apps.discovery import embeddings, regex, retrieval, text
-from apps.discovery.models import MAX_PATTERNS, ActivationPattern
+from apps.discovery.models import MAX_PATTERNS, ActivationPattern, LearnedSearch
 from apps.toolsets import naming
 from apps.toolsets.exposure import Exposed, candidate, keep_names, tool_entry
 from apps.toolsets.models import Endpoint, EndpointTool, ToolCall
@@ -49,10 +49,17 @@ CO_USE_WINDOW = (
     20  # calls after each one looked at: a burst of calls must not cost n² at build time
 )
 PRIOR_DEPTH = 10  # extra hits considered so a used tool just below the cut can move up
+# Searches that led to loads (discovery.LearnedSearch): a later search sharing at least
+# LEARN_OVERLAP of its terms (Jaccard) with one of them ranks the tools it loaded higher.
+LEARN_WEIGHT = 0.2
+LEARN_OVERLAP = 0.5
+LEARNED_ROWS = 2000  # the most recent kept per endpoint
 # Query encoding is ~5-20 ms of CPU: never on the event loop. Its own small pool, so a burst of
-# searches queues here instead of filling the loop's default executor (ORM calls wait there).
-SEARCH_THREADS = 2
-_search_threads = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="mcphub-search")
+# searches queues here instead of filling the loop's default executor (ORM calls wait there), and
+# takes at most MCPHUB_SEARCH_THREADS cores (by default all but one: the loop keeps a core).
+_search_threads = ThreadPoolExecutor(
+    settings.MCPHUB_SEARCH_THREADS, thread_name_prefix="mcphub-search"
+)
 
 
 @dataclass(frozen=True)
@@ -101,6 +108,9 @@ class Catalog:
     co_used: dict[int, dict[int, int]] = field(
         default_factory=dict
     )  # tool id → tool id → times called together
+    learned: list[tuple[frozenset[str], int, int]] = field(
+        default_factory=list
+    )  # (a search's terms, a tool it led to, how often)
 
     @property
     def pinned(self) -> list[Entry]:
@@ -139,30 +149,60 @@ class Catalog:
     ) -> list[Hit]:
         """The best `limit` tools for `query` (or several queries at once: searched as the parts
         of one request); among relevant ones, tools used here lately, and tools often called
-        together with those `beside` (tool ids a session holds), rank a little higher (a prior:
-        it reorders what matched, it never adds what did not)."""
+        together with those `beside` (tool ids a session holds), and tools that searches like
+        this one led to, rank a little higher (a prior: it reorders what matched, it never adds
+        what did not)."""
         retriever = self.lexical if lexical else self.retriever
         if retriever is None:
             return []
         if not isinstance(query, str):
             query = "\n".join(query)  # one part per line (text.parts)
         order = list(self.entries.values())
+        learned = self._learned(query)
         hits = [
-            Hit(order[i], score * self._prior(order[i], beside))
+            Hit(order[i], score * self._prior(order[i], beside, learned))
             for i, score in retriever.search(query, limit + PRIOR_DEPTH)
         ]
         hits.sort(key=lambda hit: -hit.score)
         return [Hit(hit.entry, round(hit.score, 4)) for hit in hits[:limit]]
 
+    def similar(self, query: str, threshold: float) -> set[int]:
+        """Tool ids whose embedding is at least `threshold` (cosine) from `query`'s: "means the
+        same" where no word is shared. Empty while vectors are being computed, or without them."""
+        dense = getattr(self.retriever, "dense", self.retriever)
+        if not isinstance(dense, retrieval.Dense) or not dense.ready.is_set():
+            return set()
+        (scores,) = dense.scores([query])
+        if scores is None:
+            return set()
+        order = list(self.entries.values())
+        return {order[i].exposed.item_id for i in (scores >= threshold).nonzero()[0]}
+
     async def asearch(self, query: str, limit: int, **options) -> list[Hit]:
         """`search` from async code: run in a search thread, the event loop stays free."""
         return await off_loop(functools.partial(self.search, query, limit, **options))
 
-    def _prior(self, entry: Entry, beside: frozenset[int]) -> float:
+    def _prior(self, entry: Entry, beside: frozenset[int], learned: dict[int, float]) -> float:
         calls = self.calls.get(entry.exposed.item_id, 0)
         together = self.co_used.get(entry.exposed.item_id, {})
         paired = sum(together.get(other, 0) for other in beside)
-        return 1.0 + USAGE_WEIGHT * (math.log1p(calls) + math.log1p(paired))
+        return (
+            1.0
+            + USAGE_WEIGHT * (math.log1p(calls) + math.log1p(paired))
+            + LEARN_WEIGHT * math.log1p(learned.get(entry.exposed.item_id, 0.0))
+        )
+
+    def _learned(self, query: str) -> dict[int, float]:
+        """Tool id → how strongly searches like `query` led to it (Σ count × overlap)."""
+        if not self.learned:
+            return {}
+        asked = frozenset(text.terms(query))
+        found: dict[int, float] = {}
+        for terms, tool_id, count in self.learned:
+            overlap = len(asked & terms) / len(asked | terms) if asked else 0.0
+            if overlap >= LEARN_OVERLAP:
+                found[tool_id] = found.get(tool_id, 0.0) + count * overlap
+        return found
 
 
 async def off_loop(function: Callable[..., T], *args) -> T:
@@ -206,7 +246,16 @@ def build(endpoint_id: int, version: object) -> Catalog | None:
     catalog.patterns = activation_patterns(endpoint)
     catalog.calls = usage(endpoint.pk)
     catalog.co_used = co_use(endpoint.pk)
+    catalog.learned = learned_searches(endpoint.pk)
     return catalog
+
+
+def learned_searches(endpoint_id: int) -> list[tuple[frozenset[str], int, int]]:
+    rows = LearnedSearch.objects.filter(endpoint_id=endpoint_id).order_by("-last_at")
+    return [
+        (frozenset(terms.split()), tool_id, count)
+        for terms, tool_id, count in rows.values_list("terms", "tool_id", "count")[:LEARNED_ROWS]
+    ]
 
 
 def activation_patterns(endpoint: Endpoint) -> list[tuple[regex.Regex, list[str]]]:
@@ -287,7 +336,7 @@ def document(entry: Entry) -> retrieval.Document:
         )
         if part
     )
-    return retrieval.Document(full, gist)
+    return retrieval.Document(full, gist, text.split_identifier(entry.name))
 
 
 # -- the per-process cache -----------------------------------------------------------
@@ -306,6 +355,7 @@ def index(catalog: Catalog, *, method: str | None = None, background: bool = Tru
     docs = documents(list(catalog.entries.values()))
     digest = hashlib.sha256(f"{embeddings.MAX_TOKENS} {retrieval.DENSE_VIEWS}\2".encode())
     for doc in docs:
+        # (doc.name is the start of doc.full: no need to hash it again)
         digest.update(doc.full.encode() + b"\0" + doc.gist.encode() + b"\1")
     catalog.fingerprint = digest.hexdigest()
     method = retrieval.resolve(method or settings.MCPHUB_DISCOVERY_METHOD)

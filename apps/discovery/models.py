@@ -71,3 +71,30 @@ class ActivationPattern(models.Model):
         except ValidationError as exc:
             return " ".join(exc.messages)
         return ""
+
+
+MAX_LEARNED_TERMS = 32  # of one search kept: enough to recognise it again
+
+
+class LearnedSearch(models.Model):
+    """A search of a dynamic session that led to loading (or calling) a tool it found: the
+    search's terms (stemmed, stop words dropped, sorted: never the text as typed) and the tool,
+    counted. Later searches sharing most of those terms rank that tool a little higher on the
+    same endpoint (apps.discovery.catalog, the usage prior)."""
+
+    endpoint = models.ForeignKey("toolsets.Endpoint", on_delete=models.CASCADE, related_name="+")
+    tool = models.ForeignKey("catalog.Tool", on_delete=models.CASCADE, related_name="+")
+    terms = models.CharField(max_length=500)
+    count = models.PositiveIntegerField(default=1)
+    last_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["endpoint", "tool", "terms"], name="discovery_learned_once"
+            )
+        ]
+        indexes = [models.Index(fields=["endpoint", "-last_at"], name="discovery_learned_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.terms} → tool {self.tool_id} ×{self.count}"

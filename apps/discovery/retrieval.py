@@ -51,6 +51,14 @@ class Document:
 
     full: str
     gist: str
+    name: str = ""  # the tool's name in words: BM25 counts it twice (see `lexical`)
+
+    @property
+    def lexical(self) -> str:
+        """What BM25 indexes: `full` with the name once more, a field weight (what a tool is
+        called says most: "weather" finds get_weather_forecast before a tool that mentions
+        the weather; neutral on the benchmarks' development splits, ±0.4 R@5)."""
+        return f"{self.name} \n{self.full}" if self.name else self.full
 
 
 def resolve(method: str) -> str:
@@ -72,14 +80,14 @@ def build(
     the hybrid answers with BM25 alone until they are ready (`store`: where vectors are kept)."""
     method = resolve(method)
     if method == "bm25":
-        return BM25([d.full for d in documents])
+        return BM25([d.lexical for d in documents])
     views = [[getattr(d, view) for d in documents] for view in DENSE_VIEWS]
     dense = Dense(
         [t for texts in views for t in texts], views=len(views), background=background, store=store
     )
     if method == "embedding":
         return dense
-    return Hybrid(BM25([d.full for d in documents]), dense)
+    return Hybrid(BM25([d.lexical for d in documents]), dense)
 
 
 def _top(scores, k: int) -> Hits:

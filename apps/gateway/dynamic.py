@@ -18,6 +18,7 @@ from asgiref.sync import sync_to_async
 from apps.catalog.introspection import estimate_tokens
 from apps.discovery import catalog as discovery_catalog
 from apps.discovery import loading
+from apps.discovery import services as discovery_services
 from apps.discovery.catalog import Catalog
 from apps.gateway import context, state
 from apps.gateway.jsonrpc import INVALID_PARAMS, RpcError
@@ -30,6 +31,7 @@ MAX_NAMES = 50
 # Characters of a search_tools query: the search runs on the event loop, and a 1 MB query cost
 # BM25 0.6 s there (the request body may be 4 MB).
 MAX_QUERY = 2000
+MAX_QUERIES = 8  # several requests searched at once (`queries`): each is one part of the search
 
 _NAMES = {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": MAX_NAMES}
 META_TOOLS: list[dict[str, Any]] = [
@@ -45,6 +47,14 @@ META_TOOLS: list[dict[str, Any]] = [
                     "maxLength": MAX_QUERY,
                     "description": "What you want to do, in a few words",
                 },
+                "queries": {
+                    "type": "array",
+                    "items": {"type": "string", "maxLength": MAX_QUERY},
+                    "minItems": 1,
+                    "maxItems": MAX_QUERIES,
+                    "description": "Several things you need at once (instead of query): each gets "
+                    "its own chance, the results are merged",
+                },
                 "limit": {
                     "type": "integer",
                     "minimum": 1,
@@ -53,7 +63,6 @@ META_TOOLS: list[dict[str, Any]] = [
                     "description": "How many tools to return",
                 },
             },
-            "required": ["query"],
         },
         "outputSchema": {
             "type": "object",
@@ -166,7 +175,13 @@ async def _meta_tool(
         payload = await discovery_catalog.off_loop(
             _search, catalog, arguments, _loaded(ctx, catalog)
         )
-        activated = await _activate(ctx, catalog, arguments["query"])
+        if ctx.session is not None:  # what this search leads to is learned (usage prior)
+            await discovery_services.remember_search(
+                session_id=ctx.session.id,
+                queries=_queries(arguments),
+                names=[t["name"] for t in payload["tools"]],
+            )
+        activated = await _activate(ctx, catalog, "\n".join(_queries(arguments)))
         return _result({**payload, "activated": activated} if activated else payload)
     if name in (LOAD, UNLOAD):
         return await _change(ctx, catalog, name, _names(arguments))
@@ -187,11 +202,7 @@ def _result(payload: dict[str, Any], *, error: bool = False) -> dict[str, Any]:
 def _search(
     catalog: Catalog, arguments: dict[str, Any], loaded: dict[str, float]
 ) -> dict[str, list[dict[str, Any]]]:
-    query = context.param_string(arguments, "query")
-    if len(query) > MAX_QUERY:
-        raise RpcError(
-            INVALID_PARAMS, f"Invalid params: 'query' must be at most {MAX_QUERY} characters"
-        )
+    queries = _queries(arguments)
     limit = arguments.get("limit", 10)
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
         raise RpcError(
@@ -200,7 +211,7 @@ def _search(
     held = frozenset(catalog.entries[n].exposed.item_id for n in loaded) | {
         e.exposed.item_id for e in catalog.pinned
     }
-    hits = catalog.search(query, limit, beside=held)
+    hits = catalog.search(queries[0] if len(queries) == 1 else queries, limit, beside=held)
     tools = [
         {
             "name": h.entry.name,
@@ -212,6 +223,38 @@ def _search(
         for h in hits
     ]
     return {"tools": tools}
+
+
+def _queries(arguments: dict[str, Any]) -> list[str]:
+    """search_tools' `query`, or its `queries` (several requests searched as parts of one)."""
+    several = arguments.get("queries")
+    if several is None:
+        query = arguments.get("query")
+        if not isinstance(query, str) or not query:
+            raise RpcError(
+                INVALID_PARAMS,
+                "Invalid params: 'query' must be a non-empty string (or 'queries' a list of them)",
+            )
+        queries = [query]
+    elif (
+        isinstance(several, list)
+        and 1 <= len(several) <= MAX_QUERIES
+        and all(isinstance(q, str) and q.strip() for q in several)
+    ):
+        single = arguments.get("query")
+        queries = [*([single] if isinstance(single, str) and single.strip() else []), *several]
+        queries = list(dict.fromkeys(queries))[:MAX_QUERIES]
+    else:
+        raise RpcError(
+            INVALID_PARAMS,
+            f"Invalid params: 'queries' must be a list of 1 to {MAX_QUERIES} non-empty strings",
+        )
+    if any(len(q) > MAX_QUERY for q in queries):
+        key = "query" if several is None else "queries"
+        raise RpcError(
+            INVALID_PARAMS, f"Invalid params: '{key}' must be at most {MAX_QUERY} characters"
+        )
+    return queries
 
 
 def _names(arguments: dict[str, Any]) -> list[str]:
@@ -244,6 +287,7 @@ async def _change(
         outcome = await sync_to_async(loading.load, thread_sensitive=False)(
             catalog, ctx.session.loaded, names
         )
+        await _learn(ctx, catalog, outcome.loaded)
     else:
         outcome = loading.unload(catalog, ctx.session.loaded, names)
     ctx.session.loaded = outcome.state
@@ -323,8 +367,19 @@ async def _call(
     result = await context.call_exposed(
         dataclasses.replace(ctx, view=view), entry.exposed, arguments, params
     )
+    if anywhere and not listed:  # call_tool of a tool a search found: as good as loading it
+        await _learn(ctx, catalog, [name])
     await _activate(ctx, catalog, f"{name} {json.dumps(arguments)}")
     return result
+
+
+async def _learn(ctx: context.Context, catalog: Catalog, names: list[str]) -> None:
+    if names and ctx.session is not None:
+        await discovery_services.learn_from_loads(
+            session_id=ctx.session.id,
+            endpoint_id=ctx.endpoint.id,
+            loaded={n: catalog.entries[n].exposed.item_id for n in names},
+        )
 
 
 def _not_listed(catalog: Catalog, name: str, *, known: bool) -> RpcError:

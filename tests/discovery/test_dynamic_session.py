@@ -143,3 +143,36 @@ async def test_a_stateless_2026_client_searches_and_calls_through_call_tool(
     assert found.structured_content["tools"][0]["name"] == "echo"
     assert loaded.is_error and "use call_tool" in loaded.content[0].text
     assert called.content[0].text == "stateless"
+
+
+async def test_several_queries_at_once_each_find_their_tool(hub, dynamic_endpoint, alice_hub_token):
+    """`queries`: each request gets its own chance, the results come back merged; bad lists
+    are invalid params."""
+    async with mcp_client(hub.url(dynamic_endpoint.path), alice_hub_token) as client:
+        one = await client.call_tool("search_tools", {"query": "add two integers", "limit": 2})
+        both = await client.call_tool(
+            "search_tools",
+            {"queries": ["add two integers", "this server's process id"], "limit": 2},
+        )
+        refused = {}
+        for name, arguments in {
+            "empty": {"queries": []},
+            "blank": {"queries": ["add", " "]},
+            "not text": {"queries": ["add", 3]},
+            "too many": {"queries": [f"tool {n}" for n in range(9)]},
+            "too long": {"queries": ["add", "x" * 2001]},
+            "neither": {"limit": 3},
+        }.items():
+            with pytest.raises(MCPError) as error:
+                await client.call_tool("search_tools", arguments)
+            refused[name] = error.value
+        names = await _names(client)
+
+    assert [t["name"] for t in one.structured_content["tools"]][0] == "add"
+    assert "pid" not in {t["name"] for t in one.structured_content["tools"]}
+    assert {t["name"] for t in both.structured_content["tools"]} == {"add", "pid"}
+    assert all(e.code == -32602 for e in refused.values())
+    assert "'queries' must be a list of 1 to 8" in refused["empty"].message
+    assert "at most 2000 characters" in refused["too long"].message
+    assert "'query' must be a non-empty string" in refused["neither"].message
+    assert names == META  # searching loads nothing

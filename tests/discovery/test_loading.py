@@ -59,10 +59,11 @@ def test_usage_reorders_relevant_tools_but_adds_none():
     from apps.discovery.catalog import index
 
     catalog = _catalog(budget=500)
+    # Two equally relevant tools (named alike for BM25, which counts names: "a" is a stop word).
     for name, description in (
-        ("a", "weather forecast"),
-        ("b", "forecast weather"),
-        ("c", "send email"),
+        ("b", "weather forecast"),
+        ("c", "forecast weather"),
+        ("d", "send email"),
     ):
         entry = catalog.entries[name]
         catalog.entries[name] = Entry(
@@ -77,18 +78,18 @@ def test_usage_reorders_relevant_tools_but_adds_none():
     fresh = [h.entry.name for h in catalog.search("weather forecast", 5)]
     catalog.calls = {
         catalog.entries[fresh[1]].exposed.item_id: 50,
-        catalog.entries["c"].exposed.item_id: 1000,
+        catalog.entries["d"].exposed.item_id: 1000,
     }
     used = [h.entry.name for h in catalog.search("weather forecast", 5)]
 
-    assert used == [fresh[1], fresh[0]] and "c" not in used
+    assert used == [fresh[1], fresh[0]] and "d" not in used
 
 
 def test_tools_called_together_with_what_a_session_holds_rank_higher():
     from apps.discovery.catalog import index
 
     catalog = _catalog(budget=500)
-    for name in ("a", "b"):
+    for name in ("b", "c"):  # named alike for BM25 ("a" is a stop word)
         entry = catalog.entries[name]
         catalog.entries[name] = Entry(
             Exposed(
@@ -114,11 +115,11 @@ def test_tools_called_together_with_what_a_session_holds_rank_higher():
             "weather forecast", 2, beside=frozenset({catalog.entries["d"].exposed.item_id})
         )
     ]
-    beside_c = [
+    beside_a = [
         h.entry.name
         for h in catalog.search(
-            "weather forecast", 2, beside=frozenset({catalog.entries["c"].exposed.item_id})
+            "weather forecast", 2, beside=frozenset({catalog.entries["a"].exposed.item_id})
         )
     ]
 
-    assert beside_d == [later, alone[0]] and beside_c == alone
+    assert beside_d == [later, alone[0]] and beside_a == alone

@@ -6,26 +6,55 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('toolsets', '0003_endpoint_approval'),
+        ("toolsets", "0003_endpoint_approval"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ActivationPattern',
+            name="ActivationPattern",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('pattern', models.CharField(help_text='Regular expression, case-insensitive', max_length=500, validators=[apps.discovery.models.validate_pattern])),
-                ('targets', models.JSONField(help_text="Tools ('server.tool') or servers ('server.*') to pre-load", validators=[apps.discovery.models.validate_targets])),
-                ('priority', models.IntegerField(default=0, help_text='Higher loads first when the budget is short')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('endpoint', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='activation_patterns', to='toolsets.endpoint')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "pattern",
+                    models.CharField(
+                        help_text="Regular expression, case-insensitive",
+                        max_length=500,
+                        validators=[apps.discovery.models.validate_pattern],
+                    ),
+                ),
+                (
+                    "targets",
+                    models.JSONField(
+                        help_text="Tools ('server.tool') or servers ('server.*') to pre-load",
+                        validators=[apps.discovery.models.validate_targets],
+                    ),
+                ),
+                (
+                    "priority",
+                    models.IntegerField(
+                        default=0, help_text="Higher loads first when the budget is short"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "endpoint",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="activation_patterns",
+                        to="toolsets.endpoint",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-priority', 'pk'],
+                "ordering": ["-priority", "pk"],
             },
         ),
     ]
