@@ -17,14 +17,14 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from apps.chat import records, rounds
+from apps.chat import host, records, rounds
 from apps.chat.events import Control, EventSink
 from apps.chat.history import TurnSetup, load_turn
 from apps.chat.models import Message as MessageRow
 from apps.chat.models import Turn
 from apps.chat.tools import Toolbox, result_text
 from apps.core import metrics
-from apps.llm.types import LLMError, Message, ToolCall
+from apps.llm.types import LLMError, Message, ToolCall, Usage
 
 logger = logging.getLogger(__name__)
 
@@ -139,6 +139,7 @@ class TurnRunner:
         setup = self.setup
         history = list(setup.history)
         adapter = setup.adapter()  # shared with the loop's other turns: not closed here
+        host.lend(host.Host(self._approve, self._spend, setup.provider_id, setup.model))
         for _ in range(settings.MCPHUB_CHAT_MAX_ROUNDS):
             self.sink.emit("status", {"state": "processing", "message": "Waiting for the model…"})
             # Awaited after the first status, not before: it then goes out in the turn's first write,
@@ -255,6 +256,11 @@ class TurnRunner:
             {"state": "tool", "tool": call.name, "message": f"{call.name} waits for your approval"},
         )
         return await self.control.approval(call.id)
+
+    async def _spend(self, usage: Usage) -> None:
+        """A sampling answered by the user's model during a tool call counts with the turn."""
+        self.usage[0] += usage.input_tokens
+        self.usage[1] += usage.output_tokens
 
     def _store(self, **fields: Any) -> None:
         """A message, written with the turn's next events (before any of them is sent)."""

@@ -175,7 +175,7 @@ def relay_for(ctx: Context):
 
     roots = ask("roots/list", "ListRootsResult", "roots")
     return Relay(
-        sampling=ask("sampling/createMessage", "CreateMessageResult", "sampling"),
+        sampling=ask("sampling/createMessage", "CreateMessageResultWithTools", "sampling"),
         elicitation=ask("elicitation/create", "ElicitResult", "elicitation"),
         list_roots=_roots(roots) if roots else None,
         log=_log_sink(ctx),

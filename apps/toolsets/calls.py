@@ -7,6 +7,8 @@ the pool with the endpoint owner's spec (their `${user:…}` values) and upstrea
 Whatever happens, the call is logged (calllog). A pool failure is an `isError` result the model or
 client can read; a backend's JSON-RPC error is raised as `ToolError`, which each caller maps to its
 own shape (the gateway forwards it as a JSON-RPC error, chat turns it into an `isError` result).
+What the backend asks back during the call (sampling, roots) goes to the caller's relay, and what
+the caller cannot answer to the registered host (`register_host`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,19 @@ def register_builtin(server: str, handler: Builtin) -> None:
     _builtins[server] = handler
 
 
+# What answers a backend's server→client requests that the caller cannot (sampling by the user's
+# own model, roots from the endpoint's settings): given (user_id, endpoint_id, the caller's relay or
+# None), the relay to call with. The chat app registers the hub's answers (apps/chat/host.py); the
+# same ones then serve chat turns, runs and gateway calls alike.
+HostRelay = Callable[[int, "int | None", "Relay | None"], "Relay | None"]
+_host: list[HostRelay] = []
+
+
+def register_host(fn: HostRelay) -> None:
+    """Let `fn` fill in the handlers a caller's relay lacks (one host: a second call replaces it)."""
+    _host[:] = [fn]
+
+
 class ToolError(Exception):
     """The backend answered the call with a JSON-RPC error instead of a result."""
 
@@ -77,6 +92,8 @@ async def call_tool(
 ) -> dict[str, Any]:
     """Call `exposed` as `user_id` and log it: the result as JSON (`isError` on a pool failure);
     raises `ToolError` for the backend's JSON-RPC error."""
+    if _host:
+        relay = _host[0](user_id, endpoint_id, relay)
     work = _answer(user_id, endpoint_id, view, exposed, arguments, progress, relay)
     return await logged(
         user_id=user_id, endpoint_id=endpoint_id, exposed=exposed, arguments=arguments, work=work

@@ -24,14 +24,14 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from apps.catalog.models import HUB_SERVER
-from apps.chat import rounds
+from apps.chat import host, rounds
 from apps.chat.events import Control
 from apps.chat.journal import journal
 from apps.chat.runs import context, records
 from apps.chat.runs.models import Run, RunStep
 from apps.chat.tools import Toolbox
 from apps.core import metrics
-from apps.llm.types import LLMError, ToolCall
+from apps.llm.types import LLMError, ToolCall, Usage
 
 logger = logging.getLogger(__name__)
 WORKER = f"{socket.gethostname()}:{os.getpid()}"
@@ -228,6 +228,7 @@ class RunRunner:
             run.provider
         )  # the loop's shared one (as chat turns use): not closed here
         model = run.model or run.provider.default_model
+        host.lend(host.Host(self._approve, self._spend, run.provider_id, model))
         while True:
             self._check_limits()
             ctx = context.build(
@@ -330,6 +331,11 @@ class RunRunner:
             "isError": bool(result.get("isError")),
             "duration_ms": round(duration, 1),
         }
+
+    async def _spend(self, usage: Usage) -> None:
+        """A sampling answered by the user's model during a tool call counts with the run."""
+        self.tokens += usage.input_tokens + usage.output_tokens
+        await _db(records.add_tokens)(self.run.pk, usage.input_tokens, usage.output_tokens)
 
     def _approval_reason(self, annotations: object) -> str | None:
         endpoint = self.run.endpoint

@@ -48,6 +48,14 @@ def count_step(step: RunStep, *, elapsed_s: float) -> None:
     )
 
 
+def add_tokens(run_id: uuid.UUID, input_tokens: int, output_tokens: int) -> None:
+    """Tokens spent outside a round (a backend's sampling answered by the run's owner's model)."""
+    Run.objects.filter(pk=run_id).update(
+        input_tokens=F("input_tokens") + input_tokens,
+        output_tokens=F("output_tokens") + output_tokens,
+    )
+
+
 @transaction.atomic
 def wait_for_approval(run_id: uuid.UUID, call: dict[str, Any]) -> None:
     run = Run.objects.select_for_update().get(pk=run_id)  # calls of one round ask at once

@@ -109,6 +109,8 @@ class Adapter(ABC):
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] = (),
     ) -> AsyncIterator[Event]: ...
 
     @abstractmethod
