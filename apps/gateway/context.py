@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from django.conf import settings
 
+from apps.gateway import elicitations
 from apps.gateway.auth import EndpointRef, Principal
 from apps.gateway.jsonrpc import INVALID_PARAMS, RpcError
 from apps.gateway.state import Session
@@ -121,6 +122,7 @@ async def call_exposed(
             arguments=arguments,
             progress=progress_sender(ctx, meta_of(params).get("progressToken")),
             relay=relay_for(ctx),
+            ask_user=elicitations.asker(ctx.principal.user_id, ctx.session),
         )
     except calls.ToolError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None

@@ -24,6 +24,7 @@ from mcp import MCPError
 from apps.connections.default import get_pool
 from apps.connections.errors import PoolError
 from apps.connections.hooks import Relay
+from apps.credentials.errors import CredentialsMissing
 from apps.credentials.upstream.calls import with_user_token
 from apps.toolsets import calllog
 from apps.toolsets.exposure import EndpointView, Exposed
@@ -65,6 +66,11 @@ def register_host(fn: HostRelay) -> None:
     _host[:] = [fn]
 
 
+# Given a CredentialsMissing that names the page where the user fixes it (`fill_at`), the error to
+# raise instead of the isError result: the gateway's URL elicitation for clients that declare it.
+AskUser = Callable[[CredentialsMissing], Awaitable["ToolError"]]
+
+
 class ToolError(Exception):
     """The backend answered the call with a JSON-RPC error instead of a result."""
 
@@ -89,12 +95,13 @@ async def call_tool(
     arguments: dict[str, Any],
     progress: Progress | None = None,
     relay: Relay | None = None,
+    ask_user: AskUser | None = None,
 ) -> dict[str, Any]:
     """Call `exposed` as `user_id` and log it: the result as JSON (`isError` on a pool failure);
-    raises `ToolError` for the backend's JSON-RPC error."""
+    raises `ToolError` for the backend's JSON-RPC error (and `ask_user`'s when it applies)."""
     if _host:
         relay = _host[0](user_id, endpoint_id, relay)
-    work = _answer(user_id, endpoint_id, view, exposed, arguments, progress, relay)
+    work = _answer(user_id, endpoint_id, view, exposed, arguments, progress, relay, ask_user)
     return await logged(
         user_id=user_id, endpoint_id=endpoint_id, exposed=exposed, arguments=arguments, work=work
     )
@@ -153,6 +160,7 @@ async def _answer(
     arguments: dict[str, Any],
     progress: Progress | None,
     relay: Relay | None,
+    ask_user: AskUser | None,
 ) -> dict[str, Any]:
     builtin = _builtins.get(exposed.server)
     if builtin is not None:
@@ -178,4 +186,6 @@ async def _answer(
     except MCPError as exc:
         raise ToolError(exc.code, exc.message, exc.data) from None
     except PoolError as exc:
+        if ask_user is not None and isinstance(exc, CredentialsMissing) and exc.fill_at:
+            raise await ask_user(exc) from None
         return error_result(f"Tool {exposed.name} failed: {exc.message}")
