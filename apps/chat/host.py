@@ -1,5 +1,6 @@
 """The hub as an MCP host: it answers what a backend asks back during a tool call when the caller
-cannot — sampling with the calling user's own model, roots from the endpoint's settings.
+cannot — sampling with the calling user's own model, roots from the endpoint's settings, and
+(in chat) elicitation answered by the user on the page.
 
 Chat turns and runs have no MCP client to relay to, and most gateway clients (Claude Desktop and
 LM Studio, for two) declare no sampling. The endpoint's `sampling` setting decides: `off` refuses,
@@ -50,6 +51,8 @@ class Host:
     spend: Callable[[Usage], Awaitable[None]] | None = None
     provider_id: int | None = None
     model: str = ""
+    # Shows a backend's elicitation (its params as JSON) on the page; the user's {action, content}.
+    elicit: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
 
 
 _lent: ContextVar[Host | None] = ContextVar("mcphub_host", default=None)
@@ -70,6 +73,7 @@ def relay(user_id: int, endpoint_id: int | None, caller: Relay | None) -> Relay 
         caller,
         sampling=caller.sampling or _sampler(user_id, endpoint_id, host),
         list_roots=caller.list_roots or _roots(endpoint_id),
+        elicitation=caller.elicitation or _elicitor(host),
     )
 
 
@@ -87,6 +91,20 @@ def _sampler(user_id: int, endpoint_id: int, host: Host | None):
             )
 
     return sampling
+
+
+def _elicitor(host: Host | None):
+    if host is None or host.elicit is None:
+        return None
+    ask = host.elicit
+
+    async def elicitation(params: types.ElicitRequestParams) -> types.ElicitResult:
+        request = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        request.pop("_meta", None)
+        answer = await ask(request)
+        return types.ElicitResult(action=answer["action"], content=answer.get("content"))
+
+    return elicitation
 
 
 def _roots(endpoint_id: int):

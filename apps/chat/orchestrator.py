@@ -17,7 +17,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from apps.chat import host, records, rounds
+from apps.chat import elicitation, host, records, rounds
 from apps.chat.events import Control, EventSink
 from apps.chat.history import TurnSetup, load_turn
 from apps.chat.models import Message as MessageRow
@@ -139,7 +139,11 @@ class TurnRunner:
         setup = self.setup
         history = list(setup.history)
         adapter = setup.adapter()  # shared with the loop's other turns: not closed here
-        host.lend(host.Host(self._approve, self._spend, setup.provider_id, setup.model))
+        host.lend(
+            host.Host(
+                self._approve, self._spend, setup.provider_id, setup.model, elicit=self._elicit
+            )
+        )
         for _ in range(settings.MCPHUB_CHAT_MAX_ROUNDS):
             self.sink.emit("status", {"state": "processing", "message": "Waiting for the model…"})
             # Awaited after the first status, not before: it then goes out in the turn's first write,
@@ -256,6 +260,26 @@ class TurnRunner:
             {"state": "tool", "tool": call.name, "message": f"{call.name} waits for your approval"},
         )
         return await self.control.approval(call.id)
+
+    async def _elicit(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A backend asks the user (elicitation/create): the page shows its form or link until the
+        user answers; an answer that does not fit the form is shown again with what is wrong."""
+        shown = {"id": f"elicit-{uuid.uuid4().hex[:12]}", **request}
+        self.sink.emit("elicitation_required", shown)
+        self.sink.emit("status", {"state": "tool", "message": "A server waits for your answer"})
+        while True:
+            answer = await self.control.answer(shown["id"])
+            if answer["action"] != "accept" or request.get("mode") == "url":
+                answer["content"] = None
+                break
+            try:
+                schema = request.get("requestedSchema") or {}
+                answer["content"] = elicitation.check_content(schema, answer["content"])
+                break
+            except elicitation.ElicitationError as exc:
+                self.sink.emit("elicitation_required", {**shown, "error": exc.message})
+        self.sink.emit("elicitation_answered", {"id": shown["id"], "action": answer["action"]})
+        return answer
 
     async def _spend(self, usage: Usage) -> None:
         """A sampling answered by the user's model during a tool call counts with the turn."""
