@@ -15,6 +15,7 @@ and its provider and model, taken when the request's model hints match none of t
 from __future__ import annotations
 
 import dataclasses
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -53,6 +54,8 @@ class Host:
     model: str = ""
     # Shows a backend's elicitation (its params as JSON) on the page; the user's {action, content}.
     elicit: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
+    # Shows an event on the page (chat: a card for each sampling, with its request and answer).
+    show: Callable[[str, dict[str, Any]], None] | None = None
 
 
 _lent: ContextVar[Host | None] = ContextVar("mcphub_host", default=None)
@@ -124,16 +127,48 @@ def _endpoint_roots(endpoint_id: int) -> list[dict[str, str]]:
 async def sample(
     user_id: int, endpoint_id: int, host: Host | None, params: types.CreateMessageRequestParams
 ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
-    """Answer one `sampling/createMessage` as the endpoint's setting says."""
+    """Answer one `sampling/createMessage` as the endpoint's setting says (shown on the page as a
+    card with the request and the answer, where the page has cards)."""
     policy, cap = await _db(_policy)(endpoint_id)
+    request = ToolCall(
+        id=f"sampling-{uuid.uuid4().hex[:12]}", name="sampling", arguments=summary(params, cap)
+    )
+    show = host.show if host is not None else None
+    if show is not None:
+        show("tool_call", {"id": request.id, "name": request.name, "arguments": request.arguments})
+    clock = time.perf_counter()
+    answer = await _answer(user_id, host, params, policy, cap, request)
+    if show is not None:
+        failed = isinstance(answer, types.ErrorData)
+        blocks = [] if failed else answer.content
+        blocks = blocks if isinstance(blocks, list) else [blocks]
+        text = answer.message if failed else " ".join(_block_text(b) for b in blocks)
+        show(
+            "tool_result",
+            {
+                "id": request.id,
+                "name": request.name,
+                "isError": failed,
+                "content": [{"type": "text", "text": text}],
+                "duration_ms": round((time.perf_counter() - clock) * 1000, 1),
+            },
+        )
+    return answer
+
+
+async def _answer(
+    user_id: int,
+    host: Host | None,
+    params: types.CreateMessageRequestParams,
+    policy: str,
+    cap: int,
+    request: ToolCall,
+) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
     if policy == Endpoint.Sampling.OFF:
         return types.ErrorData(code=REFUSED, message="Sampling is off on this endpoint.")
     if policy == Endpoint.Sampling.ASK:
         if host is None or host.ask is None:
             return types.ErrorData(code=REFUSED, message=NOT_ASKABLE)
-        request = ToolCall(
-            id=f"sampling-{uuid.uuid4().hex[:12]}", name="sampling", arguments=summary(params, cap)
-        )
         if not await host.ask(request, "a server asks your model to write a reply (sampling)"):
             return types.ErrorData(code=REFUSED, message="The user declined the sampling request.")
     choice = await _db(_choose)(user_id, params.model_preferences, host)

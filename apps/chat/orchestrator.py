@@ -141,7 +141,12 @@ class TurnRunner:
         adapter = setup.adapter()  # shared with the loop's other turns: not closed here
         host.lend(
             host.Host(
-                self._approve, self._spend, setup.provider_id, setup.model, elicit=self._elicit
+                self._approve,
+                self._spend,
+                setup.provider_id,
+                setup.model,
+                elicit=self._elicit,
+                show=self.sink.emit,
             )
         )
         for _ in range(settings.MCPHUB_CHAT_MAX_ROUNDS):

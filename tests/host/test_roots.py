@@ -32,7 +32,7 @@ async def test_a_chat_turn_answers_roots_with_the_endpoints_roots(
         conversation = await api.new_conversation()
         async with chat_socket(hub, conversation, alice_hub_token) as chat:
             await chat.send("message", {"text": "what is my workspace?"})
-            result = await chat.until("tool_result")
+            result = await chat.until("tool_result", id="c1")
 
     assert result["payload"]["isError"] is False
     assert json.loads(result["payload"]["content"][0]["text"]) == [

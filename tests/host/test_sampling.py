@@ -38,9 +38,14 @@ async def test_a_chat_turns_backend_is_answered_by_alices_model(
         conversation = await api.new_conversation()
         async with chat_socket(hub, conversation, alice_hub_token) as chat:
             await chat.send("message", {"text": "write me a haiku"})
-            result = await chat.until("tool_result")
+            result = await chat.until("tool_result", id="c1")
             end = await chat.until("end")
 
+    # The page shows the sampling as a card: what the server asked, and what the model answered.
+    [card] = [e["payload"] for e in chat.of("tool_result") if e["payload"]["name"] == "sampling"]
+    assert card["content"][0]["text"] == "old pond, frog jumps" and card["isError"] is False
+    asked = [e["payload"] for e in chat.of("tool_call") if e["payload"]["name"] == "sampling"]
+    assert asked[0]["arguments"]["messages"] == ["user: a haiku about ponds"]
     sampled = llm.requests[1]
     assert sampled["messages"] == [
         {"role": "system", "content": "You write haiku."},
@@ -151,7 +156,7 @@ async def test_ask_shows_the_request_in_chat_to_allow_or_deny(
             await chat.send("message", {"text": "write me a haiku"})
             asked = await chat.until("approval_required")
             await chat.send("approve", {"call_id": asked["payload"]["id"], "allow": allow})
-            result = await chat.until("tool_result")
+            result = await chat.until("tool_result", id="c1")
             await chat.until("end")
 
     assert asked["payload"]["name"] == "sampling"
