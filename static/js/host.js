@@ -108,6 +108,7 @@
   function elicitation(p, container, answer) {
     const old = boxes.get(p.id);
     const box = el("div", "elicitation card");
+    box.id = p.id + "-box";
     box.append(el("p", "elicit-message", p.message || "A server asks for your input."));
     if (p.error) box.append(el("p", "elicit-error is-error", p.error));
     box.append(p.mode === "url" ? link(p, (action, content) => answer({ id: p.id, action, content })) : form(p, (action, content) => answer({ id: p.id, action, content })));
@@ -120,6 +121,22 @@
     const box = boxes.get(p.id);
     if (!box) return;
     box.replaceChildren(el("p", "elicit-done", "You answered: " + p.action));
+  }
+
+  // The run page: each question the run waits on (kept with the run, so a reload or another
+  // device shows it) is drawn in its placeholder; the answer is posted, and the page reloads.
+  for (const pending of document.querySelectorAll(".elicitation-pending")) {
+    const p = JSON.parse(pending.querySelector("script").textContent);
+    const token = pending.querySelector("[name=csrfmiddlewaretoken]").value;
+    const post = async (answer) => {
+      const response = await fetch(pending.dataset.answer, {
+        method: "POST", body: JSON.stringify(answer),
+        headers: { "Content-Type": "application/json", "X-CSRFToken": token },
+      });
+      if (response.ok) { window.location.reload(); return; }
+      elicitation({ ...p, error: (await response.json()).error || "Not sent." }, pending, post);
+    };
+    elicitation(p, pending, post);
   }
 
   window.hubHost = { elicitation, answered };

@@ -73,6 +73,7 @@
       else if (event.type === "provider_status") document.getElementById("run-note").textContent = event.payload.message;
       else if (event.type === "end") window.location.reload();
       else if (event.type === "approval_required" && !shown(event.payload)) window.location.reload();
+      else if (event.type === "elicitation_required" && !document.getElementById(event.payload.id + "-box")) window.location.reload();
     };
     ws.onclose = () => { root.dataset.connected = "false"; setTimeout(connect, 1000); };
   }

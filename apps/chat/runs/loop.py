@@ -228,7 +228,9 @@ class RunRunner:
             run.provider
         )  # the loop's shared one (as chat turns use): not closed here
         model = run.model or run.provider.default_model
-        host.lend(host.Host(self._approve, self._spend, run.provider_id, model))
+        host.lend(
+            host.Host(self._approve, self._spend, run.provider_id, model, elicit=self._elicit)
+        )
         while True:
             self._check_limits()
             ctx = context.build(
@@ -331,6 +333,17 @@ class RunRunner:
             "isError": bool(result.get("isError")),
             "duration_ms": round(duration, 1),
         }
+
+    async def _elicit(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A backend asks the owner (elicitation/create): the run waits (`waiting_input`, kept in
+        the database) for the answer given on its page or by the API, checked there."""
+        asked = {"id": f"elicit-{uuid.uuid4().hex[:12]}", **request}
+        await _db(records.wait_for_input)(self.run.pk, asked)
+        await publish(self.run.pk, "elicitation_required", asked, rounds=len(self.steps))
+        try:
+            return await self.control.answer(asked["id"])
+        finally:
+            await _db(records.input_answered)(self.run.pk, asked["id"])
 
     async def _spend(self, usage: Usage) -> None:
         """A sampling answered by the user's model during a tool call counts with the run."""
