@@ -3,6 +3,8 @@ denies a backend's request to use her model (sampling)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -68,7 +70,10 @@ def test_alice_allows_then_denies_a_backends_sampling(llm, alice_provider, asker
     _open_chat(page)
     page.get_by_label("Message").fill("Write me a haiku")
     page.get_by_label("Message").press("Enter")
-    sampling = page.locator(".toolcard", has_text="sampling").first
+    cards = page.locator(".toolcard").filter(
+        has=page.locator("summary", has_text=re.compile(r"^sampling"))
+    )
+    sampling = cards.first
     expect(sampling.locator(".approval")).to_contain_text("Run sampling?", timeout=30_000)
     expect(sampling.locator(".tool-args")).to_contain_text("user: a haiku about ponds")
     sampling.get_by_role("button", name="Allow").click()
@@ -77,7 +82,7 @@ def test_alice_allows_then_denies_a_backends_sampling(llm, alice_provider, asker
 
     page.get_by_label("Message").fill("Another one")
     page.get_by_label("Message").press("Enter")
-    denied = page.locator(".toolcard", has_text="sampling").nth(1)
+    denied = cards.nth(1)
     denied.get_by_role("button", name="Deny").click()
     expect(denied.locator("summary")).to_contain_text("sampling · error")
     expect(denied.locator(".tool-result")).to_have_text("The user declined the sampling request.")
