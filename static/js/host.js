@@ -6,6 +6,7 @@
   "use strict";
   const { el } = hubRender;
   const boxes = new Map();  // request id -> its box on the page
+  const typed = new Map();  // request id -> the values last submitted (kept when shown again)
 
   function choices(field) {
     const options = field.oneOf || field.anyOf;
@@ -16,8 +17,9 @@
 
   const INPUT_TYPES = { email: "email", uri: "url", date: "date", "date-time": "datetime-local" };
 
-  function control(name, field, id) {
+  function control(name, field, id, given) {
     const picks = choices(field);
+    field = given === undefined ? field : { ...field, default: given };
     if (field.type === "array") {
       const box = el("fieldset", "elicit-multi");
       const wanted = new Set(field.default || []);
@@ -64,11 +66,12 @@
     const required = new Set(schema.required || []);
     const node = el("form", "elicit-form");
     const read = {};
+    const given = typed.get(p.id) || {};
     for (const [name, field] of Object.entries(schema.properties || {})) {
       const id = p.id + "-" + name;
       const label = el("label", "", (field.title || name) + (required.has(name) ? " *" : ""));
       label.htmlFor = id;
-      const [input, value] = control(name, field, id);
+      const [input, value] = control(name, field, id, given[name]);
       if (required.has(name) && input.tagName === "INPUT" && input.type !== "checkbox") input.required = true;
       node.append(label, input);
       if (field.description) node.append(el("p", "help", field.description));
@@ -83,6 +86,7 @@
       e.preventDefault();
       const content = {};
       for (const [name, value] of Object.entries(read)) { const v = value(); if (v !== null && v !== "") content[name] = v; }
+      typed.set(p.id, content);
       answer("accept", content);
     });
     return node;
