@@ -72,3 +72,24 @@ async def test_declining_is_what_the_backend_hears(
 
     assert refused["seq"] is None and "accept, decline or cancel" in refused["payload"]["message"]
     assert "User declined to provide the requested information" in _texts(result)
+
+
+async def test_a_url_elicitation_shows_the_link_and_alice_accepts(
+    hub, llm, alice_provider, everything_endpoint, alice_hub_token
+):
+    url = "https://example.com/verify?step=1"
+    llm.script(
+        [Reply(tool_calls=[("c1", "trigger-url-elicitation", {"url": url})]), Reply(text=["ok"])]
+    )
+    async with Api(hub.base_url, alice_hub_token) as api:
+        conversation = await api.new_conversation()
+        async with chat_socket(hub, conversation, alice_hub_token) as chat:
+            await chat.send("message", {"text": "verify me"})
+            asked = (await chat.until("elicitation_required"))["payload"]
+            await chat.send("elicit", {"id": asked["id"], "action": "accept"})
+            result = await chat.until("tool_result", id="c1")
+
+    assert (asked["mode"], asked["url"]) == ("url", url)
+    assert asked["message"] == "Please open the link to complete this action."
+    assert result["payload"]["isError"] is False
+    assert "User completed the URL elicitation flow" in _texts(result)
