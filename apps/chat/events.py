@@ -167,8 +167,11 @@ class Control:
             if not future.done():
                 future.set_result(bool(message["allow"]))
         elif message.get("action") == "elicit":
-            answer = self._answers.get(message["id"])
-            if answer is not None and not answer.done():
+            # Kept if it comes before the turn or run waits for it (it then takes it at once).
+            answer = self._answers.setdefault(
+                message["id"], asyncio.get_running_loop().create_future()
+            )
+            if not answer.done():
                 answer.set_result({"action": message["answer"], "content": message["content"]})
 
 
