@@ -225,7 +225,7 @@ def _send_control(run_id: uuid.UUID, action: str, **fields: Any) -> None:
     try:
         async_to_sync(send_control)(run_id, action, **fields)
     except Exception:  # noqa: BLE001 - a cancel is also seen by the heartbeat; an approval can be sent again
-        pass
+        logger.warning("runs: could not send %s to run %s", action, run_id, exc_info=True)
 
 
 def sweep_lost_runs() -> int:
