@@ -1,12 +1,14 @@
 """`/ws/chat/<conversation-id>/`: moves messages between a client and the conversation's turns.
 
 Client → server: `message` {text, prompt?: {name, arguments}, resources?: [uri]}, `stop`,
-`approve` {call_id, allow}, `resume` {after}; and for the `/` and `@` menus `items`, `complete`
+`approve` {call_id, allow}, `elicit` {id, action, content} (the user's answer to a backend's
+elicitation), `resume` {after}; and for the `/` and `@` menus `items`, `complete`
 {ref, argument, context?} and `read` {uri}, each answered (`items`, `completion`, `resource`) to
-this socket alone with `seq: null` and the request's `id`. The first three change the conversation: a token that may only read (`api_read`) gets an `error` with code
+this socket alone with `seq: null` and the request's `id`. The first four change the conversation: a token that may only read (`api_read`) gets an `error` with code
 `forbidden` for them (apps.chat.auth).
 Server → client: the conversation's events (`user_message` opens each turn; then `status`, `text`,
-`tool_call`, `approval_required`, `tool_result`, `error`, and `end` with the turn's token usage),
+`tool_call`, `approval_required`, `elicitation_required` / `elicitation_answered`, `tool_result`,
+`error`, and `end` with the turn's token usage),
 each `{"type", "seq", "payload"}`, in `seq` order without gaps or repeats; an `error` about this
 connection's own request has `seq: null` (it is not part of the conversation and is not replayed).
 How live events wait behind a `resume`: apps.chat.resumable.
@@ -17,7 +19,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from apps.chat import context_items, events, selectors, services
+from apps.chat import context_items, elicitation, events, selectors, services
 from apps.chat.models import Conversation
 from apps.chat.resumable import ResumableConsumer, database_sync_to_async
 
@@ -28,7 +30,7 @@ def _find(user, conversation_id: uuid.UUID) -> tuple[Conversation, int] | None:
 
 
 class ChatConsumer(ResumableConsumer):
-    client_types = ("message", "stop", "approve", "resume", "items", "complete", "read")
+    client_types = ("message", "stop", "approve", "elicit", "resume", "items", "complete", "read")
     # Asking what the endpoint offers reads, as the gateway's lists, completions and reads do.
     read_types = frozenset({"resume", "items", "complete", "read"})
 
@@ -87,6 +89,13 @@ class ChatConsumer(ResumableConsumer):
             conversation=self.conversation, call_id=call_id, allow=allow
         )
         await events.send_control(self.conversation.pk, "approve", call_id=call_id, allow=allow)
+
+    async def _on_elicit(self, payload: dict[str, Any]) -> None:
+        request_id, action, content = elicitation.parse_answer(payload)
+        await database_sync_to_async(services.check_running)(conversation=self.conversation)
+        await events.send_control(
+            self.conversation.pk, "elicit", id=request_id, answer=action, content=content
+        )
 
     async def _replay(self, after: int) -> None:
         stored = await database_sync_to_async(selectors.events_after)(self.conversation.pk, after)

@@ -129,6 +129,7 @@ class Control:
         self.layer = get_channel_layer()
         self.stopped = asyncio.Event()
         self._approvals: dict[str, asyncio.Future[bool]] = {}
+        self._answers: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._channel = ""
         self._reader: asyncio.Task[None] | None = None
 
@@ -159,6 +160,14 @@ class Control:
         future = self._approvals.setdefault(call_id, asyncio.get_running_loop().create_future())
         return await future
 
+    async def answer(self, request_id: str) -> dict[str, Any]:
+        """The user's next answer ({action, content}) to a backend's elicitation `request_id`."""
+        future = self._answers.setdefault(request_id, asyncio.get_running_loop().create_future())
+        try:
+            return await future
+        finally:
+            self._answers.pop(request_id, None)  # a rejected answer waits for the next one
+
     async def _read_forever(self) -> None:
         while True:
             try:
@@ -183,6 +192,13 @@ class Control:
             )
             if not future.done():
                 future.set_result(bool(message["allow"]))
+        elif message.get("action") == "elicit":
+            # Kept if it comes before the turn or run waits for it (it then takes it at once).
+            answer = self._answers.setdefault(
+                message["id"], asyncio.get_running_loop().create_future()
+            )
+            if not answer.done():
+                answer.set_result({"action": message["answer"], "content": message["content"]})
 
 
 async def send_control(conversation_id: uuid.UUID | str, action: str, **fields: Any) -> None:

@@ -39,7 +39,7 @@ RUNS, TURNS = "runs", "turns"
 # Which rows of each kind hold a lease: a turn before its worker started it has no heartbeat yet
 # (it waits in the broker's queue), and is never taken over.
 # (Run.Status / Turn.Status values: the models import what runs them, so they are named here.)
-ACTIVE = {RUNS: ("running", "waiting_approval"), TURNS: ("running",)}
+ACTIVE = {RUNS: ("running", "waiting_approval", "waiting_input"), TURNS: ("running",)}
 MODELS = {RUNS: "Run", TURNS: "Turn"}
 # A released lease: old enough for any claimant at once.
 RELEASED = timedelta(days=1)
@@ -116,8 +116,8 @@ def claim(kind: str, *, limit: int = CLAIM_BATCH) -> tuple[list[uuid.UUID], list
         lost = [pk for pk, _, worker in rows if worker and pk not in spent]
         released = [pk for pk, _, worker in rows if not worker]
         fields: dict[str, Any] = {"worker": WORKER, "heartbeat_at": now}
-        if kind == RUNS:  # the round is done again: its approvals are asked again
-            fields.update(status="running", pending_approvals=[])
+        if kind == RUNS:  # the round is done again: its approvals and questions are asked again
+            fields.update(status="running", pending_approvals=[], pending_input=[])
         model.objects.filter(pk__in=lost).update(recoveries=F("recoveries") + 1, **fields)
         model.objects.filter(pk__in=released).update(**fields)
     return lost + released, spent

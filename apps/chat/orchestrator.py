@@ -20,14 +20,14 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from apps.chat import lease, records, rounds, unfinished
+from apps.chat import elicitation, host, lease, records, rounds, unfinished
 from apps.chat.events import Control, EventSink
 from apps.chat.history import TurnSetup, load_turn
 from apps.chat.models import Message as MessageRow
 from apps.chat.models import Turn
 from apps.chat.tools import Toolbox, result_text, watch_call
 from apps.core import metrics
-from apps.llm.types import LLMError, Message, ToolCall
+from apps.llm.types import LLMError, Message, ToolCall, Usage
 
 logger = logging.getLogger(__name__)
 RECOVERING = "Recovering: the worker running this turn was lost; another one continues it…"
@@ -160,6 +160,16 @@ class TurnRunner:
         setup = self.setup
         history = list(setup.history)
         adapter = setup.adapter()  # shared with the loop's other turns: not closed here
+        host.lend(
+            host.Host(
+                self._approve,
+                self._spend,
+                setup.provider_id,
+                setup.model,
+                elicit=self._elicit,
+                show=self.sink.emit,
+            )
+        )
         if setup.unsent:  # the calls its lost worker had sent
             self.tools = await self.loading
             history.extend(
@@ -291,6 +301,31 @@ class TurnRunner:
             {"state": "tool", "tool": call.name, "message": f"{call.name} waits for your approval"},
         )
         return await self.control.approval(call.id)
+
+    async def _elicit(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A backend asks the user (elicitation/create): the page shows its form or link until the
+        user answers; an answer that does not fit the form is shown again with what is wrong."""
+        shown = {"id": f"elicit-{uuid.uuid4().hex[:12]}", **request}
+        self.sink.emit("elicitation_required", shown)
+        self.sink.emit("status", {"state": "tool", "message": "A server waits for your answer"})
+        while True:
+            answer = await self.control.answer(shown["id"])
+            if answer["action"] != "accept" or request.get("mode") == "url":
+                answer["content"] = None
+                break
+            try:
+                schema = request.get("requestedSchema") or {}
+                answer["content"] = elicitation.check_content(schema, answer["content"])
+                break
+            except elicitation.ElicitationError as exc:
+                self.sink.emit("elicitation_required", {**shown, "error": exc.message})
+        self.sink.emit("elicitation_answered", {"id": shown["id"], "action": answer["action"]})
+        return answer
+
+    async def _spend(self, usage: Usage) -> None:
+        """A sampling answered by the user's model during a tool call counts with the turn."""
+        self.usage[0] += usage.input_tokens
+        self.usage[1] += usage.output_tokens
 
     def _store(self, **fields: Any) -> None:
         """A message, written with the turn's next events (before any of them is sent)."""

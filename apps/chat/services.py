@@ -222,7 +222,12 @@ def check_approval(*, conversation: Conversation, call_id: Any, allow: Any) -> T
         raise ChatError("'approve' needs a 'call_id' string.")
     if not isinstance(allow, bool):
         raise ChatError("'approve' needs 'allow': true or false.")
+    return check_running(conversation=conversation)
+
+
+def check_running(*, conversation: Conversation) -> Turn:
+    """The running turn, which waits for the user's decision or answer; ChatError when none runs."""
     turn = conversation.turns.filter(status=Turn.Status.RUNNING).first()
     if turn is None:
-        raise ChatError("No turn is running: nothing waits for approval.", code="idle")
+        raise ChatError("No turn is running: nothing waits for your answer.", code="idle")
     return turn

@@ -56,7 +56,7 @@ class PoolOptions:
     drain_timeout: float = 120.0
     stderr_lines: int = 500
     stderr_bytes: int = 64 * 1024
-    relay: frozenset[str] = frozenset({"sampling", "elicitation"})
+    relay: frozenset[str] = frozenset({"sampling", "elicitation", "roots"})
     # A raw tools/call (the gateway's) skips the SDK client session after its handshake: one POST
     # to a Streamable HTTP backend, one line to a stdio child (transports/lean_http.py,
     # lean_stdio.py); False sends every request through the SDK's client session.

@@ -236,6 +236,10 @@ class Connection:
         callbacks: dict[str, Any] = {}
         if "sampling" in self._relay_methods:
             callbacks["sampling_callback"] = self._sampling
+            # Tool use inside sampling (2025-11-25): the hub's own answer supports it.
+            callbacks["sampling_capabilities"] = types.SamplingCapability(
+                tools=types.SamplingToolsCapability()
+            )
         if "elicitation" in self._relay_methods:
             callbacks["elicitation_callback"] = self._elicitation
         if "roots" in self._relay_methods:

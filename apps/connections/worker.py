@@ -533,7 +533,7 @@ def _server_request_result(method: str, answer: dict[str, Any]) -> Any:
     if "err" in answer:
         return types.ErrorData.model_validate(answer["err"])
     models = {
-        "sampling/createMessage": types.CreateMessageResult,
+        "sampling/createMessage": types.CreateMessageResultWithTools,  # a superset: tool use too
         "elicitation/create": types.ElicitResult,
         "roots/list": types.ListRootsResult,
     }

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from django.conf import settings
 
 from apps.credentials.errors import CredentialsMissing
+from apps.gateway import elicitations
 from apps.gateway.auth import EndpointRef, Principal
 from apps.gateway.jsonrpc import INVALID_PARAMS, RpcError
 from apps.gateway.state import Session
@@ -131,6 +132,7 @@ async def call_exposed(
             arguments=arguments,
             progress=progress_sender(ctx, meta_of(params).get("progressToken")),
             relay=relay_for(ctx),
+            ask_user=elicitations.asker(ctx.principal.user_id, ctx.session),
         )
     except calls.ToolError as exc:
         raise RpcError(exc.code, exc.message, exc.data) from None
@@ -185,7 +187,7 @@ def relay_for(ctx: Context):
 
     roots = ask("roots/list", "ListRootsResult", "roots")
     return Relay(
-        sampling=ask("sampling/createMessage", "CreateMessageResult", "sampling"),
+        sampling=ask("sampling/createMessage", "CreateMessageResultWithTools", "sampling"),
         elicitation=ask("elicitation/create", "ElicitResult", "elicitation"),
         list_roots=_roots(roots) if roots else None,
         log=_log_sink(ctx),

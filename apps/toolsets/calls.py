@@ -7,6 +7,8 @@ the pool with the endpoint owner's spec (their `${user:…}` values) and upstrea
 Whatever happens, the call is logged (calllog). A pool failure is an `isError` result the model or
 client can read; a backend's JSON-RPC error is raised as `ToolError`, which each caller maps to its
 own shape (the gateway forwards it as a JSON-RPC error, chat turns it into an `isError` result).
+What the backend asks back during the call (sampling, roots) goes to the caller's relay, and what
+the caller cannot answer to the registered host (`register_host`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from apps.connections.default import get_pool
 from apps.connections.errors import HubUnavailable, PoolError
 from apps.connections.hooks import Relay
 from apps.core.hotstate import OUTAGE_ERRORS
+from apps.credentials.errors import CredentialsMissing
 from apps.credentials.upstream.calls import with_user_token
 from apps.toolsets import calllog
 from apps.toolsets.exposure import EndpointView, Exposed
@@ -55,6 +58,24 @@ def register_builtin(server: str, handler: Builtin) -> None:
     _builtins[server] = handler
 
 
+# What answers a backend's server→client requests that the caller cannot (sampling by the user's
+# own model, roots from the endpoint's settings): given (user_id, endpoint_id, the caller's relay or
+# None), the relay to call with. The chat app registers the hub's answers (apps/chat/host.py); the
+# same ones then serve chat turns, runs and gateway calls alike.
+HostRelay = Callable[[int, "int | None", "Relay | None"], "Relay | None"]
+_host: list[HostRelay] = []
+
+
+def register_host(fn: HostRelay) -> None:
+    """Let `fn` fill in the handlers a caller's relay lacks (one host: a second call replaces it)."""
+    _host[:] = [fn]
+
+
+# Given a CredentialsMissing that names the page where the user fixes it (`fill_at`), the error to
+# raise instead of the isError result: the gateway's URL elicitation for clients that declare it.
+AskUser = Callable[[CredentialsMissing], Awaitable["ToolError"]]
+
+
 class ToolError(Exception):
     """The backend answered the call with a JSON-RPC error instead of a result."""
 
@@ -80,12 +101,18 @@ async def call_tool(
     progress: Progress | None = None,
     relay: Relay | None = None,
     hub_patience: float = 0.0,
+    ask_user: AskUser | None = None,
 ) -> dict[str, Any]:
     """Call `exposed` as `user_id` and log it: the result as JSON (`isError` on a pool failure);
-    raises `ToolError` for the backend's JSON-RPC error. `hub_patience`: seconds to keep trying
-    while the hub itself cannot hand the call over (HubUnavailable: it reached no backend), for
-    callers that wait (runs, chat turns) rather than answer at once (MCP clients get the error)."""
-    work = _answer(user_id, endpoint_id, view, exposed, arguments, progress, relay, hub_patience)
+    raises `ToolError` for the backend's JSON-RPC error (and `ask_user`'s when it applies).
+    `hub_patience`: seconds to keep trying while the hub itself cannot hand the call over
+    (HubUnavailable: it reached no backend), for callers that wait (runs, chat turns) rather than
+    answer at once (MCP clients get the error)."""
+    if _host:
+        relay = _host[0](user_id, endpoint_id, relay)
+    work = _answer(
+        user_id, endpoint_id, view, exposed, arguments, progress, relay, hub_patience, ask_user
+    )
     return await logged(
         user_id=user_id, endpoint_id=endpoint_id, exposed=exposed, arguments=arguments, work=work
     )
@@ -161,7 +188,8 @@ async def _answer(
     arguments: dict[str, Any],
     progress: Progress | None,
     relay: Relay | None,
-    hub_patience: float = 0.0,
+    hub_patience: float,
+    ask_user: AskUser | None,
 ) -> dict[str, Any]:
     builtin = _builtins.get(exposed.server)
     if builtin is not None:
@@ -190,4 +218,6 @@ async def _answer(
     except MCPError as exc:
         raise ToolError(exc.code, exc.message, exc.data) from None
     except PoolError as exc:
+        if ask_user is not None and isinstance(exc, CredentialsMissing) and exc.fill_at:
+            raise await ask_user(exc) from None
         return error_result(f"Tool {exposed.name} failed: {exc.message}")

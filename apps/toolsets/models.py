@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
@@ -37,6 +38,18 @@ def destructive_reason(annotations: object) -> str | None:
     return MARKED_DESTRUCTIVE if hints.get("destructiveHint") is True else NOT_READ_ONLY
 
 
+def validate_roots(value: object) -> None:
+    """Roots as MCP's roots/list gives them: a list of {"uri": "file://…", "name"?: "…"}."""
+    if not isinstance(value, list) or len(value) > 100:
+        raise ValidationError("Roots are a list of at most 100 {uri, name} entries.")
+    for root in value:
+        uri = root.get("uri") if isinstance(root, dict) else None
+        if not isinstance(uri, str) or not uri.startswith("file://") or len(uri) > 2048:
+            raise ValidationError(f"A root's uri must be a file:// URI, not {uri!r}.")
+        if set(root) - {"uri", "name"} or not isinstance(root.get("name", ""), str):
+            raise ValidationError("A root has a uri and, optionally, a name (text).")
+
+
 class Endpoint(TimeStampedModel):
     """One MCP URL (`/mcp/<slug>/`) serving exactly the tools its owner enabled."""
 
@@ -55,6 +68,11 @@ class Endpoint(TimeStampedModel):
             "Tools that may change data (all but those marked read-only or non-destructive)",
         )
         ALL = "all", "Every call"
+
+    class Sampling(models.TextChoices):
+        OFF = "off", "Off (refuse backends' sampling requests)"
+        ASK = "ask", "Ask (the chat or run page shows the request; you allow or deny it)"
+        AUTO = "auto", "Auto (your model answers at once)"
 
     def approval_reason(self, annotations: object) -> str | None:
         """Why an LLM's call to a tool with these annotations waits for the user's approval, or
@@ -88,6 +106,22 @@ class Endpoint(TimeStampedModel):
             "say, a tool may change data unless its server marks it readOnlyHint: true or destructiveHint: false."
         ),
     )
+    sampling = models.CharField(
+        max_length=4,
+        choices=Sampling.choices,
+        default=Sampling.ASK,
+        help_text=(
+            "Who answers a backend's sampling/createMessage when the caller cannot (chat, runs, "
+            "gateway clients that do not declare sampling): nobody, your model after you allow it, "
+            "or your model at once."
+        ),
+    )
+    sampling_max_tokens = models.PositiveIntegerField(
+        default=1024, help_text="The most output tokens one sampling request may spend."
+    )
+    # The roots backends get from roots/list during calls made by chat and runs (and by gateway
+    # clients that do not declare roots): [{"uri": "file:///…", "name": "…"}].
+    roots = models.JSONField(default=list, blank=True, validators=[validate_roots])
 
     class Meta:
         ordering = ["owner__username", "name"]

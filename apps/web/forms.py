@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from django import forms
 from django.conf import settings
+from django.core.exceptions import ValidationError
 
 from apps.accounts.models import Team
 from apps.llm.models import Provider
 from apps.llm.selectors import providers_for
 from apps.toolsets.calllog.selectors import WINDOWS, UsageFilter
-from apps.toolsets.models import Endpoint
+from apps.toolsets.models import Endpoint, validate_roots
 
 
 class TokenForm(forms.Form):
@@ -120,17 +121,46 @@ class EndpointSettingsForm(forms.Form):
         choices=Endpoint.Approval.choices, label="Ask before a tool runs", required=False
     )
 
+    sampling = forms.ChoiceField(
+        choices=Endpoint.Sampling.choices, label="Sampling by your model", required=False
+    )
+    sampling_max_tokens = forms.IntegerField(
+        min_value=1, max_value=1_000_000, label="Sampling token cap", required=False
+    )
+    roots = forms.CharField(
+        label="Roots", required=False, max_length=50_000, widget=forms.Textarea(attrs={"rows": 3})
+    )
+
+    def clean_roots(self) -> list[dict[str, str]]:
+        """One root a line: a file:// URI, then optionally a space and its name."""
+        roots = []
+        for line in self.cleaned_data.get("roots", "").splitlines():
+            uri, _, name = line.strip().partition(" ")
+            if uri:
+                roots.append({"uri": uri, "name": name.strip()} if name.strip() else {"uri": uri})
+        try:
+            validate_roots(roots)
+        except ValidationError as exc:
+            raise forms.ValidationError(exc.messages) from None
+        return roots
+
     def clean(self) -> dict:
         data = super().clean()
-        if not data.get("approval"):
-            data.pop(
-                "approval", None
-            )  # a form without the field (an older page): the setting stays
+        # A form without a field (an older page, a script): that setting stays as it is.
+        for name in ("approval", "sampling", "sampling_max_tokens"):
+            if data.get(name) in ("", None):
+                data.pop(name, None)
+        if "roots" not in self.data:
+            data.pop("roots", None)
         return data
 
     @classmethod
     def for_endpoint(cls, endpoint: Endpoint) -> EndpointSettingsForm:
-        return cls(initial={name: getattr(endpoint, name) for name in cls.base_fields})
+        initial = {name: getattr(endpoint, name) for name in cls.base_fields}
+        initial["roots"] = "\n".join(
+            f"{r['uri']} {r.get('name', '')}".strip() for r in endpoint.roots
+        )
+        return cls(initial=initial)
 
     @classmethod
     def for_new(cls) -> EndpointSettingsForm:
@@ -142,6 +172,9 @@ class EndpointSettingsForm(forms.Form):
                 "token_budget": settings.MCPHUB_DEFAULT_TOKEN_BUDGET,
                 "budget_enforced": True,
                 "approval": Endpoint.Approval.DESTRUCTIVE,
+                "sampling": Endpoint.Sampling.ASK,
+                "sampling_max_tokens": 1024,
+                "roots": "",
             }
         )
 

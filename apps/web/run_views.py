@@ -3,9 +3,11 @@ live over /ws/runs/<id>/ (earlier ones are rendered here), with cancel and resum
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -119,6 +121,25 @@ def approve_run(request: HttpRequest, run_id: str) -> HttpResponse:
         return services.check_approval(run=run, call_id=request.POST.get("call_id"), allow=allow)
 
     return _change(request, run_id, answer, "Allowed." if allow else "Denied.")
+
+
+@login_required
+@require_POST
+def answer_run(request: HttpRequest, run_id: str) -> HttpResponse:
+    """The owner's answer to a backend's question (host.js posts it as JSON); JSON back."""
+    run = _own(request, run_id)
+    try:
+        answer = json.loads(request.body or b"{}")
+        if not isinstance(answer, dict):
+            raise ValueError
+        services.answer_input(
+            run=run, id=answer.get("id"), action=answer.get("action"), content=answer.get("content")
+        )
+    except ValueError:
+        return JsonResponse({"error": "Send the answer as a JSON object."}, status=400)
+    except services.RunError as exc:
+        return JsonResponse({"error": exc.message}, status=400)
+    return JsonResponse({"ok": True})
 
 
 def _change(request: HttpRequest, run_id: str, service, done: str) -> HttpResponse:

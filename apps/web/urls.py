@@ -117,6 +117,7 @@ urlpatterns = [
     path("runs/<uuid:run_id>/cancel/", run_views.cancel_run, name="cancel_run"),
     path("runs/<uuid:run_id>/resume/", run_views.resume_run, name="resume_run"),
     path("runs/<uuid:run_id>/approve/", run_views.approve_run, name="approve_run"),
+    path("runs/<uuid:run_id>/answer/", run_views.answer_run, name="answer_run"),
     path("chat/new/", chat_views.new_conversation, name="new_conversation"),
     path("chat/<uuid:conversation_id>/", chat_views.chat_page, name="conversation"),
     path(

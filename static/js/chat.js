@@ -153,6 +153,9 @@
       const c = cards.get(p.id);
       if (c) hubRender.logLine(c.details, p);
     },
+    // A backend asks the user (host.js draws the form or link; the answer goes back to the turn).
+    elicitation_required(p) { endBubble(); hubHost.elicitation(p, root, (answer) => send({ type: "elicit", payload: answer })); },
+    elicitation_answered(p) { hubHost.answered(p); },
     tool_result(p) {
       const c = card(p.id, p.name);
       if (c.approval) c.approval.remove();

@@ -111,6 +111,7 @@
       else if (event.type === "tool_log") hubRender.logLine(liveCard(event.payload.id), event.payload);
       else if (event.type === "end") window.location.reload();
       else if (event.type === "approval_required" && !shown(event.payload)) window.location.reload();
+      else if (event.type === "elicitation_required" && !document.getElementById(event.payload.id + "-box")) window.location.reload();
     };
     ws.onclose = () => { root.dataset.connected = "false"; setTimeout(connect, 1000); };
   }

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from apps.chat.runs import selectors, services
 from apps.chat.runs.models import Run
 from apps.chat.runs.serializers import (
+    AnswerSerializer,
     ApprovalSerializer,
     RunDetailSerializer,
     RunSerializer,
@@ -81,6 +82,15 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         except services.RunError as exc:
             raise _refused(exc) from None
         return Response({"uri": request.query_params["uri"], "contents": contents})
+
+    @extend_schema(request=AnswerSerializer, responses=RunSerializer)
+    @action(detail=True, methods=["post"])
+    def answer(self, request: Request, pk: str) -> Response:
+        """Answer a backend's question the run waits on (`pending_input`): accept with the form's
+        values, decline or cancel."""
+        data = AnswerSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        return self._change(lambda run: services.answer_input(run=run, **data.validated_data))
 
     def _change(self, service) -> Response:
         try:

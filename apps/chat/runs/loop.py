@@ -25,7 +25,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from apps.catalog.models import HUB_SERVER
-from apps.chat import lease, rounds, unfinished
+from apps.chat import host, lease, rounds, unfinished
 from apps.chat.events import SEND_PATIENCE, Control
 from apps.chat.journal import journal
 from apps.chat.runs import context, records
@@ -33,7 +33,7 @@ from apps.chat.runs.models import Run, RunStep
 from apps.chat.tools import Toolbox, watch_call
 from apps.core import metrics
 from apps.core.channel_layer import group_send_patiently
-from apps.llm.types import LLMError, ToolCall
+from apps.llm.types import LLMError, ToolCall, Usage
 
 logger = logging.getLogger(__name__)
 # Set while the process shuts down (SIGTERM): runs stop at their next round boundary.
@@ -256,6 +256,9 @@ class RunRunner:
             run.provider
         )  # the loop's shared one (as chat turns use): not closed here
         model = run.model or run.provider.default_model
+        host.lend(
+            host.Host(self._approve, self._spend, run.provider_id, model, elicit=self._elicit)
+        )
         unsent = run.in_flight
         if unsent and unsent.get("round") == len(self.steps) + 1:
             await self._settle(unsent)  # the round its lost worker was sending calls of
@@ -393,6 +396,22 @@ class RunRunner:
             "isError": bool(result.get("isError")),
             "duration_ms": round(duration, 1),
         }
+
+    async def _elicit(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A backend asks the owner (elicitation/create): the run waits (`waiting_input`, kept in
+        the database) for the answer given on its page or by the API, checked there."""
+        asked = {"id": f"elicit-{uuid.uuid4().hex[:12]}", **request}
+        await _db(records.wait_for_input)(self.run.pk, asked)
+        await publish(self.run.pk, "elicitation_required", asked, rounds=len(self.steps))
+        try:
+            return await self.control.answer(asked["id"])
+        finally:
+            await _db(records.input_answered)(self.run.pk, asked["id"])
+
+    async def _spend(self, usage: Usage) -> None:
+        """A sampling answered by the user's model during a tool call counts with the run."""
+        self.tokens += usage.input_tokens + usage.output_tokens
+        await _db(records.add_tokens)(self.run.pk, usage.input_tokens, usage.output_tokens)
 
     def _approval_reason(self, annotations: object) -> str | None:
         endpoint = self.run.endpoint

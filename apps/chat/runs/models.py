@@ -15,6 +15,8 @@ class Run(models.Model):
         QUEUED = "queued"
         RUNNING = "running"
         WAITING_APPROVAL = "waiting_approval"
+        # A backend asked the owner something (elicitation): `pending_input` holds the question.
+        WAITING_INPUT = "waiting_input", "Waiting for input"
         SUCCEEDED = "succeeded"
         FAILED = "failed"
         CANCELLED = "cancelled"
@@ -22,7 +24,9 @@ class Run(models.Model):
         # The model's answer stayed cut at its output limit after the allowed continuations.
         INCOMPLETE = "incomplete"
 
-    ACTIVE = (Status.QUEUED, Status.RUNNING, Status.WAITING_APPROVAL)
+    ACTIVE = (Status.QUEUED, Status.RUNNING, Status.WAITING_APPROVAL, Status.WAITING_INPUT)
+    # Being worked on by a worker (which beats), whether or not it waits for its owner.
+    WORKING = (Status.RUNNING, Status.WAITING_APPROVAL, Status.WAITING_INPUT)
     RESUMABLE = (Status.INTERRUPTED, Status.FAILED, Status.INCOMPLETE)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -55,6 +59,9 @@ class Run(models.Model):
     cancel_requested = models.BooleanField(default=False)
     # Tool calls waiting for the owner's allow/deny: [{"id", "name", "arguments"}].
     pending_approvals = models.JSONField(default=list, blank=True)
+    # Backends' questions waiting for the owner's answer: [{"id", "message", "mode",
+    # "requestedSchema" | "url", ...}] as elicitation/create asked them.
+    pending_input = models.JSONField(default=list, blank=True)
     # Queued: when it was handed to the workers (a stale one: the hand-off was lost, see sweep).
     # Running: set by the worker as it runs the run; a stale one means the worker died.
     heartbeat_at = models.DateTimeField(null=True, blank=True)

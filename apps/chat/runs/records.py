@@ -70,6 +70,14 @@ def count_step(step: RunStep, *, elapsed_s: float, worker: str) -> None:
         raise LeaseLost(step.run_id)
 
 
+def add_tokens(run_id: uuid.UUID, input_tokens: int, output_tokens: int) -> None:
+    """Tokens spent outside a round (a backend's sampling answered by the run's owner's model)."""
+    Run.objects.filter(pk=run_id).update(
+        input_tokens=F("input_tokens") + input_tokens,
+        output_tokens=F("output_tokens") + output_tokens,
+    )
+
+
 @transaction.atomic
 def wait_for_approval(run_id: uuid.UUID, call: dict[str, Any]) -> None:
     run = Run.objects.select_for_update().get(pk=run_id)  # calls of one round ask at once
@@ -86,14 +94,37 @@ def approval_answered(run_id: uuid.UUID, call_id: str) -> None:
     run = Run.objects.select_for_update().get(pk=run_id)
     if run.status in Run.ACTIVE:
         run.pending_approvals = [p for p in run.pending_approvals if p.get("id") != call_id]
-        run.status = Run.Status.WAITING_APPROVAL if run.pending_approvals else Run.Status.RUNNING
+        run.status = _waiting(run)
         run.save(update_fields=["status", "pending_approvals"])
+
+
+@transaction.atomic
+def wait_for_input(run_id: uuid.UUID, request: dict[str, Any]) -> None:
+    run = Run.objects.select_for_update().get(pk=run_id)
+    if run.status in Run.ACTIVE:
+        run.pending_input = [*run.pending_input, request]
+        run.status = _waiting(run)
+        run.save(update_fields=["status", "pending_input"])
+
+
+@transaction.atomic
+def input_answered(run_id: uuid.UUID, request_id: str) -> None:
+    run = Run.objects.select_for_update().get(pk=run_id)
+    if run.status in Run.ACTIVE:
+        run.pending_input = [p for p in run.pending_input if p.get("id") != request_id]
+        run.status = _waiting(run)
+        run.save(update_fields=["status", "pending_input"])
+
+
+def _waiting(run: Run) -> str:
+    if run.pending_approvals:
+        return Run.Status.WAITING_APPROVAL
+    return Run.Status.WAITING_INPUT if run.pending_input else Run.Status.RUNNING
 
 
 def heartbeat(run_id: uuid.UUID) -> bool:
     """Marks the run alive; False once a cancel was requested. One query while it goes on."""
-    beating = (Run.Status.RUNNING, Run.Status.WAITING_APPROVAL)
-    if Run.objects.filter(pk=run_id, status__in=beating, cancel_requested=False).update(
+    if Run.objects.filter(pk=run_id, status__in=Run.WORKING, cancel_requested=False).update(
         heartbeat_at=timezone.now()
     ):
         return True
@@ -118,7 +149,5 @@ def finish(
         fields["finished_at"] = timezone.now()
     if elapsed_s is not None:
         fields["elapsed_s"] = elapsed_s
-    fields["pending_approvals"] = []
-    Run.objects.filter(
-        pk=run_id, status__in=(Run.Status.RUNNING, Run.Status.WAITING_APPROVAL)
-    ).update(**fields)
+    fields["pending_approvals"] = fields["pending_input"] = []
+    Run.objects.filter(pk=run_id, status__in=Run.WORKING).update(**fields)

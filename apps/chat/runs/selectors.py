@@ -36,7 +36,15 @@ def steps_of(run: Run) -> QuerySet[RunStep]:
 # -- the run socket's replay (numbering: apps.chat.runs.consumers) ---------------------------
 
 # What the replay reads of the run row (not its task, which may be 100,000 characters).
-STATE_FIELDS = ("status", "rounds", "answer", "error", "pending_approvals", "max_rounds")
+STATE_FIELDS = (
+    "status",
+    "rounds",
+    "answer",
+    "error",
+    "pending_approvals",
+    "pending_input",
+    "max_rounds",
+)
 STEP_FIELDS = (
     "round",
     "text",
@@ -82,10 +90,10 @@ def state_events(run: Run) -> list[dict[str, Any]]:
                 },
             )
         ]
-    if run.status == Run.Status.WAITING_APPROVAL and run.pending_approvals:
-        return [
-            _event("approval_required", run.rounds, dict(call)) for call in run.pending_approvals
-        ]
+    waiting = [_event("approval_required", run.rounds, dict(c)) for c in run.pending_approvals]
+    waiting += [_event("elicitation_required", run.rounds, dict(q)) for q in run.pending_input]
+    if waiting:
+        return waiting
     return [_event("status", run.rounds, {"status": run.status, "round": run.rounds})]
 
 

@@ -37,6 +37,14 @@ class ApprovalSerializer(serializers.Serializer):
     allow = serializers.BooleanField()
 
 
+class AnswerSerializer(serializers.Serializer):
+    """The owner's answer to a backend's question the run waits on (`pending_input`)."""
+
+    id = serializers.CharField(max_length=200)
+    action = serializers.ChoiceField(choices=["accept", "decline", "cancel"])
+    content = serializers.JSONField(required=False, allow_null=True)
+
+
 class RunStepSerializer(serializers.ModelSerializer):
     class Meta:
         model = RunStep
@@ -74,6 +82,7 @@ class RunSerializer(serializers.ModelSerializer):
             "time_limit_s",
             "status",
             "pending_approvals",
+            "pending_input",
             "answer",
             "error",
             "rounds",

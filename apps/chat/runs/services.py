@@ -18,6 +18,7 @@ from django.utils import timezone
 from apps.catalog.models import (
     HUB_SERVER,
 )  # a run never gets the hub's own tools (no runs starting runs)
+from apps.chat import elicitation
 from apps.chat.runs.models import Run
 from apps.chat.runs.tasks import execute_run
 from apps.core.errors import UserError
@@ -237,6 +238,26 @@ def check_approval(*, run: Run, call_id: Any, allow: Any) -> Run:
     return run
 
 
+def answer_input(*, run: Run, id: Any, action: Any, content: Any = None) -> Run:
+    """Check the owner's answer to a question the run waits on (its form's values against the
+    question's schema); the worker receives it by control message."""
+    try:
+        request_id, action, content = elicitation.parse_answer(
+            {"id": id, "action": action, "content": content}
+        )
+        asked = next((p for p in run.pending_input if p.get("id") == request_id), None)
+        if asked is None:
+            raise RunError(f"The run is not waiting for an answer to {id!r}.", code="conflict")
+        if action == "accept" and asked.get("mode") != "url":
+            content = elicitation.check_content(asked.get("requestedSchema") or {}, content)
+    except elicitation.ElicitationError as exc:
+        raise RunError(exc.message) from None
+    transaction.on_commit(
+        lambda: _send_control(run.pk, "elicit", id=request_id, answer=action, content=content)
+    )
+    return run
+
+
 def _send_control(run_id: uuid.UUID, action: str, **fields: Any) -> None:
     from asgiref.sync import async_to_sync
 
@@ -245,7 +266,7 @@ def _send_control(run_id: uuid.UUID, action: str, **fields: Any) -> None:
     try:
         async_to_sync(send_control)(run_id, action, **fields)
     except Exception:  # noqa: BLE001 - a cancel is also seen by the heartbeat; an approval can be sent again
-        pass
+        logger.warning("runs: could not send %s to run %s", action, run_id, exc_info=True)
 
 
 # A running run no live worker took over for this long (apps.chat.lease takes one over within
@@ -262,9 +283,9 @@ def sweep_lost_runs() -> int:
     `interrupted`: resumable. Queued runs no worker took are handed to the workers again."""
     cutoff = timezone.now() - ORPHANED_AFTER
     lost = list(
-        Run.objects.filter(
-            status__in=(Run.Status.RUNNING, Run.Status.WAITING_APPROVAL), heartbeat_at__lt=cutoff
-        ).values_list("pk", flat=True)[:1000]
+        Run.objects.filter(status__in=Run.WORKING, heartbeat_at__lt=cutoff).values_list(
+            "pk", flat=True
+        )[:1000]
     )
     ended = interrupt(lost, NO_WORKER)
     if ended:

@@ -82,6 +82,8 @@ class AnthropicAdapter(Adapter):
         tools: Sequence[ToolSpec],
         max_tokens: int | None = None,
         patience: float = 0.0,
+        temperature: float | None = None,
+        stop: Sequence[str] = (),
     ) -> AsyncIterator[Event]:
         system = "\n\n".join(m.text for m in messages if m.role == "system" and m.text)
         request: dict[str, Any] = {
@@ -98,6 +100,10 @@ class AnthropicAdapter(Adapter):
             ]
         if self.tuning.thinking_budget:
             request["thinking"] = {"type": "enabled", "budget_tokens": self.tuning.thinking_budget}
+        if temperature is not None:
+            request["temperature"] = temperature
+        if stop:
+            request["stop_sequences"] = list(stop)
         limit = max_tokens or self.tuning.max_output_tokens
         return self._attempts.stream(
             lambda: self._events(request, limit), model=model, patience=patience

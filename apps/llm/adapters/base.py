@@ -111,6 +111,8 @@ class Adapter(ABC):
         tools: Sequence[ToolSpec],
         max_tokens: int | None = None,
         patience: float = 0.0,
+        temperature: float | None = None,
+        stop: Sequence[str] = (),
     ) -> AsyncIterator[Event]: ...
 
     @abstractmethod

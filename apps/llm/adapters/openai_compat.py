@@ -91,6 +91,8 @@ class OpenAIAdapter(Adapter):
         tools: Sequence[ToolSpec],
         max_tokens: int | None = None,
         patience: float = 0.0,
+        temperature: float | None = None,
+        stop: Sequence[str] = (),
     ) -> AsyncIterator[Event]:
         request: dict[str, Any] = {
             "model": model,
@@ -105,6 +107,10 @@ class OpenAIAdapter(Adapter):
             request[self._token_limit_key(model)] = max_tokens
         if self.tuning.reasoning_effort:
             request["reasoning_effort"] = self.tuning.reasoning_effort
+        if temperature is not None:
+            request["temperature"] = temperature
+        if stop:
+            request["stop"] = list(stop)
         return self._attempts.stream(lambda: self._events(request), model=model, patience=patience)
 
     def _token_limit_key(self, model: str) -> str:

@@ -1,0 +1,330 @@
+"""The hub as an MCP host: it answers what a backend asks back during a tool call when the caller
+cannot — sampling with the calling user's own model, roots from the endpoint's settings, and
+(in chat) elicitation answered by the user on the page.
+
+Chat turns and runs have no MCP client to relay to, and most gateway clients (Claude Desktop and
+LM Studio, for two) declare no sampling. The endpoint's `sampling` setting decides: `off` refuses,
+`ask` shows the request on the chat or run page as an approval (a gateway call, with nobody to ask,
+is refused), `auto` answers at once. A gateway client that declares sampling (or roots) keeps its
+relay: `relay()` only fills in the handlers the caller's relay lacks.
+
+A chat turn or run lends what its page offers (`lend`): whom to ask, where the tokens are counted,
+and its provider and model, taken when the request's model hints match none of the user's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+from asgiref.sync import sync_to_async
+from django.contrib.auth import get_user_model
+from django.db.models import F
+
+from apps.chat.tools import result_text
+from apps.connections.hooks import Relay
+from apps.llm.selectors import providers_for
+from apps.llm.types import Finish, LLMError, Message, TextDelta, ToolCall, ToolSpec, Usage
+from apps.toolsets.models import Endpoint
+
+# The spec's code for a sampling request the user (or the endpoint's setting) refused.
+REFUSED = -1
+NOT_ASKABLE = (
+    "Sampling on this endpoint waits for its owner's approval, and nobody can be asked during this "
+    "call: set Sampling to auto on the endpoint's page, or call from a client that answers sampling."
+)
+_STOP_REASONS = {"stop": "endTurn", "length": "maxTokens", "tool_calls": "toolUse"}
+
+
+@dataclass(frozen=True)
+class Host:
+    """What a chat turn or run lends to the sampling requests made during its tool calls."""
+
+    # Shows the request as an approval on the page; True lets the model answer it.
+    ask: Callable[[ToolCall, str], Awaitable[bool]] | None = None
+    # Adds a sampling's tokens to the turn's or run's usage.
+    spend: Callable[[Usage], Awaitable[None]] | None = None
+    provider_id: int | None = None
+    model: str = ""
+    # Shows a backend's elicitation (its params as JSON) on the page; the user's {action, content}.
+    elicit: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
+    # Shows an event on the page (chat: a card for each sampling, with its request and answer).
+    show: Callable[[str, dict[str, Any]], None] | None = None
+
+
+_lent: ContextVar[Host | None] = ContextVar("mcphub_host", default=None)
+
+
+def lend(host: Host) -> None:
+    """`host` answers for the rest of the current task and the tasks it starts."""
+    _lent.set(host)
+
+
+def relay(user_id: int, endpoint_id: int | None, caller: Relay | None) -> Relay | None:
+    """The caller's relay with the hub's answers where it has none (registered in calls.py)."""
+    if endpoint_id is None:
+        return caller
+    caller = caller or Relay()
+    host = _lent.get()  # read now: the handlers may run on another task (the pool's)
+    return dataclasses.replace(
+        caller,
+        sampling=caller.sampling or _sampler(user_id, endpoint_id, host),
+        list_roots=caller.list_roots or _roots(endpoint_id),
+        elicitation=caller.elicitation or _elicitor(host),
+    )
+
+
+def _db(fn):
+    return sync_to_async(fn, thread_sensitive=False)
+
+
+def _sampler(user_id: int, endpoint_id: int, host: Host | None):
+    async def sampling(params: types.CreateMessageRequestParams) -> Any:
+        try:
+            return await sample(user_id, endpoint_id, host, params)
+        except LLMError as exc:
+            return types.ErrorData(
+                code=types.INTERNAL_ERROR, message=f"The model provider failed: {exc.message}"
+            )
+
+    return sampling
+
+
+def _elicitor(host: Host | None):
+    if host is None or host.elicit is None:
+        return None
+    ask = host.elicit
+
+    async def elicitation(params: types.ElicitRequestParams) -> types.ElicitResult:
+        request = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        request.pop("_meta", None)
+        answer = await ask(request)
+        return types.ElicitResult(action=answer["action"], content=answer.get("content"))
+
+    return elicitation
+
+
+def _roots(endpoint_id: int):
+    async def list_roots() -> types.ListRootsResult:
+        roots = await _db(_endpoint_roots)(endpoint_id)
+        return types.ListRootsResult(
+            roots=[types.Root(uri=r["uri"], name=r.get("name") or None) for r in roots]
+        )
+
+    return list_roots
+
+
+def _endpoint_roots(endpoint_id: int) -> list[dict[str, str]]:
+    return Endpoint.objects.filter(pk=endpoint_id).values_list("roots", flat=True).first() or []
+
+
+async def sample(
+    user_id: int, endpoint_id: int, host: Host | None, params: types.CreateMessageRequestParams
+) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
+    """Answer one `sampling/createMessage` as the endpoint's setting says (shown on the page as a
+    card with the request and the answer, where the page has cards)."""
+    policy, cap = await _db(_policy)(endpoint_id)
+    request = ToolCall(
+        id=f"sampling-{uuid.uuid4().hex[:12]}", name="sampling", arguments=summary(params, cap)
+    )
+    show = host.show if host is not None else None
+    if show is not None:
+        show("tool_call", {"id": request.id, "name": request.name, "arguments": request.arguments})
+    clock = time.perf_counter()
+    answer = await _answer(user_id, host, params, policy, cap, request)
+    if show is not None:
+        failed = isinstance(answer, types.ErrorData)
+        blocks = [] if failed else answer.content
+        blocks = blocks if isinstance(blocks, list) else [blocks]
+        text = answer.message if failed else " ".join(_block_text(b) for b in blocks)
+        show(
+            "tool_result",
+            {
+                "id": request.id,
+                "name": request.name,
+                "isError": failed,
+                "content": [{"type": "text", "text": text}],
+                "duration_ms": round((time.perf_counter() - clock) * 1000, 1),
+            },
+        )
+    return answer
+
+
+async def _answer(
+    user_id: int,
+    host: Host | None,
+    params: types.CreateMessageRequestParams,
+    policy: str,
+    cap: int,
+    request: ToolCall,
+) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
+    if policy == Endpoint.Sampling.OFF:
+        return types.ErrorData(code=REFUSED, message="Sampling is off on this endpoint.")
+    if policy == Endpoint.Sampling.ASK:
+        if host is None or host.ask is None:
+            return types.ErrorData(code=REFUSED, message=NOT_ASKABLE)
+        if not await host.ask(request, "a server asks your model to write a reply (sampling)"):
+            return types.ErrorData(code=REFUSED, message="The user declined the sampling request.")
+    choice = await _db(_choose)(user_id, params.model_preferences, host)
+    if choice is None:
+        return types.ErrorData(code=REFUSED, message="The user has no LLM provider to answer with.")
+    provider, model = choice
+    text, calls, usage, finish = await _complete(provider, model, params, cap)
+    if host is not None and host.spend is not None:
+        await host.spend(usage)
+    return _result(params, model, text, calls, finish)
+
+
+def _policy(endpoint_id: int) -> tuple[str, int]:
+    row = Endpoint.objects.filter(pk=endpoint_id).values_list("sampling", "sampling_max_tokens")
+    return row.first() or (Endpoint.Sampling.OFF, 0)
+
+
+def summary(params: types.CreateMessageRequestParams, cap: int) -> dict[str, Any]:
+    """What the user is shown before allowing a request: its prompt, as text."""
+    shown: dict[str, Any] = {}
+    if params.system_prompt:
+        shown["systemPrompt"] = params.system_prompt
+    shown["messages"] = [
+        f"{m.role}: " + " ".join(_block_text(b) for b in m.content_as_list) for m in params.messages
+    ]
+    if params.tools:
+        shown["tools"] = [t.name for t in params.tools]
+    shown["maxTokens"] = min(params.max_tokens, cap)
+    return shown
+
+
+def _choose(user_id: int, preferences: types.ModelPreferences | None, host: Host | None):
+    """The provider and model: the first hint that names (part of) one of the user's providers'
+    models, else the lending turn's or run's, else the user's default provider."""
+    user = get_user_model().objects.get(pk=user_id)
+    # The adapter reads the owner (public_only); the default comes first, as default_provider_for has it.
+    providers = list(
+        providers_for(user)
+        .select_related("owner")
+        .order_by("-is_default", F("owner_id").asc(nulls_last=True), "name", "pk")
+    )
+    for hint in (preferences.hints or []) if preferences else []:
+        name = (hint.name or "").lower()
+        for provider in providers:
+            if name and name in provider.default_model.lower():
+                return provider, provider.default_model
+    if host is not None and host.provider_id is not None:
+        lent = next((p for p in providers if p.pk == host.provider_id), None)
+        if lent is not None:
+            return lent, host.model or lent.default_model
+    return (providers[0], providers[0].default_model) if providers else None
+
+
+async def _complete(
+    provider: Any, model: str, params: types.CreateMessageRequestParams, cap: int
+) -> tuple[str, list[ToolCall], Usage, Finish]:
+    from apps.chat.providers import adapter
+
+    tools = _tools(params)
+    chunks: list[str] = []
+    calls: list[ToolCall] = []
+    usage, finish = Usage(0, 0), Finish("stop")
+    async for event in adapter(provider).stream(
+        model=model,
+        messages=messages(params),
+        tools=tools,
+        max_tokens=max(1, min(params.max_tokens, cap)),
+        temperature=params.temperature,
+        stop=tuple(params.stop_sequences or ()),
+    ):
+        if isinstance(event, TextDelta):
+            chunks.append(event.text)
+        elif isinstance(event, ToolCall):
+            calls.append(event)
+        elif isinstance(event, Usage):
+            usage = event
+        elif isinstance(event, Finish):
+            finish = event
+    return "".join(chunks) or finish.refusal, calls, usage, finish
+
+
+def _tools(params: types.CreateMessageRequestParams) -> list[ToolSpec]:
+    if not params.tools or (params.tool_choice and params.tool_choice.mode == "none"):
+        return []
+    return [
+        ToolSpec(name=t.name, description=t.description or "", input_schema=t.input_schema)
+        for t in params.tools
+    ]
+
+
+def messages(params: types.CreateMessageRequestParams) -> list[Message]:
+    """The request's conversation as the adapters take it: tool uses as the assistant's calls,
+    tool results as tool messages, parts a text model cannot take named in the text."""
+    out = [Message(role="system", text=params.system_prompt)] if params.system_prompt else []
+    for message in params.messages:
+        blocks = message.content_as_list
+        for block in blocks:
+            if isinstance(block, types.ToolResultContent):
+                out.append(_tool_message(block))
+        text = "\n".join(
+            _block_text(b)
+            for b in blocks
+            if not isinstance(b, types.ToolUseContent | types.ToolResultContent)
+        )
+        uses = tuple(
+            ToolCall(id=b.id, name=b.name, arguments=b.input)
+            for b in blocks
+            if isinstance(b, types.ToolUseContent)
+        )
+        if message.role == "assistant" and (text or uses):
+            out.append(Message(role="assistant", text=text, tool_calls=uses))
+        elif message.role == "user" and text:
+            out.append(Message(role="user", text=text))
+    return out
+
+
+def _tool_message(block: types.ToolResultContent) -> Message:
+    result = {
+        "content": [c.model_dump(by_alias=True, mode="json") for c in block.content],
+        "structuredContent": block.structured_content,
+    }
+    return Message(
+        role="tool",
+        text=result_text(result, 100_000),
+        tool_call_id=block.tool_use_id,
+        is_error=bool(block.is_error),
+    )
+
+
+def _block_text(block: Any) -> str:
+    if isinstance(block, types.TextContent):
+        return block.text
+    if isinstance(block, types.ToolUseContent):
+        return f"[calls {block.name}]"
+    if isinstance(block, types.ToolResultContent):
+        return "[a tool's result]"
+    return f"[{block.type} {getattr(block, 'mime_type', '')}: not sent, the model takes text only]"
+
+
+def _result(
+    params: types.CreateMessageRequestParams,
+    model: str,
+    text: str,
+    calls: list[ToolCall],
+    finish: Finish,
+) -> types.CreateMessageResult | types.CreateMessageResultWithTools:
+    stop = "toolUse" if calls else _STOP_REASONS.get(finish.reason, finish.reason)
+    reply = types.TextContent(type="text", text=text)
+    if not params.tools:
+        return types.CreateMessageResult(
+            role="assistant", content=reply, model=model, stop_reason=stop
+        )
+    uses = [types.ToolUseContent(id=c.id, name=c.name, input=c.arguments) for c in calls]
+    return types.CreateMessageResultWithTools(
+        role="assistant",
+        content=([reply] if text else []) + uses or [reply],
+        model=model,
+        stop_reason=stop,
+    )

@@ -1,0 +1,147 @@
+// What a backend asks the user during a tool call (MCP elicitation), shown where the call runs:
+// a form built from the request's restricted schema (strings with formats, numbers, booleans,
+// single- and multi-select enums, defaults, required), or a link to open (URL mode). The page's
+// own script passes `answer(action, content)`, which sends the user's decision to the hub.
+(function () {
+  "use strict";
+  const { el } = hubRender;
+  const boxes = new Map();  // request id -> its box on the page
+  const typed = new Map();  // request id -> the values last submitted (kept when shown again)
+
+  function choices(field) {
+    const options = field.oneOf || field.anyOf;
+    if (options) return options.map((o) => [o.const, o.title || o.const]);
+    if (field.enum) return field.enum.map((v, i) => [v, (field.enumNames || [])[i] || v]);
+    return null;
+  }
+
+  const INPUT_TYPES = { email: "email", uri: "url", date: "date", "date-time": "datetime-local" };
+
+  function control(name, field, id, given) {
+    const picks = choices(field);
+    field = given === undefined ? field : { ...field, default: given };
+    if (field.type === "array") {
+      const box = el("fieldset", "elicit-multi");
+      const wanted = new Set(field.default || []);
+      for (const [value, title] of choices(field.items || {}) || []) {
+        const label = el("label", "check");
+        const check = el("input");
+        check.type = "checkbox"; check.value = value; check.checked = wanted.has(value);
+        label.append(check, " " + title);
+        box.append(label);
+      }
+      box.id = id;
+      return [box, () => [...box.querySelectorAll("input:checked")].map((c) => c.value)];
+    }
+    if (picks) {
+      const select = el("select");
+      select.id = id;
+      for (const [value, title] of picks) {
+        const option = el("option", "", title);
+        option.value = value; option.selected = value === field.default;
+        select.append(option);
+      }
+      return [select, () => select.value];
+    }
+    const input = el("input");
+    input.id = id; input.name = name;
+    if (field.type === "boolean") {
+      input.type = "checkbox"; input.checked = field.default === true;
+      return [input, () => input.checked];
+    }
+    if (field.type === "number" || field.type === "integer") {
+      input.type = "number"; input.step = field.type === "integer" ? "1" : "any";
+      if (field.minimum !== undefined) input.min = field.minimum;
+      if (field.maximum !== undefined) input.max = field.maximum;
+      if (field.default !== undefined) input.value = field.default;
+      return [input, () => (input.value === "" ? null : Number(input.value))];
+    }
+    input.type = INPUT_TYPES[field.format] || "text";
+    if (field.default !== undefined) input.value = field.default;
+    return [input, () => input.value];
+  }
+
+  function form(p, answer) {
+    const schema = p.requestedSchema || {};
+    const required = new Set(schema.required || []);
+    const node = el("form", "elicit-form");
+    const read = {};
+    const given = typed.get(p.id) || {};
+    for (const [name, field] of Object.entries(schema.properties || {})) {
+      const id = p.id + "-" + name;
+      const label = el("label", "", (field.title || name) + (required.has(name) ? " *" : ""));
+      label.htmlFor = id;
+      const [input, value] = control(name, field, id, given[name]);
+      if (required.has(name) && input.tagName === "INPUT" && input.type !== "checkbox") input.required = true;
+      node.append(label, input);
+      if (field.description) node.append(el("p", "help", field.description));
+      read[name] = value;
+    }
+    const buttons = el("div", "elicit-buttons");
+    const submit = el("button", "btn btn-primary btn-small", "Submit");
+    submit.type = "submit";
+    buttons.append(submit, button("Decline", () => answer("decline")), button("Cancel", () => answer("cancel")));
+    node.append(buttons);
+    node.addEventListener("submit", (e) => {
+      e.preventDefault();
+      const content = {};
+      for (const [name, value] of Object.entries(read)) { const v = value(); if (v !== null && v !== "") content[name] = v; }
+      typed.set(p.id, content);
+      answer("accept", content);
+    });
+    return node;
+  }
+
+  function link(p, answer) {
+    const node = el("div", "elicit-url");
+    const shown = el("code", "", p.url);
+    const open = button("Open", () => { window.open(p.url, "_blank", "noopener"); answer("accept"); });
+    open.classList.add("btn-primary");
+    node.append(shown, open, button("Decline", () => answer("decline")), button("Cancel", () => answer("cancel")));
+    return node;
+  }
+
+  function button(label, onClick) {
+    const b = el("button", "btn btn-small", label);
+    b.type = "button";
+    b.addEventListener("click", onClick);
+    return b;
+  }
+
+  // Show (or show again, with what was wrong) the request `p` in `container`.
+  function elicitation(p, container, answer) {
+    const old = boxes.get(p.id);
+    const box = el("div", "elicitation card");
+    box.id = p.id + "-box";
+    box.append(el("p", "elicit-message", p.message || "A server asks for your input."));
+    if (p.error) box.append(el("p", "elicit-error is-error", p.error));
+    box.append(p.mode === "url" ? link(p, (action, content) => answer({ id: p.id, action, content })) : form(p, (action, content) => answer({ id: p.id, action, content })));
+    if (old) old.replaceWith(box); else container.append(box);
+    boxes.set(p.id, box);
+  }
+
+  // The request was answered (here or on another device): the form goes, a line says how.
+  function answered(p) {
+    const box = boxes.get(p.id);
+    if (!box) return;
+    box.replaceChildren(el("p", "elicit-done", "You answered: " + p.action));
+  }
+
+  // The run page: each question the run waits on (kept with the run, so a reload or another
+  // device shows it) is drawn in its placeholder; the answer is posted, and the page reloads.
+  for (const pending of document.querySelectorAll(".elicitation-pending")) {
+    const p = JSON.parse(pending.querySelector("script").textContent);
+    const token = pending.querySelector("[name=csrfmiddlewaretoken]").value;
+    const post = async (answer) => {
+      const response = await fetch(pending.dataset.answer, {
+        method: "POST", body: JSON.stringify(answer),
+        headers: { "Content-Type": "application/json", "X-CSRFToken": token },
+      });
+      if (response.ok) { window.location.reload(); return; }
+      elicitation({ ...p, error: (await response.json()).error || "Not sent." }, pending, post);
+    };
+    elicitation(p, pending, post);
+  }
+
+  window.hubHost = { elicitation, answered };
+})();

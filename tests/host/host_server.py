@@ -1,0 +1,80 @@
+"""Test MCP server that asks its client things back: `python host_server.py` (stdio).
+
+`write` samples with a system prompt, temperature, stop sequences, a model hint and a large
+max_tokens; `plan_trip` samples with a tool (tool use inside sampling, 2025-11-25) and answers the
+model's tool calls until it replies in text; `workspace` lists the client's roots.
+"""
+
+import json
+
+import mcp_types as types
+from mcp.server.mcpserver import Context, MCPServer
+
+server = MCPServer("asker", version="1.0")
+READ_ONLY = types.ToolAnnotations(read_only_hint=True)
+WEATHER = types.Tool(
+    name="weather",
+    description="Today's weather in a city.",
+    input_schema={"type": "object", "properties": {"city": {"type": "string"}}},
+)
+
+
+def _text(question: str) -> types.SamplingMessage:
+    return types.SamplingMessage(role="user", content=types.TextContent(type="text", text=question))
+
+
+@server.tool(annotations=READ_ONLY)
+async def write(question: str, hint: str = "", ctx: Context = None) -> str:
+    """Ask the client's model to write an answer; returns what it said, as JSON."""
+    preferences = types.ModelPreferences(hints=[types.ModelHint(name=hint)]) if hint else None
+    result = await ctx.session.create_message(
+        [_text(question)],
+        max_tokens=100_000,
+        system_prompt="You write haiku.",
+        temperature=0.3,
+        stop_sequences=["END"],
+        model_preferences=preferences,
+    )
+    return json.dumps(
+        {"text": result.content.text, "model": result.model, "stop": result.stop_reason}
+    )
+
+
+@server.tool(annotations=READ_ONLY)
+async def plan_trip(city: str, ctx: Context = None) -> str:
+    """Ask the client's model to plan a trip, letting it check the weather first."""
+    messages = [_text(f"Plan a day in {city}.")]
+    for _ in range(3):
+        result = await ctx.session.create_message(messages, max_tokens=200, tools=[WEATHER])
+        uses = [c for c in result.content_as_list if isinstance(c, types.ToolUseContent)]
+        if not uses:
+            text = " ".join(c.text for c in result.content_as_list if c.type == "text")
+            return json.dumps({"text": text, "stop": result.stop_reason, "model": result.model})
+        messages.append(types.SamplingMessage(role="assistant", content=result.content_as_list))
+        messages.append(
+            types.SamplingMessage(
+                role="user",
+                content=[
+                    types.ToolResultContent(
+                        type="tool_result",
+                        tool_use_id=use.id,
+                        content=[
+                            types.TextContent(type="text", text=f"sunny in {use.input['city']}")
+                        ],
+                    )
+                    for use in uses
+                ],
+            )
+        )
+    return "the model never stopped calling tools"
+
+
+@server.tool(annotations=READ_ONLY)
+async def workspace(ctx: Context = None) -> str:
+    """The client's roots, as JSON."""
+    roots = (await ctx.session.list_roots()).roots
+    return json.dumps([{"uri": str(r.uri), "name": r.name} for r in roots])
+
+
+if __name__ == "__main__":
+    server.run("stdio")

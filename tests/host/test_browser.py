@@ -1,0 +1,90 @@
+"""In real Chromium, on the chat page: Alice fills the form a backend asks for, and allows then
+denies a backend's request to use her model (sampling)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from apps.toolsets.models import Endpoint
+from tests.chat.test_browser import page, web  # noqa: F401 - the chat page's fixtures
+from tests.llm_server import Reply
+from tests.pages.conftest import SCREENSHOTS
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+
+
+def _open_chat(page) -> None:
+    page.goto("/")
+    page.get_by_role("link", name="Chat").click()
+    page.get_by_role("button", name="New conversation").click()
+    expect(page.locator("#chat[data-connected=true]")).to_have_count(1)
+
+
+def test_alice_fills_a_backends_form_in_the_chat(llm, alice_provider, everything_endpoint, page):
+    llm.script(
+        [Reply(tool_calls=[("c1", "trigger-elicitation-request", {})]), Reply(text=["Thanks"])]
+    )
+    _open_chat(page)
+    page.get_by_label("Message").fill("Ask me things")
+    page.get_by_label("Message").press("Enter")
+
+    form = page.locator(".elicitation")
+    expect(form).to_contain_text("Please provide inputs for the following fields:", timeout=30_000)
+    expect(form.get_by_label("Integer", exact=True)).to_have_value("42")  # the schema's defaults
+    expect(form.get_by_label("Titled Single Select Enum", exact=True)).to_have_value("hero-1")
+    form.get_by_label("String with email format").fill("alice@example.com")
+    form.get_by_label("Integer", exact=True).fill("7")
+    form.get_by_label("Boolean").check()
+    form.get_by_label("Piano").check()
+    # The browser itself asks for the required name first; the hub's check stands behind it.
+    form.get_by_label("String *").fill("Alice Liddell")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "chat-elicitation.png"), full_page=True)
+    form.get_by_role("button", name="Submit").click()
+
+    expect(form).to_have_text("You answered: accept")
+    card = page.locator(".toolcard", has_text="trigger-elicitation-request")
+    expect(card.locator("summary")).to_contain_text("done", timeout=30_000)
+    expect(card.locator(".tool-result")).to_contain_text("- Name: Alice Liddell")
+    expect(card.locator(".tool-result")).to_contain_text("- Favorite Integer: 7")
+    expect(card.locator(".tool-result")).to_contain_text("- Agreed to terms: true")
+
+    page.reload()  # the answered request stays answered
+    expect(page.locator(".elicitation")).to_have_text("You answered: accept")
+
+
+def test_alice_allows_then_denies_a_backends_sampling(llm, alice_provider, asker_endpoint, page):
+    Endpoint.objects.filter(pk=asker_endpoint.pk).update(sampling="ask")
+    llm.script(
+        [
+            Reply(tool_calls=[("c1", "write", {"question": "a haiku about ponds"})]),
+            Reply(text=["old pond, frog jumps"]),
+            Reply(text=["Here it is."]),
+            Reply(tool_calls=[("c2", "write", {"question": "another"})]),
+            Reply(text=["No haiku then."]),
+        ]
+    )
+    _open_chat(page)
+    page.get_by_label("Message").fill("Write me a haiku")
+    page.get_by_label("Message").press("Enter")
+    cards = page.locator(".toolcard").filter(
+        has=page.locator("summary", has_text=re.compile(r"^sampling"))
+    )
+    sampling = cards.first
+    expect(sampling.locator(".approval")).to_contain_text("Run sampling?", timeout=30_000)
+    expect(sampling.locator(".tool-args")).to_contain_text("user: a haiku about ponds")
+    sampling.get_by_role("button", name="Allow").click()
+    expect(sampling.locator(".tool-result")).to_have_text("old pond, frog jumps")
+    expect(page.locator(".msg-assistant").last).to_have_text("Here it is.")
+
+    page.get_by_label("Message").fill("Another one")
+    page.get_by_label("Message").press("Enter")
+    denied = cards.nth(1)
+    denied.get_by_role("button", name="Deny").click()
+    expect(denied.locator("summary")).to_contain_text("sampling · error")
+    expect(denied.locator(".tool-result")).to_have_text("The user declined the sampling request.")
+    expect(page.locator(".msg-assistant").last).to_have_text("No haiku then.")
+    assert len(llm.requests) == 5

@@ -1,0 +1,44 @@
+"""In real Chromium, on a run's page: the run waits for Alice's answer to a backend's form; the
+page shows the form (also after a reload), a wrong value is refused, her answer lets the run go on."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.chat.test_browser import page, web  # noqa: F401 - the chat page's fixtures
+from tests.llm_server import Reply
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+
+
+def test_alice_answers_a_runs_question_on_its_page(llm, alice_provider, everything_endpoint, page):
+    llm.script(
+        [
+            Reply(tool_calls=[("c1", "trigger-elicitation-request", {})]),
+            Reply(text=["Thanks, Alice."]),
+        ]
+    )
+    page.goto("/")
+    page.get_by_role("link", name="Runs").click()
+    page.get_by_label("Task").fill("Collect my details")
+    page.get_by_role("button", name="Start run").click()
+
+    form = page.locator(".elicitation")
+    expect(form).to_contain_text("Please provide inputs for the following fields:", timeout=30_000)
+    expect(page.locator("#run-status")).to_have_text("Waiting for input")
+    page.reload()  # kept with the run: a reload (or another device) shows the same question
+    form = page.locator(".elicitation")
+    form.get_by_label("String *").fill("Alice Liddell")
+    form.get_by_label("Integer", exact=True).fill("500")  # the browser's own bound check...
+    form.evaluate(
+        "f => f.querySelector('form').noValidate = true"
+    )  # ...is bypassed: the hub's stands
+    form.get_by_role("button", name="Submit").click()
+    expect(page.locator(".elicit-error")).to_have_text("Integer must be at most 100.")
+    page.locator(".elicitation").get_by_label("Integer", exact=True).fill("7")
+    page.locator(".elicitation").get_by_role("button", name="Submit").click()
+
+    expect(page.locator("#run-status")).to_have_text("Succeeded", timeout=30_000)
+    expect(page.locator("#run-answer")).to_contain_text("Thanks, Alice.")
+    expect(page.locator(".elicitation")).to_have_count(0)
