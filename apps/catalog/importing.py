@@ -226,6 +226,8 @@ def wanted_fields(config: ServerConfig) -> dict[str, Any]:
     if config.transport == McpServer.Transport.OPENAPI:
         wanted["openapi_source"] = config.openapi
         wanted["openapi_filters"] = _filters(config)
+        if config.openapi_document:  # written in the file: loaded (and compared) as written there
+            wanted["openapi_document"] = config.openapi_document
         if not config.url:
             del wanted["url"]  # the document's own servers name it (filled when it is fetched)
     if config.display_name:
@@ -244,10 +246,20 @@ def _filters(config: ServerConfig) -> dict[str, list[str]]:
 
 
 def _load_document(server: McpServer, config: ServerConfig, changed: tuple[str, ...]) -> list[str]:
-    """An openapi entry's document, fetched when the server is new or its source or URL changed."""
-    if server.openapi_document and not {"openapi_source", "url", "transport"} & set(changed):
+    """An openapi entry's document, fetched when the server is new or its source or URL changed
+    (or read from the file, when written there and changed)."""
+    if server.openapi_document and not {
+        "openapi_source",
+        "openapi_document",
+        "url",
+        "transport",
+    } & set(changed):
         return []
-    values = {"openapi_source": config.openapi, "openapi_document": "", "url": config.url}
+    values = {
+        "openapi_source": config.openapi,
+        "openapi_document": config.openapi_document,
+        "url": config.url,
+    }
     try:
         loaded = openapi.complete(values, public_only=server.public_only)
     except ValidationError as exc:
@@ -339,6 +351,7 @@ def server_config(server: McpServer, *, include_secrets: bool = False) -> Server
         if server.timeout == settings.MCPHUB_DEFAULT_SERVER_TIMEOUT
         else server.timeout,
         openapi=server.openapi_source,
+        openapi_document="" if server.openapi_source else server.openapi_document,
         include=tuple((server.openapi_filters or {}).get("include") or ()),
         exclude=tuple((server.openapi_filters or {}).get("exclude") or ()),
     )

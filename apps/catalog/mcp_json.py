@@ -79,6 +79,7 @@ class ServerConfig:
     enabled: bool = True
     timeout: int | None = None
     openapi: str = ""  # type openapi: the document's URL
+    openapi_document: str = ""  # ...or the document itself (JSON text), written in the file
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
 
@@ -327,9 +328,16 @@ class _Entry:
         }
 
     def openapi_fields(self) -> dict[str, Any]:
-        """`{"type": "openapi", "openapi": "<document URL>", "url": "<base URL, optional>",
-        "headers": {"scheme:NAME": "…"}, "include": […], "exclude": […]}`."""
-        fields = {"openapi": self.text("openapi", required=True), "url": self.text("url")}
+        """`{"type": "openapi", "openapi": "<document URL>" or {the document}, "url": "<base URL,
+        optional>", "headers": {"scheme:NAME": "…"}, "include": […], "exclude": […]}`: a document
+        registered by upload is exported whole, as a JSON object, so importing the file again
+        brings it back."""
+        inline = self.raw.get("openapi")
+        if isinstance(inline, dict):
+            fields = {"openapi": "", "url": self.text("url")}
+            fields["openapi_document"] = json.dumps(inline, separators=(",", ":"))
+        else:
+            fields = {"openapi": self.text("openapi", required=True), "url": self.text("url")}
         for key in ("openapi", "url"):
             if fields[key] and not _is_http_url(fields[key]):
                 self.error(
@@ -481,7 +489,8 @@ def _render_entry(server: ServerConfig, style: Style) -> dict[str, Any]:
         entry |= {"env": dict(server.env)} if server.env else {}
         entry |= {"cwd": server.cwd} if server.cwd else {}
     elif server.transport == OPENAPI:
-        entry = {"type": "openapi", "openapi": server.openapi, "url": server.url}
+        document = json.loads(server.openapi_document) if server.openapi_document else None
+        entry = {"type": "openapi", "openapi": server.openapi or document, "url": server.url}
         entry |= {"headers": dict(server.headers)} if server.headers else {}
         entry |= {"include": list(server.include)} if server.include else {}
         entry |= {"exclude": list(server.exclude)} if server.exclude else {}

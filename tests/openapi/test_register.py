@@ -151,6 +151,39 @@ def test_a_mcp_json_entry_of_type_openapi_imports_and_exports(pool_host, api):
     }
 
 
+def test_an_uploaded_document_is_exported_whole_and_imported_back(pool_host, admin_api, api):
+    created = admin_api.post(
+        "/api/servers/",
+        {
+            "name": "items",
+            "transport": "openapi",
+            "openapi_document": json.dumps(document(api.url)),
+        },
+        format="json",
+    )
+    assert created.status_code == 201, created.json()
+    server = McpServer.objects.get(name="items")
+    exported = export_servers(servers=[server]).text
+    entry = json.loads(exported)["mcpServers"]["items"]
+    assert entry["openapi"]["paths"]  # no URL to fetch it from again: the document itself
+    server.delete()
+
+    import_mcp_json(text=exported, environ={})
+
+    back = McpServer.objects.get(name="items")
+    assert json.loads(back.openapi_document) == json.loads(server.openapi_document)
+    assert (back.url, back.openapi_source) == (server.url, "")
+    operations.discover_now(server=back)
+    assert {"getItem", "createItem"} <= _tools("items")
+    # Imported again unchanged: nothing to do; a changed document: its operations change.
+    assert import_mcp_json(text=exported, environ={}).changes[0].action == "unchanged"
+    del entry["openapi"]["paths"]["/items/{itemId}"]
+    changed = import_mcp_json(text=json.dumps({"mcpServers": {"items": entry}}), environ={})
+    assert changed.changes[0].fields == ("openapi_document",)
+    operations.discover_now(server=McpServer.objects.get(name="items"))
+    assert "getItem" not in _tools("items")
+
+
 def test_a_changed_document_shows_as_changed_tools_on_discover(pool_host, admin_api, api):
     created = admin_api.post(
         "/api/servers/",
