@@ -39,6 +39,7 @@ from mcp.shared.auth import (
 )
 from pydantic import ValidationError
 
+from apps.connections import auth_probe
 from apps.connections.auth_probe import Challenge, probe
 from apps.core.outbound import PUBLIC_ONLY, Policy, guarded_client, trusting
 
@@ -423,25 +424,5 @@ def _oauth_error(response: httpx2.Response) -> str:
 def token_refused(url: str, headers: dict[str, str], *, public_only: bool = True) -> bool:
     """Whether the backend answers an `initialize` carrying these headers (a user's token) with
     401: an MCP-authorization-aware backend with its Bearer challenge, a plain API with its own."""
-    with _client(url, public_only=public_only) as http:
-        try:
-            response = http.post(url, json=_INITIALIZE, headers={**headers, **_INITIALIZE_HEADERS})
-        except httpx2.HTTPError:
-            return False
-    return response.status_code == 401
-
-
-_INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "mcphub-token-check", "version": "1"},
-    },
-}
-_INITIALIZE_HEADERS = {
-    "Accept": "application/json, text/event-stream",
-    "Content-Type": "application/json",
-}
+    response = auth_probe.answer_to_initialize(url, headers, public_only=public_only)
+    return response is not None and response.status_code == 401
