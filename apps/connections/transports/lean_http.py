@@ -64,6 +64,8 @@ ProgressFn = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 _ID_BASE = 1_000_000_000
 _CANCEL_TIMEOUT = 5.0
 _RESUME_ATTEMPTS = 2
+# A server's `retry:` is obeyed up to this (ms): longer would outlast most calls' timeouts.
+_LONGEST_RETRY_MS = 30_000
 _MAX_EVENT = 16 * 1024 * 1024
 _DRAIN_TIMEOUT = 1.0
 _TRANSPORT_ERRORS = (
@@ -290,13 +292,16 @@ class LeanHttp:
     ) -> dict[str, Any]:
         """Read the request's SSE stream up to its response, handling what comes before it."""
         last_id: str | None = None
+        retry_ms = 0  # the server's `retry:` field: how long to wait before resuming (SEP-1699)
         attempts = 0
         while True:
             events = _events(response)
             try:
-                async for event_id, data in events:
+                async for event_id, data, retry in events:
                     if event_id:
                         last_id = event_id
+                    if retry is not None:
+                        retry_ms = min(retry, _LONGEST_RETRY_MS)
                     if data:
                         reply = await self._frame(data, request_id, progress)
                         if reply is not None:
@@ -317,6 +322,8 @@ class LeanHttp:
                     message="SSE stream ended and reconnection attempts were exhausted",
                 )
             await response.aclose()
+            if retry_ms:
+                await asyncio.sleep(retry_ms / 1000)
             headers = {**self.headers(), "accept": "text/event-stream", LAST_EVENT_ID: last_id}
             response = await self._send(
                 self.link.http.build_request("GET", self.link.url, headers=headers)
@@ -478,8 +485,8 @@ async def _drain(events: AsyncGenerator[Any, None]) -> None:
         await events.aclose()
 
 
-async def _events(response: Any) -> AsyncGenerator[tuple[str | None, bytes], None]:
-    """(id, data) of each SSE event in the body; the line ending may be CRLF, LF or CR."""
+async def _events(response: Any) -> AsyncGenerator[tuple[str | None, bytes, int | None], None]:
+    """(id, data, retry) of each SSE event in the body; the line ending may be CRLF, LF or CR."""
     buffer = b""
     async for chunk in response.aiter_bytes():
         buffer += chunk
@@ -504,8 +511,10 @@ async def _events(response: Any) -> AsyncGenerator[tuple[str | None, bytes], Non
             yield parsed
 
 
-def _event(event: bytes) -> tuple[str | None, bytes] | None:
+def _event(event: bytes) -> tuple[str | None, bytes, int | None] | None:
+    """(id, data, retry in ms) of a `message` event; None for other kinds."""
     event_id: str | None = None
+    retry: int | None = None
     kind = b"message"
     data: list[bytes] = []
     for line in event.split(b"\n"):
@@ -520,6 +529,8 @@ def _event(event: bytes) -> tuple[str | None, bytes] | None:
             event_id = value.decode("utf-8", "replace")
         elif field == b"event":
             kind = value
+        elif field == b"retry" and value.isdigit():
+            retry = int(value)
     if kind != b"message":
         return None
-    return event_id, b"\n".join(data)
+    return event_id, b"\n".join(data), retry
