@@ -495,17 +495,17 @@ class Connection:
         return await self._relay("roots/list")
 
     async def _relay(self, method: str, *args: Any) -> Any:
-        # A request with no known call goes to the one call in flight: it was surely caused by
-        # it, and answering beats failing the backend's tool.
+        # A request with no known call goes to a call in flight when all are one caller's (see
+        # _claimant): one of theirs surely caused it, and answering beats failing the tool.
         call = self._claimant(method, fallback=True)
         if call is None:
             why = (
                 f"{self.inflight} calls of different callers are in flight on this connection "
                 "and nothing says which one it is for"
                 if self.inflight > 1 and not self._one_caller()
-                else "no client is attached to answer it"
+                else f"no client is attached to answer {method}"
             )
-            return types.ErrorData(code=types.INVALID_REQUEST, message=f"{method}: {why}")
+            return types.ErrorData(code=types.INVALID_REQUEST, message=why)
         handler = call.relay.handler(method)
         assert handler is not None
         try:

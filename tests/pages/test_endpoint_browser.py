@@ -21,12 +21,12 @@ def test_alice_creates_configures_and_deletes_an_endpoint(sign_in, screenshot, a
     endpoint = alice.endpoints.get(name="Cursor")
     assert (endpoint.naming_strategy, endpoint.token_budget) == ("prefixed", 6000)
 
-    page.get_by_label("Mode").select_option("dynamic")
+    page.get_by_label("Mode", exact=True).select_option("dynamic")
     page.get_by_label("Name", exact=True).fill("Cursor (dynamic)")
     page.get_by_role("button", name="Save settings").click()
     expect(page.locator("#flash")).to_contain_text("Endpoint settings saved.")
     expect(page.get_by_role("heading", level=1)).to_have_text("Cursor (dynamic)")
-    expect(page.get_by_label("Mode")).to_have_value("dynamic")
+    expect(page.get_by_label("Mode", exact=True)).to_have_value("dynamic")
     page.locator("#settings").scroll_into_view_if_needed()
     screenshot(page, "endpoint-settings")
 

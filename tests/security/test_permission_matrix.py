@@ -299,6 +299,15 @@ OPERATIONS: dict[tuple[str, str], tuple[Request, int]] = {
         lambda w: (f"/api/runs/{w.run}/approve/", {"call_id": "c1", "allow": True}),
         200,
     ),
+    # Her run waits on no question: "nothing to answer"; its endpoint has no such resource.
+    ("POST", "/api/runs/{id}/answer/"): (
+        lambda w: (f"/api/runs/{w.run}/answer/", {"id": "e1", "action": "decline"}),
+        409,
+    ),
+    ("GET", "/api/runs/{id}/resource/"): (
+        lambda w: (f"/api/runs/{w.run}/resource/?uri=test://nothing", None),
+        400,
+    ),
 }
 
 # What others get on alice's things (a collection they may use is theirs, not hers: its own rule).
