@@ -37,9 +37,9 @@ import sys
 import threading
 import time
 
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
-from django.test.utils import override_settings
 
 NO_ADMIN = 3
 
@@ -135,8 +135,12 @@ def migrate() -> None:
     from django.db import connection
 
     if connection.vendor == "sqlite" and not connection.introspection.table_names():
-        with override_settings(MIGRATION_MODULES=_NoMigrations()):
+        modules = settings.MIGRATION_MODULES
+        settings.MIGRATION_MODULES = _NoMigrations()  # read by the loader each time it is built
+        try:
             call_command("migrate", run_syncdb=True, interactive=False, verbosity=0)
+        finally:
+            settings.MIGRATION_MODULES = modules
         call_command("migrate", fake=True, interactive=False, verbosity=0)
     else:
         call_command("migrate", interactive=False, verbosity=0)
