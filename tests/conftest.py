@@ -25,6 +25,16 @@ from tests.live_hub import (
 from tests.waiting import eventually
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The test process connects without the hub's connection pool (its hubs keep theirs).
+
+    An async test reaches the ORM from threads of its event loop's executor; each takes a pooled
+    connection that is never handed back when the loop and its threads go, so a few hundred such
+    tests exhausted the 40 connections and every later test waited 20 s and failed. Without the
+    pool a dead thread's connection is closed when the thread's locals are collected."""
+    settings.DATABASES["default"].get("OPTIONS", {}).pop("pool", None)
+
+
 @pytest.fixture
 def alice(db) -> User:
     return User.objects.create_user("alice", "alice@example.com", "alice-password")
