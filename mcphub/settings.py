@@ -169,6 +169,10 @@ if DATABASE_URL:
         # sockets' and the chat loop's database threads) hold one of the pool's; Django's request
         # threads (mcphub/django_handler.py) return theirs after each request.
         DATABASES["default"]["CONN_MAX_AGE"] = 0
+        # CONN_HEALTH_CHECKS: the pool tests a connection as it hands it out (psycopg_pool's
+        # check), so one that Postgres closed (an operator's pg_terminate_backend, a restart, a
+        # failover) is replaced instead of failing every later request of the process holding it.
+        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
             "min_size": 1,
             "max_size": envint("MCPHUB_DB_POOL_SIZE", 40),
