@@ -24,6 +24,8 @@ from tests.live_hub import (
 )
 from tests.waiting import eventually
 
+TEST_PROCESS = "mcphub-tests"
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """The test process connects without the hub's connection pool (its hubs keep theirs).
@@ -32,7 +34,12 @@ def pytest_configure(config: pytest.Config) -> None:
     connection that is never handed back when the loop and its threads go, so a few hundred such
     tests exhausted the 40 connections and every later test waited 20 s and failed. Without the
     pool a dead thread's connection is closed when the thread's locals are collected."""
-    settings.DATABASES["default"].get("OPTIONS", {}).pop("pool", None)
+    options = settings.DATABASES["default"].setdefault("OPTIONS", {})
+    options.pop("pool", None)
+    if "postgresql" in settings.DATABASES["default"]["ENGINE"]:
+        # Tests that cut this process's connections (tests/toolsets/test_call_log_db_outage.py) find
+        # them by name and leave the live hubs' alone.
+        options["application_name"] = TEST_PROCESS
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from django.db import connection, connections
 from apps.toolsets import calllog
 from apps.toolsets.exposure import Exposed
 from apps.toolsets.models import ToolCall
+from tests.conftest import TEST_PROCESS
 from tests.gateway.conftest import _close_thread_connections  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -49,8 +50,9 @@ def _rows(names: list[str]) -> list[tuple]:
 def _terminate_others() -> None:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = "
+            "current_database() AND pid <> pg_backend_pid() AND application_name = %s",
+            [TEST_PROCESS],  # this process's writer, not the session hub's connections
         )
 
 
