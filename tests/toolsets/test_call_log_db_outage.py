@@ -47,13 +47,15 @@ def _rows(names: list[str]) -> list[tuple]:
     return [(None, None, None, "echo", n, n, time.time(), 1.0, True, "", None) for n in names]
 
 
-def _terminate_others() -> None:
+def _terminate_others() -> int:
+    """This process's other connections cut, as an operator's pg_terminate_backend would: how many."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = "
             "current_database() AND pid <> pg_backend_pid() AND application_name = %s",
             [TEST_PROCESS],  # this process's writer, not the session hub's connections
         )
+        return sum(1 for (done,) in cursor.fetchall() if done)
 
 
 @pytest.fixture
@@ -70,7 +72,7 @@ def test_terminated_connections_lose_no_row_and_log_one_line(own_buffer, caplog)
     writer = ThreadPoolExecutor(max_workers=1)  # one thread: its connection is the one terminated
     try:
         assert writer.submit(calllog._write, _rows(["first"])).result() is None
-        _terminate_others()
+        assert _terminate_others() >= 1  # the writer's connection among them
         with caplog.at_level(logging.INFO, logger="apps.toolsets.calllog"):
             failure = writer.submit(calllog._write, _rows(["second", "third", "fourth"])).result()
     finally:
