@@ -18,12 +18,11 @@ from django.core.exceptions import ValidationError
 from apps.catalog import operations
 from apps.catalog.importing import export_servers, import_mcp_json
 from apps.catalog.models import McpServer
-from apps.credentials.upstream import services as upstream_services
-from apps.credentials.upstream.models import UpstreamOAuthApp, UpstreamOAuthGrant
+from apps.credentials.upstream.models import UpstreamOAuthGrant
 from apps.toolsets.services import enable_tools
 from tests.live_hub import SERVERS, _accepts, free_port
-from tests.sso.conftest import Idp, walk
-from tests.upstream_oauth.upstream import csrf, whoami
+from tests.sso.conftest import Idp
+from tests.upstream_oauth.upstream import csrf, provider_with_app, register_app, whoami
 from tests.waiting import eventually
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -36,16 +35,7 @@ PEOPLE = ("admin-at-api", "alice-at-api", "bob-at-api", "bob-leaving")
 @pytest.fixture(scope="module")
 def provider(hub) -> Iterator[Idp]:
     """The API's authorization server, with the hub's app registered by hand (no registration)."""
-    app = {
-        "client_id": APP_ID,
-        "client_secret": APP_SECRET,
-        "redirect_uris": [f"{hub.base_url}/oauth/upstream/callback/"],
-        "grant_types": ["authorization_code", "refresh_token"],
-        "response_types": ["code"],
-        "token_endpoint_auth_method": "client_secret_post",
-    }
-    idp = Idp(base_urls=["http://testserver"], clients=[app], access_token_ttl=TOKEN_TTL)
-    idp.accounts(**{name: {"email": f"{name}@api.test"} for name in PEOPLE})
+    idp = provider_with_app(hub, APP_ID, APP_SECRET, PEOPLE, access_token_ttl=TOKEN_TTL)
     yield idp
     idp.stop()
 
@@ -77,15 +67,7 @@ def api_server(hub, provider, api, admin_user, alice, bob, charlie, browser_of) 
     )
     server.full_clean()
     server.save()
-    app = UpstreamOAuthApp(
-        server=server,
-        client_id=APP_ID,
-        client_secret=APP_SECRET,
-        scopes="openid profile",
-        metadata_url=f"{provider.issuer}/.well-known/openid-configuration",
-    )
-    upstream_services.read_app_server(app)
-    upstream_services.save_app(app=app)
+    register_app(server, provider, APP_ID, APP_SECRET, "openid profile")
     connect(browser_of, admin_user, "admin-at-api")
     eventually(
         lambda: server.tools.filter(name="whoami").exists(),
@@ -99,9 +81,7 @@ def api_server(hub, provider, api, admin_user, alice, bob, charlie, browser_of) 
 
 def connect(browser_of, user, account: str) -> list[str]:
     """Press Connect, sign in at the provider as `account`; the hub's flash messages."""
-    browser = browser_of(user)
-    back = walk(browser.authorization_url("api"), account, back_to=str(browser.http.base_url))
-    return browser.messages(browser.callback(back))
+    return browser_of(user).sign_in_at_provider("api", account)[1]
 
 
 async def connect_async(browser_of, user, account: str) -> list[str]:

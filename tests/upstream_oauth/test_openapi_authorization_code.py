@@ -15,11 +15,10 @@ from asgiref.sync import sync_to_async
 
 from apps.catalog import openapi, operations
 from apps.catalog.models import McpServer
-from apps.credentials.upstream import services as upstream_services
-from apps.credentials.upstream.models import UpstreamOAuthApp
 from apps.toolsets.services import enable_tools
 from tests.live_hub import mcp_client
-from tests.sso.conftest import Idp, walk
+from tests.sso.conftest import Idp
+from tests.upstream_oauth.upstream import provider_with_app, register_app
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
@@ -28,16 +27,7 @@ APP_ID, APP_SECRET = "hub-openapi-app", "openapi-app-secret"
 
 @pytest.fixture(scope="module")
 def provider(hub) -> Iterator[Idp]:
-    app = {
-        "client_id": APP_ID,
-        "client_secret": APP_SECRET,
-        "redirect_uris": [f"{hub.base_url}/oauth/upstream/callback/"],
-        "grant_types": ["authorization_code", "refresh_token"],
-        "response_types": ["code"],
-        "token_endpoint_auth_method": "client_secret_post",
-    }
-    idp = Idp(base_urls=["http://testserver"], clients=[app])
-    idp.accounts(**{name: {"email": f"{name}@api.test"} for name in ("alice-at-api",)})
+    idp = provider_with_app(hub, APP_ID, APP_SECRET, ["alice-at-api"])
     yield idp
     idp.stop()
 
@@ -91,15 +81,7 @@ def people_api(pool_host, provider, alice, charlie) -> McpServer:
     )
     server.full_clean()
     server.save()
-    app = UpstreamOAuthApp(
-        server=server,
-        client_id=APP_ID,
-        client_secret=APP_SECRET,
-        scopes="openid",
-        metadata_url=f"{provider.issuer}/.well-known/openid-configuration",
-    )
-    upstream_services.read_app_server(app)
-    upstream_services.save_app(app=app)
+    register_app(server, provider, APP_ID, APP_SECRET, "openid")
     outcome = operations.discover_now(server=server)  # the document's operations: no one's token
     assert outcome.ok, outcome
     for user in (alice, charlie):
@@ -116,14 +98,10 @@ async def call_as(hub, user, token: str):
 async def test_each_user_calls_the_api_with_the_token_of_their_own_connection(
     hub, people_api, alice, alice_token, charlie, charlie_token, browser_of
 ):
-    def connect() -> tuple[str, list[str]]:
-        """Alice presses Connect and signs in at the API's authorization server."""
-        browser = browser_of(alice)
-        url = browser.authorization_url("people")
-        back = walk(url, "alice-at-api", back_to=str(browser.http.base_url))
-        return url, browser.messages(browser.callback(back))
-
-    url, flashed = await sync_to_async(connect)()
+    # Alice presses Connect and signs in at the API's authorization server.
+    url, flashed = await sync_to_async(
+        lambda: browser_of(alice).sign_in_at_provider("people", "alice-at-api")
+    )()
     assert url.startswith(f"{people_api.url}/auth?") and f"client_id={APP_ID}" in url
     assert any("people" in message for message in flashed), flashed
 

@@ -15,7 +15,10 @@ from asgiref.sync import sync_to_async
 from django.test import Client
 
 from apps.accounts.services import create_access_token
+from apps.credentials.upstream import services as upstream_services
+from apps.credentials.upstream.models import UpstreamOAuthApp
 from tests.live_hub import SERVERS, _accepts, free_port, mcp_client
+from tests.sso.conftest import Idp, walk
 from tests.waiting import eventually
 
 
@@ -102,6 +105,13 @@ class HubBrowser:
         assert back.status_code == 302, back.text
         return self.callback(back.headers["location"])
 
+    def sign_in_at_provider(self, server: str, account: str) -> tuple[str, list[str]]:
+        """Press Connect and sign in as `account` at an OpenID Connect provider (an `Idp`): the
+        authorization URL the hub sent the browser to, and the flash messages it shows back."""
+        url = self.authorization_url(server)
+        back = walk(url, account, back_to=str(self.http.base_url))
+        return url, self.messages(self.callback(back))
+
     def callback(self, url: str) -> httpx2.Response:
         parsed = urlparse(url)
         return self.http.get(f"{parsed.path}?{parsed.query}")
@@ -113,6 +123,35 @@ class HubBrowser:
             html.unescape(m).strip()
             for m in re.findall(r'<div class="flash flash-\w+"[^>]*>(.*?)</div>', page, re.S)
         ]
+
+
+def provider_with_app(hub, client_id: str, secret: str, accounts, **options) -> Idp:
+    """A real OpenID Connect provider (npm oidc-provider) where an administrator registered the
+    hub's app by hand (no dynamic registration), with these accounts to sign in as."""
+    app = {
+        "client_id": client_id,
+        "client_secret": secret,
+        "redirect_uris": [f"{hub.base_url}/oauth/upstream/callback/"],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "client_secret_post",
+    }
+    idp = Idp(base_urls=["http://testserver"], clients=[app], **options)
+    idp.accounts(**{name: {"email": f"{name}@api.test"} for name in accounts})
+    return idp
+
+
+def register_app(server, provider: Idp, client_id: str, secret: str, scopes: str) -> None:
+    """What an administrator enters on the server's pre-registered app form."""
+    app = UpstreamOAuthApp(
+        server=server,
+        client_id=client_id,
+        client_secret=secret,
+        scopes=scopes,
+        metadata_url=f"{provider.issuer}/.well-known/openid-configuration",
+    )
+    upstream_services.read_app_server(app)
+    upstream_services.save_app(app=app)
 
 
 def csrf(page: str) -> str:
