@@ -11,8 +11,8 @@ shape (tools/call of an echo tool, 320 calls per path and concurrency 1/8/32), l
 
 The gain is not small, but Daphne stays for now: `mcphub/server_guards.py` (a whole request must
 arrive within MCPHUB_REQUEST_READ_TIMEOUT, a cap on slow requests per client address, no raw
-token in the access log) is built on Twisted's HTTP channel, and uvicorn has no equivalent of the
-first two (its timeouts restart with each byte). Moving means those guards for uvicorn first, then
+token in the access log) is built on Twisted's HTTP channel; uvicorn's options (a keep-alive idle
+timeout, a concurrency cap) are not the first two. Moving means those guards for uvicorn first, then
 `./hub run`, docker-compose, the README and the tests' live hub. The application itself runs
 under uvicorn as it is (`--lifespan off`: the first request starts what Daphne's lack of a
 lifespan already made it start).
