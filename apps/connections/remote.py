@@ -590,13 +590,6 @@ class RemotePool:
 
     def _on_push(self, channel: bytes, raw: bytes) -> None:
         data = json.loads(raw)
-        if data.get("t") == "batch":  # what the worker sent back in one loop tick, in order
-            for message in data["m"]:
-                self._on_message(message)
-        else:
-            self._on_message(data)
-
-    def _on_message(self, data: dict[str, Any]) -> None:
         if "s" in data and "n" in data:
             self._spawn(self._deliver_notification(data))
             return

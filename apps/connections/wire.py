@@ -15,7 +15,6 @@ worker → web (PUBLISH on the caller's reply channel):
   {"t": "res", "id", "ok" | "err"}   {"t": "prog", "id", "k": seq, "p": [progress, total, message]}
   {"t": "log", "id", "p": notifications/message params}   (before the call's "res")
   {"t": "sreq", "id", "rid", "m": method, "p": params}
-  {"t": "batch", "m": [messages above]}   what one tick sent back to one channel, in order
 A call_tool result travels as the backend's JSON (`Pool.call_tool(raw=True)`); the web
 side builds the model only for callers that did not ask for raw.
 worker → everyone (PUBLISH on the events channel): {"s": server, "n": notification}

@@ -133,8 +133,6 @@ class PoolWorker:
         self._cancelled: set[str] = set()  # calls their caller cancelled (no reply is wanted)
         self._replies: set[asyncio.Task[None]] = set()
         self._out = RespClient(redis_url)
-        self._out_conn: RespConnection | None = None  # `_out`'s connection, for `_send_back`
-        self._outbox: dict[str, list[str]] = {}  # reply channel -> messages of this loop tick
         self._inbox_conn: RespConnection | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._local_ids = itertools.count()
@@ -433,32 +431,8 @@ class PoolWorker:
         while len(self._specs) > _SPEC_CACHE:
             self._specs.popitem(last=False)
 
-    async def _send_back(self, channel: str, message: str) -> None:
-        """PUBLISH `message` on a caller's reply channel, batched: what is sent back to one channel
-        during one event-loop tick (concurrent calls ending together, a log line and its call's
-        result) leaves as one PUBLISH of {"t": "batch", "m": [...]}, in order. Awaits only when the
-        connection must be (re)opened, as `fire` does; a lost connection raises here (OSError)."""
-        if self._out_conn is None or self._out_conn.closed:
-            self._out_conn = await self._out.connection()
-        batch = self._outbox.get(channel)
-        if batch is None:
-            batch = self._outbox[channel] = []
-            if len(self._outbox) == 1:
-                asyncio.get_running_loop().call_soon(self._flush_outbox)
-        batch.append(message)
-
-    def _flush_outbox(self) -> None:
-        outbox, self._outbox = self._outbox, {}
-        conn = self._out_conn
-        for channel, batch in outbox.items():
-            if conn is None or conn.closed:
-                logger.warning("pool worker lost Redis: %d replies not sent", len(batch))
-                continue
-            data = batch[0] if len(batch) == 1 else '{"t":"batch","m":[' + ",".join(batch) + "]}"
-            conn.fire("PUBLISH", channel, data)
-
     async def _reply(self, msg: dict[str, Any], body: dict[str, Any]) -> None:
-        await self._send_back(msg["r"], dumps({"t": "res", "id": msg["id"], **body}))
+        await self._out.fire("PUBLISH", msg["r"], dumps({"t": "res", "id": msg["id"], **body}))
 
     def _progress_sender(self, msg: dict[str, Any]) -> Any:
         order = itertools.count()
@@ -466,7 +440,7 @@ class PoolWorker:
         async def send(progress: float, total: float | None, message: str | None) -> None:
             # Numbered: the SDK runs each progress callback in its own task, so they may overtake.
             body = {"t": "prog", "id": msg["id"], "k": next(order), "p": [progress, total, message]}
-            await self._send_back(msg["r"], dumps(body))
+            await self._out.fire("PUBLISH", msg["r"], dumps(body))
 
         return send
 
@@ -481,7 +455,9 @@ class PoolWorker:
 
         async def log(params: dict[str, Any]) -> None:
             # Same connection as the reply, sent before it: the caller sees it first.
-            await self._send_back(msg["r"], dumps({"t": "log", "id": msg["id"], "p": params}))
+            await self._out.fire(
+                "PUBLISH", msg["r"], dumps({"t": "log", "id": msg["id"], "p": params})
+            )
 
         return Relay(
             sampling=forward("sampling/createMessage"),
@@ -498,14 +474,13 @@ class PoolWorker:
         future = self._server_requests[key] = asyncio.get_running_loop().create_future()
         try:
             out = {"t": "sreq", "id": msg["id"], "rid": key[1], "m": method, "p": dump_any(params)}
-            await self._send_back(msg["r"], dumps(out))
+            await self._out.fire("PUBLISH", msg["r"], dumps(out))
             answer = await future
         finally:
             self._server_requests.pop(key, None)
         return _server_request_result(method, answer)
 
     async def _publish_notification(self, server: str, notification: Any) -> None:
-        # Not batched: apps/catalog/watch.py and apps/gateway/subscriptions.py read this channel too.
         await self._out.fire(
             "PUBLISH",
             events_channel(self.prefix),

@@ -184,33 +184,3 @@ async def test_a_worker_without_the_keys_says_so(worker):
     async with await _remote(prefix, codec=other) as pool:
         with pytest.raises(Exception, match="decrypt|MCPHUB_ENCRYPTION_KEYS"):
             await pool.call_tool(tiny_spec("wrong-key", env={"X": "1"}), "echo", {"text": "x"})
-
-
-async def test_what_one_tick_sends_back_to_a_channel_leaves_as_one_publish_in_order():
-    """The worker's replies, log lines and progress for one caller, sent during one event-loop
-    tick, are one PUBLISH of a batch (fewer Redis commands and wake-ups when concurrent calls end
-    together); a lone message goes as it is. RemotePool reads both (the tests above)."""
-    from apps.connections.resp import RespConnection
-    from apps.connections.worker import PoolWorker
-
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_timeout=2).ping()
-    except redis.RedisError:
-        pytest.skip("Redis is not reachable")
-    channel = f"test-batch-{uuid.uuid4().hex[:8]}"
-    heard: asyncio.Queue[bytes] = asyncio.Queue()
-    listener = await RespConnection.open(REDIS_URL, on_push=lambda _, data: heard.put_nowait(data))
-    worker = PoolWorker(REDIS_URL, prefix=f"test-{uuid.uuid4().hex[:8]}")
-    try:
-        await listener.subscribe(channel)
-        for message in ('{"t":"log","id":"a"}', '{"t":"res","id":"a"}', '{"t":"res","id":"b"}'):
-            await worker._send_back(channel, message)
-        assert await asyncio.wait_for(heard.get(), 5) == (
-            b'{"t":"batch","m":[{"t":"log","id":"a"},{"t":"res","id":"a"},{"t":"res","id":"b"}]}'
-        )
-        await worker._send_back(channel, '{"t":"res","id":"c"}')
-        assert await asyncio.wait_for(heard.get(), 5) == b'{"t":"res","id":"c"}'
-        assert heard.empty()
-    finally:
-        listener.close()
-        await worker._out.aclose()
