@@ -9,6 +9,9 @@ One command starts everything it measures, on this machine:
   prod       the hub in production mode: Daphne + a Celery worker (holding the pool) + its own
              redis-server on a free port + Postgres (a fresh `mcphub_bench` database, dropped after)
   embedded   the hub in the embedded default: Daphne alone, SQLite in a temp dir, pool in-process
+  base       with --baseline CHECKOUT: the production shape again from another checkout (say, a
+             `git archive` of the commit before a change), interleaved with this one's: an A/B
+             of hub CPU per call on one loaded machine
 
 It seeds a user, a token (rate limit out of the way), an endpoint per path and one with 1,000
 enabled tools from 20 servers (catalog rows), then measures, interleaved round by round so load
@@ -142,11 +145,11 @@ class Processes:
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def spawn(
-        self, name: str, args: list[str], env: dict[str, str] | None = None
+        self, name: str, args: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT
     ) -> subprocess.Popen[bytes]:
         log = open(self.log_dir / f"{name}.log", "w")  # noqa: SIM115 - lives as long as the process
         proc = subprocess.Popen(
-            args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            args, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
         self.procs.append(proc)
         return proc
@@ -374,7 +377,7 @@ class McpSession:
 
 @dataclass
 class Hub:
-    mode: str  # "prod" | "embedded"
+    mode: str  # "prod" | "embedded" | "base" (production, from --baseline's checkout)
     port: int
     web: subprocess.Popen[bytes]
     worker: subprocess.Popen[bytes] | None = None
@@ -574,20 +577,40 @@ async def bench_sessions(hub: Hub, token: str, count: int, sse: bool) -> dict[st
 
 
 def start_hub(
-    mode: str, env: dict[str, str], procs: Processes, redis_pid: int | None, redis_port: int | None
+    mode: str,
+    env: dict[str, str],
+    procs: Processes,
+    redis_pid: int | None,
+    redis_port: int | None,
+    root: Path = ROOT,
+    server: str = "daphne",
 ) -> Hub:
     port = free_port()
-    daphne = [
-        str(VENV_BIN / "daphne"),
-        "-b",
-        "127.0.0.1",
-        "-p",
-        str(port),
-        "mcphub.asgi:application",
-    ]
-    web = procs.spawn(f"{mode}-web", daphne, env)
+    if server == "uvicorn":
+        # uvloop + httptools when importable (e.g. PYTHONPATH to a --target install), else asyncio + h11.
+        command = [
+            str(VENV_BIN / "uvicorn"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--lifespan",
+            "off",
+            "--no-access-log",
+            "mcphub.asgi:application",
+        ]
+    else:
+        command = [
+            str(VENV_BIN / "daphne"),
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "mcphub.asgi:application",
+        ]
+    web = procs.spawn(f"{mode}-web", command, env, root)
     worker = None
-    if mode == "prod":
+    if mode in ("prod", "base"):
         celery = [
             str(VENV_BIN / "celery"),
             "-A",
@@ -602,14 +625,16 @@ def start_hub(
             "--loglevel",
             "WARNING",
         ]
-        worker = procs.spawn("prod-worker", celery, env)
+        worker = procs.spawn(f"{mode}-worker", celery, env, root)
     return Hub(mode, port, web, worker, redis_pid, redis_port)
 
 
-def run_seed(env: dict[str, str], echo_url: str, args: argparse.Namespace) -> dict[str, Any]:
+def run_seed(
+    env: dict[str, str], echo_url: str, args: argparse.Namespace, root: Path = ROOT
+) -> dict[str, Any]:
     command = [
         sys.executable,
-        __file__,
+        str(root / "benchmarks" / "gateway.py"),
         "--seed",
         echo_url,
         "--tools",
@@ -617,7 +642,7 @@ def run_seed(env: dict[str, str], echo_url: str, args: argparse.Namespace) -> di
         "--servers",
         str(args.servers),
     ]
-    out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    out = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"seeding failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -629,7 +654,7 @@ async def bench(args: argparse.Namespace) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="mcphub-bench-"))
     procs = Processes(tmp)
     modes = args.modes.split(",")
-    created_db = False
+    databases: list[str] = []
     print(f"gateway benchmark: logs in {tmp}; load {os.getloadavg()}", flush=True)
     try:
         echo_port, many_port = free_port(), free_port()
@@ -641,11 +666,17 @@ async def bench(args: argparse.Namespace) -> None:
         hubs: dict[str, Hub] = {}
         seeds: dict[str, dict[str, Any]] = {}
         envs: dict[str, dict[str, str]] = {}
-        redis_pid = redis_port = None
-        if "prod" in modes:
+        roots = {"prod": ROOT, "embedded": ROOT}
+        if args.baseline:
+            modes.append("base")  # the production shape again, from the baseline's checkout
+            roots["base"] = Path(args.baseline).resolve()
+        redis: dict[str, tuple[int, int]] = {}  # production mode -> its redis-server (pid, port)
+        for mode in ("prod", "base"):
+            if mode not in modes:
+                continue
             redis_port = free_port()
-            redis = procs.spawn(
-                "redis",
+            server = procs.spawn(
+                f"{mode}-redis",
                 [
                     "redis-server",
                     "--port",
@@ -658,14 +689,15 @@ async def bench(args: argparse.Namespace) -> None:
                     "no",
                 ],
             )
-            redis_pid = redis.pid
-            psql(f"DROP DATABASE IF EXISTS {args.db} WITH (FORCE)")
-            psql(f"CREATE DATABASE {args.db}")
-            created_db = True
-            envs["prod"] = base_env(
-                DATABASE_URL=f"{PG}/{args.db}",
+            redis[mode] = (server.pid, redis_port)
+            database = args.db if mode == "prod" else f"{args.db}_base"
+            psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+            psql(f"CREATE DATABASE {database}")
+            databases.append(database)
+            envs[mode] = base_env(
+                DATABASE_URL=f"{PG}/{database}",
                 REDIS_URL=f"redis://127.0.0.1:{redis_port}/0",
-                MCPHUB_DATA_DIR=str(tmp / "prod-data"),
+                MCPHUB_DATA_DIR=str(tmp / f"{mode}-data"),
             )
             wait_port(redis_port, procs)
         if "embedded" in modes:
@@ -673,14 +705,10 @@ async def bench(args: argparse.Namespace) -> None:
         wait_port(echo_port, procs)
         wait_port(many_port, procs)
         for mode, env in envs.items():
-            seeds[mode] = run_seed(env, echo_url, args)
-            hubs[mode] = start_hub(
-                mode,
-                env,
-                procs,
-                redis_pid if mode == "prod" else None,
-                redis_port if mode == "prod" else None,
-            )
+            seeds[mode] = run_seed(env, echo_url, args, roots[mode])
+            redis_pid, redis_port = redis.get(mode, (None, None))
+            server = args.base_server if mode == "base" else "daphne"
+            hubs[mode] = start_hub(mode, env, procs, redis_pid, redis_port, roots[mode], server)
         for hub in hubs.values():
             from tests.live_hub import wait_healthy
 
@@ -743,8 +771,8 @@ async def bench(args: argparse.Namespace) -> None:
         report(args, call_targets, loads, listing, list_loads, memory, hubs)
     finally:
         procs.stop()
-        if created_db:
-            psql(f"DROP DATABASE IF EXISTS {args.db} WITH (FORCE)")
+        for database in databases:
+            psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
         if not args.keep_logs:
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -872,6 +900,19 @@ def main() -> None:
         "--db",
         default=BENCH_DB,
         help="the Postgres database to create for the production hub (dropped after)",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="CHECKOUT",
+        help="A/B: also run the production shape from this other checkout (same venv), interleaved"
+        " with this one's as path 'base hub'; its own redis-server and database (DB_base)",
+    )
+    parser.add_argument(
+        "--base-server",
+        choices=("daphne", "uvicorn"),
+        default="daphne",
+        help="the HTTP server of the --baseline hub (--baseline . --base-server uvicorn: an A/B of"
+        " the server alone)",
     )
     parser.add_argument("--seed", metavar="ECHO_URL", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -341,6 +341,9 @@ MCPHUB_MAX_REQUEST_BYTES = envint("MCPHUB_MAX_REQUEST_BYTES", 4 * 1024 * 1024)
 # 0 = off); requests being served and open streams never count.
 MCPHUB_REQUEST_READ_TIMEOUT = envint("MCPHUB_REQUEST_READ_TIMEOUT", 10)
 MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT = envint("MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT", 16)
+# The server's access log line for each request to an MCP endpoint (/mcp/...): off unless asked
+# (every tool call is in the call log already; the line cost ~1% of the web process's CPU a call).
+MCPHUB_MCP_ACCESS_LOG = envbool("MCPHUB_MCP_ACCESS_LOG", False)
 MCPHUB_LIST_PAGE_SIZE = envint("MCPHUB_LIST_PAGE_SIZE", 1000)
 # Threads a web process runs Django requests (pages, REST API) on at once (mcphub/django_handler.py).
 MCPHUB_WEB_THREADS = envint("MCPHUB_WEB_THREADS", 16)

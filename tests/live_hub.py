@@ -69,6 +69,8 @@ def hub_env(*, embedded: bool = False, **extra: str) -> dict[str, str]:
         MCPHUB_CHAT_PROVIDER_WAIT="10",
         MCPHUB_RUN_PROVIDER_WAIT="15",
         PYTHONUNBUFFERED="1",
+        # Tests read the access log of /mcp/ requests (redaction, what reached the hub).
+        MCPHUB_MCP_ACCESS_LOG="true",
     )
     if settings.REDIS_URL and not embedded:
         env["REDIS_URL"] = settings.REDIS_URL

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import sys
 import time
@@ -54,6 +55,37 @@ def _wait_for_access_lines(hub, needle: str, count: int) -> str:
         log = "\n".join(p.read_text() for p in hub.log_dir.glob("web*.log"))
         if log.count(needle) >= 1 and log.count("/mcp/t/") >= count or time.monotonic() > deadline:
             return log
+
+
+def test_mcp_requests_get_an_access_line_only_when_asked(settings):
+    """Daphne's own access log, as the hub patches it (mcphub/server_guards.py): no line for an
+    MCP endpoint unless MCPHUB_MCP_ACCESS_LOG; pages, the API and sockets keep theirs."""
+    from daphne.access import AccessLogGenerator
+
+    from mcphub import server_guards
+
+    server_guards.install()
+    raw = "mcphub_abcdefghij_" + "S" * 43
+    stream = io.StringIO()
+    log = AccessLogGenerator(stream)
+
+    def request(path: str) -> None:
+        details = {"client": "127.0.0.1:1", "method": "POST", "path": path}
+        log("http", "complete", {**details, "status": 200, "size": 2})
+
+    settings.MCPHUB_MCP_ACCESS_LOG = False
+    request("/mcp/alice-default/")
+    request(f"/mcp/t/{raw}/")
+    request("/api/endpoints/")
+    log("websocket", "connected", {"client": "127.0.0.1:1", "path": "/ws/chat/1/"})
+    assert stream.getvalue().count("\n") == 2
+    assert '"POST /api/endpoints/" 200 2' in stream.getvalue()
+    assert "WSCONNECT /ws/chat/1/" in stream.getvalue() and "/mcp/" not in stream.getvalue()
+
+    settings.MCPHUB_MCP_ACCESS_LOG = True
+    request(f"/mcp/t/{raw}/")
+    assert '"POST /mcp/t/mcphub_abcdefghij_…/" 200 2' in stream.getvalue()
+    assert raw not in stream.getvalue()
 
 
 def test_redact_keeps_the_prefix_and_nothing_secret():
