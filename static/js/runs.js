@@ -14,8 +14,7 @@
     const shown = hubRender.rich(rich.content, rich.structuredContent, readResource);
     if (shown) data.replaceWith(shown);
   }
-  const ACTIVE = ["queued", "running", "waiting_approval"];
-  if (!ACTIVE.includes(root.dataset.status)) return;
+  if (root.dataset.active !== "true") return;
 
   const el = hubRender.el;
   const LABELS = JSON.parse(document.getElementById("run-status-labels").textContent);
