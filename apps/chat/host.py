@@ -56,6 +56,9 @@ class Host:
     elicit: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
     # Shows an event on the page (chat: a card for each sampling, with its request and answer).
     show: Callable[[str, dict[str, Any]], None] | None = None
+    # A backend says a URL elicitation is done (`notifications/elicitation/complete`, its
+    # elicitationId): the page shows it, and a wait for the user's answer to it ends.
+    elicited: Callable[[str], Awaitable[None]] | None = None
 
 
 _lent: ContextVar[Host | None] = ContextVar("mcphub_host", default=None)
@@ -77,6 +80,7 @@ def relay(user_id: int, endpoint_id: int | None, caller: Relay | None) -> Relay 
         sampling=caller.sampling or _sampler(user_id, endpoint_id, host),
         list_roots=caller.list_roots or _roots(endpoint_id),
         elicitation=caller.elicitation or _elicitor(host),
+        elicitation_complete=caller.elicitation_complete or _completion(host),
     )
 
 
@@ -108,6 +112,18 @@ def _elicitor(host: Host | None):
         return types.ElicitResult(action=answer["action"], content=answer.get("content"))
 
     return elicitation
+
+
+def _completion(host: Host | None):
+    if host is None or host.elicited is None:
+        return None
+    done = host.elicited
+
+    async def elicitation_complete(params: dict[str, Any]) -> None:
+        if isinstance(params.get("elicitationId"), str):
+            await done(params["elicitationId"])
+
+    return elicitation_complete
 
 
 def _roots(endpoint_id: int):
