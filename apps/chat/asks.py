@@ -25,7 +25,7 @@ from apps.chat.auth import socket_access
 from apps.chat.resumable import database_sync_to_async
 
 # How long a page's socket has to say it shows a question before nobody is taken to be there.
-ACK_SECONDS = 3.0
+ACK_SECONDS = 5.0
 
 
 class NotAskable(Exception):
