@@ -39,7 +39,9 @@ from apps.toolsets.models import Endpoint
 REFUSED = -1
 NOT_ASKABLE = (
     "Sampling on this endpoint waits for its owner's approval, and nobody can be asked during this "
-    "call: set Sampling to auto on the endpoint's page, or call from a client that answers sampling."
+    "call (no hub page of theirs took the question, or it was not answered in time): keep a hub "
+    "page open, set Sampling to auto on the endpoint's page, or call from a client that answers "
+    "sampling."
 )
 NOBODY_TO_ASK = (
     "The server asks the user something (elicitation), and nobody could be asked: the client does "
