@@ -382,6 +382,9 @@ MCPHUB_LLM_LOADING_WAIT = envint("MCPHUB_LLM_LOADING_WAIT", 60)
 # before it fails (a failed run can be resumed); 0: one retry, as before.
 MCPHUB_RUN_PROVIDER_WAIT = envint("MCPHUB_RUN_PROVIDER_WAIT", 600)
 MCPHUB_CHAT_PROVIDER_WAIT = envint("MCPHUB_CHAT_PROVIDER_WAIT", 30)
+# Seconds a backend's question to a gateway client that cannot answer it (elicitation; sampling on
+# an endpoint set to `ask`) waits on the user's open hub pages (apps/chat/asks.py) for an answer.
+MCPHUB_PAGE_ASK_SECONDS = envint("MCPHUB_PAGE_ASK_SECONDS", 120)
 # Autonomous runs (apps/chat/runs): default round limit, the context kept under this many
 # characters (the latest MCPHUB_RUN_KEEP_ROUNDS rounds whole), and how a lost worker is noticed.
 MCPHUB_RUN_MAX_ROUNDS = envint("MCPHUB_RUN_MAX_ROUNDS", 10000)

@@ -130,6 +130,7 @@ class Control:
         self.stopped = asyncio.Event()
         self._approvals: dict[str, asyncio.Future[bool]] = {}
         self._answers: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._links: dict[str, str] = {}  # a waited-on URL elicitation's elicitationId → its id
         self._channel = ""
         self._reader: asyncio.Task[None] | None = None
 
@@ -160,13 +161,32 @@ class Control:
         future = self._approvals.setdefault(call_id, asyncio.get_running_loop().create_future())
         return await future
 
-    async def answer(self, request_id: str) -> dict[str, Any]:
-        """The user's next answer ({action, content}) to a backend's elicitation `request_id`."""
+    async def answer(self, request_id: str, link: str | None = None) -> dict[str, Any]:
+        """The user's next answer ({action, content}) to a backend's elicitation `request_id`;
+        `link`: a URL elicitation's elicitationId, whose completion (`complete`) answers it too."""
         future = self._answers.setdefault(request_id, asyncio.get_running_loop().create_future())
+        if link:
+            self._links[link] = request_id
         try:
             return await future
         finally:
             self._answers.pop(request_id, None)  # a rejected answer waits for the next one
+            if link:
+                self._links.pop(link, None)
+
+    def complete(self, elicitation_id: str) -> None:
+        """A backend says the URL elicitation `elicitation_id` is done: a wait for the user's
+        answer to it ends, as if they had opened its link."""
+        request_id = self._links.get(elicitation_id)
+        if request_id is not None:
+            self.give(request_id, {"action": "accept", "content": None})
+
+    def give(self, request_id: str, answer: dict[str, Any]) -> None:
+        """The answer ({action, content}) to elicitation `request_id`; kept if it comes before
+        the turn or run waits for it (it then takes it at once)."""
+        future = self._answers.setdefault(request_id, asyncio.get_running_loop().create_future())
+        if not future.done():
+            future.set_result(answer)
 
     async def _read_forever(self) -> None:
         while True:
@@ -193,12 +213,7 @@ class Control:
             if not future.done():
                 future.set_result(bool(message["allow"]))
         elif message.get("action") == "elicit":
-            # Kept if it comes before the turn or run waits for it (it then takes it at once).
-            answer = self._answers.setdefault(
-                message["id"], asyncio.get_running_loop().create_future()
-            )
-            if not answer.done():
-                answer.set_result({"action": message["answer"], "content": message["content"]})
+            self.give(message["id"], {"action": message["answer"], "content": message["content"]})
 
 
 async def send_control(conversation_id: uuid.UUID | str, action: str, **fields: Any) -> None:

@@ -4,12 +4,13 @@ cannot — sampling with the calling user's own model, roots from the endpoint's
 
 Chat turns and runs have no MCP client to relay to, and most gateway clients (Claude Desktop and
 LM Studio, for two) declare no sampling. The endpoint's `sampling` setting decides: `off` refuses,
-`ask` shows the request on the chat or run page as an approval (a gateway call, with nobody to ask,
-is refused), `auto` answers at once. A gateway client that declares sampling (or roots) keeps its
-relay: `relay()` only fills in the handlers the caller's relay lacks.
+`ask` shows the request on the chat or run page as an approval (a gateway call asks on the user's
+open hub pages, and is refused when none is open), `auto` answers at once. A gateway client that
+declares sampling (or roots) keeps its relay: `relay()` only fills in the handlers it lacks.
 
 A chat turn or run lends what its page offers (`lend`): whom to ask, where the tokens are counted,
-and its provider and model, taken when the request's model hints match none of the user's.
+and its provider and model, taken when the request's model hints match none of the user's. A call
+with no turn or run behind it (a gateway client's) asks the user's open hub pages (apps.chat.asks).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.db.models import F
 
+from apps.chat import asks
 from apps.chat.tools import result_text
 from apps.connections.hooks import Relay
 from apps.llm.selectors import providers_for
@@ -37,7 +39,14 @@ from apps.toolsets.models import Endpoint
 REFUSED = -1
 NOT_ASKABLE = (
     "Sampling on this endpoint waits for its owner's approval, and nobody can be asked during this "
-    "call: set Sampling to auto on the endpoint's page, or call from a client that answers sampling."
+    "call (no hub page of theirs took the question, or it was not answered in time): keep a hub "
+    "page open, set Sampling to auto on the endpoint's page, or call from a client that answers "
+    "sampling."
+)
+NOBODY_TO_ASK = (
+    "The server asks the user something (elicitation), and nobody could be asked: the client does "
+    "not answer elicitation, and no hub page of the user took the question or it was not answered "
+    "in time. Keep a hub page open, or call from a client that answers elicitation."
 )
 _STOP_REASONS = {"stop": "endTurn", "length": "maxTokens", "tool_calls": "toolUse"}
 
@@ -56,6 +65,9 @@ class Host:
     elicit: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
     # Shows an event on the page (chat: a card for each sampling, with its request and answer).
     show: Callable[[str, dict[str, Any]], None] | None = None
+    # A backend says a URL elicitation is done (`notifications/elicitation/complete`, its
+    # elicitationId): the page shows it, and a wait for the user's answer to it ends.
+    elicited: Callable[[str], Awaitable[None]] | None = None
 
 
 _lent: ContextVar[Host | None] = ContextVar("mcphub_host", default=None)
@@ -71,13 +83,28 @@ def relay(user_id: int, endpoint_id: int | None, caller: Relay | None) -> Relay 
     if endpoint_id is None:
         return caller
     caller = caller or Relay()
-    host = _lent.get()  # read now: the handlers may run on another task (the pool's)
+    # Read now: the handlers may run on another task (the pool's). No turn or run: the user's pages.
+    host = _lent.get() or _pages(user_id)
     return dataclasses.replace(
         caller,
         sampling=caller.sampling or _sampler(user_id, endpoint_id, host),
         list_roots=caller.list_roots or _roots(endpoint_id),
         elicitation=caller.elicitation or _elicitor(host),
+        elicitation_complete=caller.elicitation_complete or _completion(host),
     )
+
+
+def _pages(user_id: int) -> Host:
+    """Asks the user's open hub pages (NotAskable: none took it, or nobody answered in time)."""
+
+    async def approve(request: ToolCall, reason: str) -> bool:
+        question = {"name": request.name, "arguments": request.arguments, "reason": reason}
+        return (await asks.ask(user_id, {"kind": "sampling", **question}))["allow"]
+
+    async def elicit(request: dict[str, Any]) -> dict[str, Any]:
+        return await asks.ask(user_id, {"kind": "elicitation", **request})
+
+    return Host(ask=approve, elicit=elicit)
 
 
 def _db(fn):
@@ -104,10 +131,25 @@ def _elicitor(host: Host | None):
     async def elicitation(params: types.ElicitRequestParams) -> types.ElicitResult:
         request = params.model_dump(by_alias=True, mode="json", exclude_none=True)
         request.pop("_meta", None)
-        answer = await ask(request)
+        try:
+            answer = await ask(request)
+        except asks.NotAskable:
+            return types.ErrorData(code=types.INVALID_REQUEST, message=NOBODY_TO_ASK)
         return types.ElicitResult(action=answer["action"], content=answer.get("content"))
 
     return elicitation
+
+
+def _completion(host: Host | None):
+    if host is None or host.elicited is None:
+        return None
+    done = host.elicited
+
+    async def elicitation_complete(params: dict[str, Any]) -> None:
+        if isinstance(params.get("elicitationId"), str):
+            await done(params["elicitationId"])
+
+    return elicitation_complete
 
 
 def _roots(endpoint_id: int):
@@ -169,7 +211,13 @@ async def _answer(
     if policy == Endpoint.Sampling.ASK:
         if host is None or host.ask is None:
             return types.ErrorData(code=REFUSED, message=NOT_ASKABLE)
-        if not await host.ask(request, "a server asks your model to write a reply (sampling)"):
+        try:
+            allowed = await host.ask(
+                request, "a server asks your model to write a reply (sampling)"
+            )
+        except asks.NotAskable:
+            return types.ErrorData(code=REFUSED, message=NOT_ASKABLE)
+        if not allowed:
             return types.ErrorData(code=REFUSED, message="The user declined the sampling request.")
     choice = await _db(_choose)(user_id, params.model_preferences, host)
     if choice is None:

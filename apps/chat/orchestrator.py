@@ -168,6 +168,7 @@ class TurnRunner:
                 setup.model,
                 elicit=self._elicit,
                 show=self.sink.emit,
+                elicited=self._elicited,
             )
         )
         if setup.unsent:  # the calls its lost worker had sent
@@ -308,9 +309,10 @@ class TurnRunner:
         shown = {"id": f"elicit-{uuid.uuid4().hex[:12]}", **request}
         self.sink.emit("elicitation_required", shown)
         self.sink.emit("status", {"state": "tool", "message": "A server waits for your answer"})
+        link = request.get("elicitationId") if request.get("mode") == "url" else None
         while True:
-            answer = await self.control.answer(shown["id"])
-            if answer["action"] != "accept" or request.get("mode") == "url":
+            answer = await self.control.answer(shown["id"], link)
+            if answer["action"] != "accept" or link is not None:
                 answer["content"] = None
                 break
             try:
@@ -321,6 +323,12 @@ class TurnRunner:
                 self.sink.emit("elicitation_required", {**shown, "error": exc.message})
         self.sink.emit("elicitation_answered", {"id": shown["id"], "action": answer["action"]})
         return answer
+
+    async def _elicited(self, elicitation_id: str) -> None:
+        """A backend says a URL elicitation is done (the user finished at its link): the page
+        shows it, and if the turn still waits for the user's answer to it, the wait ends."""
+        self.sink.emit("elicitation_complete", {"elicitationId": elicitation_id})
+        self.control.complete(elicitation_id)
 
     async def _spend(self, usage: Usage) -> None:
         """A sampling answered by the user's model during a tool call counts with the turn."""

@@ -600,8 +600,8 @@ class RemotePool:
         if kind == "res":
             if not pending.future.done():
                 pending.future.set_result(data)
-        elif kind == "log":
-            log = pending.relay.log if pending.relay is not None else None
+        elif kind == "log":  # a log line, or another note ("m") relayed in order
+            log = pending.relay.handler(data.get("m", "log")) if pending.relay is not None else None
             if log is not None:
                 pending.tail = self._spawn(_deliver_after(pending.tail, log, data["p"]))
         elif kind == "prog" and pending.progress is not None and data["k"] > pending.progress_seen:

@@ -28,7 +28,13 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from apps.connections import sdk
 from apps.connections.errors import ServerStartFailed
-from apps.connections.hooks import NotificationHook, ProgressFn, Relay
+from apps.connections.hooks import (
+    ELICITATION_COMPLETE,
+    NOTES,
+    NotificationHook,
+    ProgressFn,
+    Relay,
+)
 from apps.connections.specs import ServerSpec
 from apps.connections.stderr import StderrTail
 from apps.connections.transports import ChildProcess, open_transport
@@ -195,7 +201,7 @@ class Connection:
             message = types.LoggingMessageNotification.model_validate(data, by_name=False)
         except ValueError:
             return False  # the SDK session reports what it cannot read
-        return self._relay_log(message)
+        return self._relay_note("log", message)
 
     def leave_lean_path(self, why: str) -> None:
         """The backend needs the SDK's transport for plain requests too (see `UseSdkPath`)."""
@@ -314,7 +320,7 @@ class Connection:
         try:
             async with asyncio.timeout(timeout):
                 result = await fn(self)
-                if call is not None and call.relay.log is not None:
+                if call is not None and any(call.relay.handler(m) for m in NOTES):
                     await self._flush_logs(call)
                 return result
         finally:
@@ -430,7 +436,13 @@ class Connection:
         # Progress belongs to one call and already reached that call's progress callback.
         if isinstance(message, types.ProgressNotification):
             return
-        if isinstance(message, types.LoggingMessageNotification) and self._relay_log(message):
+        if isinstance(message, types.LoggingMessageNotification) and self._relay_note(
+            "log", message
+        ):
+            return
+        if isinstance(message, types.ElicitCompleteNotification) and self._relay_note(
+            ELICITATION_COMPLETE, message
+        ):
             return
         if self._on_notification is None:
             return
@@ -439,19 +451,24 @@ class Connection:
         except Exception:
             logger.exception("on_notification hook failed for server %r", self.spec.name)
 
-    def _relay_log(self, message: types.LoggingMessageNotification) -> bool:
-        """Hand a log line to the call it belongs to; False when no call claims it.
+    def _relay_note(
+        self,
+        method: str,
+        message: types.LoggingMessageNotification | types.ElicitCompleteNotification,
+    ) -> bool:
+        """Hand a log line (or a URL elicitation's completion) to the call it belongs to; False
+        when no call claims it.
 
         Runs synchronously in the SDK's handler task, before the result of the same call
         can wake its caller: the delivery is chained in arrival order and the call waits
         for the chain before returning (see `request`).
         """
-        call = self._claimant("log", fallback=self.spec.transport not in _ASSOCIATING_TRANSPORTS)
+        call = self._claimant(method, fallback=self.spec.transport not in _ASSOCIATING_TRANSPORTS)
         if call is None:
             return False
         params = message.params.model_dump(by_alias=True, mode="json", exclude_none=True)
         call.tail = asyncio.ensure_future(
-            _deliver_after(call.tail, call.relay.log, params, self.spec.name)
+            _deliver_after(call.tail, call.relay.handler(method), params, self.spec.name)
         )
         return True
 

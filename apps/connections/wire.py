@@ -8,12 +8,13 @@ Messages, web → worker inbox (a Redis list, RPUSH / BLMPOP):
   {"t": "call", "id", "r": reply channel, "op", "s": spec ref, "SE": encrypted full spec
    (or "S": the full spec in clear when no codec is configured), "a": args, "to": timeout,
    "prog": bool, "rel": [relayed kinds: sampling/createMessage, elicitation/create,
-   roots/list, log]}
+   roots/list, log, notifications/elicitation/complete]}
   {"t": "cancel", "id"}                       the caller gave up: cancel the call
   {"t": "sres", "id", "rid", "ok" | "err"}    answer to a server→client request
 worker → web (PUBLISH on the caller's reply channel):
   {"t": "res", "id", "ok" | "err"}   {"t": "prog", "id", "k": seq, "p": [progress, total, message]}
   {"t": "log", "id", "p": notifications/message params}   (before the call's "res")
+  {"t": "log", "id", "m": "notifications/elicitation/complete", "p": its params}   (the same way)
   {"t": "sreq", "id", "rid", "m": method, "p": params}
 A call_tool result travels as the backend's JSON (`Pool.call_tool(raw=True)`); the web
 side builds the model only for callers that did not ask for raw.

@@ -30,7 +30,7 @@ from mcp.shared.exceptions import MCPError
 
 from apps.connections.codec import SpecCodec, default_codec
 from apps.connections.errors import PoolError, ServerUnavailable
-from apps.connections.hooks import ProgressFn, Relay
+from apps.connections.hooks import ELICITATION_COMPLETE, ProgressFn, Relay
 from apps.connections.pool import Pool, PoolOptions
 from apps.connections.resp import RespClient, RespConnection
 from apps.connections.specs import ServerSpec
@@ -453,17 +453,22 @@ class PoolWorker:
 
             return ask if method in methods else None
 
-        async def log(params: dict[str, Any]) -> None:
-            # Same connection as the reply, sent before it: the caller sees it first.
-            await self._out.fire(
-                "PUBLISH", msg["r"], dumps({"t": "log", "id": msg["id"], "p": params})
-            )
+        def note(method: str) -> Any:
+            async def send(params: dict[str, Any]) -> None:
+                # Same connection as the reply, sent before it: the caller sees it first.
+                body = {"t": "log", "id": msg["id"], "p": params}
+                if method != "log":
+                    body["m"] = method
+                await self._out.fire("PUBLISH", msg["r"], dumps(body))
+
+            return send if method in methods else None
 
         return Relay(
             sampling=forward("sampling/createMessage"),
             elicitation=forward("elicitation/create"),
             list_roots=forward("roots/list"),
-            log=log if "log" in methods else None,
+            log=note("log"),
+            elicitation_complete=note(ELICITATION_COMPLETE),
             caller=msg.get("who"),
         )
 
@@ -516,6 +521,7 @@ def _relay_on_loop(relay: Relay, loop: asyncio.AbstractEventLoop) -> Relay:
         elicitation=moved(relay.elicitation),
         list_roots=moved(relay.list_roots),
         log=moved(relay.log),
+        elicitation_complete=moved(relay.elicitation_complete),
         caller=relay.caller,
     )
 

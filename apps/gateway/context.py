@@ -161,7 +161,8 @@ def progress_sender(ctx: Context, token: Any) -> Callable[..., Awaitable[None]] 
 
 def relay_for(ctx: Context):
     """What the backend sends our client during a call: its log lines (at the session's level),
-    and its sampling/elicitation/roots requests when our client can answer them."""
+    and its sampling/elicitation/roots requests (and URL elicitations' completions) when our
+    client can answer them."""
     from apps.connections.hooks import Relay
 
     emitter = ctx.emitter
@@ -191,7 +192,15 @@ def relay_for(ctx: Context):
         elicitation=ask("elicitation/create", "ElicitResult", "elicitation"),
         list_roots=_roots(roots) if roots else None,
         log=_log_sink(ctx),
+        elicitation_complete=_completion_sink(emitter) if "elicitation" in caps else None,
     )
+
+
+def _completion_sink(emitter):
+    async def complete(params: dict[str, Any]) -> None:
+        await emitter.notify(elicitations.COMPLETE, params)
+
+    return complete
 
 
 def _log_sink(ctx: Context):

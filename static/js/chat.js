@@ -156,6 +156,7 @@
     // A backend asks the user (host.js draws the form or link; the answer goes back to the turn).
     elicitation_required(p) { endBubble(); hubHost.elicitation(p, root, (answer) => send({ type: "elicit", payload: answer })); },
     elicitation_answered(p) { hubHost.answered(p); },
+    elicitation_complete(p) { hubHost.completed(p); },
     tool_result(p) {
       const c = card(p.id, p.name);
       if (c.approval) c.approval.remove();

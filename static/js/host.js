@@ -1,6 +1,7 @@
 // What a backend asks the user during a tool call (MCP elicitation), shown where the call runs:
 // a form built from the request's restricted schema (strings with formats, numbers, booleans,
-// single- and multi-select enums, defaults, required), or a link to open (URL mode). The page's
+// single- and multi-select enums, defaults, required), or a link to open (URL mode: the box then
+// waits until the server says it is done there, `notifications/elicitation/complete`). The page's
 // own script passes `answer(action, content)`, which sends the user's decision to the hub.
 (function () {
   "use strict";
@@ -113,6 +114,7 @@
     const old = boxes.get(p.id);
     const box = el("div", "elicitation card");
     box.id = p.id + "-box";
+    if (p.mode === "url" && p.elicitationId) box.dataset.elicitation = p.elicitationId;
     box.append(el("p", "elicit-message", p.message || "A server asks for your input."));
     if (p.error) box.append(el("p", "elicit-error is-error", p.error));
     box.append(p.mode === "url" ? link(p, (action, content) => answer({ id: p.id, action, content })) : form(p, (action, content) => answer({ id: p.id, action, content })));
@@ -123,8 +125,18 @@
   // The request was answered (here or on another device): the form goes, a line says how.
   function answered(p) {
     const box = boxes.get(p.id);
-    if (!box) return;
-    box.replaceChildren(el("p", "elicit-done", "You answered: " + p.action));
+    if (!box || box.classList.contains("elicit-complete")) return;
+    const waiting = box.dataset.elicitation && p.action === "accept";
+    box.replaceChildren(el("p", "elicit-done", waiting ? "You opened the link: waiting for the server to hear you finished there…" : "You answered: " + p.action));
+  }
+
+  // The server says the user finished at a URL elicitation's link (`elicitationId`).
+  function completed(p) {
+    const box = document.querySelector(`.elicitation[data-elicitation="${CSS.escape(p.elicitationId)}"]`);
+    if (!box) return false;
+    box.classList.add("elicit-complete");
+    box.replaceChildren(el("p", "elicit-done", "Done at the link: the server heard you finished."));
+    return true;
   }
 
   // The run page: each question the run waits on (kept with the run, so a reload or another
@@ -143,5 +155,5 @@
     elicitation(p, pending, post);
   }
 
-  window.hubHost = { elicitation, answered };
+  window.hubHost = { elicitation, answered, completed };
 })();

@@ -14,8 +14,7 @@
     const shown = hubRender.rich(rich.content, rich.structuredContent, readResource);
     if (shown) data.replaceWith(shown);
   }
-  const ACTIVE = ["queued", "running", "waiting_approval"];
-  if (!ACTIVE.includes(root.dataset.status)) return;
+  if (root.dataset.active !== "true") return;
 
   const el = hubRender.el;
   const LABELS = JSON.parse(document.getElementById("run-status-labels").textContent);
@@ -112,6 +111,11 @@
       else if (event.type === "end") window.location.reload();
       else if (event.type === "approval_required" && !shown(event.payload)) window.location.reload();
       else if (event.type === "elicitation_required" && !document.getElementById(event.payload.id + "-box")) window.location.reload();
+      else if (event.type === "elicitation_complete") {
+        // Done at a link: a question still shown for it was answered so (the run no longer waits).
+        if (hubHost.completed(event.payload)) window.location.reload();
+        else document.getElementById("run-note").textContent = "Done at the link: the server heard you finished.";
+      }
     };
     ws.onclose = () => { root.dataset.connected = "false"; setTimeout(connect, 1000); };
   }

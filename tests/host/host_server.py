@@ -2,10 +2,13 @@
 
 `write` samples with a system prompt, temperature, stop sequences, a model hint and a large
 max_tokens; `plan_trip` samples with a tool (tool use inside sampling, 2025-11-25) and answers the
-model's tool calls until it replies in text; `workspace` lists the client's roots.
+model's tool calls until it replies in text; `workspace` lists the client's roots; `connect_account` sends the user to a page of its own (URL
+elicitation) and, once that page was opened, says so (`notifications/elicitation/complete`).
 """
 
+import asyncio
 import json
+import uuid
 
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
@@ -74,6 +77,36 @@ async def workspace(ctx: Context = None) -> str:
     """The client's roots, as JSON."""
     roots = (await ctx.session.list_roots()).roots
     return json.dumps([{"uri": str(r.uri), "name": r.name} for r in roots])
+
+
+async def _serve_once(opened: asyncio.Event) -> str:
+    """A one-page site standing in for the account's sign-in: the URL opened sets `opened`."""
+
+    async def visit(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        body = b"<html><body><p>Your account is connected: close this tab.</p></body></html>"
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {len(body)}\r\n"
+        writer.write(head.encode() + b"Connection: close\r\n\r\n" + body)
+        await writer.drain()
+        writer.close()
+        opened.set()
+
+    site = await asyncio.start_server(visit, "127.0.0.1", 0)
+    port = site.sockets[0].getsockname()[1]
+    return f"http://127.0.0.1:{port}/connect"
+
+
+@server.tool(annotations=READ_ONLY)
+async def connect_account(ctx: Context = None) -> str:
+    """Send the user to the account's sign-in page; done once they opened it (or after 60 s)."""
+    opened, elicitation_id = asyncio.Event(), uuid.uuid4().hex
+    url = await _serve_once(opened)
+    answer = await ctx.elicit_url("Connect your account to go on.", url, elicitation_id)
+    if answer.action != "accept":
+        return f"not connected: {answer.action}"
+    await asyncio.wait_for(opened.wait(), 60)
+    await ctx.session.send_elicit_complete(elicitation_id, ctx.request_id)
+    return f"connected ({elicitation_id})"
 
 
 if __name__ == "__main__":

@@ -88,3 +88,28 @@ def test_alice_allows_then_denies_a_backends_sampling(llm, alice_provider, asker
     expect(denied.locator(".tool-result")).to_have_text("The user declined the sampling request.")
     expect(page.locator(".msg-assistant").last).to_have_text("No haiku then.")
     assert len(llm.requests) == 5
+
+
+def test_alice_opens_a_backends_link_and_the_chat_hears_she_is_done(
+    llm, alice_provider, asker_endpoint, page
+):
+    llm.script([Reply(tool_calls=[("c1", "connect_account", {})]), Reply(text=["Connected."])])
+    _open_chat(page)
+    page.get_by_label("Message").fill("Connect my account")
+    page.get_by_label("Message").press("Enter")
+
+    box = page.locator(".elicitation")
+    expect(box).to_contain_text("Connect your account to go on.", timeout=30_000)
+    with page.context.expect_page() as opened:
+        box.get_by_role("button", name="Open").click()
+    tab = opened.value  # the backend's own page, in a tab of its own
+    expect(tab.locator("body")).to_contain_text("Your account is connected")
+    expect(box).to_have_text("Done at the link: the server heard you finished.")
+    card = page.locator(".toolcard", has_text="connect_account")
+    expect(card.locator(".tool-result")).to_contain_text("connected (", timeout=30_000)
+    expect(page.locator(".msg-assistant").last).to_have_text("Connected.")
+
+    page.reload()  # told again from the conversation's stored events
+    expect(page.locator(".elicitation")).to_have_text(
+        "Done at the link: the server heard you finished."
+    )

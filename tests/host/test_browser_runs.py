@@ -4,7 +4,6 @@ page shows the form (also after a reload), a wrong value is refused, her answer 
 from __future__ import annotations
 
 import pytest
-from django.conf import settings
 from playwright.sync_api import expect
 
 from tests.chat.test_browser import page, web  # noqa: F401 - the chat page's fixtures
@@ -12,14 +11,7 @@ from tests.llm_server import Reply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
-# Known flake, production shape under load only (seen in full runs, never alone): the answer is
-# accepted but the run does not go on. Kept running (a pass counts); the cause is open in issue 30.
-_FLAKY_UNDER_LOAD = pytest.mark.xfail(
-    bool(settings.REDIS_URL), reason="run not resumed after its answer under load", strict=False
-)
 
-
-@_FLAKY_UNDER_LOAD
 def test_alice_answers_a_runs_question_on_its_page(llm, alice_provider, everything_endpoint, page):
     llm.script(
         [
@@ -36,6 +28,9 @@ def test_alice_answers_a_runs_question_on_its_page(llm, alice_provider, everythi
     expect(form).to_contain_text("Please provide inputs for the following fields:", timeout=30_000)
     expect(page.locator("#run-status")).to_have_text("Waiting for input")
     page.reload()  # kept with the run: a reload (or another device) shows the same question
+    # A page loaded while the run waits for input follows the run live (it once did not: a page
+    # reloaded after the answer, before the worker took it, then never heard the run go on).
+    expect(page.locator("#run")).to_have_attribute("data-connected", "true")
     form = page.locator(".elicitation")
     form.get_by_label("String *").fill("Alice Liddell")
     form.get_by_label("Integer", exact=True).fill("500")  # the browser's own bound check...

@@ -257,7 +257,14 @@ class RunRunner:
         )  # the loop's shared one (as chat turns use): not closed here
         model = run.model or run.provider.default_model
         host.lend(
-            host.Host(self._approve, self._spend, run.provider_id, model, elicit=self._elicit)
+            host.Host(
+                self._approve,
+                self._spend,
+                run.provider_id,
+                model,
+                elicit=self._elicit,
+                elicited=self._elicited,
+            )
         )
         unsent = run.in_flight
         if unsent and unsent.get("round") == len(self.steps) + 1:
@@ -403,10 +410,18 @@ class RunRunner:
         asked = {"id": f"elicit-{uuid.uuid4().hex[:12]}", **request}
         await _db(records.wait_for_input)(self.run.pk, asked)
         await publish(self.run.pk, "elicitation_required", asked, rounds=len(self.steps))
+        link = request.get("elicitationId") if request.get("mode") == "url" else None
         try:
-            return await self.control.answer(asked["id"])
+            return await self.control.answer(asked["id"], link)
         finally:
             await _db(records.input_answered)(self.run.pk, asked["id"])
+
+    async def _elicited(self, elicitation_id: str) -> None:
+        """A backend says a URL elicitation is done (the owner finished at its link): the run's
+        page shows it, and if the run still waits for the owner's answer to it, the wait ends."""
+        payload = {"elicitationId": elicitation_id}
+        await publish(self.run.pk, "elicitation_complete", payload, rounds=len(self.steps))
+        self.control.complete(elicitation_id)
 
     async def _spend(self, usage: Usage) -> None:
         """A sampling answered by the user's model during a tool call counts with the run."""
