@@ -49,7 +49,8 @@ from benchmarks.gateway import (  # noqa: E402
     wait_port,
 )
 
-BENCH_DB = "mcphub_bench_chat"
+# Its own per run: helpers on one machine run this benchmark at once, and each drops its database.
+BENCH_DB = f"mcphub_bench_chat_{os.getpid()}"
 ECHO = ROOT / "tests" / "servers" / "echo.py"
 STREAM_CHUNKS = 5000
 ROUNDS_TURN = (
