@@ -216,6 +216,18 @@ def others_cpu(redis_pid: int) -> dict[str, float]:
     }
 
 
+def pushes(redis_pid: int) -> int:
+    """RPUSHes the benchmark's redis-server has served so far: a tool call that goes through Redis
+    is one RPUSH to its pool worker's inbox (apps.connections.remote); one that takes the
+    same-process shortcut (a worker running a turn calls its own pool) is none."""
+    import redis
+
+    argv = Path(f"/proc/{redis_pid}/cmdline").read_bytes().split(b"\0")
+    port = int(argv[argv.index(b"--port") + 1])
+    stats = redis.Redis(port=port).info("commandstats")
+    return stats.get("cmdstat_rpush", {}).get("calls", 0)
+
+
 def cpu_ms_per(before: dict[str, float], after: dict[str, float], count: int) -> dict[str, float]:
     """CPU milliseconds each party spent per one of `count` (runs, rounds) between two Hub.cpu()."""
     return {party: (seconds - before[party]) * 1000 / count for party, seconds in after.items()}
@@ -261,13 +273,14 @@ async def _measure(chat: Chat, direct_adapter: Any, args: argparse.Namespace) ->
         "streamed text lost or reordered"
     )
     alone = (await chat.turn(conversations[0], f"slow:{args.rounds}"))["total"] / 1000
-    cpu = chat.hub.cpu()
+    cpu, pushed = chat.hub.cpu(), pushes(chat.hub.redis_pid)
     started = time.perf_counter()
     results = await asyncio.gather(
         *(chat.turn(c, f"slow:{args.rounds}") for c in conversations[: args.conversations])
     )
     together = time.perf_counter() - started
     spent = cpu_ms_per(cpu, chat.hub.cpu(), args.conversations * args.rounds)
+    pushed = pushes(chat.hub.redis_pid) - pushed
     assert all(r["text"] == "hi" for r in results), "a concurrent turn did not finish"
     return {
         "ttft_hub": p50(hub_ttft),
@@ -280,6 +293,8 @@ async def _measure(chat: Chat, direct_adapter: Any, args: argparse.Namespace) ->
         "alone": alone,
         "together": together,
         "cpu_per_round": spent,
+        "tool_calls": sum(r["tools"] for r in results),
+        "through_redis": pushed,
     }
 
 
@@ -316,6 +331,10 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
     print(
         "                      CPU per round during it: "
         + ", ".join(f"{name} {ms:.1f} ms" for name, ms in cpu.items())
+    )
+    print(
+        f"                      its {figures['tool_calls']} tool calls: {figures['through_redis']} went through "
+        "Redis (RPUSH to a pool inbox), the others took the same-process shortcut"
     )
 
 
