@@ -165,7 +165,7 @@ class Chat:
                     tool_ms += event["payload"]["duration_ms"]
                     tools += 1
                 elif event["type"] == "end":
-                    ended = time.perf_counter()
+                    ended, status = time.perf_counter(), event["payload"]["status"]
                     break
         assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), (
             "events out of order or repeated"
@@ -178,6 +178,7 @@ class Chat:
             "events": events,
             "tool_ms": tool_ms,
             "tools": tools,
+            "status": status,
         }
 
 
@@ -258,7 +259,9 @@ async def _measure(chat: Chat, direct_adapter: Any, args: argparse.Namespace) ->
         await direct_ttft(direct_adapter)
     hub_ttft, direct, direct_total, plain, tooled, tool_ms = [], [], [], [], [], []
     for _ in range(args.runs):
-        hub_ttft.append((await chat.turn(conversations[1], "ttft"))["ttft"])
+        timed = await chat.turn(conversations[1], "ttft")
+        assert timed["ttft"] is not None, f"a turn ended {timed['status']} without any text"
+        hub_ttft.append(timed["ttft"])
         first, total = await direct_ttft(direct_adapter)
         direct.append(first)
         direct_total.append(total)
