@@ -52,10 +52,12 @@ def _start(turn_id: uuid.UUID, taken_over: bool) -> TurnSetup | None:
 async def run_turn(turn_id: uuid.UUID, *, taken_over: bool = False) -> None:
     """Run a turn (or continue one this worker's lease took over) to its end; returns quietly if it
     vanished, is not running any more, or another worker runs it."""
+    setup = await _db(_start)(turn_id, taken_over)
+    if setup is None:
+        return
+    # Held once claimed, not before: a lease renewal between the two found the row not yet this
+    # worker's and dropped the turn as taken over (a busy worker's database threads queue `_start`).
     with lease.holding(lease.TURNS, turn_id):
-        setup = await _db(_start)(turn_id, taken_over)
-        if setup is None:
-            return
         done = await _db(records.progress)(turn_id) if taken_over else None
         sink = EventSink(setup.conversation_id, setup.first_seq)
         # Reading the endpoint's tools overlaps joining the control group (both wait on I/O).
