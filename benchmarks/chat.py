@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -223,8 +224,9 @@ def pushes(redis_pid: int) -> int:
     same-process shortcut (a worker running a turn calls its own pool) is none."""
     import redis
 
-    argv = Path(f"/proc/{redis_pid}/cmdline").read_bytes().split(b"\0")
-    port = int(argv[argv.index(b"--port") + 1])
+    # redis-server retitles itself "redis-server 127.0.0.1:PORT" once started.
+    title = Path(f"/proc/{redis_pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    port = int(re.search(r"(?:--port |:)(\d+)", title).group(1))
     stats = redis.Redis(port=port).info("commandstats")
     return stats.get("cmdstat_rpush", {}).get("calls", 0)
 
