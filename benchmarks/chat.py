@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -49,7 +50,8 @@ from benchmarks.gateway import (  # noqa: E402
     wait_port,
 )
 
-BENCH_DB = "mcphub_bench_chat"
+# Its own per run: helpers on one machine run this benchmark at once, and each drops its database.
+BENCH_DB = f"mcphub_bench_chat_{os.getpid()}"
 ECHO = ROOT / "tests" / "servers" / "echo.py"
 STREAM_CHUNKS = 5000
 ROUNDS_TURN = (
@@ -164,7 +166,7 @@ class Chat:
                     tool_ms += event["payload"]["duration_ms"]
                     tools += 1
                 elif event["type"] == "end":
-                    ended = time.perf_counter()
+                    ended, status = time.perf_counter(), event["payload"]["status"]
                     break
         assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), (
             "events out of order or repeated"
@@ -177,6 +179,7 @@ class Chat:
             "events": events,
             "tool_ms": tool_ms,
             "tools": tools,
+            "status": status,
         }
 
 
@@ -215,6 +218,19 @@ def others_cpu(redis_pid: int) -> dict[str, float]:
     }
 
 
+def pushes(redis_pid: int) -> int:
+    """RPUSHes the benchmark's redis-server has served so far: a tool call that goes through Redis
+    is one RPUSH to its pool worker's inbox (apps.connections.remote); one that takes the
+    same-process shortcut (a worker running a turn calls its own pool) is none."""
+    import redis
+
+    # redis-server retitles itself "redis-server 127.0.0.1:PORT" once started.
+    title = Path(f"/proc/{redis_pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    port = int(re.search(r"(?:--port |:)(\d+)", title).group(1))
+    stats = redis.Redis(port=port).info("commandstats")
+    return stats.get("cmdstat_rpush", {}).get("calls", 0)
+
+
 def cpu_ms_per(before: dict[str, float], after: dict[str, float], count: int) -> dict[str, float]:
     """CPU milliseconds each party spent per one of `count` (runs, rounds) between two Hub.cpu()."""
     return {party: (seconds - before[party]) * 1000 / count for party, seconds in after.items()}
@@ -245,7 +261,9 @@ async def _measure(chat: Chat, direct_adapter: Any, args: argparse.Namespace) ->
         await direct_ttft(direct_adapter)
     hub_ttft, direct, direct_total, plain, tooled, tool_ms = [], [], [], [], [], []
     for _ in range(args.runs):
-        hub_ttft.append((await chat.turn(conversations[1], "ttft"))["ttft"])
+        timed = await chat.turn(conversations[1], "ttft")
+        assert timed["ttft"] is not None, f"a turn ended {timed['status']} without any text"
+        hub_ttft.append(timed["ttft"])
         first, total = await direct_ttft(direct_adapter)
         direct.append(first)
         direct_total.append(total)
@@ -260,13 +278,14 @@ async def _measure(chat: Chat, direct_adapter: Any, args: argparse.Namespace) ->
         "streamed text lost or reordered"
     )
     alone = (await chat.turn(conversations[0], f"slow:{args.rounds}"))["total"] / 1000
-    cpu = chat.hub.cpu()
+    cpu, pushed = chat.hub.cpu(), pushes(chat.hub.redis_pid)
     started = time.perf_counter()
     results = await asyncio.gather(
         *(chat.turn(c, f"slow:{args.rounds}") for c in conversations[: args.conversations])
     )
     together = time.perf_counter() - started
     spent = cpu_ms_per(cpu, chat.hub.cpu(), args.conversations * args.rounds)
+    pushed = pushes(chat.hub.redis_pid) - pushed
     assert all(r["text"] == "hi" for r in results), "a concurrent turn did not finish"
     return {
         "ttft_hub": p50(hub_ttft),
@@ -279,6 +298,8 @@ async def _measure(chat: Chat, direct_adapter: Any, args: argparse.Namespace) ->
         "alone": alone,
         "together": together,
         "cpu_per_round": spent,
+        "tool_calls": sum(r["tools"] for r in results),
+        "through_redis": pushed,
     }
 
 
@@ -315,6 +336,10 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
     print(
         "                      CPU per round during it: "
         + ", ".join(f"{name} {ms:.1f} ms" for name, ms in cpu.items())
+    )
+    print(
+        f"                      its {figures['tool_calls']} tool calls: {figures['through_redis']} went through "
+        "Redis (RPUSH to a pool inbox), the others took the same-process shortcut"
     )
 
 

@@ -45,7 +45,8 @@ from benchmarks.chat import (  # noqa: E402
 )
 from benchmarks.gateway import McpSession  # noqa: E402
 
-BENCH_DB = "mcphub_bench_runs"
+# Its own per run: helpers on one machine run this benchmark at once, and each drops its database.
+BENCH_DB = f"mcphub_bench_runs_{os.getpid()}"
 TARGETS = {"round_ms": 10.0, "concurrency_ratio": 1.5}
 BIG = "y" * 2000
 

@@ -133,25 +133,45 @@ class Control:
         self._links: dict[str, str] = {}  # a waited-on URL elicitation's elicitationId → its id
         self._channel = ""
         self._reader: asyncio.Task[None] | None = None
+        self._joining: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> Control:
         self._channel = await self.layer.new_channel("chatctl.")
+        self._reader = asyncio.create_task(self._read_forever())
+        # Joined beside the turn's (or run's) start, not before it: the SUBSCRIBE is a Redis round
+        # trip under the layer's subscription lock, which a hundred turns starting at once queue
+        # for, and the model is asked meanwhile. A stop sent before the join completes is caught
+        # by the heartbeat's backstop, as one sent before the turn started always was.
+        self._joining = asyncio.create_task(self._join())
+        return self
+
+    async def _join(self) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + SEND_PATIENCE
         while True:  # a Redis restart delays the turn or run, it does not fail it
             try:
                 await self.layer.group_add(self.group, self._channel)
-                break
+                return
             except OUTAGE_ERRORS:
                 if loop.time() > deadline:
-                    raise
+                    logger.warning(
+                        "chat: could not join %s: stops wait for the heartbeat", self.group
+                    )
+                    return
                 await asyncio.sleep(0.5)
-        self._reader = asyncio.create_task(self._read_forever())
-        return self
+
+    async def joined(self) -> None:
+        """Returns once the control group is joined (or joining gave up): a check of the stored
+        stop flag made after it misses no stop."""
+        if self._joining is not None:
+            await asyncio.shield(self._joining)
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._reader is not None:
-            self._reader.cancel()
+        for task in (self._reader, self._joining):
+            if task is not None:
+                task.cancel()
+        if self._joining is not None:
+            await asyncio.gather(self._joining, return_exceptions=True)
         try:
             await self.layer.group_discard(self.group, self._channel)
         except Exception:

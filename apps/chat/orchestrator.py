@@ -19,10 +19,12 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import transaction
 
 from apps.chat import elicitation, host, lease, records, rounds, unfinished
 from apps.chat.events import Control, EventSink
 from apps.chat.history import TurnSetup, load_turn
+from apps.chat.journal import commit_without_waiting_for_disk
 from apps.chat.models import Message as MessageRow
 from apps.chat.models import Turn
 from apps.chat.tools import Toolbox, result_text, watch_call
@@ -38,18 +40,24 @@ def _db(fn):
 
 
 def _start(turn_id: uuid.UUID, taken_over: bool) -> TurnSetup | None:
-    if not records.start(turn_id, lease.WORKER, taken_over=taken_over):
-        return None  # another worker runs it
-    return load_turn(turn_id)
+    # One transaction that does not wait for the disk (journal.py): the claim's own commit waited
+    # for a WAL flush, 1-10 ms on this kind of machine, all of it before the turn's first token.
+    with transaction.atomic():
+        commit_without_waiting_for_disk()
+        if not records.start(turn_id, lease.WORKER, taken_over=taken_over):
+            return None  # another worker runs it
+        return load_turn(turn_id)
 
 
 async def run_turn(turn_id: uuid.UUID, *, taken_over: bool = False) -> None:
     """Run a turn (or continue one this worker's lease took over) to its end; returns quietly if it
     vanished, is not running any more, or another worker runs it."""
+    setup = await _db(_start)(turn_id, taken_over)
+    if setup is None:
+        return
+    # Held once claimed, not before: a lease renewal between the two found the row not yet this
+    # worker's and dropped the turn as taken over (a busy worker's database threads queue `_start`).
     with lease.holding(lease.TURNS, turn_id):
-        setup = await _db(_start)(turn_id, taken_over)
-        if setup is None:
-            return
         done = await _db(records.progress)(turn_id) if taken_over else None
         sink = EventSink(setup.conversation_id, setup.first_seq)
         # Reading the endpoint's tools overlaps joining the control group (both wait on I/O).

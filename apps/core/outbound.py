@@ -188,6 +188,10 @@ class Policy:
 
     async def aaddresses(self, host: str, port: int) -> list[str]:
         host = _bare(host)
+        if _is_address(host):
+            # No lookup to make: getaddrinfo would hand a literal back as it is, at the cost of a
+            # round trip through a thread on every LLM request to a provider named by address.
+            return self._permitted(host, port, [(None, None, None, "", (host, port))])
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(
                 host, port, type=socket.SOCK_STREAM
@@ -220,6 +224,14 @@ def trusting(url: str) -> Policy:
     parts = httpx2.URL(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     return Policy(trusted=frozenset({(parts.host.lower(), port)}))
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _origin(url: httpx2.URL) -> tuple[str, int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.chat.models import Message
+from apps.chat.models import Message, Turn
 from apps.llm.models import Provider
 from apps.toolsets.models import ToolCall
 from tests.chat.conftest import Api, chat_socket, db, seqs
@@ -32,11 +32,18 @@ async def test_a_turn_with_two_tool_calls_to_a_real_backend(
         async with chat_socket(hub, conversation, alice_hub_token) as chat:
             await chat.send("message", {"text": "Use the tools"})
             end = await chat.until("end")
+            # Finished in the database before its `end` reached the page: a next message may start.
+            finished = await db(
+                lambda: Turn.objects.values_list("status", "rounds").get(
+                    conversation_id=conversation
+                )
+            )()
         history = (await api.client.get(f"/conversations/{conversation}/messages/")).json()[
             "results"
         ]
 
     assert end["payload"]["status"] == "complete"
+    assert finished == ("complete", 2)
     assert chat.text() == "Let me checkEcho said hi and 2+3=5"
     assert [c["payload"]["id"] for c in chat.of("tool_call")] == ["c1", "c2"]
     results = {r["payload"]["id"]: r["payload"] for r in chat.of("tool_result")}

@@ -3,6 +3,7 @@ allow, and that a guarded client connects to the address it checked — once res
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import ssl
 
@@ -291,3 +292,21 @@ def test_https_checks_the_certificate_against_the_name_while_connecting_to_the_c
 
     assert answered.status_code == 200 and answered.json()["data"][0]["id"] == "internal-service-id"
     assert [h.host for h in canary.heard] == [f"localhost:{canary.port}"]
+
+
+@pytest.mark.anyio
+async def test_an_address_typed_as_such_is_checked_without_a_lookup(settings, monkeypatch):
+    # An LLM provider named by address (LM Studio at 192.168.x.y) is asked on every round: no
+    # thread is spent resolving what needs no resolving, and the policy holds all the same.
+    settings.MCPHUB_OUTBOUND_ALLOW = ["127.0.0.2"]
+
+    async def no_lookup(*args, **kwargs):
+        raise AssertionError("looked up an address")
+
+    monkeypatch.setattr(asyncio.get_running_loop(), "getaddrinfo", no_lookup)
+
+    assert await PUBLIC_ONLY.aaddresses("127.0.0.2", 80) == ["127.0.0.2"]
+    assert await PUBLIC_ONLY.aaddresses("[::ffff:8.8.8.8]", 443) == ["::ffff:8.8.8.8"]
+    for refused in ("127.0.0.1", "[::1]", "10.0.0.5", "169.254.169.254"):
+        with pytest.raises(outbound.OutboundRefused):
+            await PUBLIC_ONLY.aaddresses(refused, 80)

@@ -238,7 +238,8 @@ class RunRunner:
 
     async def _heartbeat(self) -> None:
         # The backstop for a cancel sent before this run joined its control group (the lease,
-        # apps.chat.lease, says the run is alive).
+        # apps.chat.lease, says the run is alive): first checked once it joined, so none is missed.
+        await self.control.joined()
         while True:
             if not await _db(records.heartbeat)(self.run.pk):
                 self.control.stopped.set()
