@@ -48,6 +48,7 @@ from benchmarks.gateway import (  # noqa: E402
     psql,
     wait_port,
 )
+from tests.live_hub import worker_command  # noqa: E402
 
 BENCH_DB = "mcphub_bench_chat"
 ECHO = ROOT / "tests" / "servers" / "echo.py"
@@ -391,20 +392,7 @@ async def production_hub(
         )
         worker = procs.spawn(
             "worker",
-            [
-                str(VENV_BIN / "celery"),
-                "-A",
-                "mcphub",
-                "worker",
-                "-Q",
-                "mcp,celery",
-                "--without-gossip",
-                "--without-mingle",
-                "-n",
-                f"{name}bench@%h",
-                "--loglevel",
-                "WARNING",
-            ],
+            worker_command(f"{name}bench", "--loglevel", "WARNING"),
             env,
         )
         wait_healthy(f"http://127.0.0.1:{port}", procs.procs, timeout=90.0)

@@ -65,7 +65,7 @@ from benchmarks.gateway import (  # noqa: E402
     rpc_message,
     wait_port,
 )
-from tests.live_hub import tagged_processes  # noqa: E402
+from tests.live_hub import tagged_processes, worker_command  # noqa: E402
 
 TINY = ROOT / "tests" / "servers" / "tiny.py"
 FAULTS_DB = "mcphub_faults"
@@ -373,20 +373,7 @@ def start_hub(shape: str, procs: Processes, tmp: Path, echo_url: str, hang_flag:
 
 
 def start_worker(procs: Processes, env: dict[str, str], n: int) -> subprocess.Popen[bytes]:
-    args = [
-        str(VENV_BIN / "celery"),
-        "-A",
-        "mcphub",
-        "worker",
-        "-Q",
-        "mcp,celery",
-        "--without-gossip",
-        "--without-mingle",
-        "-n",
-        f"faults{n}@%h",
-        "--loglevel",
-        "WARNING",
-    ]
+    args = worker_command(f"faults{n}", "--loglevel", "WARNING")
     return procs.spawn(f"prod-worker{n}", args, env)
 
 
