@@ -430,7 +430,7 @@ class Hub:
 
 
 async def bench(args: argparse.Namespace) -> None:
-    async with production_hub("chat", BENCH_DB, responder) as hub:
+    async with production_hub("chat", args.db, responder) as hub:
         report(await measure(Chat(hub), hub.llm.url, args), args)
 
 
@@ -444,6 +444,7 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help="10 runs, 100 conversations × 3 rounds"
     )
+    parser.add_argument("--db", default=BENCH_DB, help="Postgres database (created, dropped after)")
     parser.add_argument("--seed", help=argparse.SUPPRESS)
     parser.add_argument("--hub-tools", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -625,6 +625,9 @@ def format_row(row: Row) -> str:
 async def bench(args: argparse.Namespace) -> None:
     from benchmarks import faults_llm
 
+    global FAULTS_DB
+    if args.db:  # engineers benchmarking side by side each drop only their own databases
+        FAULTS_DB, faults_llm.LLM_DB = args.db, f"{args.db}_llm"
     tmp = Path(tempfile.mkdtemp(prefix="mcphub-faults-"))
     procs = Processes(tmp)
     rows: list[Row] = []
@@ -671,6 +674,9 @@ def main() -> None:
         "--only", default="", help="LLM side: the scenarios whose names contain one of these (a,b)"
     )
     parser.add_argument("--keep-logs", action="store_true")
+    parser.add_argument(
+        "--db", default="", help=f"Postgres database (and NAME_llm); default {FAULTS_DB}"
+    )
     parser.add_argument("--seed", help=argparse.SUPPRESS)
     parser.add_argument("--seed-llm", help=argparse.SUPPRESS)
     args = parser.parse_args()
