@@ -15,6 +15,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -51,7 +52,10 @@ async def run_turn(turn_id: uuid.UUID, *, taken_over: bool = False) -> None:
         if setup is None:
             return
         done = await _db(records.progress)(turn_id) if taken_over else None
-        sink = EventSink(setup.conversation_id, setup.first_seq)
+        # Fenced as run steps are: once another worker took the turn over, nothing is written here.
+        fence = partial(records.still_held, turn_id, lease.WORKER)
+        lost = partial(lease.lost, lease.TURNS, turn_id)
+        sink = EventSink(setup.conversation_id, setup.first_seq, fence=fence, on_lost=lost)
         # Reading the endpoint's tools overlaps joining the control group (both wait on I/O).
         tools = asyncio.create_task(Toolbox.load(setup.user_id, setup.endpoint_id))
         try:
@@ -60,6 +64,8 @@ async def run_turn(turn_id: uuid.UUID, *, taken_over: bool = False) -> None:
                 if done is not None:
                     runner.rounds, runner.usage, runner.taken_over = done[0], list(done[1:]), True
                 await runner.run()
+        except records.LeaseLost:
+            pass  # its new worker continues and ends it
         finally:
             tools.cancel()
             await sink.close()
@@ -97,6 +103,8 @@ class TurnRunner:
                 work.cancel()
                 await asyncio.gather(work, return_exceptions=True)
                 await self._end(Turn.Status.STOPPED, "", "Stopped.")
+            elif isinstance(work.exception(), records.LeaseLost):
+                return  # another worker took the turn over: it ends it
             else:
                 await self._end(*self._outcome(work))
         finally:
@@ -137,6 +145,7 @@ class TurnRunner:
             rounds=self.rounds,
             input_tokens=self.usage[0],
             output_tokens=self.usage[1],
+            worker=lease.WORKER,
         )
         metrics.chat_turn(status)
         if error:
