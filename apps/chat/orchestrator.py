@@ -63,6 +63,7 @@ async def run_turn(turn_id: uuid.UUID, *, taken_over: bool = False) -> None:
                 runner = TurnRunner(setup, sink, control, tools)
                 if done is not None:
                     runner.rounds, runner.usage, runner.taken_over = done[0], list(done[1:]), True
+                    runner.opened = await _db(records.opened)(setup.conversation_id, turn_id)
                 await runner.run()
         except records.LeaseLost:
             pass  # its new worker continues and ends it
@@ -84,16 +85,17 @@ class TurnRunner:
     rounds: int = 0
     cut: bool = False  # the last reply ended at the model's output limit
     taken_over: bool = False
+    opened: bool = False  # its user_message event is stored (a turn taken over)
 
     async def run(self) -> None:
-        if self.taken_over:
-            self.sink.emit("status", {"state": "recovering", "message": RECOVERING})
-        else:
+        if not self.opened:
             # The user's message opens the turn's events, so a client rebuilds a conversation from events alone.
             opening = {"turn": str(self.setup.turn_id), "text": self.setup.user_text}
             if self.setup.user_context:
                 opening["context"] = self.setup.user_context
             self.sink.emit("user_message", opening)
+        if self.taken_over:
+            self.sink.emit("status", {"state": "recovering", "message": RECOVERING})
         work = asyncio.create_task(self._rounds())
         stop = asyncio.create_task(self.control.stopped.wait())
         beat = asyncio.create_task(self._heartbeat())

@@ -63,6 +63,14 @@ def still_held(turn_id: uuid.UUID, worker: str) -> None:
         raise LeaseLost(turn_id)
 
 
+def opened(conversation_id: uuid.UUID, turn_id: uuid.UUID) -> bool:
+    """Whether the turn's first event (the user's message) is stored: a turn taken over before its
+    first write was fenced off sends it from its new worker."""
+    return Event.objects.filter(
+        conversation_id=conversation_id, type="user_message", payload__turn=str(turn_id)
+    ).exists()
+
+
 def made_progress(turn_id: uuid.UUID) -> None:
     """A turn taken over completed a round: its recoveries count again from none."""
     Turn.objects.filter(pk=turn_id).update(recoveries=0)
