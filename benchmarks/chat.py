@@ -49,6 +49,7 @@ from benchmarks.gateway import (  # noqa: E402
     psql,
     wait_port,
 )
+from tests.live_hub import worker_command  # noqa: E402
 
 # Its own per run: helpers on one machine run this benchmark at once, and each drops its database.
 BENCH_DB = f"mcphub_bench_chat_{os.getpid()}"
@@ -416,20 +417,7 @@ async def production_hub(
         )
         worker = procs.spawn(
             "worker",
-            [
-                str(VENV_BIN / "celery"),
-                "-A",
-                "mcphub",
-                "worker",
-                "-Q",
-                "mcp,celery",
-                "--without-gossip",
-                "--without-mingle",
-                "-n",
-                f"{name}bench@%h",
-                "--loglevel",
-                "WARNING",
-            ],
+            worker_command(f"{name}bench", "--loglevel", "WARNING"),
             env,
         )
         wait_healthy(f"http://127.0.0.1:{port}", procs.procs, timeout=90.0)
@@ -467,7 +455,7 @@ class Hub:
 
 
 async def bench(args: argparse.Namespace) -> None:
-    async with production_hub("chat", BENCH_DB, responder) as hub:
+    async with production_hub("chat", args.db, responder) as hub:
         report(await measure(Chat(hub), hub.llm.url, args), args)
 
 
@@ -481,6 +469,7 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help="10 runs, 100 conversations × 3 rounds"
     )
+    parser.add_argument("--db", default=BENCH_DB, help="Postgres database (created, dropped after)")
     parser.add_argument("--seed", help=argparse.SUPPRESS)
     parser.add_argument("--hub-tools", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()

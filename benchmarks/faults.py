@@ -65,7 +65,7 @@ from benchmarks.gateway import (  # noqa: E402
     rpc_message,
     wait_port,
 )
-from tests.live_hub import tagged_processes  # noqa: E402
+from tests.live_hub import tagged_processes, worker_command  # noqa: E402
 
 TINY = ROOT / "tests" / "servers" / "tiny.py"
 FAULTS_DB = "mcphub_faults"
@@ -373,20 +373,7 @@ def start_hub(shape: str, procs: Processes, tmp: Path, echo_url: str, hang_flag:
 
 
 def start_worker(procs: Processes, env: dict[str, str], n: int) -> subprocess.Popen[bytes]:
-    args = [
-        str(VENV_BIN / "celery"),
-        "-A",
-        "mcphub",
-        "worker",
-        "-Q",
-        "mcp,celery",
-        "--without-gossip",
-        "--without-mingle",
-        "-n",
-        f"faults{n}@%h",
-        "--loglevel",
-        "WARNING",
-    ]
+    args = worker_command(f"faults{n}", "--loglevel", "WARNING")
     return procs.spawn(f"prod-worker{n}", args, env)
 
 
@@ -638,6 +625,9 @@ def format_row(row: Row) -> str:
 async def bench(args: argparse.Namespace) -> None:
     from benchmarks import faults_llm
 
+    global FAULTS_DB
+    if args.db:  # engineers benchmarking side by side each drop only their own databases
+        FAULTS_DB, faults_llm.LLM_DB = args.db, f"{args.db}_llm"
     tmp = Path(tempfile.mkdtemp(prefix="mcphub-faults-"))
     procs = Processes(tmp)
     rows: list[Row] = []
@@ -684,6 +674,9 @@ def main() -> None:
         "--only", default="", help="LLM side: the scenarios whose names contain one of these (a,b)"
     )
     parser.add_argument("--keep-logs", action="store_true")
+    parser.add_argument(
+        "--db", default="", help=f"Postgres database (and NAME_llm); default {FAULTS_DB}"
+    )
     parser.add_argument("--seed", help=argparse.SUPPRESS)
     parser.add_argument("--seed-llm", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -53,6 +53,7 @@ from benchmarks.gateway import (  # noqa: E402
     psql,
     wait_port,
 )
+from tests.live_hub import worker_command  # noqa: E402
 
 LEDGER_SERVER = ROOT / "benchmarks" / "servers" / "ledger.py"
 LLM_DB = "mcphub_faults_llm"
@@ -158,20 +159,7 @@ class LlmHub:
 
     def start_worker(self) -> subprocess.Popen[bytes]:
         self.spawned += 1
-        args = [
-            str(VENV_BIN / "celery"),
-            "-A",
-            "mcphub",
-            "worker",
-            "-Q",
-            "mcp,celery",
-            "--without-gossip",
-            "--without-mingle",
-            "-n",
-            f"llmfaults{self.spawned}@%h",
-            "--loglevel",
-            "WARNING",
-        ]
+        args = worker_command(f"llmfaults{self.spawned}", "--loglevel", "WARNING")
         worker = self.procs.spawn(f"{self.shape}-worker{self.spawned}", args, self.env)
         self.workers.append(worker)
         return worker

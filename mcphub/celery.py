@@ -5,6 +5,10 @@ import os
 from celery import Celery
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcphub.settings")
+# Django's system checks run where the hub starts (`manage.py migrate`, `check`), not again in each
+# worker: they load every URLconf and view (~0.35 s CPU of a worker's ~2.9 s start), and a lost
+# worker's runs and turns wait for its replacement's start (issue 27).
+os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 
 app = Celery("mcphub")
 app.config_from_object("django.conf:settings", namespace="CELERY")

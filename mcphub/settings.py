@@ -9,6 +9,7 @@ Two shapes from one module:
 from __future__ import annotations
 
 import os
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -91,8 +92,13 @@ DATA_DIR = Path(envstr("MCPHUB_DATA_DIR", str(BASE_DIR / "data"))).resolve()
 # Unset: every URL the hub shows is derived from the request (apps/core/public_url.py).
 SITE_URL = envstr("SITE_URL", "").rstrip("/")
 
+# Daphne's app only swaps `runserver` for Daphne (and importing it installs Twisted's reactor): a
+# Celery worker (or beat) leaves it out, ~0.3 s CPU off its start, which a lost worker's runs and
+# turns wait for when a supervisor restarts it (issue 27).
+CELERY_PROCESS = "celery" in Path(sys.argv[0]).parts[-2:]
+
 INSTALLED_APPS = [
-    "daphne",
+    *([] if CELERY_PROCESS else ["daphne"]),
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

@@ -136,8 +136,10 @@ def start_web(port: int, env: dict[str, str], log_dir: Path, name: str = "web") 
     )
 
 
-def start_worker(env: dict[str, str], log_dir: Path, name: str = "worker") -> subprocess.Popen:
-    args = [
+def worker_command(name: str, *options: str) -> list[str]:
+    """The one command line of a hub's Celery worker in tests and benchmarks (`options`: more
+    arguments, e.g. `--loglevel WARNING`)."""
+    return [
         str(VENV_BIN / "celery"),
         "-A",
         "mcphub",
@@ -148,8 +150,12 @@ def start_worker(env: dict[str, str], log_dir: Path, name: str = "worker") -> su
         "--without-mingle",
         "-n",
         f"{name}@%h",
+        *options,
     ]
-    return _spawn(name, args, env, log_dir)
+
+
+def start_worker(env: dict[str, str], log_dir: Path, name: str = "worker") -> subprocess.Popen:
+    return _spawn(name, worker_command(name), env, log_dir)
 
 
 @contextmanager

@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,7 @@ class EventsListener:
         self.prefix = prefix
         self._stop = threading.Event()
         self._subscribed = threading.Event()
+        self._lost_at: float | None = None  # when Redis went away (monotonic)
         self._thread = threading.Thread(target=self._run, name="mcp-catalog-events", daemon=True)
 
     def start(self) -> None:
@@ -105,11 +107,13 @@ class EventsListener:
         while not self._stop.is_set():
             try:
                 self._listen()
-            except OUTAGE_ERRORS as exc:  # Redis restarts: one line, not a traceback a second
-                logger.warning("catalog events listener lost Redis (%s); reconnecting", exc)
+            except OUTAGE_ERRORS as exc:  # Redis restarts: one line per outage, one when back
+                if self._lost_at is None:
+                    self._lost_at = time.monotonic()
+                    logger.warning("catalog events listener lost Redis (%s); reconnecting", exc)
                 self._stop.wait(0.5)
             except Exception:  # boundary: whatever else happens, keep listening
-                logger.warning("catalog events listener lost Redis; reconnecting", exc_info=True)
+                logger.warning("catalog events listener failed; reconnecting", exc_info=True)
                 self._stop.wait(1.0)
 
     def _listen(self) -> None:
@@ -122,6 +126,12 @@ class EventsListener:
         try:
             pubsub.subscribe(events_channel(self.prefix))
             self._subscribed.set()
+            if self._lost_at is not None:
+                logger.warning(
+                    "catalog events listener has Redis back after %.1f s",
+                    time.monotonic() - self._lost_at,
+                )
+                self._lost_at = None
             while not self._stop.is_set():
                 message = pubsub.get_message(timeout=1.0)
                 if message is not None:

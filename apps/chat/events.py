@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -61,8 +62,19 @@ class EventSink:
     which is what makes `resume` lossless and a reloaded page show what the events showed.
     """
 
-    def __init__(self, conversation_id: uuid.UUID, first_seq: int) -> None:
+    def __init__(
+        self,
+        conversation_id: uuid.UUID,
+        first_seq: int,
+        *,
+        fence: Callable[[], object] | None = None,
+        on_lost: Callable[[], object] | None = None,
+    ) -> None:
         self.conversation_id = conversation_id
+        # Run in each write's transaction: raises records.LeaseLost once the turn is another
+        # worker's; then nothing more is stored or sent, `on_lost` is called and `flush` raises it.
+        self.fence, self.on_lost = fence, on_lost
+        self.lost = False
         self.group = clients_group(conversation_id)
         self.seq = first_seq - 1
         self.layer = get_channel_layer()
@@ -89,7 +101,10 @@ class EventSink:
         await done
 
     async def close(self) -> None:
-        await self.flush()
+        try:
+            await self.flush()
+        except records.LeaseLost:
+            pass  # its new worker writes the rest
         self._writer.cancel()
 
     async def _write_forever(self) -> None:
@@ -100,13 +115,25 @@ class EventSink:
             rows = [item for item in batch if isinstance(item, models.Model)]
             events = [item for item in batch if isinstance(item, tuple)]
             try:
-                if rows or events:
+                if (rows or events) and not self.lost:
                     await self._send(rows, _merge(events))
+            except records.LeaseLost:
+                self.lost = True
+                logger.warning(
+                    "chat: a turn of %s was taken over by another worker; nothing more of it is "
+                    "stored here",
+                    self.conversation_id,
+                )
+                if self.on_lost is not None:
+                    self.on_lost()
             except Exception:
                 logger.exception("chat: could not store or send events of %s", self.conversation_id)
             for item in batch:
                 if isinstance(item, asyncio.Future) and not item.done():
-                    item.set_result(None)
+                    if self.lost:
+                        item.set_exception(records.LeaseLost(self.conversation_id))
+                    else:
+                        item.set_result(None)
 
     async def _send(
         self, rows: list[models.Model], batch: list[tuple[str, dict[str, Any]]]
@@ -115,7 +142,10 @@ class EventSink:
         for kind, payload in batch:
             self.seq += 1
             events.append({"type": kind, "seq": self.seq, "payload": payload})
-        await journal().write(rows=[*rows, *records.event_rows(self.conversation_id, events)])
+        await journal().write(
+            rows=[*rows, *records.event_rows(self.conversation_id, events)],
+            fences=[self.fence] if self.fence is not None else (),
+        )
         if events:
             message = {"type": "chat.events", "events": events}
             await group_send_patiently(self.layer, self.group, message, patience=SEND_PATIENCE)

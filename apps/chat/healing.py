@@ -39,12 +39,7 @@ async def _tick() -> None:
     keys = {kind: list(tasks) for kind, tasks in lease.held().items()}
     for kind, lost in (await _db(lease.renew)(keys)).items():
         for key in lost:
-            task = lease.drop(kind, key)
-            if task is not None:
-                logger.warning(
-                    "lease: %s %s was taken over by another worker; dropped here", kind, key
-                )
-                task.cancel()
+            lease.lost(kind, key)
     if lease.draining.is_set() or not settings.MCPHUB_RUN_TAKE_OVER:
         return
     for kind in (lease.RUNS, lease.TURNS):

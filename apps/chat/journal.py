@@ -36,10 +36,13 @@ def commit_without_waiting_for_disk() -> None:
 
 @dataclass
 class Write:
-    """Rows to insert, then updates to run (sync callables), in the batch's transaction."""
+    """Rows to insert, then updates to run (sync callables), in the batch's transaction; `fences`
+    run first and raise when the writer may no longer write (its lease was taken over): the write
+    rolls back before any of its rows could collide with its new owner's."""
 
     rows: Sequence[models.Model] = ()
     updates: Sequence[Callable[[], object]] = ()
+    fences: Sequence[Callable[[], object]] = ()
     done: asyncio.Future[None] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -53,6 +56,9 @@ def store(writes: Sequence[Write]) -> None:
             by_model.setdefault(type(row), []).append(row)
     with transaction.atomic():
         commit_without_waiting_for_disk()
+        for write in writes:
+            for fence in write.fences:
+                fence()
         for model, rows in by_model.items():
             model.objects.bulk_create(rows)
         for write in writes:
@@ -69,9 +75,12 @@ class Journal:
         self._task: asyncio.Task[None] | None = None
 
     async def write(
-        self, rows: Sequence[models.Model] = (), updates: Sequence[Callable[[], object]] = ()
+        self,
+        rows: Sequence[models.Model] = (),
+        updates: Sequence[Callable[[], object]] = (),
+        fences: Sequence[Callable[[], object]] = (),
     ) -> None:
-        write = Write(rows, updates)
+        write = Write(rows, updates, fences)
         self._pending.append(write)
         self._wake.set()
         if self._task is None or self._task.done():

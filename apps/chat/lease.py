@@ -76,6 +76,17 @@ def drop(kind: str, key: uuid.UUID) -> asyncio.Task[Any] | None:
     return _held[kind].pop(key, None)
 
 
+def lost(kind: str, key: uuid.UUID) -> bool:
+    """Another process took `key` over: the task running it here stops (it writes nothing more,
+    its writes being fenced). False when this process did not hold it."""
+    task = drop(kind, key)
+    if task is None:
+        return False
+    logger.warning("lease: %s %s was taken over by another worker; dropped here", kind, key)
+    task.cancel()
+    return True
+
+
 # -- the database side (sync: called through sync_to_async) -----------------------------------
 
 

@@ -15,6 +15,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -59,7 +60,10 @@ async def run_turn(turn_id: uuid.UUID, *, taken_over: bool = False) -> None:
     # worker's and dropped the turn as taken over (a busy worker's database threads queue `_start`).
     with lease.holding(lease.TURNS, turn_id):
         done = await _db(records.progress)(turn_id) if taken_over else None
-        sink = EventSink(setup.conversation_id, setup.first_seq)
+        # Fenced as run steps are: once another worker took the turn over, nothing is written here.
+        fence = partial(records.still_held, turn_id, lease.WORKER)
+        lost = partial(lease.lost, lease.TURNS, turn_id)
+        sink = EventSink(setup.conversation_id, setup.first_seq, fence=fence, on_lost=lost)
         # Reading the endpoint's tools overlaps joining the control group (both wait on I/O).
         tools = asyncio.create_task(Toolbox.load(setup.user_id, setup.endpoint_id))
         try:
@@ -67,7 +71,10 @@ async def run_turn(turn_id: uuid.UUID, *, taken_over: bool = False) -> None:
                 runner = TurnRunner(setup, sink, control, tools)
                 if done is not None:
                     runner.rounds, runner.usage, runner.taken_over = done[0], list(done[1:]), True
+                    runner.opened = await _db(records.opened)(setup.conversation_id, turn_id)
                 await runner.run()
+        except records.LeaseLost:
+            pass  # its new worker continues and ends it
         finally:
             tools.cancel()
             await sink.close()
@@ -86,16 +93,17 @@ class TurnRunner:
     rounds: int = 0
     cut: bool = False  # the last reply ended at the model's output limit
     taken_over: bool = False
+    opened: bool = False  # its user_message event is stored (a turn taken over)
 
     async def run(self) -> None:
-        if self.taken_over:
-            self.sink.emit("status", {"state": "recovering", "message": RECOVERING})
-        else:
+        if not self.opened:
             # The user's message opens the turn's events, so a client rebuilds a conversation from events alone.
             opening = {"turn": str(self.setup.turn_id), "text": self.setup.user_text}
             if self.setup.user_context:
                 opening["context"] = self.setup.user_context
             self.sink.emit("user_message", opening)
+        if self.taken_over:
+            self.sink.emit("status", {"state": "recovering", "message": RECOVERING})
         work = asyncio.create_task(self._rounds())
         stop = asyncio.create_task(self.control.stopped.wait())
         beat = asyncio.create_task(self._heartbeat())
@@ -105,6 +113,8 @@ class TurnRunner:
                 work.cancel()
                 await asyncio.gather(work, return_exceptions=True)
                 await self._end(Turn.Status.STOPPED, "", "Stopped.")
+            elif isinstance(work.exception(), records.LeaseLost):
+                return  # another worker took the turn over: it ends it
             else:
                 await self._end(*self._outcome(work))
         finally:
@@ -145,6 +155,7 @@ class TurnRunner:
             rounds=self.rounds,
             input_tokens=self.usage[0],
             output_tokens=self.usage[1],
+            worker=lease.WORKER,
         )
         metrics.chat_turn(status)
         if error:

@@ -50,6 +50,27 @@ def start(turn_id: uuid.UUID, worker: str, *, taken_over: bool = False) -> bool:
     )
 
 
+class LeaseLost(Exception):
+    """Another worker took the turn over (this one stalled past its lease): nothing more of the
+    turn is stored here, and it is not ended here either."""
+
+
+def still_held(turn_id: uuid.UUID, worker: str) -> None:
+    """The fence of every write of a turn's rows and events (inside the journal's transaction, as
+    runs' `count_step`): the turn is still `worker`'s, or the write rolls back. The row stays
+    locked until the write commits, so a claimant cannot take it over in between."""
+    if not Turn.objects.filter(pk=turn_id, worker=worker[:200]).update(heartbeat_at=timezone.now()):
+        raise LeaseLost(turn_id)
+
+
+def opened(conversation_id: uuid.UUID, turn_id: uuid.UUID) -> bool:
+    """Whether the turn's first event (the user's message) is stored: a turn taken over before its
+    first write was fenced off sends it from its new worker."""
+    return Event.objects.filter(
+        conversation_id=conversation_id, type="user_message", payload__turn=str(turn_id)
+    ).exists()
+
+
 def made_progress(turn_id: uuid.UUID) -> None:
     """A turn taken over completed a round: its recoveries count again from none."""
     Turn.objects.filter(pk=turn_id).update(recoveries=0)
@@ -81,13 +102,18 @@ def finish_turn(
     rounds: int = 0,
     input_tokens: int = 0,
     output_tokens: int = 0,
+    worker: str = "",
 ) -> None:
-    """The turn's end and its totals (counted by the orchestrator: a round writes no turn row).
-    Committed without waiting for the disk, as its events are: the WAL flush took 1-10 ms here,
-    between the turn's last message and its `end` reaching the page."""
+    """The turn's end and its totals (counted by the orchestrator: a round writes no turn row);
+    with `worker`, only while the turn is still that worker's (else LeaseLost). Committed without
+    waiting for the disk, as its events are: the WAL flush took 1-10 ms here, between the turn's
+    last message and its `end` reaching the page."""
     with transaction.atomic():
         commit_without_waiting_for_disk()
-        Turn.objects.filter(pk=turn_id).update(
+        turns = Turn.objects.filter(pk=turn_id)
+        if worker:
+            turns = turns.filter(worker=worker[:200])
+        ended = turns.update(
             status=status,
             error=error[:5000],
             finished_at=timezone.now(),
@@ -95,4 +121,6 @@ def finish_turn(
             input_tokens=input_tokens,
             output_tokens=output_tokens,
         )
+        if worker and not ended:
+            raise LeaseLost(turn_id)
         Conversation.objects.filter(turns__id=turn_id).update(updated_at=timezone.now())

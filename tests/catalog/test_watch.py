@@ -116,3 +116,51 @@ def test_the_beat_task_watches_only_when_asked(transactional_db, tmp_path, setti
     settings.CELERY_TASK_ALWAYS_EAGER = True  # the discovery it asks for runs here, not in a worker
     watch.watch_mcp_json.apply().get()
     assert McpServer.objects.filter(name="tiny").exists()
+
+
+def test_the_events_listener_logs_one_line_per_redis_outage_and_listens_again(
+    transactional_db, monkeypatch, tmp_path, caplog
+):
+    """A Redis restart: one line when lost, one when back (not one every half second), and
+    list_changed from the pool workers reaches the catalog again afterwards."""
+    import os
+    import signal
+    import time
+
+    import redis
+
+    from apps.connections.worker import DEFAULT_PREFIX, events_channel
+    from tests.live_hub import free_port, start_redis
+
+    asked = []
+    monkeypatch.setattr(tasks, "request_rediscovery", lambda **kw: asked.append(kw))
+    port = free_port()
+    server = start_redis(port, tmp_path)
+    listener = watch.EventsListener(f"redis://127.0.0.1:{port}/0", DEFAULT_PREFIX)
+    changed = json.dumps({"s": "echo", "n": {"method": "notifications/tools/list_changed"}})
+    try:
+        with caplog.at_level(logging.WARNING, logger="apps.catalog.watch"):
+            listener.start()
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+            eventually(lambda: "lost Redis" in caplog.text, timeout=10, what="the outage line")
+            time.sleep(3.0)  # six reconnection attempts while Redis is down
+            server = start_redis(port, tmp_path)
+            eventually(lambda: "Redis back" in caplog.text, timeout=10, what="the recovery line")
+
+            client = redis.Redis(port=port)
+            eventually(
+                lambda: client.publish(events_channel(DEFAULT_PREFIX), changed) and asked,
+                timeout=10,
+                what="list_changed after the outage",
+            )
+            client.close()
+        lines = [r.getMessage() for r in caplog.records if r.name == "apps.catalog.watch"]
+        assert len([m for m in lines if "lost Redis" in m]) == 1, lines
+        assert len([m for m in lines if "Redis back" in m]) == 1, lines
+        assert not any(r.exc_info for r in caplog.records), lines
+        assert asked[0] == {"server_name": "echo"}
+    finally:
+        listener.stop()
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
