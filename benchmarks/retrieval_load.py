@@ -2,7 +2,7 @@
 same hub while 8 clients search a 500-tool catalog continuously (issue 29 item 5).
 
     .venv/bin/python benchmarks/retrieval_load.py [--modes embedded,prod] [--calls 300]
-        [--rounds 4] [--searchers 8] [--tools 500]
+        [--rounds 4] [--searchers 8] [--tools 500] [--encoders 1,0]
 
 One command starts what it measures: a hub (embedded: Daphne alone, SQLite; prod: Daphne + a
 Celery worker + its own redis-server + a fresh Postgres database, dropped after), seeded with a
@@ -13,7 +13,9 @@ echo on an idle hub, and the same with `--searchers` sessions each calling searc
 user questions, limit 10) back to back. Printed: tools/call p50/p95/p99 idle vs busy (target:
 busy p99 within 10 % of idle), and search_tools latency p50/p95 seen by the searchers and alone
 (one client, nothing else running; target at 500 tools: p50 ≤ 25 ms, p95 ≤ 60 ms), with the
-machine's load average (on a shared 2-core box it moves every figure).
+machine's load average (on a shared 2-core box it moves every figure). `--encoders` runs the
+whole measure once per MCPHUB_ENCODER_PROCESSES value (0: queries encoded in the web process's
+search threads, as before; 1: in an encoder process, the default).
 """
 
 from __future__ import annotations
@@ -211,8 +213,13 @@ async def bench(args: argparse.Namespace) -> None:
     created_db = False
     print(f"search under load: logs in {tmp}; load {os.getloadavg()}", flush=True)
     try:
-        for mode in args.modes.split(","):
-            extra = {"MCPHUB_DATA_DIR": str(tmp / f"{mode}-data")}
+        for mode, encoders in (
+            (m, e) for m in args.modes.split(",") for e in args.encoders.split(",")
+        ):
+            extra = {
+                "MCPHUB_DATA_DIR": str(tmp / f"{mode}-{encoders}-data"),
+                "MCPHUB_ENCODER_PROCESSES": encoders,
+            }
             redis_pid = redis_port = None
             if mode == "prod":
                 redis_port = free_port()
@@ -236,7 +243,11 @@ async def bench(args: argparse.Namespace) -> None:
             from tests.live_hub import wait_healthy
 
             wait_healthy(f"http://127.0.0.1:{hub.port}", procs.procs, timeout=90.0)
-            print(f"{mode} hub on :{hub.port}, {seeded['tools']} tools", flush=True)
+            print(
+                f"{mode} hub on :{hub.port}, {seeded['tools']} tools, "
+                f"MCPHUB_ENCODER_PROCESSES={encoders}",
+                flush=True,
+            )
             await measure(hub.port, seeded["token"], args, queries)
     finally:
         procs.stop()
@@ -255,6 +266,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--searchers", type=int, default=8)
     parser.add_argument("--tools", type=int, default=500)
+    parser.add_argument("--encoders", default="1,0", help="MCPHUB_ENCODER_PROCESSES values")
     parser.add_argument("--db", default=BENCH_DB)
     parser.add_argument("--keep-logs", action="store_true")
     parser.add_argument("--seed", action="store_true", help=argparse.SUPPRESS)
