@@ -2,7 +2,7 @@
 same hub while 8 clients search a 500-tool catalog continuously (issue 29 item 5).
 
     .venv/bin/python benchmarks/retrieval_load.py [--modes embedded,prod] [--calls 300]
-        [--rounds 4] [--searchers 8] [--tools 500] [--encoders 1,0]
+        [--rounds 4] [--searchers 8] [--tools 500] [--encoders 1,0] [--encoding]
 
 One command starts what it measures: a hub (embedded: Daphne alone, SQLite; prod: Daphne + a
 Celery worker + its own redis-server + a fresh Postgres database, dropped after), seeded with a
@@ -15,7 +15,9 @@ busy p99 within 10 % of idle), and search_tools latency p50/p95 seen by the sear
 (one client, nothing else running; target at 500 tools: p50 ≤ 25 ms, p95 ≤ 60 ms), with the
 machine's load average (on a shared 2-core box it moves every figure). `--encoders` runs the
 whole measure once per MCPHUB_ENCODER_PROCESSES value (0: queries encoded in the web process's
-search threads, as before; 1: in an encoder process, the default).
+search threads, as before; 1: in an encoder process, the default). `--encoding`: no hub, just
+query encoding here vs through an encoder process, interleaved: wall time and the CPU the calling
+thread spends (what would hold a web process's interpreter lock; barely moved by other load).
 """
 
 from __future__ import annotations
@@ -203,6 +205,33 @@ async def measure(port: int, token: str, args: argparse.Namespace, queries: list
     )
 
 
+def encoding(queries: list[str], runs: int) -> None:
+    import statistics
+
+    from apps.discovery import embeddings
+
+    here, pool = embeddings.model(), embeddings.Processes(1)
+    samples: dict[str, tuple[list[float], list[float]]] = {}
+    try:
+        for encoder in (here, pool):
+            encoder.encode(["warm"], remember=False)
+        for query in queries[:runs]:
+            for label, encoder in (("in this process", here), ("in an encoder process", pool)):
+                wall, cpu = time.perf_counter(), time.thread_time()
+                encoder.encode([query[:2000]], remember=False)
+                walls, cpus = samples.setdefault(label, ([], []))
+                walls.append((time.perf_counter() - wall) * 1000)
+                cpus.append((time.thread_time() - cpu) * 1000)
+    finally:
+        pool.close()
+    for label, (walls, cpus) in samples.items():
+        print(
+            f"  query encoded {label:<22} wall p50 {statistics.median(walls):6.1f} p95 "
+            f"{pct(walls, 0.95) / 1000:6.1f} ms; calling thread's CPU p50 {statistics.median(cpus):5.2f} ms"
+        )
+    print(f"  load {load():.1f}")
+
+
 async def bench(args: argparse.Namespace) -> None:
     from benchmarks import retrieval_data
 
@@ -269,10 +298,17 @@ def main() -> None:
     parser.add_argument("--encoders", default="1,0", help="MCPHUB_ENCODER_PROCESSES values")
     parser.add_argument("--db", default=BENCH_DB)
     parser.add_argument("--keep-logs", action="store_true")
+    parser.add_argument("--encoding", action="store_true", help="query encoding alone, no hub")
     parser.add_argument("--seed", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.seed:
         print(json.dumps(seed(args.tools)))
+        return
+    if args.encoding:
+        from benchmarks import retrieval_data
+
+        _, found = retrieval_data.load()
+        encoding([q.text for q in found if q.text.strip()], args.calls)
         return
     asyncio.run(bench(args))
 
