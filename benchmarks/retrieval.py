@@ -37,6 +37,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcphub.settings")
 os.environ.setdefault("MCPHUB_DEBUG", "true")
 os.environ.setdefault("MCPHUB_DATA_DIR", "/tmp/mcphub-bench-data")
 os.environ.pop("REDIS_URL", None)
+# Queries encoded here (the configs below change the model's settings and memoise its vectors);
+# the hub's encoder process runs the same code: benchmarks/retrieval_load.py measures that path.
+os.environ["MCPHUB_ENCODER_PROCESSES"] = "0"
 
 import django  # noqa: E402
 

@@ -2,7 +2,7 @@
 same hub while 8 clients search a 500-tool catalog continuously (issue 29 item 5).
 
     .venv/bin/python benchmarks/retrieval_load.py [--modes embedded,prod] [--calls 300]
-        [--rounds 4] [--searchers 8] [--tools 500]
+        [--rounds 4] [--searchers 8] [--tools 500] [--encoders 1,0] [--encoding]
 
 One command starts what it measures: a hub (embedded: Daphne alone, SQLite; prod: Daphne + a
 Celery worker + its own redis-server + a fresh Postgres database, dropped after), seeded with a
@@ -13,7 +13,11 @@ echo on an idle hub, and the same with `--searchers` sessions each calling searc
 user questions, limit 10) back to back. Printed: tools/call p50/p95/p99 idle vs busy (target:
 busy p99 within 10 % of idle), and search_tools latency p50/p95 seen by the searchers and alone
 (one client, nothing else running; target at 500 tools: p50 ≤ 25 ms, p95 ≤ 60 ms), with the
-machine's load average (on a shared 2-core box it moves every figure).
+machine's load average (on a shared 2-core box it moves every figure). `--encoders` runs the
+whole measure once per MCPHUB_ENCODER_PROCESSES value (0: queries encoded in the web process's
+search threads, as before; 1: in an encoder process, the default). `--encoding`: no hub, just
+query encoding here vs through an encoder process, interleaved: wall time and the CPU the calling
+thread spends (what would hold a web process's interpreter lock; barely moved by other load).
 """
 
 from __future__ import annotations
@@ -201,6 +205,33 @@ async def measure(port: int, token: str, args: argparse.Namespace, queries: list
     )
 
 
+def encoding(queries: list[str], runs: int) -> None:
+    import statistics
+
+    from apps.discovery import embeddings
+
+    here, pool = embeddings.model(), embeddings.Processes(1)
+    samples: dict[str, tuple[list[float], list[float]]] = {}
+    try:
+        for encoder in (here, pool):
+            encoder.encode(["warm"], remember=False)
+        for query in queries[:runs]:
+            for label, encoder in (("in this process", here), ("in an encoder process", pool)):
+                wall, cpu = time.perf_counter(), time.thread_time()
+                encoder.encode([query[:2000]], remember=False)
+                walls, cpus = samples.setdefault(label, ([], []))
+                walls.append((time.perf_counter() - wall) * 1000)
+                cpus.append((time.thread_time() - cpu) * 1000)
+    finally:
+        pool.close()
+    for label, (walls, cpus) in samples.items():
+        print(
+            f"  query encoded {label:<22} wall p50 {statistics.median(walls):6.1f} p95 "
+            f"{pct(walls, 0.95) / 1000:6.1f} ms; calling thread's CPU p50 {statistics.median(cpus):5.2f} ms"
+        )
+    print(f"  load {load():.1f}")
+
+
 async def bench(args: argparse.Namespace) -> None:
     from benchmarks import retrieval_data
 
@@ -211,8 +242,13 @@ async def bench(args: argparse.Namespace) -> None:
     created_db = False
     print(f"search under load: logs in {tmp}; load {os.getloadavg()}", flush=True)
     try:
-        for mode in args.modes.split(","):
-            extra = {"MCPHUB_DATA_DIR": str(tmp / f"{mode}-data")}
+        for mode, encoders in (
+            (m, e) for m in args.modes.split(",") for e in args.encoders.split(",")
+        ):
+            extra = {
+                "MCPHUB_DATA_DIR": str(tmp / f"{mode}-{encoders}-data"),
+                "MCPHUB_ENCODER_PROCESSES": encoders,
+            }
             redis_pid = redis_port = None
             if mode == "prod":
                 redis_port = free_port()
@@ -236,7 +272,11 @@ async def bench(args: argparse.Namespace) -> None:
             from tests.live_hub import wait_healthy
 
             wait_healthy(f"http://127.0.0.1:{hub.port}", procs.procs, timeout=90.0)
-            print(f"{mode} hub on :{hub.port}, {seeded['tools']} tools", flush=True)
+            print(
+                f"{mode} hub on :{hub.port}, {seeded['tools']} tools, "
+                f"MCPHUB_ENCODER_PROCESSES={encoders}",
+                flush=True,
+            )
             await measure(hub.port, seeded["token"], args, queries)
     finally:
         procs.stop()
@@ -255,12 +295,20 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--searchers", type=int, default=8)
     parser.add_argument("--tools", type=int, default=500)
+    parser.add_argument("--encoders", default="1,0", help="MCPHUB_ENCODER_PROCESSES values")
     parser.add_argument("--db", default=BENCH_DB)
     parser.add_argument("--keep-logs", action="store_true")
+    parser.add_argument("--encoding", action="store_true", help="query encoding alone, no hub")
     parser.add_argument("--seed", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.seed:
         print(json.dumps(seed(args.tools)))
+        return
+    if args.encoding:
+        from benchmarks import retrieval_data
+
+        _, found = retrieval_data.load()
+        encoding([q.text for q in found if q.text.strip()], args.calls)
         return
     asyncio.run(bench(args))
 

@@ -360,6 +360,10 @@ MCPHUB_DISCOVERY_METHOD = envstr("MCPHUB_DISCOVERY_METHOD", "auto")
 # Threads a web process searches in (query encoding is CPU): by default one core is left for
 # the event loop, so searching never slows the process's other requests much.
 MCPHUB_SEARCH_THREADS = envint("MCPHUB_SEARCH_THREADS", max(1, (os.cpu_count() or 2) - 1))
+# Encoder processes per web (or worker) process: the embedding model runs there, so encoding
+# never holds the web process's interpreter lock (each ~150 MB, started on first search). 0 =
+# encode in the search threads (the event loop then shares the lock with them).
+MCPHUB_ENCODER_PROCESSES = envint("MCPHUB_ENCODER_PROCESSES", 1)
 
 # --- Metrics (`/metrics`, Prometheus text; see apps/core/metrics.py and docs/metrics.md). Every
 # web and worker process of one hub writes its counters to files in one directory (prometheus

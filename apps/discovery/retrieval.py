@@ -151,7 +151,7 @@ class Dense:
         try:
             self.matrix = self._stored() if self.store else None
             if self.matrix is None:
-                self.matrix = embeddings.model().encode(self.documents)
+                self.matrix = embeddings.encoder().encode(self.documents)
                 self._store()
         except Exception:  # noqa: BLE001 - search goes on with BM25 alone
             logger.exception("could not embed %d tool documents", len(self.documents))
@@ -195,7 +195,11 @@ class Dense:
         if self.matrix is None or not len(self.documents):
             return [None for _ in queries]
         asked = list(dict.fromkeys(q for q in queries if q.strip()))
-        vectors = embeddings.model().encode(asked, remember=False) if asked else []
+        try:
+            vectors = embeddings.encoder().encode(asked, remember=False) if asked else []
+        except Exception:  # noqa: BLE001 - an encoder process failed: BM25 answers alone
+            logger.exception("could not encode %d queries", len(asked))
+            return [None for _ in queries]
         scores = dict(
             zip(asked, ((self.matrix @ v).reshape(self.views, -1).max(0) for v in vectors))
         )

@@ -69,7 +69,7 @@ def test_vectors_are_kept_for_the_next_process(tmp_path, monkeypatch):
     store = tmp_path / "vectors.npy"
     first = retrieval.Dense(DOCS, store=store)
     monkeypatch.setattr(
-        embeddings.MiniLM, "encode", lambda *a, **k: pytest.fail("encoded again"), raising=True
+        embeddings.Cached, "encode", lambda *a, **k: pytest.fail("encoded again"), raising=True
     )
     second = retrieval.Dense(DOCS, store=store)
 

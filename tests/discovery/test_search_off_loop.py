@@ -1,5 +1,7 @@
-"""A search encodes its query (CPU for milliseconds): it runs in a search thread, so a tools/call
-on the same web process is answered while a search is still under way."""
+"""A search encodes its query (CPU for milliseconds) in an encoder process, not in the web
+process: a tools/call on the same web process is answered while a search is under way, even when
+the encoding holds its process's interpreter lock throughout (in a thread of the web process it
+would stop the event loop for as long)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from apps.discovery import catalog as discovery_catalog
 from apps.discovery import embeddings
 from apps.gateway.transport import Gateway
 from apps.toolsets.services import enable_tools, update_endpoint
+from tests.discovery import slow_encoder
 from tests.gateway.asgi import call
 from tests.live_hub import INITIALIZE
 
@@ -23,8 +26,7 @@ pytestmark = [
     pytest.mark.skipif(not embeddings.available(), reason="the embedding model is not installed"),
 ]
 
-SLOW = 3.0  # seconds each query encoding takes here
-BOUND = SLOW / 5  # "did not wait for the search", with a 5× margin: not a speed claim
+BOUND = slow_encoder.SECONDS / 5  # "did not wait for the search", 5× margin: not a speed claim
 
 
 def _rpc(method: str, params: dict, request_id: int = 2) -> bytes:
@@ -41,40 +43,46 @@ def endpoint(alice, echo_server):
     return endpoint
 
 
+@pytest.fixture
+def slow_encoder_process(monkeypatch):
+    """The hub's encoder processes (as configured: MCPHUB_ENCODER_PROCESSES) run slow_encoder."""
+    assert embeddings.PROCESSES >= 1, "searches encode in the web process"
+    monkeypatch.setattr(embeddings, "WORKER", slow_encoder.__name__)
+    embeddings.encoder.cache_clear()
+    embeddings.encoder().encode(["started"], remember=False)  # its start is not what is timed
+    yield
+    embeddings.encoder().close()
+    embeddings.encoder.cache_clear()
+
+
 async def test_a_slow_search_does_not_hold_up_a_tool_call(
-    endpoint, alice_hub_token, settings, monkeypatch
+    endpoint, alice_hub_token, settings, monkeypatch, slow_encoder_process
 ):
     settings.MCPHUB_DISCOVERY_METHOD = "embedding"
     # The tools' vectors are ready before the first search (no BM25-only answer while they are
-    # computed), and from then on every query takes SLOW seconds to encode.
+    # computed); a query holding "slowly" then takes seconds of lock-holding CPU to encode.
     monkeypatch.setattr(
         discovery_catalog,
         "index",
         functools.partial(discovery_catalog.index, background=False),
     )
     discovery_catalog.forget()
-    encode = embeddings.MiniLM.encode
-    slow = {"on": False}
-
-    def slow_encode(self, texts, *, remember=True):
-        if slow["on"] and not remember:
-            time.sleep(SLOW)
-        return encode(self, texts, remember=remember)
-
-    monkeypatch.setattr(embeddings.MiniLM, "encode", slow_encode)
     app = Gateway()
     auth = {"authorization": f"Bearer {alice_hub_token}"}
     started = await call(app, endpoint.path, json.dumps(INITIALIZE).encode(), headers=auth)
     headers = {**auth, "mcp-session-id": started.headers["mcp-session-id"]}
-    search = _rpc("tools/call", {"name": "search_tools", "arguments": {"query": "add numbers"}})
+
+    def search(query: str) -> bytes:
+        return _rpc("tools/call", {"name": "search_tools", "arguments": {"query": query}})
+
     add = _rpc("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
-    warm = await call(app, endpoint.path, search, headers=headers)
+    warm = await call(app, endpoint.path, search("add numbers"), headers=headers)
     assert warm.json()["result"]["structuredContent"]["tools"][0]["name"] == "add"
     assert "5" in json.dumps((await call(app, endpoint.path, add, headers=headers)).json())
 
-    slow["on"] = True
     start = time.perf_counter()
-    searching = asyncio.ensure_future(call(app, endpoint.path, search, headers=headers))
+    slow = search(f"add numbers {slow_encoder.SLOWLY}")
+    searching = asyncio.ensure_future(call(app, endpoint.path, slow, headers=headers))
     await asyncio.sleep(0.2)  # the search has started encoding
     added = await call(app, endpoint.path, add, headers=headers)
     took = time.perf_counter() - start
