@@ -29,6 +29,7 @@ from django.db.models import F
 
 from apps.chat.tools import result_text
 from apps.connections.hooks import Relay
+from apps.llm import model_traits
 from apps.llm.selectors import providers_for
 from apps.llm.types import Finish, LLMError, Message, TextDelta, ToolCall, ToolSpec, Usage
 from apps.toolsets.models import Endpoint
@@ -202,7 +203,9 @@ def summary(params: types.CreateMessageRequestParams, cap: int) -> dict[str, Any
 
 def _choose(user_id: int, preferences: types.ModelPreferences | None, host: Host | None):
     """The provider and model: the first hint that names (part of) one of the user's providers'
-    models, else the lending turn's or run's, else the user's default provider."""
+    models; else, when the request gives numeric priorities, the best of the turn's or run's model
+    and the providers' default models by the family table (apps/llm/model_traits.py; models it
+    does not know are not ranked); else the lending turn's or run's, else the user's default."""
     user = get_user_model().objects.get(pk=user_id)
     # The adapter reads the owner (public_only); the default comes first, as default_provider_for has it.
     providers = list(
@@ -215,11 +218,22 @@ def _choose(user_id: int, preferences: types.ModelPreferences | None, host: Host
         for provider in providers:
             if name and name in provider.default_model.lower():
                 return provider, provider.default_model
+    lent = None
     if host is not None and host.provider_id is not None:
         lent = next((p for p in providers if p.pk == host.provider_id), None)
-        if lent is not None:
-            return lent, host.model or lent.default_model
-    return (providers[0], providers[0].default_model) if providers else None
+    fallback = (lent, host.model or lent.default_model) if lent is not None else None
+    fallback = fallback or ((providers[0], providers[0].default_model) if providers else None)
+    if preferences is not None:
+        candidates = ([fallback] if fallback else []) + [(p, p.default_model) for p in providers]
+        preferred = model_traits.best(
+            ((c, c[1]) for c in candidates),
+            preferences.cost_priority or 0,
+            preferences.speed_priority or 0,
+            preferences.intelligence_priority or 0,
+        )
+        if preferred is not None:
+            return preferred
+    return fallback
 
 
 async def _complete(

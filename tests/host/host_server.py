@@ -24,9 +24,23 @@ def _text(question: str) -> types.SamplingMessage:
 
 
 @server.tool(annotations=READ_ONLY)
-async def write(question: str, hint: str = "", ctx: Context = None) -> str:
+async def write(
+    question: str,
+    hint: str = "",
+    cost: float | None = None,
+    speed: float | None = None,
+    intelligence: float | None = None,
+    ctx: Context = None,
+) -> str:
     """Ask the client's model to write an answer; returns what it said, as JSON."""
-    preferences = types.ModelPreferences(hints=[types.ModelHint(name=hint)]) if hint else None
+    preferences = None
+    if hint or cost is not None or speed is not None or intelligence is not None:
+        preferences = types.ModelPreferences(
+            hints=[types.ModelHint(name=hint)] if hint else None,
+            cost_priority=cost,
+            speed_priority=speed,
+            intelligence_priority=intelligence,
+        )
     result = await ctx.session.create_message(
         [_text(question)],
         max_tokens=100_000,
