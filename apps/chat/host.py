@@ -31,7 +31,17 @@ from apps.chat.tools import result_text
 from apps.connections.hooks import Relay
 from apps.llm import model_traits
 from apps.llm.selectors import providers_for
-from apps.llm.types import Finish, LLMError, Message, TextDelta, ToolCall, ToolSpec, Usage
+from apps.llm.types import (
+    Audio,
+    Finish,
+    Image,
+    LLMError,
+    Message,
+    TextDelta,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 from apps.toolsets.models import Endpoint
 
 # The spec's code for a sampling request the user (or the endpoint's setting) refused.
@@ -176,6 +186,9 @@ async def _answer(
     if choice is None:
         return types.ErrorData(code=REFUSED, message="The user has no LLM provider to answer with.")
     provider, model = choice
+    problem = media_problem(provider.kind, params)
+    if problem:
+        return types.ErrorData(code=types.INVALID_PARAMS, message=problem)
     text, calls, usage, finish = await _complete(provider, model, params, cap)
     if host is not None and host.spend is not None:
         await host.spend(usage)
@@ -273,9 +286,34 @@ def _tools(params: types.CreateMessageRequestParams) -> list[ToolSpec]:
     ]
 
 
+def media_problem(kind: str, params: types.CreateMessageRequestParams) -> str:
+    """Why the provider's API cannot take the request's images or audio ("" when it can): said to
+    the backend instead of dropping them. Anthropic's Messages API takes PNG, JPEG, GIF and WebP
+    images and no audio; OpenAI's chat completions take images as data URLs and WAV or MP3 audio."""
+    from apps.llm.adapters.anthropic_messages import IMAGE_TYPES
+    from apps.llm.adapters.openai_compat import AUDIO_FORMATS
+
+    for message in params.messages:
+        for block in message.content_as_list:
+            media = getattr(block, "mime_type", "")
+            if (
+                isinstance(block, types.ImageContent | types.AudioContent)
+                and message.role != "user"
+            ):
+                return f"The model takes {block.type} only in the user's messages, not the {message.role}'s."
+            if isinstance(block, types.AudioContent) and kind == "anthropic":
+                return "The user's model (Anthropic's Messages API) takes no audio."
+            if isinstance(block, types.AudioContent) and media not in AUDIO_FORMATS:
+                return f"The user's model takes WAV or MP3 audio, not {media}."
+            if isinstance(block, types.ImageContent) and kind == "anthropic":
+                if media not in IMAGE_TYPES:
+                    return f"The user's model takes PNG, JPEG, GIF or WebP images, not {media}."
+    return ""
+
+
 def messages(params: types.CreateMessageRequestParams) -> list[Message]:
     """The request's conversation as the adapters take it: tool uses as the assistant's calls,
-    tool results as tool messages, parts a text model cannot take named in the text."""
+    tool results as tool messages, images and audio as the user message's media."""
     out = [Message(role="system", text=params.system_prompt)] if params.system_prompt else []
     for message in params.messages:
         blocks = message.content_as_list
@@ -285,8 +323,10 @@ def messages(params: types.CreateMessageRequestParams) -> list[Message]:
         text = "\n".join(
             _block_text(b)
             for b in blocks
-            if not isinstance(b, types.ToolUseContent | types.ToolResultContent)
+            if not isinstance(b, types.ToolUseContent | types.ToolResultContent | _MEDIA)
         )
+        images = tuple(Image(b.mime_type, b.data) for b in blocks if b.type == "image")
+        audio = tuple(Audio(b.mime_type, b.data) for b in blocks if b.type == "audio")
         uses = tuple(
             ToolCall(id=b.id, name=b.name, arguments=b.input)
             for b in blocks
@@ -294,9 +334,12 @@ def messages(params: types.CreateMessageRequestParams) -> list[Message]:
         )
         if message.role == "assistant" and (text or uses):
             out.append(Message(role="assistant", text=text, tool_calls=uses))
-        elif message.role == "user" and text:
-            out.append(Message(role="user", text=text))
+        elif message.role == "user" and (text or images or audio):
+            out.append(Message(role="user", text=text, images=images, audio=audio, send_media=True))
     return out
+
+
+_MEDIA = types.ImageContent | types.AudioContent
 
 
 def _tool_message(block: types.ToolResultContent) -> Message:
@@ -319,7 +362,7 @@ def _block_text(block: Any) -> str:
         return f"[calls {block.name}]"
     if isinstance(block, types.ToolResultContent):
         return "[a tool's result]"
-    return f"[{block.type} {getattr(block, 'mime_type', '')}: not sent, the model takes text only]"
+    return f"[{block.type} {getattr(block, 'mime_type', '')}]"
 
 
 def _result(

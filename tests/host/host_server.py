@@ -54,6 +54,26 @@ async def write(
     )
 
 
+# A 1x1 PNG and a few bytes said to be WAV: the hub passes them on, it does not decode them.
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+SOUND = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA="
+
+
+@server.tool(annotations=READ_ONLY)
+async def look(audio_type: str = "", ctx: Context = None) -> str:
+    """Ask the client's model about a picture (and a sound, of `audio_type`, when given)."""
+    content = [
+        types.TextContent(type="text", text="What is in the picture?"),
+        types.ImageContent(type="image", data=PIXEL, mime_type="image/png"),
+    ]
+    if audio_type:
+        content.append(types.AudioContent(type="audio", data=SOUND, mime_type=audio_type))
+    result = await ctx.session.create_message(
+        [types.SamplingMessage(role="user", content=content)], max_tokens=50
+    )
+    return json.dumps({"text": result.content.text, "model": result.model})
+
+
 @server.tool(annotations=READ_ONLY)
 async def plan_trip(city: str, ctx: Context = None) -> str:
     """Ask the client's model to plan a trip, letting it check the weather first."""
