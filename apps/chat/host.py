@@ -29,6 +29,7 @@ from django.db.models import F
 
 from apps.chat.tools import result_text
 from apps.connections.hooks import Relay
+from apps.core.errors import UserError
 from apps.llm import model_traits
 from apps.llm.selectors import providers_for
 from apps.llm.types import (
@@ -57,8 +58,9 @@ _STOP_REASONS = {"stop": "endTurn", "length": "maxTokens", "tool_calls": "toolUs
 class Host:
     """What a chat turn or run lends to the sampling requests made during its tool calls."""
 
-    # Shows the request as an approval on the page; True lets the model answer it.
-    ask: Callable[[ToolCall, str], Awaitable[bool]] | None = None
+    # Shows the request as an approval on the page (with what the user may change: `editable`);
+    # True lets the model answer it, a dict of the user's changes (check_edit) answers it edited.
+    ask: Callable[..., Awaitable[bool | dict[str, Any]]] | None = None
     # Adds a sampling's tokens to the turn's or run's usage.
     spend: Callable[[Usage], Awaitable[None]] | None = None
     provider_id: int | None = None
@@ -177,14 +179,28 @@ async def _answer(
 ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
     if policy == Endpoint.Sampling.OFF:
         return types.ErrorData(code=REFUSED, message="Sampling is off on this endpoint.")
-    if policy == Endpoint.Sampling.ASK:
-        if host is None or host.ask is None:
-            return types.ErrorData(code=REFUSED, message=NOT_ASKABLE)
-        if not await host.ask(request, "a server asks your model to write a reply (sampling)"):
-            return types.ErrorData(code=REFUSED, message="The user declined the sampling request.")
-    choice = await _db(_choose)(user_id, params.model_preferences, host)
+    if policy == Endpoint.Sampling.ASK and (host is None or host.ask is None):
+        return types.ErrorData(code=REFUSED, message=NOT_ASKABLE)
+    candidates = await _db(_candidates)(user_id, host)
+    choice = _choose(params.model_preferences, candidates)
     if choice is None:
         return types.ErrorData(code=REFUSED, message="The user has no LLM provider to answer with.")
+    if policy == Endpoint.Sampling.ASK:
+        shown = editable(params, cap, choice, candidates)
+        reason = "a server asks your model to write a reply (sampling)"
+        while True:
+            decision = await host.ask(request, reason, editable=shown)
+            if decision is False:
+                return types.ErrorData(
+                    code=REFUSED, message="The user declined the sampling request."
+                )
+            if decision is True:
+                break
+            try:
+                params, choice = _edited(params, check_edit(shown, decision), candidates, choice)
+                break
+            except SamplingEditError as exc:  # shown again, saying what is wrong
+                shown = {**editable(params, cap, choice, candidates), "error": exc.message}
     provider, model = choice
     problem = media_problem(provider.kind, params)
     if problem:
@@ -214,11 +230,9 @@ def summary(params: types.CreateMessageRequestParams, cap: int) -> dict[str, Any
     return shown
 
 
-def _choose(user_id: int, preferences: types.ModelPreferences | None, host: Host | None):
-    """The provider and model: the first hint that names (part of) one of the user's providers'
-    models; else, when the request gives numeric priorities, the best of the turn's or run's model
-    and the providers' default models by the family table (apps/llm/model_traits.py; models it
-    does not know are not ranked); else the lending turn's or run's, else the user's default."""
+def _candidates(user_id: int, host: Host | None) -> list[tuple[Any, str]]:
+    """The (provider, model) pairs a sampling may use: the lending turn's or run's first, else the
+    user's default provider's, then every provider's default model (each pair once)."""
     user = get_user_model().objects.get(pk=user_id)
     # The adapter reads the owner (public_only); the default comes first, as default_provider_for has it.
     providers = list(
@@ -226,18 +240,26 @@ def _choose(user_id: int, preferences: types.ModelPreferences | None, host: Host
         .select_related("owner")
         .order_by("-is_default", F("owner_id").asc(nulls_last=True), "name", "pk")
     )
-    for hint in (preferences.hints or []) if preferences else []:
-        name = (hint.name or "").lower()
-        for provider in providers:
-            if name and name in provider.default_model.lower():
-                return provider, provider.default_model
     lent = None
     if host is not None and host.provider_id is not None:
         lent = next((p for p in providers if p.pk == host.provider_id), None)
-    fallback = (lent, host.model or lent.default_model) if lent is not None else None
-    fallback = fallback or ((providers[0], providers[0].default_model) if providers else None)
+    pairs = [(lent, host.model or lent.default_model)] if lent is not None else []
+    pairs += [(p, p.default_model) for p in providers]
+    seen: set[tuple[int, str]] = set()
+    return [(p, m) for p, m in pairs if not ((p.pk, m) in seen or seen.add((p.pk, m)))]
+
+
+def _choose(preferences: types.ModelPreferences | None, candidates: list[tuple[Any, str]]):
+    """The provider and model: the first hint that names (part of) one of the candidates' models
+    (providers' default models, the turn's or run's); else, when the request gives numeric
+    priorities, the best candidate by the family table (apps/llm/model_traits.py; models it does
+    not know are not ranked); else the first candidate (the turn's or run's, else the default)."""
+    for hint in (preferences.hints or []) if preferences else []:
+        name = (hint.name or "").lower()
+        for provider, model in candidates[1:] + candidates[:1]:  # providers' own models first
+            if name and name in model.lower():
+                return provider, model
     if preferences is not None:
-        candidates = ([fallback] if fallback else []) + [(p, p.default_model) for p in providers]
         preferred = model_traits.best(
             ((c, c[1]) for c in candidates),
             preferences.cost_priority or 0,
@@ -246,7 +268,116 @@ def _choose(user_id: int, preferences: types.ModelPreferences | None, host: Host
         )
         if preferred is not None:
             return preferred
-    return fallback
+    return candidates[0] if candidates else None
+
+
+# -- the user's edit of a request, before allowing it (`ask`) ----------------------------------
+
+
+class SamplingEditError(UserError):
+    """The user's changes to a sampling request do not fit it (said to the user; nothing sent)."""
+
+
+MAX_EDIT_CHARS = 200_000
+
+
+def _model_value(provider: Any, model: str) -> str:
+    return f"{provider.pk}:{model}"
+
+
+def editable(
+    params: types.CreateMessageRequestParams,
+    cap: int,
+    choice: tuple[Any, str],
+    candidates: list[tuple[Any, str]],
+) -> dict[str, Any]:
+    """What the page lets the user change before allowing the request: each message's text, the
+    system prompt, maxTokens (up to the endpoint's cap) and the model among the user's."""
+    return {
+        "systemPrompt": params.system_prompt or "",
+        "messages": [
+            {
+                "role": m.role,
+                "text": "\n".join(
+                    b.text for b in m.content_as_list if isinstance(b, types.TextContent)
+                ),
+            }
+            for m in params.messages
+        ],
+        "maxTokens": max(1, min(params.max_tokens, cap)),
+        "maxTokensCap": cap,
+        "model": _model_value(*choice),
+        "models": [
+            {"value": _model_value(p, m), "label": f"{p.name} · {m}"} for p, m in candidates
+        ],
+    }
+
+
+def check_edit(shown: dict[str, Any], edit: Any) -> dict[str, Any]:
+    """The user's changes, checked against what they were shown (`editable`): SamplingEditError
+    naming the first problem. Fields left out keep the request's values."""
+    if not isinstance(edit, dict):
+        raise SamplingEditError("'edit' must be an object of the request's changed fields.")
+    unknown = set(edit) - {"systemPrompt", "messages", "maxTokens", "model"}
+    if unknown:
+        raise SamplingEditError(f"A sampling request has no field {sorted(unknown)[0]!r} to edit.")
+    checked: dict[str, Any] = {}
+    if "systemPrompt" in edit:
+        prompt = edit["systemPrompt"]
+        if not isinstance(prompt, str) or len(prompt) > MAX_EDIT_CHARS:
+            raise SamplingEditError(
+                f"The system prompt must be text of at most {MAX_EDIT_CHARS} characters."
+            )
+        checked["systemPrompt"] = prompt
+    if "messages" in edit:
+        texts, count = edit["messages"], len(shown["messages"])
+        if not isinstance(texts, list) or len(texts) != count:
+            raise SamplingEditError(f"Send the text of each of the request's {count} messages.")
+        for number, text in enumerate(texts, 1):
+            if not isinstance(text, str) or len(text) > MAX_EDIT_CHARS:
+                raise SamplingEditError(
+                    f"Message {number} must be text of at most {MAX_EDIT_CHARS} characters."
+                )
+        checked["messages"] = texts
+    if "maxTokens" in edit:
+        cap, wanted = shown["maxTokensCap"], edit["maxTokens"]
+        if isinstance(wanted, bool) or not isinstance(wanted, int) or not 1 <= wanted <= cap:
+            raise SamplingEditError(
+                f"Max tokens must be a whole number from 1 to {cap} (this endpoint's cap)."
+            )
+        checked["maxTokens"] = wanted
+    if "model" in edit:
+        if edit["model"] not in {m["value"] for m in shown["models"]}:
+            raise SamplingEditError("Pick the model among your providers' models.")
+        checked["model"] = edit["model"]
+    return checked
+
+
+def _edited(
+    params: types.CreateMessageRequestParams,
+    edit: dict[str, Any],
+    candidates: list[tuple[Any, str]],
+    choice: tuple[Any, str],
+) -> tuple[types.CreateMessageRequestParams, tuple[Any, str]]:
+    """The request with the user's checked changes, and the model to answer it with. A message's
+    new text replaces its text parts; its images, audio and tool parts stay."""
+    changes: dict[str, Any] = {}
+    if "systemPrompt" in edit:
+        changes["system_prompt"] = edit["systemPrompt"] or None
+    if "maxTokens" in edit:
+        changes["max_tokens"] = edit["maxTokens"]
+    if "messages" in edit:
+        changes["messages"] = [
+            message.model_copy(
+                update={
+                    "content": ([types.TextContent(type="text", text=text)] if text else [])
+                    + [b for b in message.content_as_list if not isinstance(b, types.TextContent)]
+                }
+            )
+            for message, text in zip(params.messages, edit["messages"], strict=True)
+        ]
+    picked = next((c for c in candidates if _model_value(*c) == edit.get("model")), choice)
+    return params.model_copy(update=changes), picked
 
 
 async def _complete(
