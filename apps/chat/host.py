@@ -26,9 +26,11 @@ import mcp_types as types
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.db.models import F
+from django.utils import timezone
 
 from apps.chat.tools import result_text
 from apps.connections.hooks import Relay
+from apps.core import metrics
 from apps.core.errors import UserError
 from apps.llm import model_traits
 from apps.llm.selectors import providers_for
@@ -43,7 +45,7 @@ from apps.llm.types import (
     ToolSpec,
     Usage,
 )
-from apps.toolsets.models import Endpoint
+from apps.toolsets.models import Endpoint, SamplingUsage
 
 # The spec's code for a sampling request the user (or the endpoint's setting) refused.
 REFUSED = -1
@@ -79,15 +81,18 @@ def lend(host: Host) -> None:
     _lent.set(host)
 
 
-def relay(user_id: int, endpoint_id: int | None, caller: Relay | None) -> Relay | None:
-    """The caller's relay with the hub's answers where it has none (registered in calls.py)."""
+def relay(
+    user_id: int, endpoint_id: int | None, caller: Relay | None, server: str = ""
+) -> Relay | None:
+    """The caller's relay with the hub's answers where it has none (registered in calls.py);
+    `server`: the backend the call goes to (its sampling's tokens are counted under it)."""
     if endpoint_id is None:
         return caller
     caller = caller or Relay()
     host = _lent.get()  # read now: the handlers may run on another task (the pool's)
     return dataclasses.replace(
         caller,
-        sampling=caller.sampling or _sampler(user_id, endpoint_id, host),
+        sampling=caller.sampling or _sampler(user_id, endpoint_id, host, server),
         list_roots=caller.list_roots or _roots(endpoint_id),
         elicitation=caller.elicitation or _elicitor(host),
     )
@@ -97,10 +102,10 @@ def _db(fn):
     return sync_to_async(fn, thread_sensitive=False)
 
 
-def _sampler(user_id: int, endpoint_id: int, host: Host | None):
+def _sampler(user_id: int, endpoint_id: int, host: Host | None, server: str):
     async def sampling(params: types.CreateMessageRequestParams) -> Any:
         try:
-            return await sample(user_id, endpoint_id, host, params)
+            return await sample(user_id, endpoint_id, host, params, server)
         except LLMError as exc:
             return types.ErrorData(
                 code=types.INTERNAL_ERROR, message=f"The model provider failed: {exc.message}"
@@ -138,10 +143,15 @@ def _endpoint_roots(endpoint_id: int) -> list[dict[str, str]]:
 
 
 async def sample(
-    user_id: int, endpoint_id: int, host: Host | None, params: types.CreateMessageRequestParams
+    user_id: int,
+    endpoint_id: int,
+    host: Host | None,
+    params: types.CreateMessageRequestParams,
+    server: str = "",
 ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
     """Answer one `sampling/createMessage` as the endpoint's setting says (shown on the page as a
-    card with the request and the answer, where the page has cards)."""
+    card with the request and the answer, where the page has cards). Its tokens count with the
+    lending chat turn or run, else (a gateway call) in the sampling usage (user, endpoint, server)."""
     policy, cap = await _db(_policy)(endpoint_id)
     request = ToolCall(
         id=f"sampling-{uuid.uuid4().hex[:12]}", name="sampling", arguments=summary(params, cap)
@@ -150,7 +160,14 @@ async def sample(
     if show is not None:
         show("tool_call", {"id": request.id, "name": request.name, "arguments": request.arguments})
     clock = time.perf_counter()
-    answer = await _answer(user_id, host, params, policy, cap, request)
+
+    async def spend(usage: Usage, model: str) -> None:
+        if host is not None and host.spend is not None:
+            await host.spend(usage)
+        else:
+            await _db(_count)(user_id, endpoint_id, server, model, usage)
+
+    answer = await _answer(user_id, host, params, policy, cap, request, spend)
     if show is not None:
         failed = isinstance(answer, types.ErrorData)
         blocks = [] if failed else answer.content
@@ -176,6 +193,7 @@ async def _answer(
     policy: str,
     cap: int,
     request: ToolCall,
+    spend: Callable[[Usage, str], Awaitable[None]],
 ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
     if policy == Endpoint.Sampling.OFF:
         return types.ErrorData(code=REFUSED, message="Sampling is off on this endpoint.")
@@ -206,9 +224,22 @@ async def _answer(
     if problem:
         return types.ErrorData(code=types.INVALID_PARAMS, message=problem)
     text, calls, usage, finish = await _complete(provider, model, params, cap)
-    if host is not None and host.spend is not None:
-        await host.spend(usage)
+    await spend(usage, model)
     return _result(params, model, text, calls, finish)
+
+
+def _count(user_id: int, endpoint_id: int, server: str, model: str, usage: Usage) -> None:
+    """A gateway call's sampling: its tokens in the user's sampling usage and in /metrics."""
+    SamplingUsage.objects.create(
+        user_id=user_id,
+        endpoint_id=endpoint_id,
+        server_name=server[:40],
+        model=model[:200],
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        created_at=timezone.now(),
+    )
+    metrics.gateway_sampling(server, usage.input_tokens, usage.output_tokens)
 
 
 def _policy(endpoint_id: int) -> tuple[str, int]:
