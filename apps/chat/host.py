@@ -33,6 +33,7 @@ from apps.connections.hooks import Relay
 from apps.core import metrics
 from apps.core.errors import UserError
 from apps.llm import model_traits
+from apps.llm.media import ANTHROPIC_IMAGE_TYPES, OPENAI_AUDIO_FORMATS
 from apps.llm.selectors import providers_for
 from apps.llm.types import (
     Audio,
@@ -452,9 +453,6 @@ def media_problem(kind: str, params: types.CreateMessageRequestParams) -> str:
     """Why the provider's API cannot take the request's images or audio ("" when it can): said to
     the backend instead of dropping them. Anthropic's Messages API takes PNG, JPEG, GIF and WebP
     images and no audio; OpenAI's chat completions take images as data URLs and WAV or MP3 audio."""
-    from apps.llm.adapters.anthropic_messages import IMAGE_TYPES
-    from apps.llm.adapters.openai_compat import AUDIO_FORMATS
-
     for message in params.messages:
         for block in message.content_as_list:
             media = getattr(block, "mime_type", "")
@@ -465,10 +463,10 @@ def media_problem(kind: str, params: types.CreateMessageRequestParams) -> str:
                 return f"The model takes {block.type} only in the user's messages, not the {message.role}'s."
             if isinstance(block, types.AudioContent) and kind == "anthropic":
                 return "The user's model (Anthropic's Messages API) takes no audio."
-            if isinstance(block, types.AudioContent) and media not in AUDIO_FORMATS:
+            if isinstance(block, types.AudioContent) and media not in OPENAI_AUDIO_FORMATS:
                 return f"The user's model takes WAV or MP3 audio, not {media}."
             if isinstance(block, types.ImageContent) and kind == "anthropic":
-                if media not in IMAGE_TYPES:
+                if media not in ANTHROPIC_IMAGE_TYPES:
                     return f"The user's model takes PNG, JPEG, GIF or WebP images, not {media}."
     return ""
 

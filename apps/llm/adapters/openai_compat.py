@@ -16,6 +16,7 @@ from apps.llm.adapters.assembly import PartialCall
 from apps.llm.adapters.base import NO_KEY, Adapter, Tuning, sdk_http_client
 from apps.llm.adapters.errors import provider_message
 from apps.llm.adapters.retrying import Attempts
+from apps.llm.media import OPENAI_AUDIO_FORMATS
 from apps.llm.types import (
     Event,
     Finish,
@@ -397,16 +398,6 @@ class Kept:
         return fields or None
 
 
-# What the chat completions API's `input_audio` takes, by MIME type.
-AUDIO_FORMATS = {
-    "audio/wav": "wav",
-    "audio/x-wav": "wav",
-    "audio/wave": "wav",
-    "audio/mpeg": "mp3",
-    "audio/mp3": "mp3",
-}
-
-
 def _message(message: Message) -> dict[str, Any]:
     if message.role == "user" and message.send_media and (message.images or message.audio):
         return {"role": "user", "content": _parts(message)}
@@ -444,7 +435,7 @@ def _parts(message: Message) -> list[dict[str, Any]]:
     parts += [
         {
             "type": "input_audio",
-            "input_audio": {"data": a.data, "format": AUDIO_FORMATS.get(a.mime_type, "wav")},
+            "input_audio": {"data": a.data, "format": OPENAI_AUDIO_FORMATS.get(a.mime_type, "wav")},
         }
         for a in message.audio
     ]
