@@ -963,6 +963,51 @@ def _anthropic_check(body: dict) -> tuple[int, Any] | None:
     return None
 
 
+_OPENAI_PARTS = {"text": "text", "image_url": "image_url", "input_audio": "input_audio"}
+_ANTHROPIC_IMAGES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+def _content_parts_check(anthropic: bool, body: dict) -> tuple[int, Any] | None:
+    """Content parts as each API takes them, refused as it refuses them: OpenAI's user `text`,
+    `image_url` (a URL or data URL) and `input_audio` (`wav` or `mp3`); Anthropic's base64 `image`
+    blocks of its four types (it has no audio block)."""
+    for index, message in enumerate(body.get("messages") or []):
+        parts = message.get("content") if isinstance(message, dict) else None
+        for number, part in enumerate(parts if isinstance(parts, list) else []):
+            kind = part.get("type") if isinstance(part, dict) else None
+            where = f"messages.{index}.content.{number}"
+            if anthropic:
+                source = (part.get("source") or {}) if kind == "image" else {}
+                if kind == "image" and (
+                    source.get("type") != "base64"
+                    or source.get("media_type") not in _ANTHROPIC_IMAGES
+                    or not source.get("data")
+                ):
+                    return 400, anthropic_error(400, message=f"{where}.image.source: invalid")
+                if kind not in (
+                    "text",
+                    "image",
+                    "tool_use",
+                    "tool_result",
+                    "thinking",
+                    "redacted_thinking",
+                ):
+                    return 400, anthropic_error(400, message=f"{where}.type: unknown `{kind}`")
+                continue
+            bad = kind not in _OPENAI_PARTS
+            if kind == "image_url":
+                url = (part.get("image_url") or {}).get("url") or ""
+                bad = not url.startswith(("data:image/", "http://", "https://"))
+            elif kind == "input_audio":
+                audio = part.get("input_audio") or {}
+                bad = audio.get("format") not in ("wav", "mp3") or not audio.get("data")
+            if bad:
+                return 400, flavour_error(
+                    "openai", 400, message=f"Invalid content part at '{where}' ({kind})."
+                )
+    return None
+
+
 CHECKS: dict[str, Callable[[dict], tuple[int, Any] | None]] = {
     "reasoning_content": _deepseek_check,
     "thought_signature": _gemini_check,
@@ -1152,6 +1197,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(
                 400, NO_STREAMING
             )  # refused before the model sees it: no script entry used
+        refused = _content_parts_check(fmt is ANTHROPIC, body)
+        if refused is not None:
+            return self._json(*refused)
         reply = self.llm.next_reply(body)
         for check in reply.require:
             refused = CHECKS[check](body)

@@ -84,11 +84,13 @@ class ChatConsumer(ResumableConsumer):
         await events.send_control(self.conversation.pk, "stop")
 
     async def _on_approve(self, payload: dict[str, Any]) -> None:
-        call_id, allow = payload.get("call_id"), payload.get("allow")
+        call_id, allow, edit = payload.get("call_id"), payload.get("allow"), payload.get("edit")
         await database_sync_to_async(services.check_approval)(
-            conversation=self.conversation, call_id=call_id, allow=allow
+            conversation=self.conversation, call_id=call_id, allow=allow, edit=edit
         )
-        await events.send_control(self.conversation.pk, "approve", call_id=call_id, allow=allow)
+        await events.send_control(
+            self.conversation.pk, "approve", call_id=call_id, allow=allow, edit=edit
+        )
 
     async def _on_elicit(self, payload: dict[str, Any]) -> None:
         request_id, action, content = elicitation.parse_answer(payload)

@@ -207,9 +207,13 @@ class Control:
         except Exception:
             logger.exception("chat: could not leave %s", self.group)
 
-    async def approval(self, call_id: str) -> bool:
+    async def approval(self, call_id: str) -> bool | dict[str, Any]:
+        """The user's decision on `call_id`: allow, deny, or a sampling request's changes."""
         future = self._approvals.setdefault(call_id, asyncio.get_running_loop().create_future())
-        return await future
+        try:
+            return await future
+        finally:
+            self._approvals.pop(call_id, None)  # a rejected edit waits for the next decision
 
     async def answer(self, request_id: str, link: str | None = None) -> dict[str, Any]:
         """The user's next answer ({action, content}) to a backend's elicitation `request_id`;
@@ -261,7 +265,9 @@ class Control:
                 message["call_id"], asyncio.get_running_loop().create_future()
             )
             if not future.done():
-                future.set_result(bool(message["allow"]))
+                # A sampling request allowed with the user's changes (host.check_edit) gets them.
+                edit = message.get("edit")
+                future.set_result(edit if message["allow"] and edit else bool(message["allow"]))
         elif message.get("action") == "elicit":
             self.give(message["id"], {"action": message["answer"], "content": message["content"]})
 

@@ -27,13 +27,28 @@ import mcp_types as types
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.db.models import F
+from django.utils import timezone
 
 from apps.chat import asks
 from apps.chat.tools import result_text
 from apps.connections.hooks import Relay
+from apps.core import metrics
+from apps.core.errors import UserError
+from apps.llm import model_traits
+from apps.llm.media import ANTHROPIC_IMAGE_TYPES, OPENAI_AUDIO_FORMATS
 from apps.llm.selectors import providers_for
-from apps.llm.types import Finish, LLMError, Message, TextDelta, ToolCall, ToolSpec, Usage
-from apps.toolsets.models import Endpoint
+from apps.llm.types import (
+    Audio,
+    Finish,
+    Image,
+    LLMError,
+    Message,
+    TextDelta,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from apps.toolsets.models import Endpoint, SamplingUsage
 
 # The spec's code for a sampling request the user (or the endpoint's setting) refused.
 REFUSED = -1
@@ -55,8 +70,9 @@ _STOP_REASONS = {"stop": "endTurn", "length": "maxTokens", "tool_calls": "toolUs
 class Host:
     """What a chat turn or run lends to the sampling requests made during its tool calls."""
 
-    # Shows the request as an approval on the page; True lets the model answer it.
-    ask: Callable[[ToolCall, str], Awaitable[bool]] | None = None
+    # Shows the request as an approval on the page (with what the user may change: `editable`);
+    # True lets the model answer it, a dict of the user's changes (check_edit) answers it edited.
+    ask: Callable[..., Awaitable[bool | dict[str, Any]]] | None = None
     # Adds a sampling's tokens to the turn's or run's usage.
     spend: Callable[[Usage], Awaitable[None]] | None = None
     provider_id: int | None = None
@@ -78,8 +94,11 @@ def lend(host: Host) -> None:
     _lent.set(host)
 
 
-def relay(user_id: int, endpoint_id: int | None, caller: Relay | None) -> Relay | None:
-    """The caller's relay with the hub's answers where it has none (registered in calls.py)."""
+def relay(
+    user_id: int, endpoint_id: int | None, caller: Relay | None, server: str = ""
+) -> Relay | None:
+    """The caller's relay with the hub's answers where it has none (registered in calls.py);
+    `server`: the backend the call goes to (its sampling's tokens are counted under it)."""
     if endpoint_id is None:
         return caller
     caller = caller or Relay()
@@ -87,7 +106,7 @@ def relay(user_id: int, endpoint_id: int | None, caller: Relay | None) -> Relay 
     host = _lent.get() or _pages(user_id)
     return dataclasses.replace(
         caller,
-        sampling=caller.sampling or _sampler(user_id, endpoint_id, host),
+        sampling=caller.sampling or _sampler(user_id, endpoint_id, host, server),
         list_roots=caller.list_roots or _roots(endpoint_id),
         elicitation=caller.elicitation or _elicitor(host),
         elicitation_complete=caller.elicitation_complete or _completion(host),
@@ -97,7 +116,8 @@ def relay(user_id: int, endpoint_id: int | None, caller: Relay | None) -> Relay 
 def _pages(user_id: int) -> Host:
     """Asks the user's open hub pages (NotAskable: none took it, or nobody answered in time)."""
 
-    async def approve(request: ToolCall, reason: str) -> bool:
+    async def approve(request: ToolCall, reason: str, editable: Any = None) -> bool:
+        # The pages' panel allows or denies; editing a request is the chat's and run page's.
         question = {"name": request.name, "arguments": request.arguments, "reason": reason}
         return (await asks.ask(user_id, {"kind": "sampling", **question}))["allow"]
 
@@ -111,10 +131,10 @@ def _db(fn):
     return sync_to_async(fn, thread_sensitive=False)
 
 
-def _sampler(user_id: int, endpoint_id: int, host: Host | None):
+def _sampler(user_id: int, endpoint_id: int, host: Host | None, server: str):
     async def sampling(params: types.CreateMessageRequestParams) -> Any:
         try:
-            return await sample(user_id, endpoint_id, host, params)
+            return await sample(user_id, endpoint_id, host, params, server)
         except LLMError as exc:
             return types.ErrorData(
                 code=types.INTERNAL_ERROR, message=f"The model provider failed: {exc.message}"
@@ -167,10 +187,15 @@ def _endpoint_roots(endpoint_id: int) -> list[dict[str, str]]:
 
 
 async def sample(
-    user_id: int, endpoint_id: int, host: Host | None, params: types.CreateMessageRequestParams
+    user_id: int,
+    endpoint_id: int,
+    host: Host | None,
+    params: types.CreateMessageRequestParams,
+    server: str = "",
 ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
     """Answer one `sampling/createMessage` as the endpoint's setting says (shown on the page as a
-    card with the request and the answer, where the page has cards)."""
+    card with the request and the answer, where the page has cards). Its tokens count with the
+    lending chat turn or run, else (a gateway call) in the sampling usage (user, endpoint, server)."""
     policy, cap = await _db(_policy)(endpoint_id)
     request = ToolCall(
         id=f"sampling-{uuid.uuid4().hex[:12]}", name="sampling", arguments=summary(params, cap)
@@ -179,7 +204,14 @@ async def sample(
     if show is not None:
         show("tool_call", {"id": request.id, "name": request.name, "arguments": request.arguments})
     clock = time.perf_counter()
-    answer = await _answer(user_id, host, params, policy, cap, request)
+
+    async def spend(usage: Usage, model: str) -> None:
+        if host is not None and host.spend is not None:
+            await host.spend(usage)
+        else:
+            await _db(_count)(user_id, endpoint_id, server, model, usage)
+
+    answer = await _answer(user_id, host, params, policy, cap, request, spend)
     if show is not None:
         failed = isinstance(answer, types.ErrorData)
         blocks = [] if failed else answer.content
@@ -205,28 +237,56 @@ async def _answer(
     policy: str,
     cap: int,
     request: ToolCall,
+    spend: Callable[[Usage, str], Awaitable[None]],
 ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
     if policy == Endpoint.Sampling.OFF:
         return types.ErrorData(code=REFUSED, message="Sampling is off on this endpoint.")
-    if policy == Endpoint.Sampling.ASK:
-        if host is None or host.ask is None:
-            return types.ErrorData(code=REFUSED, message=NOT_ASKABLE)
-        try:
-            allowed = await host.ask(
-                request, "a server asks your model to write a reply (sampling)"
-            )
-        except asks.NotAskable:
-            return types.ErrorData(code=REFUSED, message=NOT_ASKABLE)
-        if not allowed:
-            return types.ErrorData(code=REFUSED, message="The user declined the sampling request.")
-    choice = await _db(_choose)(user_id, params.model_preferences, host)
+    if policy == Endpoint.Sampling.ASK and (host is None or host.ask is None):
+        return types.ErrorData(code=REFUSED, message=NOT_ASKABLE)
+    candidates = await _db(_candidates)(user_id, host)
+    choice = _choose(params.model_preferences, candidates)
     if choice is None:
         return types.ErrorData(code=REFUSED, message="The user has no LLM provider to answer with.")
+    if policy == Endpoint.Sampling.ASK:
+        shown = editable(params, cap, choice, candidates)
+        reason = "a server asks your model to write a reply (sampling)"
+        while True:
+            try:
+                decision = await host.ask(request, reason, editable=shown)
+            except asks.NotAskable:
+                return types.ErrorData(code=REFUSED, message=NOT_ASKABLE)
+            if decision is False:
+                return types.ErrorData(
+                    code=REFUSED, message="The user declined the sampling request."
+                )
+            if decision is True:
+                break
+            try:
+                params, choice = _edited(params, check_edit(shown, decision), candidates, choice)
+                break
+            except SamplingEditError as exc:  # shown again, saying what is wrong
+                shown = {**editable(params, cap, choice, candidates), "error": exc.message}
     provider, model = choice
+    problem = media_problem(provider.kind, params)
+    if problem:
+        return types.ErrorData(code=types.INVALID_PARAMS, message=problem)
     text, calls, usage, finish = await _complete(provider, model, params, cap)
-    if host is not None and host.spend is not None:
-        await host.spend(usage)
+    await spend(usage, model)
     return _result(params, model, text, calls, finish)
+
+
+def _count(user_id: int, endpoint_id: int, server: str, model: str, usage: Usage) -> None:
+    """A gateway call's sampling: its tokens in the user's sampling usage and in /metrics."""
+    SamplingUsage.objects.create(
+        user_id=user_id,
+        endpoint_id=endpoint_id,
+        server_name=server[:40],
+        model=model[:200],
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        created_at=timezone.now(),
+    )
+    metrics.gateway_sampling(server, usage.input_tokens, usage.output_tokens)
 
 
 def _policy(endpoint_id: int) -> tuple[str, int]:
@@ -248,9 +308,9 @@ def summary(params: types.CreateMessageRequestParams, cap: int) -> dict[str, Any
     return shown
 
 
-def _choose(user_id: int, preferences: types.ModelPreferences | None, host: Host | None):
-    """The provider and model: the first hint that names (part of) one of the user's providers'
-    models, else the lending turn's or run's, else the user's default provider."""
+def _candidates(user_id: int, host: Host | None) -> list[tuple[Any, str]]:
+    """The (provider, model) pairs a sampling may use: the lending turn's or run's first, else the
+    user's default provider's, then every provider's default model (each pair once)."""
     user = get_user_model().objects.get(pk=user_id)
     # The adapter reads the owner (public_only); the default comes first, as default_provider_for has it.
     providers = list(
@@ -258,16 +318,144 @@ def _choose(user_id: int, preferences: types.ModelPreferences | None, host: Host
         .select_related("owner")
         .order_by("-is_default", F("owner_id").asc(nulls_last=True), "name", "pk")
     )
-    for hint in (preferences.hints or []) if preferences else []:
-        name = (hint.name or "").lower()
-        for provider in providers:
-            if name and name in provider.default_model.lower():
-                return provider, provider.default_model
+    lent = None
     if host is not None and host.provider_id is not None:
         lent = next((p for p in providers if p.pk == host.provider_id), None)
-        if lent is not None:
-            return lent, host.model or lent.default_model
-    return (providers[0], providers[0].default_model) if providers else None
+    pairs = [(lent, host.model or lent.default_model)] if lent is not None else []
+    pairs += [(p, p.default_model) for p in providers]
+    seen: set[tuple[int, str]] = set()
+    return [(p, m) for p, m in pairs if not ((p.pk, m) in seen or seen.add((p.pk, m)))]
+
+
+def _choose(preferences: types.ModelPreferences | None, candidates: list[tuple[Any, str]]):
+    """The provider and model: the first hint that names (part of) one of the candidates' models
+    (providers' default models, the turn's or run's); else, when the request gives numeric
+    priorities, the best candidate by the family table (apps/llm/model_traits.py; models it does
+    not know are not ranked); else the first candidate (the turn's or run's, else the default)."""
+    for hint in (preferences.hints or []) if preferences else []:
+        name = (hint.name or "").lower()
+        for provider, model in candidates[1:] + candidates[:1]:  # providers' own models first
+            if name and name in model.lower():
+                return provider, model
+    if preferences is not None:
+        preferred = model_traits.best(
+            ((c, c[1]) for c in candidates),
+            preferences.cost_priority or 0,
+            preferences.speed_priority or 0,
+            preferences.intelligence_priority or 0,
+        )
+        if preferred is not None:
+            return preferred
+    return candidates[0] if candidates else None
+
+
+# -- the user's edit of a request, before allowing it (`ask`) ----------------------------------
+
+
+class SamplingEditError(UserError):
+    """The user's changes to a sampling request do not fit it (said to the user; nothing sent)."""
+
+
+MAX_EDIT_CHARS = 200_000
+
+
+def _model_value(provider: Any, model: str) -> str:
+    return f"{provider.pk}:{model}"
+
+
+def editable(
+    params: types.CreateMessageRequestParams,
+    cap: int,
+    choice: tuple[Any, str],
+    candidates: list[tuple[Any, str]],
+) -> dict[str, Any]:
+    """What the page lets the user change before allowing the request: each message's text, the
+    system prompt, maxTokens (up to the endpoint's cap) and the model among the user's."""
+    return {
+        "systemPrompt": params.system_prompt or "",
+        "messages": [
+            {
+                "role": m.role,
+                "text": "\n".join(
+                    b.text for b in m.content_as_list if isinstance(b, types.TextContent)
+                ),
+            }
+            for m in params.messages
+        ],
+        "maxTokens": max(1, min(params.max_tokens, cap)),
+        "maxTokensCap": cap,
+        "model": _model_value(*choice),
+        "models": [
+            {"value": _model_value(p, m), "label": f"{p.name} · {m}"} for p, m in candidates
+        ],
+    }
+
+
+def check_edit(shown: dict[str, Any], edit: Any) -> dict[str, Any]:
+    """The user's changes, checked against what they were shown (`editable`): SamplingEditError
+    naming the first problem. Fields left out keep the request's values."""
+    if not isinstance(edit, dict):
+        raise SamplingEditError("'edit' must be an object of the request's changed fields.")
+    unknown = set(edit) - {"systemPrompt", "messages", "maxTokens", "model"}
+    if unknown:
+        raise SamplingEditError(f"A sampling request has no field {sorted(unknown)[0]!r} to edit.")
+    checked: dict[str, Any] = {}
+    if "systemPrompt" in edit:
+        prompt = edit["systemPrompt"]
+        if not isinstance(prompt, str) or len(prompt) > MAX_EDIT_CHARS:
+            raise SamplingEditError(
+                f"The system prompt must be text of at most {MAX_EDIT_CHARS} characters."
+            )
+        checked["systemPrompt"] = prompt
+    if "messages" in edit:
+        texts, count = edit["messages"], len(shown["messages"])
+        if not isinstance(texts, list) or len(texts) != count:
+            raise SamplingEditError(f"Send the text of each of the request's {count} messages.")
+        for number, text in enumerate(texts, 1):
+            if not isinstance(text, str) or len(text) > MAX_EDIT_CHARS:
+                raise SamplingEditError(
+                    f"Message {number} must be text of at most {MAX_EDIT_CHARS} characters."
+                )
+        checked["messages"] = texts
+    if "maxTokens" in edit:
+        cap, wanted = shown["maxTokensCap"], edit["maxTokens"]
+        if isinstance(wanted, bool) or not isinstance(wanted, int) or not 1 <= wanted <= cap:
+            raise SamplingEditError(
+                f"Max tokens must be a whole number from 1 to {cap} (this endpoint's cap)."
+            )
+        checked["maxTokens"] = wanted
+    if "model" in edit:
+        if edit["model"] not in {m["value"] for m in shown["models"]}:
+            raise SamplingEditError("Pick the model among your providers' models.")
+        checked["model"] = edit["model"]
+    return checked
+
+
+def _edited(
+    params: types.CreateMessageRequestParams,
+    edit: dict[str, Any],
+    candidates: list[tuple[Any, str]],
+    choice: tuple[Any, str],
+) -> tuple[types.CreateMessageRequestParams, tuple[Any, str]]:
+    """The request with the user's checked changes, and the model to answer it with. A message's
+    new text replaces its text parts; its images, audio and tool parts stay."""
+    changes: dict[str, Any] = {}
+    if "systemPrompt" in edit:
+        changes["system_prompt"] = edit["systemPrompt"] or None
+    if "maxTokens" in edit:
+        changes["max_tokens"] = edit["maxTokens"]
+    if "messages" in edit:
+        changes["messages"] = [
+            message.model_copy(
+                update={
+                    "content": ([types.TextContent(type="text", text=text)] if text else [])
+                    + [b for b in message.content_as_list if not isinstance(b, types.TextContent)]
+                }
+            )
+            for message, text in zip(params.messages, edit["messages"], strict=True)
+        ]
+    picked = next((c for c in candidates if _model_value(*c) == edit.get("model")), choice)
+    return params.model_copy(update=changes), picked
 
 
 async def _complete(
@@ -307,9 +495,31 @@ def _tools(params: types.CreateMessageRequestParams) -> list[ToolSpec]:
     ]
 
 
+def media_problem(kind: str, params: types.CreateMessageRequestParams) -> str:
+    """Why the provider's API cannot take the request's images or audio ("" when it can): said to
+    the backend instead of dropping them. Anthropic's Messages API takes PNG, JPEG, GIF and WebP
+    images and no audio; OpenAI's chat completions take images as data URLs and WAV or MP3 audio."""
+    for message in params.messages:
+        for block in message.content_as_list:
+            media = getattr(block, "mime_type", "")
+            if (
+                isinstance(block, types.ImageContent | types.AudioContent)
+                and message.role != "user"
+            ):
+                return f"The model takes {block.type} only in the user's messages, not the {message.role}'s."
+            if isinstance(block, types.AudioContent) and kind == "anthropic":
+                return "The user's model (Anthropic's Messages API) takes no audio."
+            if isinstance(block, types.AudioContent) and media not in OPENAI_AUDIO_FORMATS:
+                return f"The user's model takes WAV or MP3 audio, not {media}."
+            if isinstance(block, types.ImageContent) and kind == "anthropic":
+                if media not in ANTHROPIC_IMAGE_TYPES:
+                    return f"The user's model takes PNG, JPEG, GIF or WebP images, not {media}."
+    return ""
+
+
 def messages(params: types.CreateMessageRequestParams) -> list[Message]:
     """The request's conversation as the adapters take it: tool uses as the assistant's calls,
-    tool results as tool messages, parts a text model cannot take named in the text."""
+    tool results as tool messages, images and audio as the user message's media."""
     out = [Message(role="system", text=params.system_prompt)] if params.system_prompt else []
     for message in params.messages:
         blocks = message.content_as_list
@@ -319,8 +529,10 @@ def messages(params: types.CreateMessageRequestParams) -> list[Message]:
         text = "\n".join(
             _block_text(b)
             for b in blocks
-            if not isinstance(b, types.ToolUseContent | types.ToolResultContent)
+            if not isinstance(b, types.ToolUseContent | types.ToolResultContent | _MEDIA)
         )
+        images = tuple(Image(b.mime_type, b.data) for b in blocks if b.type == "image")
+        audio = tuple(Audio(b.mime_type, b.data) for b in blocks if b.type == "audio")
         uses = tuple(
             ToolCall(id=b.id, name=b.name, arguments=b.input)
             for b in blocks
@@ -328,9 +540,12 @@ def messages(params: types.CreateMessageRequestParams) -> list[Message]:
         )
         if message.role == "assistant" and (text or uses):
             out.append(Message(role="assistant", text=text, tool_calls=uses))
-        elif message.role == "user" and text:
-            out.append(Message(role="user", text=text))
+        elif message.role == "user" and (text or images or audio):
+            out.append(Message(role="user", text=text, images=images, audio=audio, send_media=True))
     return out
+
+
+_MEDIA = types.ImageContent | types.AudioContent
 
 
 def _tool_message(block: types.ToolResultContent) -> Message:
@@ -353,7 +568,7 @@ def _block_text(block: Any) -> str:
         return f"[calls {block.name}]"
     if isinstance(block, types.ToolResultContent):
         return "[a tool's result]"
-    return f"[{block.type} {getattr(block, 'mime_type', '')}: not sent, the model takes text only]"
+    return f"[{block.type} {getattr(block, 'mime_type', '')}]"
 
 
 def _result(

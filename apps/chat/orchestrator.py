@@ -311,11 +311,13 @@ class TurnRunner:
         self.thoughts.append(chunk)
         self.sink.emit("reasoning", {"text": chunk})
 
-    async def _approve(self, call: ToolCall, reason: str) -> bool:
-        self.sink.emit(
-            "approval_required",
-            {"id": call.id, "name": call.name, "arguments": call.arguments, "reason": reason},
-        )
+    async def _approve(
+        self, call: ToolCall, reason: str, *, editable: dict[str, Any] | None = None
+    ) -> bool | dict[str, Any]:
+        """The user's allow (True), deny (False) or, for a sampling request (`editable`: what may
+        be changed, host.editable), the changes they allow it with."""
+        asked = {"id": call.id, "name": call.name, "arguments": call.arguments, "reason": reason}
+        self.sink.emit("approval_required", {**asked, "editable": editable} if editable else asked)
         self.sink.emit(
             "status",
             {"state": "tool", "tool": call.name, "message": f"{call.name} waits for your approval"},

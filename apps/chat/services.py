@@ -216,12 +216,20 @@ def _send_stop(conversation_id: uuid.UUID) -> None:
         logger.warning("chat: could not send stop for %s", conversation_id, exc_info=True)
 
 
-def check_approval(*, conversation: Conversation, call_id: Any, allow: Any) -> Turn:
-    """Validate an approve/deny: the orchestrator waiting on it receives the decision."""
+def check_approval(
+    *, conversation: Conversation, call_id: Any, allow: Any, edit: Any = None
+) -> Turn:
+    """Validate an approve/deny: the orchestrator waiting on it receives the decision. `edit`
+    (a sampling request's changes, allowed with them) is checked against the request by the turn,
+    which shows the request again with what is wrong."""
     if not isinstance(call_id, str) or not call_id:
         raise ChatError("'approve' needs a 'call_id' string.")
     if not isinstance(allow, bool):
         raise ChatError("'approve' needs 'allow': true or false.")
+    if edit is not None and (not isinstance(edit, dict) or not allow):
+        raise ChatError(
+            "'edit' is an object of a sampling request's changes, sent with allow: true."
+        )
     return check_running(conversation=conversation)
 
 

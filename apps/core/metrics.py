@@ -66,6 +66,13 @@ RUNS = Counter(
     ["status"],
 )
 
+SAMPLING_TOKENS = Counter(
+    "mcphub_gateway_sampling_tokens",
+    "Tokens of the users' own models spent answering backends' sampling during gateway calls, "
+    "by backend server and direction (input, output)",
+    ["server", "direction"],
+)
+
 # The labelled children, by (server, tool): `labels()` costs a lock and a tuple build per call.
 _children: dict[tuple[str, str], tuple[Any, Any, Any]] = {}
 
@@ -101,3 +108,8 @@ def render(extra: Iterable[Collector] = ()) -> bytes:
     for collector in extra:
         registry.register(collector)
     return generate_latest(registry)
+
+
+def gateway_sampling(server: str, input_tokens: int, output_tokens: int) -> None:
+    SAMPLING_TOKENS.labels(server, "input").inc(input_tokens)
+    SAMPLING_TOKENS.labels(server, "output").inc(output_tokens)

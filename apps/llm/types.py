@@ -37,6 +37,14 @@ class Image:
 
 
 @dataclass(frozen=True)
+class Audio:
+    """A sound given to the model with a message (base64 `data`), by providers that take it."""
+
+    mime_type: str
+    data: str
+
+
+@dataclass(frozen=True)
 class Message:
     """One entry of the conversation history given to `Adapter.stream()`."""
 
@@ -53,6 +61,10 @@ class Message:
     # User messages: pictures from a prompt or an attached resource; `text` names them too, for
     # providers that take none.
     images: tuple[Image, ...] = field(default=(), compare=False)
+    audio: tuple[Audio, ...] = field(default=(), compare=False)
+    # User messages: the images and audio go to OpenAI-compatible servers too (a backend's sampling
+    # request holds them: a model that cannot take them says so, rather than their being dropped).
+    send_media: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)

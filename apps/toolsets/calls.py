@@ -60,9 +60,9 @@ def register_builtin(server: str, handler: Builtin) -> None:
 
 # What answers a backend's server→client requests that the caller cannot (sampling by the user's
 # own model, roots from the endpoint's settings): given (user_id, endpoint_id, the caller's relay or
-# None), the relay to call with. The chat app registers the hub's answers (apps/chat/host.py); the
+# None, the backend server's name), the relay to call with. The chat app registers the hub's answers (apps/chat/host.py); the
 # same ones then serve chat turns, runs and gateway calls alike.
-HostRelay = Callable[[int, "int | None", "Relay | None"], "Relay | None"]
+HostRelay = Callable[[int, "int | None", "Relay | None", str], "Relay | None"]
 _host: list[HostRelay] = []
 
 
@@ -109,7 +109,7 @@ async def call_tool(
     (HubUnavailable: it reached no backend), for callers that wait (runs, chat turns) rather than
     answer at once (MCP clients get the error)."""
     if _host:
-        relay = _host[0](user_id, endpoint_id, relay)
+        relay = _host[0](user_id, endpoint_id, relay, exposed.server)
     work = _answer(
         user_id, endpoint_id, view, exposed, arguments, progress, relay, hub_patience, ask_user
     )

@@ -266,3 +266,24 @@ class ToolCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.exposed_name} ({'ok' if self.ok else 'error'}, {self.duration_ms:.1f} ms)"
+
+
+class SamplingUsage(models.Model):
+    """Tokens the hub spent answering a backend's sampling with the user's own model during a
+    gateway call (chat turns and runs count theirs with the turn or run). Names are copied, as in
+    the call log, so the record outlives renamed or deleted servers and endpoints."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    endpoint = models.ForeignKey(
+        "toolsets.Endpoint", null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    server_name = models.CharField(max_length=40, blank=True)
+    model = models.CharField(max_length=200)
+    input_tokens = models.PositiveIntegerField()
+    output_tokens = models.PositiveIntegerField()
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]

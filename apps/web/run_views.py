@@ -118,7 +118,14 @@ def approve_run(request: HttpRequest, run_id: str) -> HttpResponse:
     allow = request.POST.get("allow") == "true"
 
     def answer(*, run: Run) -> Run:
-        return services.check_approval(run=run, call_id=request.POST.get("call_id"), allow=allow)
+        edit = request.POST.get("edit")  # a sampling request's changes, as JSON (host.js)
+        try:
+            edit = json.loads(edit) if edit else None
+        except ValueError:
+            raise services.RunError("The edit is not valid JSON.") from None
+        return services.check_approval(
+            run=run, call_id=request.POST.get("call_id"), allow=allow, edit=edit
+        )
 
     return _change(request, run_id, answer, "Allowed." if allow else "Denied.")
 

@@ -142,6 +142,13 @@
         b.addEventListener("click", () => { send({ type: "approve", payload: { call_id: p.id, allow } }); box.remove(); });
         box.append(b);
       }
+      if (p.editable) {  // a sampling request: its prompt, max tokens and model may be changed first
+        const allowEdited = (edit) => { send({ type: "approve", payload: { call_id: p.id, allow: true, edit } }); box.remove(); };
+        const edit = hubHost.button("Edit", () => { edit.remove(); box.append(hubHost.samplingEdit(p.editable, allowEdited)); });
+        box.append(edit);
+        if (p.editable.error) { box.append(el("p", "sampling-edit-error is-error", p.editable.error)); box.append(hubHost.samplingEdit(p.editable, allowEdited)); edit.remove(); }
+      }
+      if (c.approval) c.approval.remove();  // shown again (an edit that did not fit)
       c.approval = box;
       c.details.append(box);
     },

@@ -1,4 +1,5 @@
-// What a backend asks the user during a tool call (MCP elicitation), shown where the call runs:
+// What a backend asks the user during a tool call, shown where the call runs: its sampling request's
+// editable fields (samplingEdit), and its questions (MCP elicitation):
 // a form built from the request's restricted schema (strings with formats, numbers, booleans,
 // single- and multi-select enums, defaults, required), or a link to open (URL mode: the box then
 // waits until the server says it is done there, `notifications/elicitation/complete`). The page's
@@ -155,5 +156,62 @@
     elicitation(p, pending, post);
   }
 
-  window.hubHost = { elicitation, answered, completed };
+  // A sampling request's fields the user may change before allowing it (`editable`, from the
+  // hub: each message's text, the system prompt, max tokens up to the endpoint's cap, the model).
+  // `allow(edit)` sends the changes; the hub checks them and shows the request again if wrong.
+  function samplingEdit(editable, allow) {
+    const node = el("form", "sampling-edit");
+    const field = (label, input) => {
+      const id = "sampling-" + Math.random().toString(36).slice(2, 10);
+      const tag = el("label", "", label);
+      tag.htmlFor = id; input.id = id;
+      node.append(tag, input);
+      return input;
+    };
+    const area = (label, value) => { const t = el("textarea"); t.rows = 3; t.value = value; return field(label, t); };
+    const system = area("System prompt", editable.systemPrompt || "");
+    const texts = (editable.messages || []).map((m, i) => area("Message " + (i + 1) + " (" + m.role + ")", m.text));
+    const tokens = el("input");
+    tokens.type = "number"; tokens.min = "1"; tokens.step = "1"; tokens.max = editable.maxTokensCap; tokens.value = editable.maxTokens;
+    field("Max tokens (at most " + editable.maxTokensCap + ")", tokens);
+    const model = el("select");
+    for (const m of editable.models || []) {
+      const option = el("option", "", m.label);
+      option.value = m.value; option.selected = m.value === editable.model;
+      model.append(option);
+    }
+    field("Model", model);
+    const submit = el("button", "btn btn-primary btn-small", "Allow edited");
+    submit.type = "submit";
+    node.append(submit);
+    node.addEventListener("submit", (e) => {
+      e.preventDefault();
+      allow({
+        systemPrompt: system.value,
+        messages: texts.map((t) => t.value),
+        maxTokens: tokens.value === "" ? null : Number(tokens.value),
+        model: model.value,
+      });
+    });
+    return node;
+  }
+
+  // The run page: a sampling request it waits on can be edited, then allowed (posted with the
+  // approval form, the changes as JSON in its `edit` field).
+  for (const pending of document.querySelectorAll(".approval[data-editable]")) {
+    const editable = JSON.parse(pending.querySelector("script").textContent);
+    const allowForm = pending.querySelector("form input[name=allow][value=true]").form;
+    const edit = button("Edit", () => {
+      edit.remove();
+      pending.append(samplingEdit(editable, (changes) => {
+        const field = el("input");
+        field.type = "hidden"; field.name = "edit"; field.value = JSON.stringify(changes);
+        allowForm.append(field);
+        allowForm.submit();
+      }));
+    });
+    pending.append(edit);
+  }
+
+  window.hubHost = { elicitation, answered, completed, samplingEdit, button };
 })();

@@ -27,9 +27,23 @@ def _text(question: str) -> types.SamplingMessage:
 
 
 @server.tool(annotations=READ_ONLY)
-async def write(question: str, hint: str = "", ctx: Context = None) -> str:
+async def write(
+    question: str,
+    hint: str = "",
+    cost: float | None = None,
+    speed: float | None = None,
+    intelligence: float | None = None,
+    ctx: Context = None,
+) -> str:
     """Ask the client's model to write an answer; returns what it said, as JSON."""
-    preferences = types.ModelPreferences(hints=[types.ModelHint(name=hint)]) if hint else None
+    preferences = None
+    if hint or cost is not None or speed is not None or intelligence is not None:
+        preferences = types.ModelPreferences(
+            hints=[types.ModelHint(name=hint)] if hint else None,
+            cost_priority=cost,
+            speed_priority=speed,
+            intelligence_priority=intelligence,
+        )
     result = await ctx.session.create_message(
         [_text(question)],
         max_tokens=100_000,
@@ -41,6 +55,26 @@ async def write(question: str, hint: str = "", ctx: Context = None) -> str:
     return json.dumps(
         {"text": result.content.text, "model": result.model, "stop": result.stop_reason}
     )
+
+
+# A 1x1 PNG and a few bytes said to be WAV: the hub passes them on, it does not decode them.
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+SOUND = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA="
+
+
+@server.tool(annotations=READ_ONLY)
+async def look(audio_type: str = "", ctx: Context = None) -> str:
+    """Ask the client's model about a picture (and a sound, of `audio_type`, when given)."""
+    content = [
+        types.TextContent(type="text", text="What is in the picture?"),
+        types.ImageContent(type="image", data=PIXEL, mime_type="image/png"),
+    ]
+    if audio_type:
+        content.append(types.AudioContent(type="audio", data=SOUND, mime_type=audio_type))
+    result = await ctx.session.create_message(
+        [types.SamplingMessage(role="user", content=content)], max_tokens=50
+    )
+    return json.dumps({"text": result.content.text, "model": result.model})
 
 
 @server.tool(annotations=READ_ONLY)

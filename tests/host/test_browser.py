@@ -1,5 +1,5 @@
-"""In real Chromium, on the chat page: Alice fills the form a backend asks for, and allows then
-denies a backend's request to use her model (sampling)."""
+"""In real Chromium, on the chat page: Alice fills the form a backend asks for, allows then denies
+a backend's request to use her model (sampling), and edits one before allowing it."""
 
 from __future__ import annotations
 
@@ -113,3 +113,49 @@ def test_alice_opens_a_backends_link_and_the_chat_hears_she_is_done(
     expect(page.locator(".elicitation")).to_have_text(
         "Done at the link: the server heard you finished."
     )
+
+
+def test_alice_edits_a_backends_sampling_request_then_allows_it(
+    llm, alice_provider, asker_endpoint, page
+):
+    Endpoint.objects.filter(pk=asker_endpoint.pk).update(sampling="ask")
+    llm.script(
+        [
+            Reply(tool_calls=[("c1", "write", {"question": "a haiku about ponds"})]),
+            Reply(text=["frogs leap"]),
+            Reply(text=["Here it is."]),
+        ]
+    )
+    _open_chat(page)
+    page.get_by_label("Message").fill("Write me a haiku")
+    page.get_by_label("Message").press("Enter")
+    sampling = page.locator(".toolcard").filter(
+        has=page.locator("summary", has_text=re.compile(r"^sampling"))
+    )
+    expect(sampling.locator(".approval")).to_contain_text("Run sampling?", timeout=30_000)
+    sampling.get_by_role("button", name="Edit").click()
+    edit = sampling.locator(".sampling-edit")
+    expect(edit.get_by_label("Message 1 (user)")).to_have_value("a haiku about ponds")
+    expect(edit.get_by_label("Max tokens (at most 300)")).to_have_value("300")
+    # Over the cap: the browser's bound is bypassed, the hub's check refuses it and shows why.
+    edit.get_by_label("Max tokens (at most 300)").fill("500")
+    edit.evaluate("f => f.noValidate = true")
+    edit.get_by_role("button", name="Allow edited").click()
+    expect(sampling.locator(".sampling-edit-error")).to_contain_text("from 1 to 300")
+    edit = sampling.locator(".sampling-edit")
+    edit.get_by_label("Message 1 (user)").fill("a haiku about frogs")
+    edit.get_by_label("System prompt").fill("You write short haiku.")
+    edit.get_by_label("Max tokens (at most 300)").fill("40")
+    edit.get_by_role("button", name="Allow edited").click()
+
+    expect(sampling.locator(".tool-result")).to_have_text("frogs leap", timeout=30_000)
+    expect(page.locator(".msg-assistant").last).to_have_text("Here it is.")
+    sampled = llm.requests[1]
+    assert sampled["messages"] == [
+        {"role": "system", "content": "You write short haiku."},
+        {"role": "user", "content": "a haiku about frogs"},
+    ]
+    assert sampled["max_tokens"] == 40 and len(llm.requests) == 3
+    # The backend got the answer to the edited request (its tool returned it to the model).
+    told = [m for m in llm.requests[2]["messages"] if m["role"] == "tool"]
+    assert '"text": "frogs leap"' in told[0]["content"]

@@ -433,9 +433,14 @@ class RunRunner:
         endpoint = self.run.endpoint
         return endpoint.approval_reason(annotations) if endpoint is not None else None
 
-    async def _approve(self, call: ToolCall, reason: str) -> bool:
-        """The run waits (`waiting_approval`) for its owner's allow/deny (API or Runs page)."""
+    async def _approve(
+        self, call: ToolCall, reason: str, *, editable: dict[str, Any] | None = None
+    ) -> bool | dict[str, Any]:
+        """The run waits (`waiting_approval`) for its owner's allow/deny (API or Runs page), or,
+        for a sampling request (`editable`), the changes they allow it with."""
         pending = {"id": call.id, "name": call.name, "arguments": call.arguments, "reason": reason}
+        if editable:
+            pending["editable"] = editable
         await _db(records.wait_for_approval)(self.run.pk, pending)
         await publish(self.run.pk, "approval_required", pending, rounds=len(self.steps))
         try:

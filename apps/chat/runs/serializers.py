@@ -35,6 +35,9 @@ class StartRunSerializer(serializers.Serializer):
 class ApprovalSerializer(serializers.Serializer):
     call_id = serializers.CharField(max_length=200)
     allow = serializers.BooleanField()
+    # A sampling request's changes, allowed with them: systemPrompt, messages (each one's text),
+    # maxTokens (up to the endpoint's cap), model (one of `editable.models`' values).
+    edit = serializers.JSONField(required=False, allow_null=True)
 
 
 class AnswerSerializer(serializers.Serializer):

@@ -18,7 +18,7 @@ from django.utils import timezone
 from apps.catalog.models import (
     HUB_SERVER,
 )  # a run never gets the hub's own tools (no runs starting runs)
-from apps.chat import elicitation
+from apps.chat import elicitation, host
 from apps.chat.runs.models import Run
 from apps.chat.runs.tasks import execute_run
 from apps.core.errors import UserError
@@ -228,13 +228,24 @@ def resume_run(*, run: Run) -> Run:
     return run
 
 
-def check_approval(*, run: Run, call_id: Any, allow: Any) -> Run:
-    """Validate an allow/deny for a call the run waits on; the worker receives it by control message."""
+def check_approval(*, run: Run, call_id: Any, allow: Any, edit: Any = None) -> Run:
+    """Validate an allow/deny for a call the run waits on; the worker receives it by control message.
+    `edit`: a sampling request's changes (host.check_edit), allowed with them."""
     if not isinstance(call_id, str) or not isinstance(allow, bool):
         raise RunError("Send 'call_id' (a string) and 'allow' (true or false).")
-    if not any(p.get("id") == call_id for p in run.pending_approvals):
+    pending = next((p for p in run.pending_approvals if p.get("id") == call_id), None)
+    if pending is None:
         raise RunError(f"The run is not waiting for approval of {call_id!r}.", code="conflict")
-    transaction.on_commit(lambda: _send_control(run.pk, "approve", call_id=call_id, allow=allow))
+    if edit is not None:
+        if not allow or not pending.get("editable"):
+            raise RunError("Only a sampling request can be edited, and only to allow it.")
+        try:
+            edit = host.check_edit(pending["editable"], edit)
+        except host.SamplingEditError as exc:
+            raise RunError(exc.message) from None
+    transaction.on_commit(
+        lambda: _send_control(run.pk, "approve", call_id=call_id, allow=allow, edit=edit)
+    )
     return run
 
 

@@ -12,6 +12,7 @@ from apps.llm.adapters import register
 from apps.llm.adapters.assembly import PartialCall
 from apps.llm.adapters.base import NO_KEY, Adapter, Tuning, sdk_http_client
 from apps.llm.adapters.retrying import Attempts
+from apps.llm.media import ANTHROPIC_IMAGE_TYPES
 from apps.llm.types import Event, Finish, Message, ReasoningDelta, TextDelta, ToolSpec, Usage
 
 # The Messages API requires max_tokens. A reply is allowed the model's own output limit (unless the
@@ -195,10 +196,6 @@ class AnthropicAdapter(Adapter):
         await self._client.close()
 
 
-# What the Messages API takes as a base64 image.
-IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
-
-
 def _conversation(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Messages API turns: system lifted out, tool results as user turns, same-role turns merged."""
     turns: list[dict[str, Any]] = []
@@ -234,7 +231,7 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
     blocks += [
         {"type": "image", "source": {"type": "base64", "media_type": i.mime_type, "data": i.data}}
         for i in message.images
-        if i.mime_type in IMAGE_TYPES
+        if i.mime_type in ANTHROPIC_IMAGE_TYPES
     ]
     blocks += [
         {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}

@@ -16,6 +16,7 @@ from apps.llm.adapters.assembly import PartialCall
 from apps.llm.adapters.base import NO_KEY, Adapter, Tuning, sdk_http_client
 from apps.llm.adapters.errors import provider_message
 from apps.llm.adapters.retrying import Attempts
+from apps.llm.media import OPENAI_AUDIO_FORMATS
 from apps.llm.types import (
     Event,
     Finish,
@@ -398,6 +399,8 @@ class Kept:
 
 
 def _message(message: Message) -> dict[str, Any]:
+    if message.role == "user" and message.send_media and (message.images or message.audio):
+        return {"role": "user", "content": _parts(message)}
     if message.role == "tool":
         text = f"Error: {message.text}" if message.is_error else message.text
         return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": text}
@@ -420,6 +423,23 @@ def _message(message: Message) -> dict[str, Any]:
         ],
         **replay,
     }
+
+
+def _parts(message: Message) -> list[dict[str, Any]]:
+    """A user message's text, images (data URLs) and audio as content parts."""
+    parts: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text else []
+    parts += [
+        {"type": "image_url", "image_url": {"url": f"data:{i.mime_type};base64,{i.data}"}}
+        for i in message.images
+    ]
+    parts += [
+        {
+            "type": "input_audio",
+            "input_audio": {"data": a.data, "format": OPENAI_AUDIO_FORMATS.get(a.mime_type, "wav")},
+        }
+        for a in message.audio
+    ]
+    return parts
 
 
 def _tool(tool: ToolSpec) -> dict[str, Any]:

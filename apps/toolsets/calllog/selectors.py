@@ -1,4 +1,5 @@
-"""Permission-scoped reads of the tool-call log: usage per tool and per server, over time.
+"""Permission-scoped reads of the tool-call log: usage per tool and per server, over time; and
+the tokens spent answering gateway calls' sampling with the users' own models.
 
 Counts come from one grouped query (exact at any volume). Percentiles are computed in Python
 from the durations, the same way on SQLite and Postgres (linear interpolation, as Postgres's
@@ -16,11 +17,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
-from django.db.models import Case, Count, F, IntegerField, Q, QuerySet, Value, When
+from django.db.models import Case, Count, F, IntegerField, Q, QuerySet, Sum, Value, When
 from django.db.models.functions import Mod
 from django.utils import timezone
 
-from apps.toolsets.models import Endpoint, ToolCall
+from apps.toolsets.models import Endpoint, SamplingUsage, ToolCall
 
 MAX_DURATIONS = 50_000
 
@@ -86,6 +87,27 @@ class Bucket(Stats):
 
 
 @dataclass
+class SamplingRow:
+    """Tokens spent answering gateway sampling, for one user, endpoint, server and model."""
+
+    user: str
+    endpoint: str
+    server: str
+    model: str
+    requests: int
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass
+class SamplingTotals:
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    rows: list[SamplingRow] = field(default_factory=list)
+
+
+@dataclass
 class Usage:
     window: Window
     bucket: str
@@ -96,6 +118,8 @@ class Usage:
     servers: list[ServerUsage]
     tools: list[ToolUsage]
     sampled: bool  # percentiles came from a sample of the calls
+    # Gateway calls' sampling answered by the users' own models (not narrowed by tool).
+    sampling: SamplingTotals = field(default_factory=SamplingTotals)
 
 
 class UsageForbidden(PermissionError):
@@ -163,7 +187,64 @@ def usage(user, selection: UsageFilter, *, now: datetime | None = None) -> Usage
     )
     total = sum(row["calls"] for row in counts)
     durations, sampled = _durations(calls, total)
-    return _assemble(window, bucket, starts, until, counts, durations, sampled)
+    result = _assemble(window, bucket, starts, until, counts, durations, sampled)
+    result.sampling = sampling_usage(user, selection, since=starts[0], until=until)
+    return result
+
+
+def visible_sampling(user, *, username: str = "") -> QuerySet[SamplingUsage]:
+    """Gateway sampling on `user`'s own endpoints (and, for a deleted one, theirs); as the call log:
+    those who may view it see everyone's."""
+    if sees_every_call(user):
+        rows = SamplingUsage.objects.all()
+        return rows.filter(user__username=username) if username else rows
+    if username and username != user.get_username():
+        raise UsageForbidden("Only staff may see other users' usage.")
+    own = Endpoint.objects.filter(owner=user).values("id")
+    return SamplingUsage.objects.filter(
+        Q(endpoint_id__in=own) | Q(endpoint__isnull=True, user=user)
+    )
+
+
+def sampling_usage(
+    user, selection: UsageFilter, *, since: datetime, until: datetime
+) -> SamplingTotals:
+    """Tokens spent answering gateway sampling in the window, per user, endpoint, server, model."""
+    rows = visible_sampling(user, username=selection.user).filter(
+        created_at__gte=since, created_at__lte=until
+    )
+    if selection.server:
+        rows = rows.filter(server_name=selection.server)
+    if selection.endpoint:
+        rows = rows.filter(endpoint__slug=selection.endpoint)
+    grouped = (
+        rows.order_by()
+        .values("user__username", "endpoint__slug", "server_name", "model")
+        .annotate(
+            requests=Count("id"),
+            input_tokens=Sum("input_tokens"),
+            output_tokens=Sum("output_tokens"),
+        )
+    )
+    totals = SamplingTotals()
+    for row in grouped:
+        item = SamplingRow(
+            user=row["user__username"] or "",
+            endpoint=row["endpoint__slug"] or "",
+            server=row["server_name"],
+            model=row["model"],
+            requests=row["requests"],
+            input_tokens=row["input_tokens"] or 0,
+            output_tokens=row["output_tokens"] or 0,
+        )
+        totals.rows.append(item)
+        totals.requests += item.requests
+        totals.input_tokens += item.input_tokens
+        totals.output_tokens += item.output_tokens
+    totals.rows.sort(
+        key=lambda r: (-(r.input_tokens + r.output_tokens), r.user, r.endpoint, r.server, r.model)
+    )
+    return totals
 
 
 def _slot(starts: list[datetime], first: int = 0) -> Case | Value:

@@ -69,6 +69,23 @@ class ToolUsageSerializer(ServerUsageSerializer):
     tool = serializers.CharField()
 
 
+class SamplingRowSerializer(serializers.Serializer):
+    user = serializers.CharField(help_text="Empty when the user was deleted.")
+    endpoint = serializers.CharField(help_text="The endpoint's slug; empty when it was deleted.")
+    server = serializers.CharField()
+    model = serializers.CharField()
+    requests = serializers.IntegerField()
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+
+
+class SamplingTotalsSerializer(serializers.Serializer):
+    requests = serializers.IntegerField()
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    rows = SamplingRowSerializer(many=True)
+
+
 class UsageSerializer(serializers.Serializer):
     window = serializers.CharField(source="window.key")
     bucket = serializers.ChoiceField(choices=list(BUCKETS))
@@ -81,3 +98,7 @@ class UsageSerializer(serializers.Serializer):
     buckets = BucketSerializer(many=True)
     servers = ServerUsageSerializer(many=True)
     tools = ToolUsageSerializer(many=True)
+    sampling = SamplingTotalsSerializer(
+        help_text="Tokens of the users' own models spent answering backends' sampling during "
+        "gateway calls in the window (per user, endpoint, server, model; not narrowed by tool)."
+    )

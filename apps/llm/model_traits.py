@@ -1,0 +1,76 @@
+"""How well-known model families compare on cost, speed and intelligence: the table the hub uses to
+honour a sampling request's numeric model preferences (MCP `costPriority`, `speedPriority`,
+`intelligencePriority`, each 0-1) when its name hints pick none of the user's models.
+
+Each trait is a rough 0-1 rank within the families listed, not a measurement: `cost` is high for a
+cheap model, `speed` for a fast one, `intelligence` for a capable one. A model is matched by the
+first family whose name is a substring of the model's name (lower-cased), so order matters:
+"gpt-4o-mini" before "gpt-4o". A model no family matches has no traits and is never chosen by
+priorities (the request then falls back to the chat's or run's model, else the user's default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Traits:
+    cost: float
+    speed: float
+    intelligence: float
+
+
+# (family substring, traits); first match wins.
+FAMILIES: tuple[tuple[str, Traits], ...] = (
+    ("claude-opus", Traits(cost=0.1, speed=0.3, intelligence=1.0)),
+    ("claude-sonnet", Traits(cost=0.4, speed=0.6, intelligence=0.85)),
+    ("claude-3-5-sonnet", Traits(cost=0.4, speed=0.6, intelligence=0.75)),
+    ("claude-haiku", Traits(cost=0.8, speed=0.9, intelligence=0.55)),
+    ("claude-3-5-haiku", Traits(cost=0.8, speed=0.9, intelligence=0.5)),
+    ("gpt-5-nano", Traits(cost=0.95, speed=0.9, intelligence=0.5)),
+    ("gpt-5-mini", Traits(cost=0.8, speed=0.8, intelligence=0.7)),
+    ("gpt-5", Traits(cost=0.4, speed=0.4, intelligence=0.95)),
+    ("gpt-4.1-nano", Traits(cost=0.95, speed=0.95, intelligence=0.4)),
+    ("gpt-4.1-mini", Traits(cost=0.8, speed=0.85, intelligence=0.6)),
+    ("gpt-4.1", Traits(cost=0.4, speed=0.6, intelligence=0.75)),
+    ("gpt-4o-mini", Traits(cost=0.9, speed=0.9, intelligence=0.5)),
+    ("gpt-4o", Traits(cost=0.4, speed=0.7, intelligence=0.7)),
+    ("o4-mini", Traits(cost=0.6, speed=0.5, intelligence=0.85)),
+    ("o3", Traits(cost=0.3, speed=0.3, intelligence=0.9)),
+    ("gemini-2.5-pro", Traits(cost=0.4, speed=0.4, intelligence=0.9)),
+    ("gemini-2.5-flash-lite", Traits(cost=0.95, speed=0.95, intelligence=0.45)),
+    ("gemini-2.5-flash", Traits(cost=0.8, speed=0.85, intelligence=0.65)),
+    ("deepseek-reasoner", Traits(cost=0.8, speed=0.3, intelligence=0.8)),
+    ("deepseek-chat", Traits(cost=0.85, speed=0.6, intelligence=0.7)),
+    ("llama", Traits(cost=0.9, speed=0.7, intelligence=0.4)),
+    ("qwen", Traits(cost=0.9, speed=0.7, intelligence=0.5)),
+    ("mistral", Traits(cost=0.85, speed=0.75, intelligence=0.45)),
+)
+
+
+def traits(model: str) -> Traits | None:
+    name = model.lower()
+    return next((t for family, t in FAMILIES if family in name), None)
+
+
+def best(
+    candidates: Iterable[tuple[T, str]], cost: float, speed: float, intelligence: float
+) -> T | None:
+    """The candidate (anything, with its model name) whose traits, weighted by the priorities,
+    score highest; the first of equals (callers list the user's default first). None when every
+    priority is 0 or no candidate's model is in the table."""
+    cost, speed, intelligence = (max(0.0, min(1.0, p)) for p in (cost, speed, intelligence))
+    if not (cost or speed or intelligence):
+        return None
+    scored: Sequence[tuple[float, T]] = [
+        (t.cost * cost + t.speed * speed + t.intelligence * intelligence, item)
+        for item, model in candidates
+        if (t := traits(model)) is not None
+    ]
+    top = max((score for score, _ in scored), default=None)
+    return next((item for score, item in scored if score == top), None)
