@@ -15,10 +15,12 @@ with no turn or run behind it (a gateway client's) asks the user's open hub page
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -63,6 +65,10 @@ NOBODY_TO_ASK = (
     "not answer elicitation, and no hub page of the user took the question or it was not answered "
     "in time. Keep a hub page open, or call from a client that answers elicitation."
 )
+CALL_ENDED = (
+    "The call this question belonged to ended (its timeout, or the client cancelled it) before "
+    "the user answered: the question was taken off the user's hub pages."
+)
 _STOP_REASONS = {"stop": "endTurn", "length": "maxTokens", "tool_calls": "toolUse"}
 
 
@@ -94,35 +100,78 @@ def lend(host: Host) -> None:
     _lent.set(host)
 
 
+@contextmanager
 def relay(
     user_id: int, endpoint_id: int | None, caller: Relay | None, server: str = ""
-) -> Relay | None:
-    """The caller's relay with the hub's answers where it has none (registered in calls.py);
-    `server`: the backend the call goes to (its sampling's tokens are counted under it)."""
+) -> Iterator[Relay | None]:
+    """The caller's relay with the hub's answers where it has none, for the length of one call
+    (registered in calls.py); `server`: the backend the call goes to (its sampling's tokens are
+    counted under it). When the call ends (its timeout, the client's cancel), a question still
+    waiting on the user's hub pages is withdrawn: it leaves every page, and the backend is told."""
     if endpoint_id is None:
-        return caller
+        yield caller
+        return
     caller = caller or Relay()
+    asking = _Asking()
     # Read now: the handlers may run on another task (the pool's). No turn or run: the user's pages.
-    host = _lent.get() or _pages(user_id)
-    return dataclasses.replace(
-        caller,
-        sampling=caller.sampling or _sampler(user_id, endpoint_id, host, server),
-        list_roots=caller.list_roots or _roots(endpoint_id),
-        elicitation=caller.elicitation or _elicitor(host),
-        elicitation_complete=caller.elicitation_complete or _completion(host),
-    )
+    host = _lent.get() or _pages(user_id, asking)
+    try:
+        yield dataclasses.replace(
+            caller,
+            sampling=caller.sampling or _sampler(user_id, endpoint_id, host, server),
+            list_roots=caller.list_roots or _roots(endpoint_id),
+            elicitation=caller.elicitation or _elicitor(host),
+            elicitation_complete=caller.elicitation_complete or _completion(host),
+        )
+    finally:
+        asking.end()
 
 
-def _pages(user_id: int) -> Host:
-    """Asks the user's open hub pages (NotAskable: none took it, or nobody answered in time)."""
+class CallEnded(asks.NotAskable):
+    """The question's call ended before anybody answered it."""
+
+
+class _Asking:
+    """The questions one call has on the user's pages (asks.ask), each on its own task: ending the
+    call cancels them, and asks.ask's `finally` then takes each off every page (`asks.gone`)."""
+
+    def __init__(self) -> None:
+        self.waiting: set[asyncio.Task[Any]] = set()
+        self.over = False
+
+    async def ask(self, user_id: int, question: dict[str, Any]) -> dict[str, Any]:
+        if self.over:
+            raise CallEnded()
+        task = asyncio.ensure_future(asks.ask(user_id, question))
+        self.waiting.add(task)
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:  # whoever waits for the answer gave up: so does the page
+            task.cancel()
+            raise
+        finally:
+            self.waiting.discard(task)
+        if task.cancelled():
+            raise CallEnded()
+        return task.result()
+
+    def end(self) -> None:
+        self.over = True
+        for task in self.waiting:
+            task.cancel()
+
+
+def _pages(user_id: int, asking: _Asking) -> Host:
+    """Asks the user's open hub pages while the call lasts (NotAskable: none took it, or nobody
+    answered in time; CallEnded: the call ended first)."""
 
     async def approve(request: ToolCall, reason: str, editable: Any = None) -> bool:
         # The pages' panel allows or denies; editing a request is the chat's and run page's.
         question = {"name": request.name, "arguments": request.arguments, "reason": reason}
-        return (await asks.ask(user_id, {"kind": "sampling", **question}))["allow"]
+        return (await asking.ask(user_id, {"kind": "sampling", **question}))["allow"]
 
     async def elicit(request: dict[str, Any]) -> dict[str, Any]:
-        return await asks.ask(user_id, {"kind": "elicitation", **request})
+        return await asking.ask(user_id, {"kind": "elicitation", **request})
 
     return Host(ask=approve, elicit=elicit)
 
@@ -153,6 +202,8 @@ def _elicitor(host: Host | None):
         request.pop("_meta", None)
         try:
             answer = await ask(request)
+        except CallEnded:
+            return types.ErrorData(code=types.INVALID_REQUEST, message=CALL_ENDED)
         except asks.NotAskable:
             return types.ErrorData(code=types.INVALID_REQUEST, message=NOBODY_TO_ASK)
         return types.ElicitResult(action=answer["action"], content=answer.get("content"))
@@ -211,22 +262,22 @@ async def sample(
         else:
             await _db(_count)(user_id, endpoint_id, server, model, usage)
 
-    answer = await _answer(user_id, host, params, policy, cap, request, spend)
+    sent: dict[str, Any] = {}  # the request as the user edited it, when they did
+    answer = await _answer(user_id, host, params, policy, cap, request, spend, sent)
     if show is not None:
         failed = isinstance(answer, types.ErrorData)
         blocks = [] if failed else answer.content
         blocks = blocks if isinstance(blocks, list) else [blocks]
         text = answer.message if failed else " ".join(_block_text(b) for b in blocks)
-        show(
-            "tool_result",
-            {
-                "id": request.id,
-                "name": request.name,
-                "isError": failed,
-                "content": [{"type": "text", "text": text}],
-                "duration_ms": round((time.perf_counter() - clock) * 1000, 1),
-            },
-        )
+        shown = {
+            "id": request.id,
+            "name": request.name,
+            "isError": failed,
+            "content": [{"type": "text", "text": text}],
+            "duration_ms": round((time.perf_counter() - clock) * 1000, 1),
+        }
+        # The card then shows what was sent, not what the backend first asked.
+        show("tool_result", {**shown, "arguments": sent} if sent else shown)
     return answer
 
 
@@ -238,7 +289,9 @@ async def _answer(
     cap: int,
     request: ToolCall,
     spend: Callable[[Usage, str], Awaitable[None]],
+    sent: dict[str, Any],
 ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
+    """The answer to the request; `sent` gets the request as the user edited it, if they did."""
     if policy == Endpoint.Sampling.OFF:
         return types.ErrorData(code=REFUSED, message="Sampling is off on this endpoint.")
     if policy == Endpoint.Sampling.ASK and (host is None or host.ask is None):
@@ -253,6 +306,8 @@ async def _answer(
         while True:
             try:
                 decision = await host.ask(request, reason, editable=shown)
+            except CallEnded:
+                return types.ErrorData(code=REFUSED, message=CALL_ENDED)
             except asks.NotAskable:
                 return types.ErrorData(code=REFUSED, message=NOT_ASKABLE)
             if decision is False:
@@ -263,6 +318,7 @@ async def _answer(
                 break
             try:
                 params, choice = _edited(params, check_edit(shown, decision), candidates, choice)
+                sent.update(summary(params, cap), model=f"{choice[0].name} · {choice[1]}")
                 break
             except SamplingEditError as exc:  # shown again, saying what is wrong
                 shown = {**editable(params, cap, choice, candidates), "error": exc.message}

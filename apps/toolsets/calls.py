@@ -17,6 +17,7 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,9 +61,12 @@ def register_builtin(server: str, handler: Builtin) -> None:
 
 # What answers a backend's server→client requests that the caller cannot (sampling by the user's
 # own model, roots from the endpoint's settings): given (user_id, endpoint_id, the caller's relay or
-# None, the backend server's name), the relay to call with. The chat app registers the hub's answers (apps/chat/host.py); the
-# same ones then serve chat turns, runs and gateway calls alike.
-HostRelay = Callable[[int, "int | None", "Relay | None", str], "Relay | None"]
+# None, the backend server's name), the relay to call with, held for the call's length (on exit,
+# what still waits for the user is withdrawn). The chat app registers the hub's answers
+# (apps/chat/host.py); the same ones then serve chat turns, runs and gateway calls alike.
+HostRelay = Callable[
+    [int, "int | None", "Relay | None", str], AbstractContextManager["Relay | None"]
+]
 _host: list[HostRelay] = []
 
 
@@ -108,14 +112,18 @@ async def call_tool(
     `hub_patience`: seconds to keep trying while the hub itself cannot hand the call over
     (HubUnavailable: it reached no backend), for callers that wait (runs, chat turns) rather than
     answer at once (MCP clients get the error)."""
-    if _host:
-        relay = _host[0](user_id, endpoint_id, relay, exposed.server)
-    work = _answer(
-        user_id, endpoint_id, view, exposed, arguments, progress, relay, hub_patience, ask_user
-    )
-    return await logged(
-        user_id=user_id, endpoint_id=endpoint_id, exposed=exposed, arguments=arguments, work=work
-    )
+    hosted = _host[0](user_id, endpoint_id, relay, exposed.server) if _host else nullcontext(relay)
+    with hosted as relay:
+        work = _answer(
+            user_id, endpoint_id, view, exposed, arguments, progress, relay, hub_patience, ask_user
+        )
+        return await logged(
+            user_id=user_id,
+            endpoint_id=endpoint_id,
+            exposed=exposed,
+            arguments=arguments,
+            work=work,
+        )
 
 
 async def logged(

@@ -15,6 +15,7 @@ import pytest
 import websockets
 from mcp import MCPError
 
+from apps.catalog.models import McpServer
 from apps.toolsets.models import Endpoint
 from tests.chat.conftest import db
 from tests.live_hub import mcp_client
@@ -106,3 +107,32 @@ async def test_alice_allows_a_sampling_request_on_her_open_page(
 
     assert asked["kind"] == "sampling" and "user: a haiku" in asked["arguments"]["messages"]
     assert json.loads(result.content[0].text)["text"] == "old pond, frog jumps"
+
+
+async def test_a_question_leaves_alices_pages_when_its_call_times_out(
+    hub, everything_endpoint, alice_hub_token
+):
+    # The backend's call may take 2 s: its question must not outlive that on Alice's pages.
+    await db(lambda: McpServer.objects.filter(name="everything").update(timeout=2))()
+    async with (
+        open_page(hub, alice_hub_token) as page,
+        open_page(hub, alice_hub_token) as other_tab,
+        mcp_client(hub.url(everything_endpoint.path), alice_hub_token) as client,
+    ):
+        tool = await _tool(client, "trigger-elicitation-request")
+        clock = time.monotonic()
+        call = asyncio.ensure_future(client.call_tool(tool, {}))
+        asked = await _next(page, "ask")
+        await _next(other_tab, "ask")
+        gone = await _next(page, "gone")
+        took = time.monotonic() - clock
+        assert gone == {"id": asked["id"]}
+        assert await _next(other_tab, "gone") == {"id": asked["id"]}
+        result = await asyncio.wait_for(call, 30)
+        content = {"name": "Alice Liddell", "integer": 7}
+        await _answer(page, {"id": asked["id"], "action": "accept", "content": content})
+        late = await _next(page, "error")
+
+    assert took < 15, took  # the call's 2 s timeout, not MCPHUB_PAGE_ASK_SECONDS (120 s)
+    assert result.is_error and "timed out" in result.content[0].text.lower(), result
+    assert late == {"message": "Send 'answer' with the id of a question this page shows."}
