@@ -171,6 +171,11 @@
       const bar = c.details.querySelector(".mcp-progress");
       if (bar) bar.remove();
       c.details.classList.toggle("is-error", !!p.isError);
+      const args = c.details.querySelector(".tool-args");
+      if (p.arguments && args) {  // a sampling request the user edited: what was sent
+        args.textContent = JSON.stringify(p.arguments, null, 2);
+        args.previousElementSibling.textContent = "Arguments (as you edited them)";
+      }
       c.summary.textContent = p.name + (p.isError ? " · error" : " · done") + " · " + Math.round(p.duration_ms || 0) + " ms";
       c.details.append(el("div", "tool-label", "Result"), el("pre", "tool-result", hubRender.resultText(p.content, p.structuredContent)));
       const more = hubRender.rich(p.content, p.structuredContent, readResource);

@@ -150,6 +150,16 @@ def test_alice_edits_a_backends_sampling_request_then_allows_it(
 
     expect(sampling.locator(".tool-result")).to_have_text("frogs leap", timeout=30_000)
     expect(page.locator(".msg-assistant").last).to_have_text("Here it is.")
+    # The card shows the request as sent (edited), on reload too.
+    for _ in range(2):
+        card = page.locator(".toolcard").filter(
+            has=page.locator("summary", has_text=re.compile(r"^sampling"))
+        )
+        expect(card.locator(".tool-args")).to_contain_text("user: a haiku about frogs")
+        expect(card.locator(".tool-args")).to_contain_text('"maxTokens": 40')
+        expect(card.locator(".tool-args")).not_to_contain_text("ponds")
+        expect(card).to_contain_text("Arguments (as you edited them)")
+        page.reload()
     sampled = llm.requests[1]
     assert sampled["messages"] == [
         {"role": "system", "content": "You write short haiku."},

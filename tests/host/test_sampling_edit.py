@@ -53,6 +53,7 @@ async def test_alice_edits_a_sampling_request_in_chat_and_her_model_answers_the_
                     },
                 },
             )
+            card = (await chat.until("tool_result", id=call))["payload"]
             result = await chat.until("tool_result", id="c1")
             await chat.until("end")
 
@@ -71,6 +72,13 @@ async def test_alice_edits_a_sampling_request_in_chat_and_her_model_answers_the_
     ]
     answer = json.loads(result["payload"]["content"][0]["text"])
     assert (answer["text"], answer["model"]) == ("frogs leap", "scripted-large")
+    # Her sampling card shows the request as sent, not as the backend first asked it.
+    assert card["arguments"] == {
+        "systemPrompt": "You write short haiku.",
+        "messages": ["user: a haiku about frogs"],
+        "maxTokens": 50,
+        "model": "large · scripted-large",
+    }
 
 
 async def test_a_run_takes_alices_edit_and_refuses_one_that_does_not_fit(
