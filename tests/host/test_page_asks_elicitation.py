@@ -136,3 +136,19 @@ async def test_a_question_leaves_alices_pages_when_its_call_times_out(
     assert took < 15, took  # the call's 2 s timeout, not MCPHUB_PAGE_ASK_SECONDS (120 s)
     assert result.is_error and "timed out" in result.content[0].text.lower(), result
     assert late == {"message": "Send 'answer' with the id of a question this page shows."}
+
+
+async def test_a_question_leaves_alices_page_when_her_client_cancels_the_call(
+    hub, everything_endpoint, alice_hub_token
+):
+    async with (
+        open_page(hub, alice_hub_token) as page,
+        mcp_client(hub.url(everything_endpoint.path), alice_hub_token) as client,
+    ):
+        tool = await _tool(client, "trigger-elicitation-request")
+        call = asyncio.ensure_future(client.call_tool(tool, {}))
+        asked = await _next(page, "ask")
+        call.cancel()  # the SDK client sends notifications/cancelled for it
+        gone = await _next(page, "gone")
+
+    assert gone == {"id": asked["id"]}
