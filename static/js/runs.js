@@ -17,6 +17,7 @@
   if (root.dataset.active !== "true") return;
 
   const el = hubRender.el;
+  const DONE_AT_LINK = "Done at the link: the server heard you finished.";
   const LABELS = JSON.parse(document.getElementById("run-status-labels").textContent);
 
   function addStep(step) {
@@ -54,6 +55,7 @@
       el("div", "tool-label", "Arguments"), el("pre", "tool-args", JSON.stringify(call.arguments, null, 2)),
       el("div", "tool-label", "Result"), el("pre", "tool-result", hubRender.resultText((call.result || {}).content, (call.result || {}).structuredContent)),
     );
+    if (call.elicitation_complete) card.append(el("p", "muted elicitation-done", DONE_AT_LINK));
     const more = hubRender.rich((call.result || {}).content, (call.result || {}).structuredContent, readResource);
     if (more) card.append(more);
     return card;
@@ -114,7 +116,7 @@
       else if (event.type === "elicitation_complete") {
         // Done at a link: a question still shown for it was answered so (the run no longer waits).
         if (hubHost.completed(event.payload)) window.location.reload();
-        else document.getElementById("run-note").textContent = "Done at the link: the server heard you finished.";
+        else document.getElementById("run-note").textContent = DONE_AT_LINK;
       }
     };
     ws.onclose = () => { root.dataset.connected = "false"; setTimeout(connect, 1000); };

@@ -11,8 +11,9 @@ import httpx2
 import mcp_types as types
 import pytest
 import websockets
+from django.test import Client
 
-from tests.chat.conftest import Api, chat_socket
+from tests.chat.conftest import Api, chat_socket, db
 from tests.chat.runs.conftest import start_run, wait_run
 from tests.live_hub import mcp_client
 from tests.llm_server import Reply
@@ -49,7 +50,7 @@ async def test_a_chat_turn_hears_the_backend_finish_its_link(
 
 
 async def test_a_run_hears_the_backend_finish_its_link(
-    hub, llm, alice_provider, asker_endpoint, alice_hub_token
+    hub, llm, alice, alice_provider, asker_endpoint, alice_hub_token
 ):
     llm.script([Reply(tool_calls=[("c1", "connect_account", {})]), Reply(text=["Connected."])])
     headers = {"Authorization": f"Bearer {alice_hub_token}"}
@@ -75,8 +76,18 @@ async def test_a_run_hears_the_backend_finish_its_link(
     assert answer.status_code == 200
     assert heard == [{"elicitationId": asked["elicitationId"]}]
     assert done["status"] == "succeeded" and done["pending_input"] == []
-    result = done["steps"][0]["tool_calls"][0]["result"]
-    assert result["content"][0]["text"] == f"connected ({asked['elicitationId']})"
+    [call] = done["steps"][0]["tool_calls"]
+    assert call["result"]["content"][0]["text"] == f"connected ({asked['elicitationId']})"
+    # Kept with the call in its step: the run's page, reloaded, still says the link was done.
+    assert call["elicitation_complete"] == [asked["elicitationId"]]
+    page = await db(_page)(alice, f"/runs/{run['id']}/")
+    assert "Done at the link: the server heard you finished." in page
+
+
+def _page(user, path: str) -> str:
+    client = Client()
+    client.force_login(user)
+    return client.get(path).content.decode()
 
 
 async def test_a_gateway_client_that_takes_url_elicitation_gets_the_completion(

@@ -143,6 +143,7 @@ class RunRunner:
     toolbox: Toolbox | None = None
     started: float = field(default_factory=time.monotonic)
     tokens: int = 0
+    lent: host.Host | None = None  # what the run lends its calls (each call its own `elicited`)
 
     def __post_init__(self) -> None:
         self.tokens = (
@@ -257,16 +258,10 @@ class RunRunner:
             run.provider
         )  # the loop's shared one (as chat turns use): not closed here
         model = run.model or run.provider.default_model
-        host.lend(
-            host.Host(
-                self._approve,
-                self._spend,
-                run.provider_id,
-                model,
-                elicit=self._elicit,
-                elicited=self._elicited,
-            )
+        self.lent = host.Host(
+            self._approve, self._spend, run.provider_id, model, elicit=self._elicit
         )
+        host.lend(self.lent)
         unsent = run.in_flight
         if unsent and unsent.get("round") == len(self.steps) + 1:
             await self._settle(unsent)  # the round its lost worker was sending calls of
@@ -386,6 +381,11 @@ class RunRunner:
 
     async def _tool(self, call: ToolCall, *, settle: bool = False) -> dict[str, Any]:
         send = unfinished.settle if settle else rounds.call_tool
+        # Lent for this call's task only (gather runs each call in its own): the links its backend
+        # says are done are kept with the call in its step, so the run's page shows them on reload.
+        completed: list[str] = []
+        elicited = partial(self._elicited, completed=completed)
+        host.lend(dataclasses.replace(self.lent, elicited=elicited))
         result, duration = await send(
             self.toolbox,
             call,
@@ -403,6 +403,7 @@ class RunRunner:
             "result": result,
             "isError": bool(result.get("isError")),
             "duration_ms": round(duration, 1),
+            **({"elicitation_complete": completed} if completed else {}),
         }
 
     async def _elicit(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -417,9 +418,11 @@ class RunRunner:
         finally:
             await _db(records.input_answered)(self.run.pk, asked["id"])
 
-    async def _elicited(self, elicitation_id: str) -> None:
+    async def _elicited(self, elicitation_id: str, *, completed: list[str]) -> None:
         """A backend says a URL elicitation is done (the owner finished at its link): the run's
-        page shows it, and if the run still waits for the owner's answer to it, the wait ends."""
+        page shows it (and its call's stored step: `completed`), and if the run still waits for the
+        owner's answer to it, the wait ends."""
+        completed.append(elicitation_id)
         payload = {"elicitationId": elicitation_id}
         await publish(self.run.pk, "elicitation_complete", payload, rounds=len(self.steps))
         self.control.complete(elicitation_id)
