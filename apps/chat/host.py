@@ -386,8 +386,8 @@ def _candidates(user_id: int, host: Host | None) -> list[tuple[Any, str]]:
 def _choose(preferences: types.ModelPreferences | None, candidates: list[tuple[Any, str]]):
     """The provider and model: the first hint that names (part of) one of the candidates' models
     (providers' default models, the turn's or run's); else, when the request gives numeric
-    priorities, the best candidate by the family table (apps/llm/model_traits.py; models it does
-    not know are not ranked); else the first candidate (the turn's or run's, else the default)."""
+    priorities, the best candidate by its provider's own traits, else the family table
+    (apps/llm/model_traits.py; models neither knows are not ranked); else the first candidate (the turn's or run's, else the default)."""
     for hint in (preferences.hints or []) if preferences else []:
         name = (hint.name or "").lower()
         for provider, model in candidates[1:] + candidates[:1]:  # providers' own models first
@@ -395,7 +395,7 @@ def _choose(preferences: types.ModelPreferences | None, candidates: list[tuple[A
                 return provider, model
     if preferences is not None:
         preferred = model_traits.best(
-            ((c, c[1]) for c in candidates),
+            ((c, c[1], c[0].model_traits) for c in candidates),
             preferences.cost_priority or 0,
             preferences.speed_priority or 0,
             preferences.intelligence_priority or 0,

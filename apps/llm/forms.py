@@ -35,6 +35,7 @@ class ProviderForm(forms.ModelForm):
             "reasoning_effort",
             "thinking_budget",
             "max_output_tokens",
+            "model_traits",
             "is_default",
         ]
         widgets = {
@@ -46,6 +47,7 @@ class ProviderForm(forms.ModelForm):
             "base_url": "Base URL",
             "is_default": "Default provider (new chats use it)",
             "max_output_tokens": "Output limit (tokens)",
+            "model_traits": "Model traits for sampling (JSON)",
         }
         help_texts = {
             "base_url": "OpenAI-compatible: the URL ending in /v1 (LM Studio http://127.0.0.1:1234/v1, "
@@ -62,6 +64,9 @@ class ProviderForm(forms.ModelForm):
             )
         elif not self.instance.pk:
             del self.fields["clear_api_key"]
+
+    def clean_model_traits(self) -> dict[str, Any]:
+        return self.cleaned_data.get("model_traits") or {}  # an empty box: the hub's table
 
     def new_api_key(self) -> str | None:
         """None: keep the stored key; "": remove it; anything else: the new key."""

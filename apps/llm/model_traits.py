@@ -7,13 +7,19 @@ cheap model, `speed` for a fast one, `intelligence` for a capable one. A model i
 first family whose name is a substring of the model's name (lower-cased), so order matters:
 "gpt-4o-mini" before "gpt-4o". A model no family matches has no traits and is never chosen by
 priorities (the request then falls back to the chat's or run's model, else the user's default).
+
+A provider may set its own models' traits (`Provider.model_traits`, on the Models page and the
+provider API: {model name: {"cost", "speed", "intelligence"}}, checked by `validate`); those come
+before the table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
+
+from django.core.exceptions import ValidationError
 
 T = TypeVar("T")
 
@@ -53,24 +59,53 @@ FAMILIES: tuple[tuple[str, Traits], ...] = (
 )
 
 
-def traits(model: str) -> Traits | None:
+MAX_OWN = 100  # models a provider may rank itself
+
+
+def traits(model: str, own: Mapping[str, Any] | None = None) -> Traits | None:
+    """`model`'s traits: as its provider set them (`own`, its model_traits), else the table's."""
+    if own and model in own:
+        return Traits(**own[model])
     name = model.lower()
     return next((t for family, t in FAMILIES if family in name), None)
 
 
+def validate(value: Any) -> None:
+    """A provider's own traits: {model name: {"cost", "speed", "intelligence"}, each 0-1}."""
+    names = [f.name for f in fields(Traits)]
+    if not isinstance(value, dict) or len(value) > MAX_OWN:
+        raise ValidationError(
+            f"Give model traits as an object of at most {MAX_OWN} model names, each with "
+            '{"cost", "speed", "intelligence"} from 0 to 1.'
+        )
+    for model, ranks in value.items():
+        if not model.strip() or len(model) > 200:
+            raise ValidationError("A model name in the traits must be 1 to 200 characters.")
+        if not isinstance(ranks, dict) or sorted(ranks) != sorted(names):
+            raise ValidationError(f"Model {model!r} needs exactly cost, speed and intelligence.")
+        for trait, rank in ranks.items():
+            if isinstance(rank, bool) or not isinstance(rank, int | float) or not 0 <= rank <= 1:
+                raise ValidationError(
+                    f"Model {model!r}: {trait} must be a number from 0 to 1, not {rank!r}."
+                )
+
+
 def best(
-    candidates: Iterable[tuple[T, str]], cost: float, speed: float, intelligence: float
+    candidates: Iterable[tuple[T, str] | tuple[T, str, Mapping[str, Any]]],
+    cost: float,
+    speed: float,
+    intelligence: float,
 ) -> T | None:
-    """The candidate (anything, with its model name) whose traits, weighted by the priorities,
-    score highest; the first of equals (callers list the user's default first). None when every
-    priority is 0 or no candidate's model is in the table."""
+    """The candidate (anything, with its model name and optionally its provider's own traits)
+    whose traits, weighted by the priorities, score highest; the first of equals (callers list the
+    user's default first). None when every priority is 0 or no candidate's model has traits."""
     cost, speed, intelligence = (max(0.0, min(1.0, p)) for p in (cost, speed, intelligence))
     if not (cost or speed or intelligence):
         return None
     scored: Sequence[tuple[float, T]] = [
         (t.cost * cost + t.speed * speed + t.intelligence * intelligence, item)
-        for item, model in candidates
-        if (t := traits(model)) is not None
+        for item, model, *own in candidates
+        if (t := traits(model, own[0] if own else None)) is not None
     ]
     top = max((score for score, _ in scored), default=None)
     return next((item for score, item in scored if score == top), None)

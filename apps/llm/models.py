@@ -13,6 +13,7 @@ from django.db.models import Q
 from apps.core.fields import EncryptedJSONField
 from apps.core.models import TimeStampedModel
 from apps.core.outbound import literal_problem
+from apps.llm.model_traits import validate as validate_model_traits
 
 OLLAMA_PORT = 11434
 
@@ -78,6 +79,15 @@ class Provider(TimeStampedModel):
         blank=True,
         validators=[MinValueValidator(1), MaxValueValidator(10_000_000)],
         help_text="The longest reply, in tokens. Empty: the model's own limit.",
+    )
+    # A sampling request's cost/speed/intelligence priorities rank these before the family table.
+    model_traits = models.JSONField(
+        default=dict,
+        blank=True,
+        validators=[validate_model_traits],
+        help_text="Your ranking of this provider's models for sampling requests' priorities, "
+        'each 0-1 (cost: high for a cheap model): {"my-model": {"cost": 0.9, "speed": 0.8, '
+        '"intelligence": 0.4}}. Models left out use the hub\'s table of known families.',
     )
 
     class Meta:

@@ -37,6 +37,7 @@ class ProviderSerializer(serializers.ModelSerializer):
             "reasoning_effort",
             "thinking_budget",
             "max_output_tokens",
+            "model_traits",
             "api_key",
             "has_api_key",
             "shared",

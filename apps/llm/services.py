@@ -22,7 +22,15 @@ from apps.llm.types import LLMError
 # The provider's model settings (Tuning), editable wherever its other fields are.
 MODEL_SETTINGS = ("reasoning_effort", "thinking_budget", "max_output_tokens")
 # Fields a caller may change with update_provider(); api_key has its own rule (None keeps it).
-EDITABLE_FIELDS = ("name", "kind", "base_url", "default_model", "is_default", *MODEL_SETTINGS)
+EDITABLE_FIELDS = (
+    "name",
+    "kind",
+    "base_url",
+    "default_model",
+    "is_default",
+    "model_traits",
+    *MODEL_SETTINGS,
+)
 
 
 def adapter_for(provider: Provider, *, timeout: float = 120.0) -> Adapter:
@@ -66,6 +74,7 @@ def create_provider(
     shared: bool = False,
     owner=None,
     is_default: bool = False,
+    model_traits: dict | None = None,
     **settings,
 ) -> Provider:
     """A new provider: private to `owner` (default: the actor), or shared (staff or the operator only)."""
@@ -83,6 +92,7 @@ def create_provider(
         api_key=api_key or "",
         owner=owner,
         is_default=is_default,
+        model_traits=model_traits or {},
         **settings,
     )
     _check_can_edit(actor, provider)

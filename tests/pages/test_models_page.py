@@ -175,3 +175,29 @@ def test_users_are_not_offered_detection(client, alice, settings):
         assert "Add detected" not in client.get("/models/detected/").content.decode()
         assert client.post("/models/detected/add/", {"base_url": ollama.url}).status_code == 403
     assert not Provider.objects.exists()
+
+
+def test_alice_ranks_her_providers_model_for_sampling_and_bad_traits_change_nothing(
+    client, alice, alices_provider
+):
+    client.force_login(alice)
+    fields = {"name": "alice-openai", "kind": "openai", "base_url": "https://api.openai.com/v1"}
+    mine = '{"my-model": {"cost": 0.9, "speed": 0.8, "intelligence": 0.4}}'
+    bad = '{"my-model": {"cost": 2, "speed": 0.8, "intelligence": 0.4}}'
+    form = client.get(f"/models/{alices_provider.pk}/edit/").content.decode()
+
+    saved = client.post(f"/models/{alices_provider.pk}/edit/", {**fields, "model_traits": mine})
+    refused = client.post(f"/models/{alices_provider.pk}/edit/", {**fields, "model_traits": bad})
+    broken = client.post(f"/models/{alices_provider.pk}/edit/", {**fields, "model_traits": "{"})
+
+    assert "Model traits for sampling" in form
+    assert saved.status_code == 302
+    assert (
+        refused.status_code == 400
+        and "cost must be a number from 0 to 1" in refused.content.decode()
+    )
+    assert broken.status_code == 400 and "Enter a valid JSON" in broken.content.decode()
+    alices_provider.refresh_from_db()
+    assert alices_provider.model_traits == {
+        "my-model": {"cost": 0.9, "speed": 0.8, "intelligence": 0.4}
+    }
