@@ -8,27 +8,27 @@ from typing import Any
 
 
 def _worker_ready(**_: Any) -> None:
-    import threading
-
     from apps.chat import healing, runtime
 
     healing.start()
-    threading.Thread(target=_preload_sdks, name="llm-preload", daemon=True).start()
     asyncio.run_coroutine_threadsafe(healing.sweep_forever(), runtime.current_loop())
 
 
-def _preload_sdks() -> None:
-    import logging
+def _worker_init(**_: Any) -> None:
+    import threading
 
+    # From the worker's start, not once it is ready: importing the LLM SDKs takes ~1.7 s of CPU,
+    # and a replacement worker's first turns and runs taken over wait for it (issue 27).
+    threading.Thread(target=_preload_in_thread, name="llm-preload", daemon=True).start()
+
+
+def _preload_in_thread() -> None:
     from django.db import connection
 
-    from apps.llm.adapters import preload
-    from apps.llm.models import Provider
+    from apps.chat.preload import preload_sdks
 
     try:
-        preload(Provider.objects.order_by().values_list("kind", flat=True).distinct())
-    except Exception:  # noqa: BLE001 - a speed-up only: the first turn imports what it needs
-        logging.getLogger(__name__).warning("could not preload the LLM SDKs", exc_info=True)
+        preload_sdks()
     finally:
         connection.close()  # this thread's own: it ends here
 
@@ -45,5 +45,6 @@ def connect(app: Any) -> None:
     """Keep leases and take over lost work once ready; drain and hand over on SIGTERM."""
     from celery import signals
 
+    signals.worker_init.connect(_worker_init, weak=False)
     signals.worker_ready.connect(_worker_ready, weak=False)
     signals.worker_shutting_down.connect(_worker_shutting_down, weak=False)
