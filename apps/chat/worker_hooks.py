@@ -8,18 +8,13 @@ from typing import Any
 
 
 def _worker_ready(**_: Any) -> None:
+    import threading
+
     from apps.chat import healing, runtime
 
     healing.start()
-    asyncio.run_coroutine_threadsafe(healing.sweep_forever(), runtime.current_loop())
-
-
-def _worker_init(**_: Any) -> None:
-    import threading
-
-    # From the worker's start, not once it is ready: importing the LLM SDKs takes ~1.7 s of CPU,
-    # and a replacement worker's first turns and runs taken over wait for it (issue 27).
     threading.Thread(target=_preload_in_thread, name="llm-preload", daemon=True).start()
+    asyncio.run_coroutine_threadsafe(healing.sweep_forever(), runtime.current_loop())
 
 
 def _preload_in_thread() -> None:
@@ -45,6 +40,5 @@ def connect(app: Any) -> None:
     """Keep leases and take over lost work once ready; drain and hand over on SIGTERM."""
     from celery import signals
 
-    signals.worker_init.connect(_worker_init, weak=False)
     signals.worker_ready.connect(_worker_ready, weak=False)
     signals.worker_shutting_down.connect(_worker_shutting_down, weak=False)
