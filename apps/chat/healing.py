@@ -15,6 +15,7 @@ import asyncio
 import logging
 import sys
 import uuid
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -22,13 +23,17 @@ from django.conf import settings
 from apps.chat import lease
 from apps.chat.models import Turn
 from apps.chat.orchestrator import run_turn
+from apps.chat.preload import preload_sdks
 from apps.chat.recovery import expire
 from apps.chat.runs.loop import execute, publish_end
+from apps.chat.runs.models import Run
 from apps.chat.runs.services import interrupt
+from apps.chat.tools import Toolbox
 
 logger = logging.getLogger(__name__)
 _started: set[asyncio.AbstractEventLoop] = set()
 _continuing: set[asyncio.Task[None]] = set()
+WARM_TIMEOUT = 30.0
 
 
 def _db(fn):
@@ -46,6 +51,8 @@ async def _tick() -> None:
         taken, spent = await _db(lease.claim)(kind)
         if spent:
             await _give_up(kind, spent)
+        if taken:
+            _keep(_warm(kind, taken))
         for key in taken:
             _continue(kind, key)
         if taken:
@@ -53,13 +60,73 @@ async def _tick() -> None:
 
 
 def _continue(kind: str, key: uuid.UUID) -> None:
+    _keep(_continue_when_ready(kind, key))
+
+
+async def _continue_when_ready(kind: str, key: uuid.UUID) -> None:
+    # Claimed: this process's from now on, its lease renewed while the LLM SDKs finish loading.
+    with lease.holding(kind, key):
+        await _sdks_loaded()
     if kind == lease.RUNS:
-        work = execute(key, taken_over=True)
+        await execute(key, taken_over=True)
     else:
-        work = run_turn(key, taken_over=True)
+        await run_turn(key, taken_over=True)
+
+
+_loading: dict[asyncio.AbstractEventLoop, asyncio.Future[None]] = {}
+
+
+async def _sdks_loaded() -> None:
+    """The SDKs of the providers in use imported, off the loop.
+
+    A fresh process (a lost worker's replacement, or embedded the restarted web process) imports
+    them for ~1.7 s of CPU (more on a loaded machine); the first turn or run taken over imported its
+    SDK on the loop — or waited there on the import lock of the preloading thread — and froze
+    every other one, lease renewals and the backends' warm-up with it (issue 27)."""
+    loop = asyncio.get_running_loop()
+    if loop not in _loading:
+        _loading[loop] = asyncio.ensure_future(_db(preload_sdks)())
+    await asyncio.shield(_loading[loop])
+
+
+def _keep(work: Any) -> None:
     task = asyncio.ensure_future(work)
     _continuing.add(task)
     task.add_done_callback(_continuing.discard)
+
+
+def _toolboxes(kind: str, keys: list[uuid.UUID]) -> set[tuple[int, int]]:
+    """(owner, endpoint) of the work taken over."""
+    if kind == lease.RUNS:
+        rows = Run.objects.filter(pk__in=keys, endpoint__isnull=False)
+        return set(rows.values_list("owner_id", "endpoint_id"))
+    rows = Turn.objects.filter(pk__in=keys, conversation__endpoint__isnull=False)
+    return set(rows.values_list("conversation__owner_id", "conversation__endpoint_id"))
+
+
+async def _warm(kind: str, keys: list[uuid.UUID]) -> None:
+    """Start the stdio backends of the work taken over while it reloads and asks its model again.
+
+    A lost worker's replacement (or the live worker taking over) has a cold pool: the first call
+    of each round waited for its backend's process start (~1.5 s of a ~4 s take-over on a loaded
+    2-core machine, issue 27). A ping connects a backend the way the call would, so the call finds
+    it started (or starting). HTTP backends connect in milliseconds and are left alone."""
+    from apps.connections.default import get_pool
+
+    try:
+        specs = {}
+        for owner, endpoint in await _db(_toolboxes)(kind, keys):
+            view = (await Toolbox.load(owner, endpoint)).view
+            for spec in view.specs.values() if view else ():
+                if spec.transport == "stdio":
+                    specs[(spec.name, spec.partition, spec.config_hash)] = spec
+        pool = get_pool()
+        await asyncio.gather(
+            *(pool.ping(spec, timeout=WARM_TIMEOUT) for spec in specs.values()),
+            return_exceptions=True,  # a backend that cannot start fails its call as it would have
+        )
+    except Exception as exc:  # noqa: BLE001 - a speed-up only: the calls start what they need
+        logger.info("lease: warming the backends of taken-over work failed (%s)", exc)
 
 
 async def _give_up(kind: str, keys: list[uuid.UUID]) -> None:

@@ -13,22 +13,17 @@ def _worker_ready(**_: Any) -> None:
     from apps.chat import healing, runtime
 
     healing.start()
-    threading.Thread(target=_preload_sdks, name="llm-preload", daemon=True).start()
+    threading.Thread(target=_preload_in_thread, name="llm-preload", daemon=True).start()
     asyncio.run_coroutine_threadsafe(healing.sweep_forever(), runtime.current_loop())
 
 
-def _preload_sdks() -> None:
-    import logging
-
+def _preload_in_thread() -> None:
     from django.db import connection
 
-    from apps.llm.adapters import preload
-    from apps.llm.models import Provider
+    from apps.chat.preload import preload_sdks
 
     try:
-        preload(Provider.objects.order_by().values_list("kind", flat=True).distinct())
-    except Exception:  # noqa: BLE001 - a speed-up only: the first turn imports what it needs
-        logging.getLogger(__name__).warning("could not preload the LLM SDKs", exc_info=True)
+        preload_sdks()
     finally:
         connection.close()  # this thread's own: it ends here
 
