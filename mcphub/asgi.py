@@ -41,11 +41,6 @@ from mcphub import beat  # noqa: E402
 mcp_gateway = Gateway()
 
 
-from mcphub import server_guards  # noqa: E402
-
-server_guards.install()
-
-
 async def http_app(scope, receive, send):
     """`/mcp/...` goes straight to the gateway (raw ASGI, no Django middleware on the hot path)."""
     if scope["path"].startswith("/mcp/"):

@@ -1,8 +1,9 @@
 """Hardening of the HTTP server the hub runs under: uvicorn's httptools protocol, subclassed here
 and passed to uvicorn as its `http` protocol (mcphub/server.py).
 
-- The access log never carries a raw token: `/mcp/t/<token>/` paths are redacted before writing.
-  Requests to MCP endpoints (`/mcp/...`) get no line at all unless `MCPHUB_MCP_ACCESS_LOG` is
+- The access log never carries a raw token: uvicorn writes its lines through the hub's logging
+  (mcphub/server.py), whose handlers redact `/mcp/t/<token>/` paths (apps/accounts/log_filters.py)
+  before writing. Requests to MCP endpoints (`/mcp/...`) get no line at all unless `MCPHUB_MCP_ACCESS_LOG` is
   set: each tool call is in the call log already, and formatting, writing and flushing the line
   cost ~1 % of the web process's CPU per call (py-spy, production web under load).
 - A request must arrive whole (request line, headers and body) within
@@ -31,7 +32,6 @@ from collections import Counter
 from django.conf import settings
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from apps.accounts.log_filters import RedactTokensFilter
 from apps.core.client_address import client_address
 
 logger = logging.getLogger("mcphub.server")
@@ -166,12 +166,3 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             if name == b"x-forwarded-for"
         ]
         return client_address(self._peer(), forwarded)
-
-
-def install() -> None:
-    """Redact tokens in what uvicorn logs itself (access lines, WebSocket handshakes), whatever
-    handlers a deployment gives its loggers (the hub's own handlers redact too)."""
-    for name in ("uvicorn.access", "uvicorn.error"):
-        log = logging.getLogger(name)
-        if not any(isinstance(f, RedactTokensFilter) for f in log.filters):
-            log.addFilter(RedactTokensFilter())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import sys
 import time
@@ -57,10 +58,10 @@ def _wait_for_access_lines(hub, needle: str, count: int) -> str:
             return log
 
 
-def test_mcp_requests_get_an_access_line_only_when_asked(settings, caplog):
+def test_mcp_requests_get_an_access_line_only_when_asked(settings):
     """uvicorn's own access log through the hub's protocol (mcphub/server_guards.py), on a real
     server: no line for an MCP endpoint unless MCPHUB_MCP_ACCESS_LOG; pages and the API keep
-    theirs; a token in the path is redacted whatever handler writes the line."""
+    theirs; a token in the path is redacted by the hub's log filter."""
     import urllib.request
 
     from tests.live_hub import free_port
@@ -79,29 +80,38 @@ def test_mcp_requests_get_an_access_line_only_when_asked(settings, caplog):
 
     raw = "mcphub_abcdefghij_" + "S" * 43
     port = free_port()
-    with _serving(app, port):
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)  # as the hub's LOGGING handler: redacting
+    handler.addFilter(RedactTokensFilter())
+    access = logging.getLogger("uvicorn.access")
+    access.addHandler(handler)
+    level, access.level = access.level, logging.INFO
+    try:
+        with _serving(app, port):
 
-        def request(path: str) -> None:  # a connection each: the protocol reads the settings
-            post = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=b"{}")
-            with urllib.request.urlopen(post, timeout=5) as response:
-                assert response.status == 200
+            def request(path: str) -> None:  # a connection each: the protocol reads the settings
+                post = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=b"{}")
+                with urllib.request.urlopen(post, timeout=5) as response:
+                    assert response.status == 200
 
-        def access_lines() -> list[str]:
-            return [r.getMessage() for r in caplog.records if r.name == "uvicorn.access"]
+            def access_lines() -> list[str]:
+                return stream.getvalue().splitlines()
 
-        caplog.set_level(logging.INFO, logger="uvicorn.access")
-        settings.MCPHUB_MCP_ACCESS_LOG = False
-        request("/mcp/alice-default/")
-        request(f"/mcp/t/{raw}/")
-        request("/api/endpoints/")
-        lines = access_lines()
-        assert len(lines) == 1 and '"POST /api/endpoints/ HTTP/1.1" 200' in lines[0]
+            settings.MCPHUB_MCP_ACCESS_LOG = False
+            request("/mcp/alice-default/")
+            request(f"/mcp/t/{raw}/")
+            request("/api/endpoints/")
+            lines = access_lines()
+            assert len(lines) == 1 and '"POST /api/endpoints/ HTTP/1.1" 200' in lines[0]
 
-        settings.MCPHUB_MCP_ACCESS_LOG = True
-        request(f"/mcp/t/{raw}/")
-        lines = access_lines()
-        assert len(lines) == 2 and '"POST /mcp/t/mcphub_abcdefghij_…/ HTTP/1.1" 200' in lines[1]
-        assert raw not in "\n".join(lines)
+            settings.MCPHUB_MCP_ACCESS_LOG = True
+            request(f"/mcp/t/{raw}/")
+            lines = access_lines()
+            assert len(lines) == 2 and '"POST /mcp/t/mcphub_abcdefghij_…/ HTTP/1.1" 200' in lines[1]
+            assert raw not in "\n".join(lines)
+    finally:
+        access.removeHandler(handler)
+        access.setLevel(level)
 
 
 @contextmanager
@@ -111,9 +121,8 @@ def _serving(app, port: int):
 
     import uvicorn
 
-    from mcphub import server, server_guards
+    from mcphub import server
 
-    server_guards.install()
     hub_server = uvicorn.Server(server.config("127.0.0.1", port, app))
     thread = threading.Thread(target=hub_server.run, daemon=True)
     thread.start()
