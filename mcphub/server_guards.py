@@ -18,8 +18,10 @@ and passed to uvicorn as its `http` protocol (mcphub/server.py).
   in progress: a single-threaded client starting many requests at once writes all their headers
   before any body, so dozens of ordinary requests from one address are half-arrived together.
 
-Both apply in the server's protocol, before and while uvicorn hands the request to the
-application, so they cover every path (pages, API, MCP endpoints) in both shapes. A request that
+Both apply in the server's protocol before the application gets the request: as under Daphne, a
+request reaches it once it has arrived whole (uvicorn would start it with the headers, and it could
+answer, say 401, a request that then times out), so they cover every path (pages, API, MCP
+endpoints) in both shapes. A request that
 arrives in one read (nearly all) arms no timer: the clock is only set when a read leaves it partial.
 """
 
@@ -51,6 +53,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._arriving = False  # from a request's first byte until it has arrived whole
         self._timers: tuple | None = None
         self._slow_address: str | None = None  # set while the request counts against it
+        self._held: tuple | None = None  # (cycle, app) of a request whose body is still arriving
 
     # -- uvicorn's protocol and parser callbacks ---------------------------------------------
 
@@ -83,9 +86,30 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         ):
             self.cycle.access_log = False
 
+    def on_body(self, body: bytes) -> None:
+        super().on_body(body)
+        if self._held is not None:
+            self.flow.resume_reading()  # nobody reads it yet: buffered whole, as Daphne did
+
     def on_message_complete(self) -> None:
         self._stop_clock()
         super().on_message_complete()
+        if self._held is not None:
+            cycle, app = self._held
+            self._held = None
+            super()._start_asgi_task(cycle, app)
+
+    def _start_asgi_task(self, cycle, app) -> None:
+        """The application gets a request once it has arrived whole (what the clock bounds), so
+        it never answers one whose body may still time out: a request arriving in one read (nearly
+        all) starts at once, as in uvicorn."""
+        if self._arriving and cycle.scope is self.scope:
+            self._held = (cycle, app)
+            if cycle.waiting_for_100_continue:  # the client waits for this before the body
+                self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+                cycle.waiting_for_100_continue = False
+            return
+        super()._start_asgi_task(cycle, app)
 
     def handle_websocket_upgrade(self) -> None:
         self._stop_clock()  # the socket's protocol takes the transport over
@@ -93,6 +117,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_clock()
+        self._held = None
         super().connection_lost(exc)
 
     # -- the clock ---------------------------------------------------------------------------
