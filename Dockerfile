@@ -15,4 +15,4 @@ RUN SECRET_KEY=build MCPHUB_ENCRYPTION_KEYS=YnVpbGQtb25seS1lbmNyeXB0aW9uLWtleS0z
 
 ENV PYTHONUNBUFFERED=1
 EXPOSE 8000
-CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "mcphub.asgi:application"]
+CMD ["python", "-m", "mcphub.server", "--host", "0.0.0.0", "--port", "8000"]

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/chat.py [--runs 30] [--conversations 100] [--rounds 5] [--quick]
 
 One command starts what it measures, in production shape: its own redis-server, a fresh Postgres
-database (`mcphub_bench_chat`, dropped after), Daphne, ONE Celery worker process (it runs every
+database (`mcphub_bench_chat`, dropped after), the web server (mcphub/server.py), ONE Celery worker process (it runs every
 turn on its chat loop and holds the MCP pool), the echo MCP server over stdio, and the scripted
 LLM (tests/llm_server.py, OpenAI wire format) in this process. Measured:
   - time to first token: the first `text` event on the chat WebSocket after sending a message,
@@ -41,7 +41,6 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.gateway import (  # noqa: E402
     PG,
-    VENV_BIN,
     Processes,
     base_env,
     cpu_seconds,
@@ -49,7 +48,7 @@ from benchmarks.gateway import (  # noqa: E402
     psql,
     wait_port,
 )
-from tests.live_hub import worker_command  # noqa: E402
+from tests.live_hub import web_command, worker_command  # noqa: E402
 
 # Its own per run: helpers on one machine run this benchmark at once, and each drops its database.
 BENCH_DB = f"mcphub_bench_chat_{os.getpid()}"
@@ -405,14 +404,7 @@ async def production_hub(
         port = free_port()
         web = procs.spawn(
             "web",
-            [
-                str(VENV_BIN / "daphne"),
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "mcphub.asgi:application",
-            ],
+            web_command(port),
             env,
         )
         worker = procs.spawn(

@@ -10,9 +10,9 @@ fault and a 45 s deadline: a few minutes per shape.
 One command starts everything: an echo backend over Streamable HTTP, stdio backends
 (tests/servers/tiny.py, started `--stubborn`: they ignore stdin EOF and SIGTERM, so only a
 parent-death signal or a group kill ends them), and the hub in each shape:
-  prod      Daphne + 3 Celery workers (each holding a pool) + its own redis-server on a free
+  prod      the web server + 3 Celery workers (each holding a pool) + its own redis-server on a free
             port + Postgres (a fresh `mcphub_faults` database, dropped after)
-  embedded  Daphne alone, SQLite in a temp dir, the pool in-process
+  embedded  the web server alone, SQLite in a temp dir, the pool in-process
 
 8 callers (raw HTTP/1.1 keep-alive Streamable HTTP clients; a 404 for the session makes them
 initialize again, as the spec says) call a tool in a loop while one fault happens:
@@ -56,7 +56,6 @@ from benchmarks.gateway import (  # noqa: E402
     ECHO,
     PG,
     PROTOCOL,
-    VENV_BIN,
     HttpConnection,
     Processes,
     base_env,
@@ -65,7 +64,7 @@ from benchmarks.gateway import (  # noqa: E402
     rpc_message,
     wait_port,
 )
-from tests.live_hub import tagged_processes, worker_command  # noqa: E402
+from tests.live_hub import tagged_processes, web_command, worker_command  # noqa: E402
 
 TINY = ROOT / "tests" / "servers" / "tiny.py"
 FAULTS_DB = "mcphub_faults"
@@ -364,7 +363,7 @@ def start_hub(shape: str, procs: Processes, tmp: Path, echo_url: str, hang_flag:
     port = free_port()
     web = procs.spawn(
         f"{shape}-web",
-        [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "mcphub.asgi:application"],
+        web_command(port),
         env,
     )
     workers = [start_worker(procs, env, i) for i in range(3)] if shape == "prod" else []

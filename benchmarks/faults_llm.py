@@ -13,12 +13,12 @@ clicks anything: no resume, no re-send. Per scenario it prints
   repeated     tool calls the backend received more than once (the ledger)
   lost / dup   step events (runs) or seq numbers (turns) the client never got / got twice
   stuck        not finished successfully when the deadline (2 min; --quick 45 s) passed
-Scenarios (prod: Daphne + Celery worker(s) + Redis + Postgres; embedded: Daphne alone):
-  worker SIGKILL during runs / turns  the worker (embedded: Daphne) killed, a new one started at
+Scenarios (prod: web server + Celery worker(s) + Redis + Postgres; embedded: the web server alone):
+  worker SIGKILL during runs / turns  the worker (embedded: the web server) killed, a new one started at
                                       once as a supervisor would
   2 workers, one SIGKILLed            prod; the live worker must take the work over
   SIGKILL with a 1-s call in flight   each round's tool call takes 1 s; the kill lands mid-call
-  worker SIGTERM during runs          prod: drained, a replacement started; embedded: Daphne
+  worker SIGTERM during runs          prod: drained, a replacement started; embedded: the web server
   LLM down 5 s                        the scripted LLM stopped and restarted on its port
   Redis restart                       prod: redis-server SIGKILLed, started again 2 s later
   runs right after mcp_enable         the tool enabled from the CLI, N runs started at once: runs
@@ -46,14 +46,13 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.gateway import (  # noqa: E402
     PG,
-    VENV_BIN,
     Processes,
     base_env,
     free_port,
     psql,
     wait_port,
 )
-from tests.live_hub import worker_command  # noqa: E402
+from tests.live_hub import web_command, worker_command  # noqa: E402
 
 LEDGER_SERVER = ROOT / "benchmarks" / "servers" / "ledger.py"
 LLM_DB = "mcphub_faults_llm"
@@ -146,14 +145,7 @@ class LlmHub:
         self.spawned += 1
         self.web = self.procs.spawn(
             f"{self.shape}-web{self.spawned}",
-            [
-                str(VENV_BIN / "daphne"),
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(self.port),
-                "mcphub.asgi:application",
-            ],
+            web_command(self.port),
             self.env,
         )
 
@@ -457,7 +449,7 @@ def kill_and_replace(hub: LlmHub, how: signal.Signals, *, replace: bool = True) 
             hub.signal(hub.web, how)
             await asyncio.to_thread(hub.forget, hub.web)
             hub.start_web()
-            return "Daphne restarted at once"
+            return "web server restarted at once"
         victim = hub.workers[0]
         hub.signal(victim, how)
         if replace:

@@ -6,12 +6,13 @@
 One command starts everything it measures, on this machine:
   backends   tests/servers/echo.py over Streamable HTTP (the `echo` tool, also reached directly)
              and benchmarks/servers/many_tools.py (one backend with 1,000 generated tools)
-  prod       the hub in production mode: Daphne + a Celery worker (holding the pool) + its own
+  prod       the hub in production mode: its web server (mcphub/server.py) + a Celery worker (holding the pool) + its own
              redis-server on a free port + Postgres (a fresh `mcphub_bench` database, dropped after)
-  embedded   the hub in the embedded default: Daphne alone, SQLite in a temp dir, pool in-process
+  embedded   the hub in the embedded default: the web server alone, SQLite in a temp dir, pool in-process
   base       with --baseline CHECKOUT: the production shape again from another checkout (say, a
              `git archive` of the commit before a change), interleaved with this one's: an A/B
-             of hub CPU per call on one loaded machine
+             of hub CPU per call on one loaded machine; served by Daphne (--base-server: a checkout
+             from before mcphub/server.py) or by uvicorn's command line
 
 It seeds a user, a token (rate limit out of the way), an endpoint per path and one with 1,000
 enabled tools from 20 servers (catalog rows), then measures, interleaved round by round so load
@@ -583,10 +584,14 @@ def start_hub(
     redis_pid: int | None,
     redis_port: int | None,
     root: Path = ROOT,
-    server: str = "daphne",
+    server: str = "hub",
 ) -> Hub:
     port = free_port()
-    if server == "uvicorn":
+    if server == "hub":
+        from tests.live_hub import web_command
+
+        command = web_command(port)
+    elif server == "uvicorn":
         # uvloop + httptools when importable (e.g. PYTHONPATH to a --target install), else asyncio + h11.
         command = [
             str(VENV_BIN / "uvicorn"),
@@ -707,7 +712,7 @@ async def bench(args: argparse.Namespace) -> None:
         for mode, env in envs.items():
             seeds[mode] = run_seed(env, echo_url, args, roots[mode])
             redis_pid, redis_port = redis.get(mode, (None, None))
-            server = args.base_server if mode == "base" else "daphne"
+            server = args.base_server if mode == "base" else "hub"
             hubs[mode] = start_hub(mode, env, procs, redis_pid, redis_port, roots[mode], server)
         for hub in hubs.values():
             from tests.live_hub import wait_healthy
@@ -909,10 +914,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--base-server",
-        choices=("daphne", "uvicorn"),
+        choices=("daphne", "uvicorn", "hub"),
         default="daphne",
-        help="the HTTP server of the --baseline hub (--baseline . --base-server uvicorn: an A/B of"
-        " the server alone)",
+        help="the HTTP server of the --baseline hub: daphne (a checkout from before mcphub/server.py),"
+        " uvicorn's command line, or hub (python -m mcphub.server, as this checkout's hubs)",
     )
     parser.add_argument("--seed", metavar="ECHO_URL", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -4,7 +4,7 @@ context (tokens sent) per round at rounds 10, 100 and 500 against the naive grow
     .venv/bin/python benchmarks/runs.py [--runs 100] [--rounds 3] [--long 500] [--quick]
 
 One command starts what it measures, in production shape (as benchmarks/chat.py: its own
-redis-server, a fresh Postgres database dropped after, Daphne, ONE Celery worker process, the echo
+redis-server, a fresh Postgres database dropped after, the web server, ONE Celery worker process, the echo
 MCP server over stdio, the scripted LLM in this process). Runs start through POST /api/runs/
 and are followed on their WebSocket (/ws/runs/<id>/), as the Runs page follows them.
   - overhead per round: a 20-round run's wall time per round, minus one direct LLM request (the

@@ -1,21 +1,22 @@
-"""ASGI entry point for Daphne: HTTP (Django + the MCP gateway) and WebSockets (chat).
+"""ASGI entry point: HTTP (Django + the MCP gateway) and WebSockets (chat), served by uvicorn
+(mcphub/server.py).
 
 Daphne or a leaner server? `benchmarks/gateway.py --quick --modes prod --baseline . --base-server
-uvicorn` serves this same application from Daphne and from uvicorn 0.54 with uvloop 0.23 and
-httptools 0.9 (installed beside the venv for the run, not in requirements), interleaved, production
-shape (tools/call of an echo tool, 320 calls per path and concurrency 1/8/32), load 12 on 2 cores:
+uvicorn` served this same application from Daphne and from uvicorn 0.54 with uvloop 0.23 and
+httptools 0.9 (then installed beside the venv for the run, not in requirements), interleaved,
+production shape (tools/call of an echo tool, 320 calls per path and concurrency 1/8/32), load 12 on
+2 cores:
 
     web CPU per call        → stdio backend   → HTTP backend
     Daphne (Twisted)             1.61 ms           1.71 ms
     uvicorn + uvloop/httptools   1.05 ms           1.07 ms   (-35 %; worker and Redis alike)
 
-The gain is not small, but Daphne stays for now: `mcphub/server_guards.py` (a whole request must
-arrive within MCPHUB_REQUEST_READ_TIMEOUT, a cap on slow requests per client address, no raw
-token in the access log) is built on Twisted's HTTP channel; uvicorn's options (a keep-alive idle
-timeout, a concurrency cap) are not the first two. Moving means those guards for uvicorn first, then
-`./hub run`, docker-compose, the README and the tests' live hub. The application itself runs
-under uvicorn as it is (`--lifespan off`: the first request starts what Daphne's lack of a
-lifespan already made it start).
+(that run: `--lifespan off`, no guards, no access log.) The hub now serves with uvicorn, its guards
+(a whole request within MCPHUB_REQUEST_READ_TIMEOUT, a cap on slow requests per client address, no
+raw token in the access log) ported to uvicorn's protocol in mcphub/server_guards.py. uvicorn sends
+the ASGI lifespan: the embedded schedule and the chat turns and runs of this process start on the
+server's loop as it starts serving (a hub nobody visited still checks health; a restarted one takes
+its predecessor's work over at once), and on SIGTERM the turns and runs drain before it exits.
 """
 
 import os
@@ -29,6 +30,7 @@ django_asgi_app = get_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 from apps.chat import healing as chat_healing  # noqa: E402
 from apps.chat import runtime as chat_runtime  # noqa: E402
@@ -37,35 +39,6 @@ from apps.gateway.transport import Gateway  # noqa: E402
 from mcphub import beat  # noqa: E402
 
 mcp_gateway = Gateway()
-beat.start_with_server()
-chat_healing.start_with_server()  # embedded: this process takes over runs and turns a lost one left
-
-
-class _NoFormParsing:
-    """Twisted parses every POST's Content-Type with the `email` package (~0.2 ms of CPU a request)
-    to fill `request.args` for HTML forms. Daphne hands the raw body to the ASGI app and never reads
-    those args, so under Daphne the parsing is pure waste: this attribute stays False."""
-
-    def __get__(self, instance: object, owner: type | None = None) -> bool:
-        return False
-
-    def __set__(self, instance: object, value: object) -> None:
-        pass
-
-
-def _skip_twisted_form_parsing() -> None:
-    try:
-        from daphne.http_protocol import WebRequest
-    except ImportError:  # another ASGI server
-        return
-    WebRequest._parsePOSTFormSubmission = _NoFormParsing()
-
-
-_skip_twisted_form_parsing()
-
-from mcphub import server_guards  # noqa: E402
-
-server_guards.install()
 
 
 async def http_app(scope, receive, send):
@@ -91,15 +64,24 @@ async def websocket_app(scope, receive, send):
         await browser_sockets(scope, receive, send)
 
 
-async def first_http_request(scope, receive, send):
-    """The process's first HTTP request, on the server's event loop (Daphne sends no ASGI lifespan):
-    start the embedded schedule and bind chat turns to this loop, then hand every later request
-    straight to `http_app`, so the per-request path carries no once-only check."""
-    application.application_mapping["http"] = http_app  # before any await: later requests skip this
-    beat.start_once()
-    chat_runtime.bind_web_loop()
-    chat_healing.start_on_web_loop()
-    await http_app(scope, receive, send)
+async def lifespan(scope, receive, send):
+    """The server starts serving: the embedded schedule starts, chat turns bind to this loop and
+    this process keeps (and heals) their leases. SIGTERM: embedded, the runs and turns this process
+    holds drain (apps.chat.healing.drain) before it exits."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            beat.start_once()
+            chat_runtime.bind_web_loop()
+            chat_healing.start_on_web_loop()
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            if not settings.REDIS_URL:
+                await chat_healing.drain(settings.MCPHUB_RUN_DRAIN_SECONDS)
+            await send({"type": "lifespan.shutdown.complete"})
+            return
 
 
-application = ProtocolTypeRouter({"http": first_http_request, "websocket": websocket_app})
+application = ProtocolTypeRouter(
+    {"http": http_app, "websocket": websocket_app, "lifespan": lifespan}
+)

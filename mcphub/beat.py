@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 import time
 from datetime import timedelta
 
@@ -63,21 +62,8 @@ _started = False
 
 
 def start_once() -> None:
-    """Start the schedule on the running event loop, once (Daphne sends no ASGI lifespan)."""
+    """Start the schedule on the running event loop, once (the ASGI lifespan's startup)."""
     global _started
     if not _started and not settings.REDIS_URL and settings.MCPHUB_EMBEDDED_BEAT:
         _started = True
         asyncio.get_running_loop().create_task(run_schedule(), name="mcphub-embedded-beat")
-
-
-def start_with_server() -> None:
-    """Under Daphne, start as soon as it serves: a hub nobody has visited yet still checks health.
-
-    Other ASGI servers start the schedule with the first request (`start_once` in the app).
-    """
-    reactor = sys.modules.get(
-        "twisted.internet.reactor"
-    )  # installed by Daphne before loading the app
-    if reactor is not None:
-        # Startup triggers fire before the reactor's asyncio loop runs; a timed call runs on it.
-        reactor.callWhenRunning(reactor.callLater, 0, start_once)

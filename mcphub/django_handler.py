@@ -1,4 +1,4 @@
-"""Django's pages and REST API under Daphne: each request in one hop to a thread of a fixed pool.
+"""Django's pages and REST API under the ASGI server: each request in one hop to a thread of a fixed pool.
 
 Django's own ASGIHandler runs every request on a new thread (a ThreadSensitiveContext per request)
 and crosses between that thread and the event loop four to five times: the request_started signal,
@@ -61,7 +61,7 @@ class OneHopHandler(ASGIHandler):
 
     def _respond(self, scope, body_file) -> HttpResponseBase:
         """What Django's ASGIHandler.handle and run_get_response do, on this one thread; a client
-        that went away meanwhile is noticed by Daphne, which drops the reply."""
+        that went away meanwhile is noticed by the server, which drops the reply."""
         set_script_prefix(get_script_prefix(scope))
         signals.request_started.send(sender=self.__class__, scope=scope)
         request, response = self.create_request(scope, body_file)

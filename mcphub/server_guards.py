@@ -1,13 +1,16 @@
-"""Hardening of the Daphne (Twisted) server the hub runs under, installed from mcphub/asgi.py.
+"""Hardening of the HTTP server the hub runs under: uvicorn's httptools protocol, subclassed here
+and passed to uvicorn as its `http` protocol (mcphub/server.py).
 
-- The access log never carries a raw token: `/mcp/t/<token>/` paths are redacted before writing.
-  Requests to MCP endpoints (`/mcp/...`) get no line at all unless `MCPHUB_MCP_ACCESS_LOG` is
+- The access log never carries a raw token: uvicorn writes its lines through the hub's logging
+  (mcphub/server.py), whose handlers redact `/mcp/t/<token>/` paths (apps/accounts/log_filters.py)
+  before writing. Requests to MCP endpoints (`/mcp/...`) get no line at all unless `MCPHUB_MCP_ACCESS_LOG` is
   set: each tool call is in the call log already, and formatting, writing and flushing the line
   cost ~1 % of the web process's CPU per call (py-spy, production web under load).
 - A request must arrive whole (request line, headers and body) within
   `MCPHUB_REQUEST_READ_TIMEOUT` seconds of its first byte, else 408 and the connection closes:
-  Twisted's own idle timeout restarts with every byte, so a client dripping bytes, or declaring a
-  Content-Length larger than what it sends, would otherwise hold the connection for hours.
+  uvicorn's own keep-alive timeout only runs between requests, so a client dripping bytes, or
+  declaring a Content-Length larger than what it sends, would otherwise hold the connection (and,
+  uvicorn starting the application once the headers are in, a request task) for hours.
 - A request still arriving after half that time is slow. One client address may hold at most
   `MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT` slow requests: the next one to turn slow is answered 429
   and closed, and while the address holds that many, its new requests are answered 429 at once.
@@ -15,8 +18,11 @@
   in progress: a single-threaded client starting many requests at once writes all their headers
   before any body, so dozens of ordinary requests from one address are half-arrived together.
 
-Both apply before Daphne hands the request to the application, so they cover every path (pages,
-API, MCP endpoints) in the embedded and the production shape alike.
+Both apply in the server's protocol before the application gets the request: as under Daphne, a
+request reaches it once it has arrived whole (uvicorn would start it with the headers, and it could
+answer, say 401, a request that then times out), so they cover every path (pages, API, MCP
+endpoints) in both shapes. A request that
+arrives in one read (nearly all) arms no timer: the clock is only set when a read leaves it partial.
 """
 
 from __future__ import annotations
@@ -26,8 +32,8 @@ import logging
 from collections import Counter
 
 from django.conf import settings
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from apps.accounts.tokens import redact
 from apps.core.client_address import client_address
 
 logger = logging.getLogger("mcphub.server")
@@ -35,165 +41,153 @@ logger = logging.getLogger("mcphub.server")
 _slow: Counter[str] = Counter()  # client address -> requests still arriving past the bound
 
 
-def _redact_access_log() -> None:
-    try:
-        from daphne.access import AccessLogGenerator
-    except ImportError:  # another ASGI server: its own access log is its own business
-        return
-    if getattr(AccessLogGenerator.write_entry, "redacts_tokens", False):
-        return
-    original = AccessLogGenerator.write_entry
-    original_call = AccessLogGenerator.__call__
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with the arrival clock, the slow-request cap and the quiet
+    MCP access log of this module's docstring."""
 
-    def write_entry(self, host, date, request, *args, **kwargs):
-        return original(self, host, date, redact(request), *args, **kwargs)
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._read_timeout = float(settings.MCPHUB_REQUEST_READ_TIMEOUT)
+        self._per_client = settings.MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT
+        self._mcp_access_log = settings.MCPHUB_MCP_ACCESS_LOG
+        self._arriving = False  # from a request's first byte until it has arrived whole
+        self._timers: tuple | None = None
+        self._slow_address: str | None = None  # set while the request counts against it
+        self._held: tuple | None = None  # (cycle, app) of a request whose body is still arriving
 
-    def log_action(self, protocol, action, details):
+    # -- uvicorn's protocol and parser callbacks ---------------------------------------------
+
+    def data_received(self, data: bytes) -> None:
+        if not self._arriving and data and self._read_timeout > 0:
+            peer = self._peer()  # only the socket is known before the headers
+            if self._per_client and _slow[peer] >= self._per_client:
+                self._refuse_slow(peer)
+                return
+            self._arriving = True
+        super().data_received(data)
+        if self._arriving and self._timers is None and not self.transport.is_closing():
+            self._timers = (
+                self.loop.call_later(self._read_timeout / 2, self._turned_slow),
+                self.loop.call_later(self._read_timeout, self._timed_out),
+            )
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        # A request that began in the same read as the previous one ended (pipelined).
+        self._arriving = self._read_timeout > 0
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
         if (
-            protocol == "http"
-            and not settings.MCPHUB_MCP_ACCESS_LOG
-            and details.get("path", "").startswith("/mcp/")
+            not self._mcp_access_log
+            and self.cycle is not None
+            and self.cycle.scope is self.scope
+            and self.scope["path"].startswith("/mcp/")
         ):
+            self.cycle.access_log = False
+
+    def on_body(self, body: bytes) -> None:
+        super().on_body(body)
+        if self._held is not None:
+            self.flow.resume_reading()  # nobody reads it yet: buffered whole, as Daphne did
+
+    def on_message_complete(self) -> None:
+        self._stop_clock()
+        super().on_message_complete()
+        if self._held is not None:
+            cycle, app = self._held
+            self._held = None
+            super()._start_asgi_task(cycle, app)
+
+    def _start_asgi_task(self, cycle, app) -> None:
+        """The application gets a request once it has arrived whole (what the clock bounds), so
+        it never answers one whose body may still time out: a request arriving in one read (nearly
+        all) starts at once, as in uvicorn."""
+        if self._arriving and cycle.scope is self.scope:
+            self._held = (cycle, app)
+            if cycle.waiting_for_100_continue:  # the client waits for this before the body
+                self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+                cycle.waiting_for_100_continue = False
             return
-        return original_call(self, protocol, action, details)
+        super()._start_asgi_task(cycle, app)
 
-    write_entry.redacts_tokens = True
-    AccessLogGenerator.write_entry = write_entry
-    AccessLogGenerator.__call__ = log_action
+    def handle_websocket_upgrade(self) -> None:
+        self._stop_clock()  # the socket's protocol takes the transport over
+        super().handle_websocket_upgrade()
 
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_clock()
+        self._held = None
+        super().connection_lost(exc)
 
-def _reply_and_close(
-    channel, status: int, reason: str, error: str, message: str, extra: bytes = b""
-) -> None:
-    body = json.dumps({"error": error, "message": message}).encode()
-    channel.transport.write(
-        b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n%s\r\n%s"
-        % (status, reason.encode(), len(body), extra, body)
-    )
-    channel.loseConnection()
+    # -- the clock ---------------------------------------------------------------------------
 
-
-def _peer(channel) -> str:
-    return str(getattr(channel.transport.getPeer(), "host", "?"))
-
-
-def _address(channel) -> str:
-    """The client address (apps/core/client_address.py), from the headers that have arrived so far."""
-    request = channel.requests[-1] if channel.requests else None
-    forwarded = (
-        request.requestHeaders.getRawHeaders(b"x-forwarded-for", []) if request is not None else []
-    )
-    return client_address(_peer(channel), [value.decode("latin-1") for value in forwarded])
-
-
-def _refuse_slow(channel, address: str) -> None:
-    logger.warning("%s has %d requests still arriving: 429", address, _slow[address])
-    _reply_and_close(
-        channel,
-        429,
-        "Too Many Requests",
-        "too_many_slow_requests",
-        "Too many requests from this address are still arriving",
-        b"retry-after: 10\r\n",
-    )
-
-
-class _Arrival:
-    """The clock of one request on `channel` from its first byte until it has arrived whole."""
-
-    def __init__(self, channel, seconds: float, per_client: int) -> None:
-        self.channel, self.seconds, self.per_client = channel, seconds, per_client
-        self.slow_address: str | None = None  # set while it counts against its address
-        self.calls = [
-            channel.callLater(seconds / 2, self._turned_slow),
-            channel.callLater(seconds, self._timed_out),
-        ]
-
-    def stop(self) -> None:
-        self.channel._mcphub_arrival = None
-        for call in self.calls:
-            if call.active():
-                call.cancel()
-        if self.slow_address is not None:
-            _slow[self.slow_address] -= 1
-            if _slow[self.slow_address] <= 0:
-                del _slow[self.slow_address]
-            self.slow_address = None
+    def _stop_clock(self) -> None:
+        self._arriving = False
+        if self._timers is not None:
+            for timer in self._timers:
+                timer.cancel()
+            self._timers = None
+        if self._slow_address is not None:
+            _slow[self._slow_address] -= 1
+            if _slow[self._slow_address] <= 0:
+                del _slow[self._slow_address]
+            self._slow_address = None
 
     def _turned_slow(self) -> None:
-        address = _address(self.channel)
-        if self.per_client and _slow[address] >= self.per_client:
-            self.stop()
-            _refuse_slow(self.channel, address)
+        address = self._address()
+        if self._per_client and _slow[address] >= self._per_client:
+            self._stop_clock()
+            self._refuse_slow(address)
             return
         _slow[address] += 1
-        self.slow_address = address
+        self._slow_address = address
 
     def _timed_out(self) -> None:
-        self.stop()
+        self._stop_clock()
         logger.warning(
-            "request from %s not received whole within %s s: 408", _peer(self.channel), self.seconds
+            "request from %s not received whole within %s s: 408", self._peer(), self._read_timeout
         )
-        _reply_and_close(
-            self.channel,
+        self._reply_and_close(
             408,
             "Request Timeout",
             "request_timeout",
-            f"The request did not arrive within {self.seconds:g} s",
+            f"The request did not arrive within {self._read_timeout:g} s",
         )
 
+    def _refuse_slow(self, address: str) -> None:
+        logger.warning("%s has %d requests still arriving: 429", address, _slow[address])
+        self._reply_and_close(
+            429,
+            "Too Many Requests",
+            "too_many_slow_requests",
+            "Too many requests from this address are still arriving",
+            b"retry-after: 10\r\n",
+        )
 
-def _stop_clock(channel) -> None:
-    arrival = getattr(channel, "_mcphub_arrival", None)
-    if arrival is not None:
-        arrival.stop()
+    def _reply_and_close(
+        self, status: int, reason: str, error: str, message: str, extra: bytes = b""
+    ) -> None:
+        cycle = self.cycle
+        if cycle is not None and cycle.scope is self.scope and cycle.response_started:
+            # The application already answered (or is answering) this request: no second reply.
+            self.transport.close()
+            return
+        body = json.dumps({"error": error, "message": message}).encode()
+        self.transport.write(
+            b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n%s\r\n%s"
+            % (status, reason.encode(), len(body), extra, body)
+        )
+        self.transport.close()  # after what is buffered is written; the application sees a disconnect
 
+    def _peer(self) -> str:
+        return self.client[0] if self.client else "?"
 
-def _guard_slow_requests() -> None:
-    from twisted.web.http import HTTPChannel
-
-    if getattr(HTTPChannel, "_mcphub_guarded", False):
-        return
-    seconds = float(settings.MCPHUB_REQUEST_READ_TIMEOUT)
-    per_client = settings.MCPHUB_MAX_SLOW_REQUESTS_PER_CLIENT
-    original_data, original_complete, original_lost = (
-        HTTPChannel.dataReceived,
-        HTTPChannel.allContentReceived,
-        HTTPChannel.connectionLost,
-    )
-
-    def dataReceived(self, data: bytes) -> None:
-        if (
-            seconds > 0
-            and data
-            and not self._handlingRequest
-            and getattr(self, "_mcphub_arrival", None) is None
-        ):
-            peer = _peer(self)  # only the socket is known before the headers
-            if per_client and _slow[peer] >= per_client:
-                _refuse_slow(self, peer)
-                return
-            self._mcphub_arrival = _Arrival(self, seconds, per_client)
-        original_data(self, data)
-
-    def allContentReceived(self) -> None:
-        _stop_clock(self)
-        original_complete(self)
-
-    def connectionLost(self, reason) -> None:
-        _stop_clock(self)
-        original_lost(self, reason)
-
-    HTTPChannel.dataReceived = dataReceived
-    HTTPChannel.allContentReceived = allContentReceived
-    HTTPChannel.connectionLost = connectionLost
-    HTTPChannel._mcphub_guarded = True
-
-
-def install() -> None:
-    _redact_access_log()
-    try:
-        import twisted.web.http  # noqa: F401
-    except ImportError:  # not under Twisted: nothing to guard here
-        return
-    _guard_slow_requests()
+    def _address(self) -> str:
+        """The client address (apps/core/client_address.py), from the headers arrived so far."""
+        forwarded = [
+            value.decode("latin-1")
+            for name, value in (self.headers or ())
+            if name == b"x-forwarded-for"
+        ]
+        return client_address(self._peer(), forwarded)

@@ -9,7 +9,6 @@ Two shapes from one module:
 from __future__ import annotations
 
 import os
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -92,13 +91,8 @@ DATA_DIR = Path(envstr("MCPHUB_DATA_DIR", str(BASE_DIR / "data"))).resolve()
 # Unset: every URL the hub shows is derived from the request (apps/core/public_url.py).
 SITE_URL = envstr("SITE_URL", "").rstrip("/")
 
-# Daphne's app only swaps `runserver` for Daphne (and importing it installs Twisted's reactor): a
-# Celery worker (or beat) leaves it out, ~0.3 s CPU off its start, which a lost worker's runs and
-# turns wait for when a supervisor restarts it (issue 27).
-CELERY_PROCESS = "celery" in Path(sys.argv[0]).parts[-2:]
 
 INSTALLED_APPS = [
-    *([] if CELERY_PROCESS else ["daphne"]),
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -227,7 +221,7 @@ else:
 # A host in the memory URL, or kombu warns "No hostname was supplied" at the first task.
 CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
 CELERY_RESULT_BACKEND = REDIS_URL or "cache+memory://"
-# Embedded default: tasks run in-process, so one `daphne` is the whole hub.
+# Embedded default: tasks run in-process, so one web process is the whole hub.
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_IGNORE_RESULT = True
@@ -246,7 +240,7 @@ CELERY_WORKER_POOL = "threads"
 CELERY_WORKER_CONCURRENCY = envint("CELERY_WORKER_CONCURRENCY", 4)
 CELERY_TASK_ROUTES = {"connections.*": {"queue": "mcp"}, "catalog.*": {"queue": "mcp"}}
 
-# --- Static files (served by WhiteNoise, also under Daphne).
+# --- Static files (served by WhiteNoise, also under the ASGI server).
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
@@ -314,12 +308,12 @@ LOGGING = {
     },
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
     # A line per task run ("Task … succeeded") or per HTTP request of the LLM/MCP clients ("HTTP
-    # Request: POST …") drowns the log at INFO; failures are still logged. Daphne's start-up lines
-    # (HTTP/2 extras, endpoints) repeat what `./hub run` already said.
+    # Request: POST …") drowns the log at INFO; failures are still logged. The web server's lines
+    # (uvicorn.access, one a request but none on /mcp/ unless MCPHUB_MCP_ACCESS_LOG; uvicorn.error:
+    # start, WebSocket handshakes, shutdown) go through the same redacting handler.
     "loggers": {
         "celery.app.trace": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
-        "daphne": {"level": "WARNING"},
         "axes": {"level": "WARNING"},  # "AXES: BEGIN …" at every start; lockouts are warnings
         "django.security.RequestDataTooBig": {
             "filters": ["without_traceback"]

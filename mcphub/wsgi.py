@@ -1,4 +1,4 @@
-"""WSGI entry point, for management tooling only: the hub itself runs under Daphne (ASGI)."""
+"""WSGI entry point, for management tooling only: the hub itself runs under uvicorn (ASGI, mcphub/server.py)."""
 
 import os
 

@@ -1,4 +1,4 @@
-"""A real hub in child processes: Daphne (and, with REDIS_URL, a Celery pool worker).
+"""A real hub in child processes: its web server (and, with REDIS_URL, a Celery pool worker).
 
 The processes share the test database, so tests that use one commit their data
 (`transactional_db`). The `hub` fixture (tests/conftest.py) starts one per test session.
@@ -123,17 +123,17 @@ def _spawn(name: str, args: list[str], env: dict[str, str], log_dir: Path) -> su
 def start_web(port: int, env: dict[str, str], log_dir: Path, name: str = "web") -> subprocess.Popen:
     return _spawn(
         name,
-        [
-            str(VENV_BIN / "daphne"),
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "tests.hub_asgi:application",
-        ],
+        web_command(port, "tests.hub_asgi:application"),
         env,
         log_dir,
     )
+
+
+def web_command(port: int, app: str = "mcphub.asgi:application") -> list[str]:
+    """The one command line of a hub's web process in tests and benchmarks (mcphub/server.py)."""
+    return [
+        str(VENV_BIN / "python"), "-m", "mcphub.server", "--host", "127.0.0.1", "--port", str(port), "--app", app,
+    ]  # fmt: skip
 
 
 def worker_command(name: str, *options: str) -> list[str]:
@@ -365,7 +365,7 @@ def _accepts(port: int) -> bool:
 def start_private_hub(
     log_dir: Path, *, redis_url: str | None, worker: bool = True, **extra: str
 ) -> HubProcesses:
-    """Daphne (+ a Celery worker when `redis_url`), on the test database, for a test to break.
+    """The web server (+ a Celery worker when `redis_url`), on the test database, for a test to break.
 
     `redis_url=None` is the embedded shape. A private Redis (`start_redis`) keeps the worker
     out of the session hub's routing: each worker serves the web processes of its own Redis.

@@ -1,6 +1,6 @@
-"""`./hub run` (embedded default) runs the beat schedule in its one Daphne process, from start-up.
+"""`./hub run` (embedded default) runs the beat schedule in its one web process, from start-up.
 
-Through a real Daphne, not an import of the tasks module: the web process imports no task module
+Through a real web server, not an import of the tasks module: the web process imports no task module
 by itself, and it is the schedule as served that must find its tasks.
 """
 

@@ -1,7 +1,7 @@
 """Redis killed and restarted under load: callers see 503 + Retry-After or clear errors, never a 500,
 and the hub works again within seconds of Redis coming back.
 
-A hub of its own (Daphne + a Celery worker) on a throwaway redis-server: the shared Redis is
+A hub of its own (web server + a Celery worker) on a throwaway redis-server: the shared Redis is
 never touched. Redis keeps no data here (like a restart without persistence), so MCP sessions
 are gone afterwards and clients initialize again on the 404, as the transport spec says.
 """

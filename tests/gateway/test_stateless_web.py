@@ -1,4 +1,4 @@
-"""Any web process serves any request of a session: two Daphne processes take turns on one session."""
+"""Any web process serves any request of a session: two web processes take turns on one session."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Clients that drop their SSE streams (TCP reset) leave nothing behind in the web process or Redis.
 
-A hub of its own (Daphne + a Celery worker on a throwaway redis-server, so Redis's client
+A hub of its own (web server + a Celery worker on a throwaway redis-server, so Redis's client
 count is the hub's alone). Alice opens 300 GET streams at once and resets every connection; three times. Web fds and Redis
 connections come back to a small bound above the baseline, the same after every round.
 """

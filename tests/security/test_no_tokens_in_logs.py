@@ -1,4 +1,4 @@
-"""No raw token in any log: the real access log of a real Daphne, and every logging handler."""
+"""No raw token in any log: the real access log of the real web server, and every logging handler."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import io
 import logging
 import sys
 import time
+from contextlib import contextmanager
 
 import httpx2
 import pytest
@@ -49,7 +50,7 @@ def test_the_access_log_never_holds_a_url_token(hub, alice):
 
 
 def _wait_for_access_lines(hub, needle: str, count: int) -> str:
-    """Daphne writes the access line after the response: give it a moment."""
+    """The server writes the access line as the response starts: give it a moment."""
     deadline = time.monotonic() + 5
     while True:
         log = "\n".join(p.read_text() for p in hub.log_dir.glob("web*.log"))
@@ -58,34 +59,82 @@ def _wait_for_access_lines(hub, needle: str, count: int) -> str:
 
 
 def test_mcp_requests_get_an_access_line_only_when_asked(settings):
-    """Daphne's own access log, as the hub patches it (mcphub/server_guards.py): no line for an
-    MCP endpoint unless MCPHUB_MCP_ACCESS_LOG; pages, the API and sockets keep theirs."""
-    from daphne.access import AccessLogGenerator
+    """uvicorn's own access log through the hub's protocol (mcphub/server_guards.py), on a real
+    server: no line for an MCP endpoint unless MCPHUB_MCP_ACCESS_LOG; pages and the API keep
+    theirs; a token in the path is redacted by the hub's log filter."""
+    import urllib.request
 
-    from mcphub import server_guards
+    from tests.live_hub import free_port
 
-    server_guards.install()
+    async def app(scope, receive, send):
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                await send({"type": message["type"] + ".complete"})
+                if message["type"] == "lifespan.shutdown":
+                    return
+        await send(
+            {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]}
+        )
+        await send({"type": "http.response.body", "body": b"ok"})
+
     raw = "mcphub_abcdefghij_" + "S" * 43
+    port = free_port()
     stream = io.StringIO()
-    log = AccessLogGenerator(stream)
+    handler = logging.StreamHandler(stream)  # as the hub's LOGGING handler: redacting
+    handler.addFilter(RedactTokensFilter())
+    access = logging.getLogger("uvicorn.access")
+    access.addHandler(handler)
+    level, access.level = access.level, logging.INFO
+    try:
+        with _serving(app, port):
 
-    def request(path: str) -> None:
-        details = {"client": "127.0.0.1:1", "method": "POST", "path": path}
-        log("http", "complete", {**details, "status": 200, "size": 2})
+            def request(path: str) -> None:  # a connection each: the protocol reads the settings
+                post = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=b"{}")
+                with urllib.request.urlopen(post, timeout=5) as response:
+                    assert response.status == 200
 
-    settings.MCPHUB_MCP_ACCESS_LOG = False
-    request("/mcp/alice-default/")
-    request(f"/mcp/t/{raw}/")
-    request("/api/endpoints/")
-    log("websocket", "connected", {"client": "127.0.0.1:1", "path": "/ws/chat/1/"})
-    assert stream.getvalue().count("\n") == 2
-    assert '"POST /api/endpoints/" 200 2' in stream.getvalue()
-    assert "WSCONNECT /ws/chat/1/" in stream.getvalue() and "/mcp/" not in stream.getvalue()
+            def access_lines() -> list[str]:
+                return stream.getvalue().splitlines()
 
-    settings.MCPHUB_MCP_ACCESS_LOG = True
-    request(f"/mcp/t/{raw}/")
-    assert '"POST /mcp/t/mcphub_abcdefghij_…/" 200 2' in stream.getvalue()
-    assert raw not in stream.getvalue()
+            settings.MCPHUB_MCP_ACCESS_LOG = False
+            request("/mcp/alice-default/")
+            request(f"/mcp/t/{raw}/")
+            request("/api/endpoints/")
+            lines = access_lines()
+            assert len(lines) == 1 and '"POST /api/endpoints/ HTTP/1.1" 200' in lines[0]
+
+            settings.MCPHUB_MCP_ACCESS_LOG = True
+            request(f"/mcp/t/{raw}/")
+            lines = access_lines()
+            assert len(lines) == 2 and '"POST /mcp/t/mcphub_abcdefghij_…/ HTTP/1.1" 200' in lines[1]
+            assert raw not in "\n".join(lines)
+    finally:
+        access.removeHandler(handler)
+        access.setLevel(level)
+
+
+@contextmanager
+def _serving(app, port: int):
+    """`app` served by the hub's server configuration (mcphub/server.py) in a thread."""
+    import threading
+
+    import uvicorn
+
+    from mcphub import server
+
+    hub_server = uvicorn.Server(server.config("127.0.0.1", port, app))
+    thread = threading.Thread(target=hub_server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not hub_server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert hub_server.started, "the server did not start"
+    try:
+        yield
+    finally:
+        hub_server.should_exit = True
+        thread.join(10)
 
 
 def test_redact_keeps_the_prefix_and_nothing_secret():

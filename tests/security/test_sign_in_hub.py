@@ -1,4 +1,4 @@
-"""The sign-in lockout on a real hub, where every browser reaches Daphne from 127.0.0.1 (as behind
+"""The sign-in lockout on a real hub, where every browser reaches the web server from 127.0.0.1 (as behind
 a reverse proxy on the same host): a colleague's or a stranger's failures lock nobody else out; a
 forged X-Forwarded-For is believed only when the operator says a proxy sets it."""
 

@@ -1,6 +1,6 @@
 """A client that sends less than it promised, or drips its request, is answered 408 within the
 bound; one address cannot hold more than a few such requests past half the bound, while many
-ordinary requests half-arrived at once are all served. Against a real Daphne."""
+ordinary requests half-arrived at once are all served. Against the real web server (mcphub/server.py)."""
 
 from __future__ import annotations
 

@@ -18,10 +18,10 @@ keeps models and migrations saying the same, and tests/core/test_prepare.py comp
 schemas table by table. Postgres always migrates.
 
 `--serve HOST:PORT` (what `./hub run` does) then creates the first admin if none exists
-(MCPHUB_ADMIN_USER / MCPHUB_ADMIN_PASSWORD, else asked on a terminal) and serves the hub with Daphne
-in this same process, with `--after-start` started beside it once the port answers: two more
-processes (createsuperuser, daphne) each importing Django again, and the discovery's imports
-competing with the server's for the CPU, made a first start ~4 s longer.
+(MCPHUB_ADMIN_USER / MCPHUB_ADMIN_PASSWORD, else asked on a terminal) and serves the hub
+(mcphub/server.py: uvicorn) in this same process, with `--after-start` started beside it once the
+port answers: two more processes (createsuperuser, the server) each importing Django again, and
+the discovery's imports competing with the server's for the CPU, made a first start ~4 s longer.
 
 Exit status: 0 ready; 3 ready, but no admin user exists yet (the launcher then asks for one).
 """
@@ -64,7 +64,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--serve",
             metavar="HOST:PORT",
-            help="Then make sure an admin exists and serve the hub (Daphne) in this process, --after-start beside it.",
+            help="Then make sure an admin exists and serve the hub (uvicorn) in this process, --after-start beside it.",
         )
 
     def handle(self, *args, sync: bool, after_start: bool, serve: str | None, **options) -> None:
@@ -106,8 +106,11 @@ class Command(BaseCommand):
             )
 
     def _serve(self, address: str) -> None:
-        from daphne.cli import CommandLineInterface
         from django.db import connections
+        from django.utils.module_loading import import_string
+
+        # By name, as a server names the ASGI app it loads: the project package sits above the apps.
+        serve = import_string("mcphub.server.serve")
 
         host, _, port = address.rpartition(":")
         connections.close_all()  # the server's threads open their own
@@ -116,9 +119,7 @@ class Command(BaseCommand):
             target=_after_start_once_serving, args=(host, int(port)), daemon=True
         ).start()
         # A context of its own: requests must not inherit this command's audit source.
-        contextvars.Context().run(
-            CommandLineInterface().run, ["-b", host, "-p", port, "mcphub.asgi:application"]
-        )
+        contextvars.Context().run(serve, host, int(port))
 
     def _after_start(self) -> None:
         try:
