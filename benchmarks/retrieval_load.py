@@ -4,7 +4,7 @@ same hub while 8 clients search a 500-tool catalog continuously (issue 29 item 5
     .venv/bin/python benchmarks/retrieval_load.py [--modes embedded,prod] [--calls 300]
         [--rounds 4] [--searchers 8] [--tools 500] [--encoders 1,0] [--encoding]
 
-One command starts what it measures: a hub (embedded: Daphne alone, SQLite; prod: Daphne + a
+One command starts what it measures: a hub (embedded: the web process alone, SQLite; prod: the web process + a
 Celery worker + its own redis-server + a fresh Postgres database, dropped after), seeded with a
 user, an endpoint holding the `echo` tool (stdio backend) and a dynamic endpoint whose catalog is
 the first 500 distinct BFCL functions (catalog rows of a server never started: a search needs no

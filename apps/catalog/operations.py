@@ -5,7 +5,7 @@ They reach the pool this process should use (`run_on_pool`):
 
 - production (REDIS_URL set): a short-lived `RemotePool`, which routes to the pool worker that
   holds the server's connection, so stderr and counters are the live ones;
-- embedded, inside the web process (a sync view under Daphne): the web process's own pool, on
+- embedded, inside the web process (a sync view under the ASGI server): the web process's own pool, on
   its event loop, the same one the gateway's tool calls use;
 - embedded anywhere else (a management command, a test client): a short-lived in-process pool,
   closed afterwards; it starts the backend for the operation and stops it again.

@@ -4,7 +4,8 @@ Every MCPHUB_RUN_HEARTBEAT_SECONDS the process renews the leases it holds, drops
 another process took from it, and claims work whose lease went stale: a run continues from its last
 stored step (apps.chat.runs.loop), a chat turn from its last stored round (apps.chat.orchestrator).
 Runs on the loop that runs turns and runs: the Celery worker's chat loop (apps.chat.worker_hooks), or
-embedded, the web process's own loop from the moment it serves (`start_with_server`). A worker also
+embedded, the web process's own loop from the moment it serves (`start_on_web_loop`, from the
+ASGI lifespan in mcphub/asgi.py, which also drains on SIGTERM). A worker also
 sweeps what no worker is left to continue (even without beat), and on SIGTERM lets each run finish
 its current round, then hands the rest over at once (`drain`).
 """
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 import uuid
 from typing import Any
 
@@ -198,19 +198,6 @@ def drain_from_thread(seconds: float) -> None:
         logger.warning("lease: draining did not finish", exc_info=True)
 
 
-def start_with_server() -> None:
-    """Embedded (Daphne, no REDIS_URL): the web process runs turns and runs, so it keeps their
-    leases from the moment it serves (a restarted process takes its predecessor's work over without
-    waiting for a request), and drains on SIGTERM before the reactor stops."""
-    if settings.REDIS_URL:
-        return
-    reactor = sys.modules.get("twisted.internet.reactor")
-    if reactor is None:
-        return
-    reactor.callWhenRunning(reactor.callLater, 0, start_on_web_loop)
-    reactor.addSystemEventTrigger("before", "shutdown", _drain_deferred)
-
-
 def start_on_web_loop() -> None:
     from apps.chat import runtime
 
@@ -218,12 +205,6 @@ def start_on_web_loop() -> None:
         return
     runtime.bind_web_loop()
     start(asyncio.get_running_loop())
-
-
-def _drain_deferred():
-    from twisted.internet.defer import Deferred
-
-    return Deferred.fromFuture(asyncio.ensure_future(drain(settings.MCPHUB_RUN_DRAIN_SECONDS)))
 
 
 # -- a Celery worker process -----------------------------------------------------------------------

@@ -100,7 +100,7 @@ class Gateway:
             if not tracked.started:
                 await respond(tracked, 503, outage.BODY, outage.HEADERS)
         except Exception:
-            # Never Daphne's HTML 500: a JSON-RPC internal error, if the response has not begun.
+            # Never the server's own 500 page: a JSON-RPC internal error, if the response has not begun.
             logger.exception("gateway error on %s %s", request.method, request.path)
             if not tracked.started:
                 await respond(
@@ -365,7 +365,7 @@ async def _run_request(
             watcher.cancel()
         await responder.finish(outcome)
 
-    # Shielded: Daphne cancels a request's handler 10 s after its client left, and a detached
+    # Shielded: a server may cancel a request's handler once its client left, and a detached
     # request must go on to store its answer for the client's resumed stream.
     concluding = asyncio.ensure_future(conclude())
     _concluding.add(concluding)
@@ -481,7 +481,7 @@ async def _get_stream(
     stream_id = resume.get_stream_id(session.id)
 
     async def ready() -> None:
-        # Daphne sends the headers with the first body bytes: a comment opens the stream as soon as
+        # The headers leave with the first body bytes: a comment opens the stream as soon as
         # this process listens for the session's messages, not at the first keep-alive 15 s later.
         await sse_comment(send, "open")
         for event in await resume.replay(stream_id, resumed[1]) if resumed else ():

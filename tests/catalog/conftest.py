@@ -1,8 +1,8 @@
 """Real backends for the catalog's live operations, in whichever mode the run is in.
 
 Embedded (no REDIS_URL): operations called through `sync_to_async` from an async test find the
-test's event loop, exactly as a sync view finds Daphne's, and use the pool of that loop.
-With REDIS_URL: they go to the pool worker of a real hub (Daphne + Celery worker), which also
+test's event loop, exactly as a sync view finds the server's, and use the pool of that loop.
+With REDIS_URL: they go to the pool worker of a real hub (uvicorn + Celery worker), which also
 runs the Celery tasks the tests enqueue.
 """
 

@@ -1,6 +1,6 @@
 """The admin works on a running hub: actions, live pool state, and config changes with no restart.
 
-Everything goes through a real hub over HTTP: embedded, Daphne's own in-process pool does the
+Everything goes through a real hub over HTTP: embedded, the web process's own in-process pool does the
 work; with REDIS_URL, the Celery worker's pool does.
 """
 

@@ -3,7 +3,7 @@
 A throwaway redis-server that speaks only TLS (a throwaway CA) and knows only ACL users; one
 real Celery worker started from the same `rediss://` REDIS_URL as a deployment's (so Celery's
 broker and result backend, and the pool worker's own client, all log in over TLS); the web side
-is a `RemotePool`, as in Daphne.
+is a `RemotePool`, as in the web process.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A pool worker (a real Celery worker) that dies or is stopped costs callers seconds, not minutes.
 
-Three Celery workers serve a private Redis; the web side is a `RemotePool`, as in Daphne.
+Three Celery workers serve a private Redis; the web side is a `RemotePool`, as in the web process.
 SIGKILL: calls the worker was running fail with a clear error within seconds (its heartbeat
 stops), calls queued for it or sent after it died run on a live worker, and it leaves the
 registry with nothing queued. SIGTERM: it takes no new calls, finishes those in flight, and

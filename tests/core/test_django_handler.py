@@ -1,4 +1,4 @@
-"""Django under Daphne (mcphub/django_handler.py): a fixed pool of request threads, one hop each.
+"""Django under the ASGI server (mcphub/django_handler.py): a fixed pool of request threads, one hop each.
 
 Through the shared live hub: more requests at once than the pool has threads all answer (they wait
 their turn, each thread hands its database connection back after its request). Responses Django

@@ -1,6 +1,6 @@
 """Alice and bob share one stdio and one HTTP server, each with their own credentials; charlie has none.
 
-Through the real hub (Daphne, and a Celery pool worker when REDIS_URL is set) and the SDK client:
+Through the real hub (uvicorn, and a Celery pool worker when REDIS_URL is set) and the SDK client:
 each backend sees only the caller's values, each user gets their own stdio child, changing alice's
 values replaces only her connection, and charlie is told what to fill and where.
 """
