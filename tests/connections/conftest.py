@@ -37,8 +37,10 @@ def sdk_spec(name: str, script: str = "echo.py", *args: str, **fields: object) -
 def child_pids(pid: int | None = None) -> list[int]:
     """Direct children of `pid` (default: us), from /proc: field 4 of /proc/N/stat is the ppid.
 
-    Our own children exclude the hub processes other test modules started for the session.
+    Our own children exclude the hub processes other test modules started for the session, and the
+    search's encoder process (apps/discovery/embeddings.py: it lives as long as its parent).
     """
+    from apps.discovery import embeddings
     from tests.live_hub import HUB_PIDS
 
     parent = pid or os.getpid()
@@ -52,8 +54,17 @@ def child_pids(pid: int | None = None) -> list[int]:
         except OSError:
             continue
         if int(stat.rsplit(")", 1)[1].split()[1]) == parent and int(entry) not in ignored:
+            if _command_line(entry).endswith(f" -m {embeddings.WORKER}"):
+                continue
             found.append(int(entry))
     return found
+
+
+def _command_line(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
 
 
 def inflight(pool: Pool) -> int:
