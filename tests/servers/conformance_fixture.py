@@ -602,7 +602,9 @@ def run_http(server: Server, host: str, port: int, token: str | None = None) -> 
 
     app = http_app(server, host, token)
     print(f"conformance fixture: http://{host}:{port}/mcp", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    # h11, not httptools (installed for the hub): under httptools the SDK's early close of an SSE
+    # stream (test_reconnection) drops the priming event it has just written.
+    uvicorn.run(app, host=host, port=port, log_level="warning", http="h11")
 
 
 def run_sse(server: Server, host: str, port: int) -> None:
@@ -638,7 +640,9 @@ def run_sse(server: Server, host: str, port: int) -> None:
         routes=[Route("/sse", handle_sse), Mount("/messages/", app=sse.handle_post_message)]
     )
     print(f"conformance fixture: http://{host}:{port}/sse", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    # h11, not httptools (installed for the hub): under httptools the SDK's early close of an SSE
+    # stream (test_reconnection) drops the priming event it has just written.
+    uvicorn.run(app, host=host, port=port, log_level="warning", http="h11")
 
 
 def main() -> None:

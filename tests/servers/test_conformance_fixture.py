@@ -189,7 +189,9 @@ def http_fixture():
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     app = conformance_fixture.http_app(conformance_fixture.build_server())
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    # h11, as conformance_fixture.py runs it for the suite (why: there).
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", http="h11")
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     eventually(lambda: server.started or not thread.is_alive(), interval=0.01)
