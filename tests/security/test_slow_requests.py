@@ -90,7 +90,7 @@ def test_a_lying_content_length_is_answered_408_within_the_bound(strict_hub):
 def test_dripped_headers_or_body_are_answered_408_too(strict_hub, start):
     sock = open_request(strict_hub, start)
     started = time.monotonic()
-    # Each byte restarts Twisted's idle timer, never ours; stop dripping once the hub has answered.
+    # Each byte would restart an idle timer, never ours; stop dripping once the hub has answered.
     while (
         time.monotonic() - started < READ_TIMEOUT + 1 and not select.select([sock], [], [], 0.5)[0]
     ):
