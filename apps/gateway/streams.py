@@ -223,10 +223,12 @@ async def relay_events(
                 else:
                     await sse_event(send, jsonrpc.dumps(message), event=event_name)
     finally:
+        # Read before leaving the groups: a cancelled watcher is done too once `leave` yields.
+        client_left = disconnect.done()
         disconnect.cancel()
         for group in groups:
             await box.leave(group, queue)
-    if not disconnect.done():
+    if not client_left:
         await end_stream(send)
 
 
