@@ -410,6 +410,10 @@ async def call_tool(
     if name == "test_reconnection":
         # Only offered by the SDK over HTTP with an event store, for requests sent as 2025-11-25+.
         if ctx.close_sse_stream is not None:
+            # The SDK hands the priming event to the response task and closes the stream when
+            # told: closed at once, the event can be dropped before it is written (seen on a
+            # loaded machine). Mid-call means after it: a client can only resume from an id.
+            await asyncio.sleep(0.1)
             await ctx.close_sse_stream()
             await asyncio.sleep(0.2)  # the client reconnects with Last-Event-ID meanwhile
         return _result(_text("Reconnection test completed successfully"))
