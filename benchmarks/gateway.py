@@ -616,20 +616,9 @@ def start_hub(
     web = procs.spawn(f"{mode}-web", command, env, root)
     worker = None
     if mode in ("prod", "base"):
-        celery = [
-            str(VENV_BIN / "celery"),
-            "-A",
-            "mcphub",
-            "worker",
-            "-Q",
-            "mcp,celery",
-            "--without-gossip",
-            "--without-mingle",
-            "-n",
-            "bench@%h",
-            "--loglevel",
-            "WARNING",
-        ]
+        from tests.live_hub import worker_command
+
+        celery = worker_command("bench", "--loglevel", "WARNING")
         worker = procs.spawn(f"{mode}-worker", celery, env, root)
     return Hub(mode, port, web, worker, redis_pid, redis_port)
 

@@ -251,10 +251,10 @@
   const argsForm = el("div", "chat-args card");
   argsForm.id = "chat-args"; argsForm.hidden = true;
   form.prepend(menu, argsForm, chips);  // above the input, which stays at the bottom of the page
-  let items = null, active = 0, shownItems = [];
+  let items = null, active = 0, shownItems = [], menuTurn = 0;
 
-  async function offered() {
-    if (!items) items = await ask("items", {});
+  function offered() {  // one ask for every keystroke that comes before its answer
+    if (!items) items = ask("items", {}).catch((e) => { items = null; throw e; });
     return items;
   }
 
@@ -269,10 +269,13 @@
   }
 
   async function updateMenu() {
-    const t = trigger();
-    if (!t) { menu.hidden = true; return; }
+    const turn = ++menuTurn;
+    if (!trigger()) { menu.hidden = true; return; }
     let all;
     try { all = await offered(); } catch (e) { menu.hidden = true; return; }
+    // A later keystroke, a choice or a blur came meanwhile: this answer is stale, never reopen.
+    const t = trigger();
+    if (turn !== menuTurn || !t || document.activeElement !== input) return;
     const q = t.query.toLowerCase();
     const match = (x) => [x.name, x.title, x.uri, x.uriTemplate, x.description].some((v) => v && String(v).toLowerCase().includes(q));
     shownItems = t.kind === "/"
@@ -302,6 +305,7 @@
   function choose(entry, t) {
     input.value = input.value.slice(0, t.start) + input.value.slice(input.selectionStart);
     menu.hidden = true;
+    menuTurn++;
     active = 0;
     if (entry.kind === "resource") { attach(entry.item.uri, entry.item.name || entry.item.uri); return; }
     const x = entry.item;
@@ -408,13 +412,13 @@
     }
   });
   input.addEventListener("input", () => { active = 0; updateMenu(); });
-  input.addEventListener("blur", () => { menu.hidden = true; });
+  input.addEventListener("blur", () => { menu.hidden = true; menuTurn++; });
   input.addEventListener("keydown", (e) => {
     if (!menu.hidden && shownItems.length) {
       if (e.key === "ArrowDown" || e.key === "ArrowUp") { e.preventDefault(); highlight(e.key === "ArrowDown" ? 1 : -1); return; }
       if (e.key === "Enter" || e.key === "Tab") { e.preventDefault(); const t = trigger(); if (t) choose(shownItems[active], t); return; }
     }
-    if (e.key === "Escape") { menu.hidden = true; return; }
+    if (e.key === "Escape") { menu.hidden = true; menuTurn++; return; }
     if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); form.requestSubmit(); }
   });
   stopButton.addEventListener("click", () => send({ type: "stop" }));
