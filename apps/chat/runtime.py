@@ -13,6 +13,8 @@ from collections.abc import Coroutine
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+import uvloop
+
 # Turns reach the ORM through the loop's default executor: with asyncio's default (cores + 4
 # threads) a hundred turns queue behind six database calls at a time. Each thread may hold a
 # database connection, so this also bounds the chat loop's connections.
@@ -43,7 +45,7 @@ def _loop() -> asyncio.AbstractEventLoop:
         return _web_loop
     with _lock:
         if _thread_loop is None:
-            _thread_loop = asyncio.new_event_loop()
+            _thread_loop = uvloop.new_event_loop()  # the loop the web process runs turns on
             _thread_loop.set_default_executor(
                 ThreadPoolExecutor(DB_THREADS, thread_name_prefix="chat-db")
             )

@@ -41,7 +41,11 @@ class PoolWorkerThread:
         self._ready.wait(10)
 
     def _run(self) -> None:
-        self._loop = asyncio.new_event_loop()
+        # uvloop, as the web processes: the worker's CPU per call goes mostly to the loop and its
+        # writes (to stdio children, the reply PUBLISH); figures in the commit that made it so.
+        import uvloop
+
+        self._loop = uvloop.new_event_loop()
         # Imported here: mcphub.celery loads this module in every process, and the pool pulls in
         # the MCP SDK (~1.5 s) that only a worker needs.
         from apps.connections.pool import PoolOptions
