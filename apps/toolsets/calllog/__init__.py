@@ -5,8 +5,9 @@ Every tool call (toolsets.calls: gateway, chat turns, runs, dynamic mode's meta-
 off the hot path: rows are buffered and written in batches; every call is counted in the
 Prometheus metrics here too (apps/core/metrics.py).
 
-The hot path only appends a tuple; a thread writes the batch with one plain INSERT executemany
-(the ORM's bulk_create cost ~100 µs of CPU per row here, most of it per-field preparation).
+The hot path only appends a tuple; a thread writes the batch with one COPY (Postgres) or one plain
+INSERT executemany (SQLite): the ORM's bulk_create cost ~100 µs of CPU per row here, most of it
+per-field preparation.
 
 A lost database connection (Postgres restarted, the connection terminated) loses no row: the batch
 is written again on a new connection, or kept for the next flush while the database is away, with
@@ -159,26 +160,42 @@ def _write(batch: list[tuple[Any, ...]]) -> str | None:
 
 
 def _insert(batch: list[tuple[Any, ...]]) -> None:
-    """One INSERT, executemany, in one transaction: all rows or none."""
+    """All rows or none: one COPY on Postgres, else one INSERT executemany, in one transaction.
+
+    On Postgres the rows go as psycopg takes them (an aware datetime, `Jsonb`), without Django's
+    per-field preparation, in a COPY: executemany sends one statement per row and dumps each
+    parameter in Python. The call log was ~10 % of the production web process's CPU under load
+    (py-spy, `benchmarks/gateway.py`); `benchmarks/calllog.py` has the figures per row."""
     alias = router.db_for_write(ToolCall)
     connection = connections[alias]
-    started_field = ToolCall._meta.get_field("started_at")
-    arguments_field = ToolCall._meta.get_field("arguments")
-    rows = []
-    for row in batch:
-        values = list(row)
-        values[STARTED] = started_field.get_db_prep_save(_when(row[STARTED]), connection)
-        if row[ARGUMENTS] is not None:
-            values[ARGUMENTS] = arguments_field.get_db_prep_save(row[ARGUMENTS], connection)
-        rows.append(values)
     quote = connection.ops.quote_name
-    sql = "INSERT INTO {} ({}) VALUES ({})".format(
-        quote(ToolCall._meta.db_table),
-        ", ".join(quote(c) for c in COLUMNS),
-        ", ".join(["%s"] * len(COLUMNS)),
-    )
+    table, columns = quote(ToolCall._meta.db_table), ", ".join(quote(c) for c in COLUMNS)
     with transaction.atomic(using=alias), connection.cursor() as cursor:
-        cursor.executemany(sql, rows)
+        if connection.vendor == "postgresql":
+            from psycopg.types.json import Jsonb
+
+            with (
+                connection.wrap_database_errors,  # psycopg's errors as Django's, as cursor.execute
+                cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
+            ):
+                for row in batch:
+                    values = list(row)
+                    values[STARTED] = _when(row[STARTED])
+                    if row[ARGUMENTS] is not None:
+                        values[ARGUMENTS] = Jsonb(row[ARGUMENTS])
+                    copy.write_row(values)
+            return
+        started_field = ToolCall._meta.get_field("started_at")
+        arguments_field = ToolCall._meta.get_field("arguments")
+        rows = []
+        for row in batch:
+            values = list(row)
+            values[STARTED] = started_field.get_db_prep_save(_when(row[STARTED]), connection)
+            if row[ARGUMENTS] is not None:
+                values[ARGUMENTS] = arguments_field.get_db_prep_save(row[ARGUMENTS], connection)
+            rows.append(values)
+        placeholders = ", ".join(["%s"] * len(COLUMNS))
+        cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", rows)
 
 
 def _when(started: float) -> datetime:
