@@ -193,6 +193,7 @@ def relay_for(ctx: Context):
         list_roots=_roots(roots) if roots else None,
         log=_log_sink(ctx),
         elicitation_complete=_completion_sink(emitter) if "elicitation" in caps else None,
+        caller=ctx.principal.user_id,  # as toolsets.calls sets it (built once, not replaced there)
     )
 
 

@@ -205,7 +205,7 @@ async def _answer(
             BuiltinCall(user_id, endpoint_id, exposed.backend_name, arguments, progress)
         )
 
-    if relay is not None:  # whose call it is: see Relay.caller
+    if relay is not None and relay.caller != user_id:  # whose call it is: see Relay.caller
         relay = dataclasses.replace(relay, caller=user_id)
 
     def call(spec: Any) -> Awaitable[Any]:
