@@ -31,12 +31,12 @@ import django  # noqa: E402
 django.setup()
 
 from django.db import connection  # noqa: E402
-from django.test.utils import setup_test_environment  # noqa: E402
 
 from apps.accounts.models import User  # noqa: E402
 from apps.catalog.models import McpServer, Tool  # noqa: E402
 from apps.toolsets import calllog  # noqa: E402
 from apps.toolsets.models import ToolCall  # noqa: E402
+from benchmarks.django_db import test_database  # noqa: E402
 
 
 def rows(user_id: int, endpoint_id: int, tool_id: int, count: int) -> list[tuple]:
@@ -61,9 +61,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=50)
     args = parser.parse_args()
 
-    setup_test_environment()
-    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
-    try:
+    with test_database():
         user = User.objects.create_user("bench", password="bench")
         endpoint = user.endpoints.get()
         server = McpServer.objects.create(name="echo", transport="stdio", command="true")
@@ -85,8 +83,6 @@ def main() -> None:
             cpu = statistics.median(c for c, _ in pairs) / args.batch * 1e6
             wall = statistics.median(w for _, w in pairs) / args.batch * 1e6
             print(f"{way:24} {cpu:11.1f} {wall:12.1f}")
-    finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
 
 
 if __name__ == "__main__":

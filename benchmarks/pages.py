@@ -29,8 +29,8 @@ django.setup()
 
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
-from django.test.utils import setup_test_environment  # noqa: E402
 
+from benchmarks.django_db import test_database  # noqa: E402
 from benchmarks.timing import timed as _timed  # noqa: E402
 
 # Pages may answer with a redirect (e.g. after a toggle): both count as served.
@@ -72,9 +72,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30)
     args = parser.parse_args()
 
-    setup_test_environment()
-    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
-    try:
+    with test_database():
         tools = fill_catalog(args.tools, args.servers)
         user = User.objects.create_user("bench", password="bench")
         endpoint = user.endpoints.get()
@@ -130,8 +128,6 @@ def main() -> None:
                 content_type="application/json",
             ),
         )
-    finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
 
 
 if __name__ == "__main__":

@@ -9,8 +9,6 @@ import math
 import statistics
 
 from asgiref.sync import sync_to_async
-from django.db import connection
-from django.test.utils import setup_test_environment
 
 from apps.accounts.models import User
 from apps.accounts.services import create_access_token
@@ -18,6 +16,7 @@ from apps.catalog.introspection import CHARS_PER_TOKEN, estimate_tokens
 from apps.catalog.models import McpServer, Tool
 from apps.gateway.transport import Gateway
 from apps.toolsets.services import set_enabled_tools, update_endpoint
+from benchmarks.django_db import test_database
 from tests.gateway.asgi import call
 from tests.live_hub import INITIALIZE
 
@@ -111,13 +110,9 @@ async def _listings(endpoint, token: str, queries) -> tuple[int, int, list[int]]
 
 
 def static_vs_dynamic(tools, queries) -> None:
-    setup_test_environment()
-    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
-    try:
+    with test_database():
         endpoint, token = _setup(tools)
         static, bare, loaded = asyncio.run(_listings(endpoint, token, queries[:QUERIES]))
-    finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
     mean = statistics.mean(loaded)
     print(
         f"\n{len(tools)}-tool endpoint, tools/list through the gateway: static {static:,} tokens; dynamic {bare:,} "

@@ -29,11 +29,11 @@ django.setup()
 
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
-from django.test.utils import setup_test_environment  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from apps.accounts.models import User  # noqa: E402
 from apps.toolsets.models import ToolCall  # noqa: E402
+from benchmarks.django_db import test_database  # noqa: E402
 from benchmarks.timing import timed  # noqa: E402
 
 
@@ -67,9 +67,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
 
-    setup_test_environment()
-    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
-    try:
+    with test_database():
         user = User.objects.create_user("bench", password="bench")
         fill_log(user, args.calls)
         client = Client()
@@ -92,8 +90,6 @@ def main() -> None:
                 args.runs,
                 lambda w=window: client.get(f"/api/usage/?window={w}"),
             )
-    finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
 
 
 if __name__ == "__main__":
