@@ -334,15 +334,19 @@ def serve() -> None:
     sys.stdout = sys.stderr  # nothing printed may corrupt the answers
     minilm = model()
     os.nice(NICE)
-    while len(header := requests.read(4)) == 4:
-        texts = json.loads(_read(requests, struct.unpack("<I", header)[0]))
-        try:
-            vectors = np.ascontiguousarray(minilm._forward(texts), dtype=np.float32)
-            answers.write(struct.pack("<i", len(vectors)) + vectors.tobytes())
-        except Exception as error:  # noqa: BLE001 - the parent raises it
-            message = repr(error).encode()[:10_000]
-            answers.write(struct.pack("<i", -len(message)) + message)
-        answers.flush()
+    try:
+        while len(header := requests.read(4)) == 4:
+            texts = json.loads(_read(requests, struct.unpack("<I", header)[0]))
+            try:
+                vectors = np.ascontiguousarray(minilm._forward(texts), dtype=np.float32)
+                answer = struct.pack("<i", len(vectors)) + vectors.tobytes()
+            except Exception as error:  # noqa: BLE001 - the parent raises it
+                message = repr(error).encode()[:10_000]
+                answer = struct.pack("<i", -len(message)) + message
+            answers.write(answer)
+            answers.flush()
+    except BrokenPipeError:
+        pass  # the parent left (exited, killed) while we encoded: nobody to answer, nothing to say
 
 
 @functools.cache
