@@ -20,6 +20,7 @@ from apps.chat import rounds
 from apps.chat.tools import CallWatch, Toolbox
 from apps.llm.types import ToolCall
 from apps.toolsets.calls import error_result
+from apps.toolsets.models import read_only
 
 UNKNOWN = (
     "The outcome of this call is unknown: the worker running it was lost after the call was sent, "
@@ -27,10 +28,6 @@ UNKNOWN = (
     "before calling it again."
 )
 AGAIN = "this call may already have run before its worker was lost"
-
-
-def read_only(annotations: object) -> bool:
-    return isinstance(annotations, dict) and annotations.get("readOnlyHint") is True
 
 
 def may_change_data(toolbox: Toolbox | None, calls: Sequence[ToolCall]) -> bool:

@@ -43,6 +43,13 @@ class ServerCrashed(PoolError):
     kind = "crashed"
 
 
+class WorkerLost(ServerCrashed):
+    """The pool worker running the call stopped answering (no heartbeat) after it had read the
+    call: the call may or may not have run. Callers that wait may send a read-only call again."""
+
+    kind = "worker_lost"
+
+
 class CallTimeout(PoolError, TimeoutError):
     """The call did not finish within its timeout; the backend was sent notifications/cancelled."""
 
@@ -57,6 +64,7 @@ ERROR_KINDS: dict[str, type[PoolError]] = {
         HubUnavailable,
         ServerStartFailed,
         ServerCrashed,
+        WorkerLost,
         CallTimeout,
     )
 }

@@ -32,8 +32,8 @@ from apps.connections.errors import (
     CallTimeout,
     HubUnavailable,
     PoolError,
-    ServerCrashed,
     ServerUnavailable,
+    WorkerLost,
 )
 from apps.connections.hooks import NotificationHook, ProgressFn, Relay
 from apps.connections.listing import Discovery
@@ -536,7 +536,7 @@ class RemotePool:
                 f"server {pending.server!r}: pool worker {pending.worker} stopped (no heartbeat for "
                 f"{WORKER_LOST_SECONDS:g}s) while running the call; it may or may not have run"
             )
-            error = encode_error(ServerCrashed(pending.server, message))
+            error = encode_error(WorkerLost(pending.server, message))
         if not pending.future.done():
             pending.future.set_result({"t": "res", "id": request_id, "err": error})
 

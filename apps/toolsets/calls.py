@@ -24,13 +24,14 @@ from typing import Any
 from mcp import MCPError
 
 from apps.connections.default import get_pool
-from apps.connections.errors import HubUnavailable, PoolError
+from apps.connections.errors import HubUnavailable, PoolError, WorkerLost
 from apps.connections.hooks import Relay
 from apps.core.hotstate import OUTAGE_ERRORS
 from apps.credentials.errors import CredentialsMissing
 from apps.credentials.upstream.calls import with_user_token
 from apps.toolsets import calllog
 from apps.toolsets.exposure import EndpointView, Exposed
+from apps.toolsets.models import read_only
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 # While the hub cannot hand a call over (hub_patience), it asks again after these waits (doubling).
@@ -221,8 +222,20 @@ async def _answer(
 
     try:
         spec = view.spec(exposed.server)  # the owner's own spec; CredentialsMissing is a PoolError
+
         # The owner's own upstream OAuth token, refreshed once if the backend refuses it.
-        return await _patiently(lambda: with_user_token(spec, view.owner_id, call), hub_patience)
+        def attempt() -> Awaitable[Any]:
+            return with_user_token(spec, view.owner_id, call)
+
+        try:
+            return await _patiently(attempt, hub_patience)
+        except WorkerLost:
+            # The pool worker running it was lost: a caller that waits (a run, a chat turn) sends
+            # a read-only call once more, to the worker that now owns the server; any other call
+            # may have run, and is not repeated unasked.
+            if hub_patience <= 0 or not read_only(exposed.entry.get("annotations")):
+                raise
+            return await _patiently(attempt, hub_patience)
     except MCPError as exc:
         raise ToolError(exc.code, exc.message, exc.data) from None
     except PoolError as exc:

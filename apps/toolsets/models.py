@@ -25,6 +25,12 @@ NOT_READ_ONLY = "may change data: the server does not mark it read-only"
 EVERY_CALL = "this endpoint asks before every tool call"
 
 
+def read_only(annotations: object) -> bool:
+    """Whether a tool's server marks it read-only (MCP `readOnlyHint: true`): sending it again
+    changes nothing."""
+    return isinstance(annotations, dict) and annotations.get("readOnlyHint") is True
+
+
 def destructive_reason(annotations: object) -> str | None:
     """Why MCP's annotation defaults count a tool as destructive, or None when they do not.
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from mcp import MCPError
 
-from apps.connections.errors import PoolError
+from apps.connections.errors import PoolError, WorkerLost
 from apps.connections.specs import ServerSpec
 from apps.toolsets import calls
 from apps.toolsets.exposure import EndpointView, Exposed
@@ -120,3 +120,54 @@ async def test_a_cancelled_call_is_logged_as_cancelled(monkeypatch, logged):
         await task
 
     assert [(row["ok"], row["error"]) for row in logged] == [(False, "Cancelled by the user")]
+
+
+class LosesItsWorkerOnce:
+    """The pool worker running the first call is lost; the next call is answered."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def call_tool(self, spec: ServerSpec, name: str, arguments: Any, **options: Any) -> Any:
+        self.calls += 1
+        if self.calls == 1:
+            raise WorkerLost("echo", "pool worker w1 stopped while running the call")
+        return {"content": [{"type": "text", "text": "answered"}], "isError": False}
+
+
+READ_ONLY = Exposed(
+    name="echo_tool",
+    server="echo",
+    backend_name="tool",
+    item_id=7,
+    entry={"annotations": {"readOnlyHint": True}},
+)
+
+
+@pytest.mark.parametrize(
+    ("exposed", "patience", "sent", "answered"),
+    [
+        (READ_ONLY, 30.0, 2, True),  # a run or a chat turn: sent again, changes nothing
+        (TOOL, 30.0, 1, False),  # may change data: may have run, never repeated unasked
+        (READ_ONLY, 0.0, 1, False),  # an MCP client hears at once, and decides
+    ],
+)
+async def test_a_read_only_call_whose_worker_was_lost_is_sent_again_for_callers_that_wait(
+    monkeypatch, logged, exposed, patience, sent, answered
+):
+    pool = LosesItsWorkerOnce()
+    monkeypatch.setattr(calls, "get_pool", lambda: pool)
+
+    result = await calls.call_tool(
+        user_id=3,
+        endpoint_id=1,
+        view=view_with_spec(),
+        exposed=exposed,
+        arguments={},
+        hub_patience=patience,
+    )
+
+    assert pool.calls == sent
+    assert (result["content"][0]["text"] == "answered") is answered
+    assert result.get("isError") is (not answered)
+    assert len(logged) == 1  # one call in the log, however many times it was sent

@@ -9,7 +9,7 @@ from typing import TypeVar
 from asgiref.sync import sync_to_async
 from mcp import MCPError
 
-from apps.connections.errors import PoolError, ServerCrashed, ServerStartFailed
+from apps.connections.errors import PoolError, ServerCrashed, ServerStartFailed, WorkerLost
 from apps.connections.specs import ServerSpec
 from apps.credentials.errors import CredentialsMissing
 
@@ -42,7 +42,7 @@ def _maybe_refused(spec: ServerSpec, exc: Exception) -> bool:
     if (
         not spec.partition
         or "Authorization" not in spec.headers
-        or isinstance(exc, CredentialsMissing)
+        or isinstance(exc, (CredentialsMissing, WorkerLost))  # its worker, not the token
     ):
         return False
     if isinstance(exc, MCPError):
