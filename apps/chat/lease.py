@@ -21,14 +21,14 @@ import socket
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.apps import apps as django_apps
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.chat.journal import commit_without_waiting_for_disk
@@ -132,6 +132,14 @@ def claim(kind: str, *, limit: int = CLAIM_BATCH) -> tuple[list[uuid.UUID], list
         model.objects.filter(pk__in=lost).update(recoveries=F("recoveries") + 1, **fields)
         model.objects.filter(pk__in=released).update(**fields)
     return lost + released, spent
+
+
+def silent_since(cutoff: datetime) -> Q:
+    """Work whose lease nobody renewed since `cutoff`, for the sweeps that end what no process is
+    left to continue. A lease released at shutdown is dated RELEASED back so that a claimant takes
+    it at once; it counts from its release, or a sweep between the release and the claim would end
+    work a live process was about to continue."""
+    return Q(heartbeat_at__lt=cutoff - RELEASED) | (Q(heartbeat_at__lt=cutoff) & ~Q(worker=""))
 
 
 def release(kind: str, keys: list[uuid.UUID]) -> int:

@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet, Sum
 from django.utils import timezone
 
-from apps.chat import records
+from apps.chat import lease, records
 from apps.chat.events import clients_group
 from apps.chat.models import Turn
 
@@ -27,7 +27,7 @@ INTERRUPTED = "Interrupted: the worker running this turn was lost. Send your mes
 
 def lost_turns() -> QuerySet[Turn]:
     cutoff = timezone.now() - records.STALE_AFTER
-    silent = Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+    silent = lease.silent_since(cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
     return Turn.objects.filter(silent, status=Turn.Status.RUNNING)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db.models import F
 from django.utils import timezone
 
 from apps.chat import services
@@ -27,7 +28,9 @@ def test_a_turn_lost_with_its_worker_no_longer_blocks_the_conversation(
     conversation, django_capture_on_commit_callbacks
 ):
     lost = Turn.objects.create(
-        conversation=conversation, heartbeat_at=timezone.now() - timedelta(minutes=5)
+        conversation=conversation,
+        worker="gone:1",
+        heartbeat_at=timezone.now() - timedelta(minutes=5),
     )
     with django_capture_on_commit_callbacks() as enqueued:
         turn = services.start_turn(conversation=conversation, text="still there?")
@@ -51,6 +54,22 @@ def test_beat_ends_lost_turns_and_leaves_live_ones(conversation):
     assert Turn.objects.get(pk=lost.pk).status == "failed"
     assert Turn.objects.get(pk=live.pk).status == "running"
     assert expire_lost_turns.name == "chat.expire_lost_turns"  # beat schedules refer to it by name
+
+
+def test_a_turn_handed_over_at_shutdown_is_left_to_its_claimant(conversation):
+    from apps.chat import lease, records
+
+    turn = Turn.objects.create(
+        conversation=conversation, worker=lease.WORKER, heartbeat_at=timezone.now()
+    )
+    assert lease.release(lease.TURNS, [turn.pk]) == 1
+
+    expire_lost_turns()
+    assert Turn.objects.get(pk=turn.pk).status == "running"
+
+    Turn.objects.filter(pk=turn.pk).update(heartbeat_at=F("heartbeat_at") - records.STALE_AFTER)
+    expire_lost_turns()
+    assert Turn.objects.get(pk=turn.pk).status == "failed"
 
 
 def test_a_live_turn_refuses_a_second_message(conversation, django_capture_on_commit_callbacks):

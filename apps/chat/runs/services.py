@@ -18,7 +18,7 @@ from django.utils import timezone
 from apps.catalog.models import (
     HUB_SERVER,
 )  # a run never gets the hub's own tools (no runs starting runs)
-from apps.chat import elicitation, host
+from apps.chat import elicitation, host, lease
 from apps.chat.runs.models import Run
 from apps.chat.runs.tasks import execute_run
 from apps.core.errors import UserError
@@ -294,7 +294,7 @@ def sweep_lost_runs() -> int:
     `interrupted`: resumable. Queued runs no worker took are handed to the workers again."""
     cutoff = timezone.now() - ORPHANED_AFTER
     lost = list(
-        Run.objects.filter(status__in=Run.WORKING, heartbeat_at__lt=cutoff).values_list(
+        Run.objects.filter(lease.silent_since(cutoff), status__in=Run.WORKING).values_list(
             "pk", flat=True
         )[:1000]
     )

@@ -9,7 +9,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from apps.chat import tasks
+from apps.chat import lease, tasks
 from apps.chat.runs.models import Run
 from apps.chat.runs.services import ORPHANED_AFTER, sweep_lost_runs
 
@@ -26,7 +26,9 @@ def test_task_names_are_stable_and_beat_sweeps_lost_runs():
 @pytest.mark.django_db
 def test_only_runs_no_worker_took_over_become_interrupted(alice):
     old = timezone.now() - ORPHANED_AFTER - timedelta(seconds=5)
-    lost = Run.objects.create(owner=alice, task="lost", status=Run.Status.RUNNING, heartbeat_at=old)
+    lost = Run.objects.create(
+        owner=alice, task="lost", status=Run.Status.RUNNING, heartbeat_at=old, worker="gone:1"
+    )
     Run.objects.create(
         owner=alice, task="alive", status=Run.Status.RUNNING, heartbeat_at=timezone.now()
     )
@@ -46,6 +48,23 @@ def test_only_runs_no_worker_took_over_become_interrupted(alice):
     }
     lost.refresh_from_db()
     assert "resume" in lost.error and "No live worker" in lost.error
+
+
+@pytest.mark.django_db
+def test_a_run_handed_over_at_shutdown_waits_for_a_claimant_a_minute_from_its_release(alice):
+    run = Run.objects.create(
+        owner=alice, task="handed over", status=Run.Status.RUNNING, worker=lease.WORKER
+    )
+    assert lease.release(lease.RUNS, [run.pk]) == 1
+
+    assert sweep_lost_runs() == 0  # a live worker's next tick claims it
+    run.refresh_from_db()
+    assert run.status == "running" and run.worker == ""
+
+    Run.objects.filter(pk=run.pk).update(heartbeat_at=run.heartbeat_at - ORPHANED_AFTER)
+    assert sweep_lost_runs() == 1  # no worker is left to claim it
+    run.refresh_from_db()
+    assert run.status == "interrupted" and "No live worker" in run.error
 
 
 @pytest.mark.django_db
