@@ -169,7 +169,11 @@ class Connection:
                     self._ready.set_result(None)
                     await self._stop.wait()
             if scope.cancelled_caught and not self._ready.done():
-                reason = f"no answer to initialize within {self._connect_timeout:g}s"
+                reason = (
+                    "connection closed during startup"
+                    if self.stopping
+                    else f"no answer to initialize within {self._connect_timeout:g}s"
+                )
         except (
             Exception
         ) as exc:  # boundary: whatever the transport or handshake raised is reported, not leaked
@@ -283,10 +287,16 @@ class Connection:
         self._stop.set()
         if self._task is None:
             return
-        with anyio.move_on_after(self.child.grace + _STOP_MARGIN):
-            await asyncio.shield(self._task)
-        if not self._task.done() and self._scope is not None:
-            self._scope.cancel()
+        if self._ready.done():  # a ready connection sees the stop and ends in its grace period
+            with anyio.move_on_after(self.child.grace + _STOP_MARGIN):
+                await asyncio.shield(self._task)
+        if not self._task.done():
+            # Still starting, it sees no stop until initialize is answered (a hung server never
+            # answers: Ctrl-C of `mcp_discover` waited 4 s more for it), or past its grace.
+            if self._scope is not None:
+                self._scope.cancel()
+            else:
+                self._task.cancel()
             await asyncio.wait({self._task}, timeout=_STOP_MARGIN)
 
     async def wait_failure(self, timeout: float) -> str | None:

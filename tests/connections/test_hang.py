@@ -1,6 +1,7 @@
 """A hung backend is detected, killed with its whole group and replaced; nothing is left behind."""
 
 import asyncio
+import time
 
 import pytest
 
@@ -35,3 +36,17 @@ async def test_a_server_that_never_answers_initialize_fails_to_start_in_time():
         with pytest.raises(ServerStartFailed, match="no answer to initialize within 0.5s"):
             await pool.call_tool(tiny_spec("mute", "--silent"), "echo", {"text": "?"})
         await eventually_async(lambda: not child_pids(), timeout=5)
+
+
+async def test_a_start_hung_at_initialize_is_stopped_at_once_when_the_pool_closes():
+    # Ctrl-C of `mcp_discover` on such a server: nothing to wait for. The start waited out a 4 s
+    # margin for a graceful stop it could never see (it watches for one only once initialized).
+    pool = Pool(PoolOptions(connect_timeout=60, shutdown_grace=2))
+    async with pool:
+        call = asyncio.create_task(pool.call_tool(tiny_spec("mute", "--silent"), "echo", {}))
+        await eventually_async(child_pids, timeout=10)
+        closing = time.monotonic()
+    assert time.monotonic() - closing < 3.0
+    assert not child_pids()
+    (outcome,) = await asyncio.gather(call, return_exceptions=True)
+    assert isinstance(outcome, (ServerStartFailed, asyncio.CancelledError))
