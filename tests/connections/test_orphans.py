@@ -117,6 +117,9 @@ def test_mcp_discover_of_a_server_hanging_at_initialize_leaves_nothing_when_inte
         env=hub_env(embedded=True),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
+        # Ctrl-C as at a terminal: a suite started in the background (`cmd &`) ignores SIGINT,
+        # and so would the command, which inherits that.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         eventually(
