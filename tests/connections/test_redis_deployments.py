@@ -127,10 +127,10 @@ async def test_calls_over_tls_as_an_acl_user_and_celery_uses_the_same_url(secure
 
 async def test_a_redis_restart_mid_load_leaves_no_caller_stuck_and_calls_work_again(secure):
     server, worker = secure
-    fast, slow = (
-        tiny_spec("tls-fast", "--tag", "tls-fast"),
-        tiny_spec("tls-slow", "--tag", "tls-slow"),
-    )
+    fast = tiny_spec("tls-fast", "--tag", "tls-fast")
+    # One server each: tiny.py answers one request at a time, and three sleeps in a row outlived
+    # the test by 16 s, which the worker's stop then waited out as calls in flight.
+    slow = [tiny_spec(f"tls-slow-{n}", "--tag", "tls-slow") for n in range(3)]
     async with await live_pool(server.url) as pool:
         assert text(await pool.call_tool(fast, "echo", {"text": "warm"})) == "warm"
         outcomes: list[tuple[float, float, str]] = []  # (started, took, "ok" or the error)
@@ -154,8 +154,8 @@ async def test_a_redis_restart_mid_load_leaves_no_caller_stuck_and_calls_work_ag
 
         # Calls that run for 8 s are in flight when Redis dies: their replies can never come.
         in_flight = [
-            asyncio.ensure_future(pool.call_tool(slow, "sleep", {"seconds": 8}, timeout=30))
-            for _ in range(3)
+            asyncio.ensure_future(pool.call_tool(spec, "sleep", {"seconds": 8}, timeout=30))
+            for spec in slow
         ]
         load = asyncio.gather(*(caller() for _ in range(8)))
         await asyncio.sleep(1.5)  # the scenario: load for 1.5 s, then Redis dies
