@@ -16,7 +16,7 @@ from channels.layers import get_channel_layer
 from django.db import models
 
 from apps.chat import records
-from apps.chat.journal import journal
+from apps.chat.journal import Fence, journal
 from apps.core.channel_layer import group_send_patiently
 from apps.core.hotstate import OUTAGE_ERRORS
 
@@ -67,7 +67,7 @@ class EventSink:
         conversation_id: uuid.UUID,
         first_seq: int,
         *,
-        fence: Callable[[], object] | None = None,
+        fence: Fence | None = None,
         on_lost: Callable[[], object] | None = None,
     ) -> None:
         self.conversation_id = conversation_id

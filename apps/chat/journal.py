@@ -16,6 +16,7 @@ import logging
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from asgiref.sync import sync_to_async
 from django.db import connection, models, transaction
@@ -34,15 +35,24 @@ def commit_without_waiting_for_disk() -> None:
             cursor.execute("SET LOCAL synchronous_commit TO OFF")
 
 
+class Fence(Protocol):
+    """What a write's author must still hold (its lease): `type(fence).check(fences)` checks all
+    the batch's fences of that type at once, raising when one is no longer held."""
+
+    @classmethod
+    def check(cls, fences: Sequence[Any]) -> None: ...
+
+
 @dataclass
 class Write:
     """Rows to insert, then updates to run (sync callables), in the batch's transaction; `fences`
-    run first and raise when the writer may no longer write (its lease was taken over): the write
-    rolls back before any of its rows could collide with its new owner's."""
+    are checked first and raise when the writer may no longer write (its lease was taken over): the
+    batch rolls back before any of its rows could collide with its new owner's, and each of its
+    writes is tried again alone, so only the one that lost its lease fails."""
 
     rows: Sequence[models.Model] = ()
     updates: Sequence[Callable[[], object]] = ()
-    fences: Sequence[Callable[[], object]] = ()
+    fences: Sequence[Fence] = ()
     done: asyncio.Future[None] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -54,11 +64,14 @@ def store(writes: Sequence[Write]) -> None:
     for write in writes:
         for row in write.rows:
             by_model.setdefault(type(row), []).append(row)
+    fences: dict[type, list[Fence]] = {}
+    for write in writes:
+        for fence in write.fences:
+            fences.setdefault(type(fence), []).append(fence)
     with transaction.atomic():
         commit_without_waiting_for_disk()
-        for write in writes:
-            for fence in write.fences:
-                fence()
+        for kind, same in fences.items():
+            kind.check(same)
         for model, rows in by_model.items():
             model.objects.bulk_create(rows)
         for write in writes:
@@ -78,7 +91,7 @@ class Journal:
         self,
         rows: Sequence[models.Model] = (),
         updates: Sequence[Callable[[], object]] = (),
-        fences: Sequence[Callable[[], object]] = (),
+        fences: Sequence[Fence] = (),
     ) -> None:
         write = Write(rows, updates, fences)
         self._pending.append(write)

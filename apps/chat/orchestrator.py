@@ -61,7 +61,7 @@ async def run_turn(turn_id: uuid.UUID, *, taken_over: bool = False) -> None:
     with lease.holding(lease.TURNS, turn_id):
         done = await _db(records.progress)(turn_id) if taken_over else None
         # Fenced as run steps are: once another worker took the turn over, nothing is written here.
-        fence = partial(records.still_held, turn_id, lease.WORKER)
+        fence = records.StillHeld(turn_id, lease.WORKER)
         lost = partial(lease.lost, lease.TURNS, turn_id)
         sink = EventSink(setup.conversation_id, setup.first_seq, fence=fence, on_lost=lost)
         # Reading the endpoint's tools overlaps joining the control group (both wait on I/O).
