@@ -13,30 +13,18 @@ batches.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import time
-from pathlib import Path
 from unittest import mock
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcphub.settings")
-os.environ.setdefault("MCPHUB_DEBUG", "true")
-os.environ.setdefault("MCPHUB_DATA_DIR", "/tmp/mcphub-bench-data")
+import standalone  # noqa: F401  - the project importable, Django set up: first
+from django.db import connection
 
-import django  # noqa: E402
-
-django.setup()
-
-from django.db import connection  # noqa: E402
-
-from apps.accounts.models import User  # noqa: E402
-from apps.catalog.models import McpServer, Tool  # noqa: E402
-from apps.toolsets import calllog  # noqa: E402
-from apps.toolsets.models import ToolCall  # noqa: E402
-from benchmarks.django_db import test_database  # noqa: E402
+from apps.accounts.models import User
+from apps.catalog.models import McpServer, Tool
+from apps.toolsets import calllog
+from apps.toolsets.models import ToolCall
+from benchmarks.django_db import test_database
 
 
 def rows(user_id: int, endpoint_id: int, tool_id: int, count: int) -> list[tuple]:

@@ -12,30 +12,18 @@ through `apps.chat.journal.store` on this thread. Prints the medians per batch a
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import time
-from pathlib import Path
 from unittest import mock
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcphub.settings")
-os.environ.setdefault("MCPHUB_DEBUG", "true")
-os.environ.setdefault("MCPHUB_DATA_DIR", "/tmp/mcphub-bench-data")
+import standalone  # noqa: F401  - the project importable, Django set up: first
+from django.db import connection
 
-import django  # noqa: E402
-
-django.setup()
-
-from django.db import connection  # noqa: E402
-
-from apps.accounts.models import User  # noqa: E402
-from apps.chat import journal, records  # noqa: E402
-from apps.chat.models import Conversation, Turn  # noqa: E402
-from apps.llm.models import Provider  # noqa: E402
-from benchmarks.django_db import test_database  # noqa: E402
+from apps.accounts.models import User
+from apps.chat import journal, records
+from apps.chat.models import Conversation, Turn
+from apps.llm.models import Provider
+from benchmarks.django_db import test_database
 
 WORKER = "bench:1"
 

@@ -13,32 +13,19 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcphub.settings")
-os.environ.setdefault("MCPHUB_DEBUG", "true")
-os.environ.setdefault("MCPHUB_DATA_DIR", "/tmp/mcphub-bench-data")
+import standalone  # noqa: F401  - the project importable, Django set up: first
+from django.db import connection
+from django.test import Client
 
-import django  # noqa: E402
-
-django.setup()
-
-from django.db import connection  # noqa: E402
-from django.test import Client  # noqa: E402
-
-from benchmarks.django_db import test_database  # noqa: E402
-from benchmarks.timing import timed as _timed  # noqa: E402
+from apps.accounts.models import User
+from apps.catalog.models import McpServer, Tool
+from apps.toolsets.services import enable_tools
+from benchmarks.django_db import test_database
+from benchmarks.timing import timed as _timed
 
 # Pages may answer with a redirect (e.g. after a toggle): both count as served.
 timed = functools.partial(_timed, ok=(200, 302))
-
-from apps.accounts.models import User  # noqa: E402
-from apps.catalog.models import McpServer, Tool  # noqa: E402
-from apps.toolsets.services import enable_tools  # noqa: E402
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 

@@ -11,30 +11,18 @@ Prints p50 / p95 in milliseconds and whether percentiles were sampled.
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import sys
 from datetime import timedelta
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcphub.settings")
-os.environ.setdefault("MCPHUB_DEBUG", "true")
-os.environ.setdefault("MCPHUB_DATA_DIR", "/tmp/mcphub-bench-data")
+import standalone  # noqa: F401  - the project importable, Django set up: first
+from django.db import connection
+from django.test import Client
+from django.utils import timezone
 
-import django  # noqa: E402
-
-django.setup()
-
-from django.db import connection  # noqa: E402
-from django.test import Client  # noqa: E402
-from django.utils import timezone  # noqa: E402
-
-from apps.accounts.models import User  # noqa: E402
-from apps.toolsets.models import ToolCall  # noqa: E402
-from benchmarks.django_db import test_database  # noqa: E402
-from benchmarks.timing import timed  # noqa: E402
+from apps.accounts.models import User
+from apps.toolsets.models import ToolCall
+from benchmarks.django_db import test_database
+from benchmarks.timing import timed
 
 
 def fill_log(user: User, calls: int) -> None:
