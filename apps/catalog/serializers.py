@@ -10,6 +10,7 @@ from apps.accounts.models import Team, User
 from apps.catalog import openapi
 from apps.catalog.models import McpServer
 from apps.catalog.permissions import ServerWriteRefused, writable_attrs
+from apps.core import nul
 
 
 class ServerSerializer(serializers.ModelSerializer):
@@ -30,10 +31,10 @@ class ServerSerializer(serializers.ModelSerializer):
         help_text="Names of the stored environment variables."
     )
     header_keys = serializers.SerializerMethodField(help_text="Names of the stored headers.")
-    owner = serializers.SlugRelatedField(
+    owner = nul.SlugRelatedField(
         slug_field="username", queryset=User.objects.all(), required=False, allow_null=True
     )
-    team = serializers.SlugRelatedField(
+    team = nul.SlugRelatedField(
         slug_field="slug", queryset=Team.objects.all(), required=False, allow_null=True
     )
     timeout = serializers.IntegerField(

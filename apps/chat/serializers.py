@@ -3,6 +3,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from apps.chat.models import Conversation, Message
+from apps.core import nul
 from apps.llm.models import Provider
 from apps.llm.selectors import providers_for
 from apps.toolsets.models import Endpoint
@@ -14,7 +15,7 @@ class ConversationSerializer(serializers.ModelSerializer):
     provider = serializers.PrimaryKeyRelatedField(
         queryset=Provider.objects.none(), required=False, allow_null=True
     )
-    endpoint = serializers.SlugRelatedField(
+    endpoint = nul.SlugRelatedField(
         slug_field="slug", queryset=Endpoint.objects.none(), required=False, allow_null=True
     )
     running = serializers.BooleanField(

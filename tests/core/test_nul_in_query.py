@@ -28,3 +28,25 @@ def test_pages_answer_400_too_and_nothing_changes(client, alice):
 def test_ordinary_queries_still_work(client, alice):
     client.force_login(alice)
     assert client.get("/api/tools/?search=time").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "url, body",
+    [
+        ("/api/conversations/", {"endpoint": "q\x00z"}),  # the fuzzer's find, on Postgres
+        ("/api/servers/", {"name": "s", "transport": "stdio", "command": "x", "owner": "a\x00"}),
+        ("/api/servers/", {"name": "s", "transport": "stdio", "command": "x", "team": "t\x00"}),
+    ],
+)
+def test_a_nul_in_a_name_the_body_looks_up_is_a_400_naming_the_field(
+    client, alice, admin_user, url, body
+):
+    from apps.catalog.models import McpServer
+    from apps.chat.models import Conversation
+
+    client.force_login(admin_user if url == "/api/servers/" else alice)  # staff add servers
+    response = client.post(url, body, content_type="application/json")
+    assert response.status_code == 400, response.content
+    (field,) = set(body) & {"endpoint", "owner", "team"}
+    assert response.json()[field] == ["Null characters are not allowed."]
+    assert not Conversation.objects.exists() and not McpServer.objects.exists()
