@@ -296,8 +296,9 @@ class Connection:
             if self._scope is not None:
                 self._scope.cancel()
             else:
-                self._task.cancel()
+                self._task.cancel()  # not yet running: its own clean-up never runs
             await asyncio.wait({self._task}, timeout=_STOP_MARGIN)
+            self._settle(None)  # its waiters hear it closed, if its clean-up did not tell them
 
     async def wait_failure(self, timeout: float) -> str | None:
         """After a dropped connection, wait briefly for the exit reason to be known."""
