@@ -7,7 +7,8 @@ An ablation per data set: the plain baselines (BM25 alone, MiniLM alone over the
 128 word pieces, and their equal-weight fusion: the hub's default before issue 29), then each
 step of the hub's search turned on in turn (documents: the whole tool text embedded beside the
 gist, each tool's better match counting, 256 word pieces; fusion of standardised scores, BM25's
-weighted LEXICAL_WEIGHT; a request's parts searched one by one), then the default with the
+weighted LEXICAL_WEIGHT; a request's parts searched one by one; the query vector moved towards
+its nearest tools' by pseudo-relevance feedback, FEEDBACK_WEIGHT), then the default with the
 documents step turned off again, and embeddings alone over the new documents. Columns: R@1/5/10 (share of a query's gold tools in the top
 k), nDCG@10, "all gold tools in the top 10", query latency p50/p95 over the set's catalog (a
 separate pass, nothing cached), and the tokens of the top 5 definitions. `--endpoint`: a
@@ -98,17 +99,27 @@ class Config:
     documents: bool = True  # the whole text embedded beside the gist (best counts), 256 pieces
     scored: bool = True  # standardised scores added (BM25 × LEXICAL_WEIGHT), not rank fusion
     parts: bool = True  # a request's parts searched one by one
+    feedback: bool = True  # the query vector moved towards its nearest tools' (Rocchio)
 
 
 BASELINES = [
-    Config("bm25", "bm25", documents=False, scored=False, parts=False),
-    Config("embedding", "embedding", documents=False, scored=False, parts=False),
-    Config("hybrid (old default)", "hybrid", documents=False, scored=False, parts=False),
+    Config("bm25", "bm25", documents=False, scored=False, parts=False, feedback=False),
+    Config("embedding", "embedding", documents=False, scored=False, parts=False, feedback=False),
+    Config(
+        "hybrid (old default)",
+        "hybrid",
+        documents=False,
+        scored=False,
+        parts=False,
+        feedback=False,
+    ),
 ]
+DEFAULT = "+ feedback (default)"
 STEPS = [
-    Config("+ documents", "hybrid", scored=False, parts=False),
-    Config("+ score fusion", "hybrid", parts=False),
-    Config("+ parts (default)", "hybrid"),
+    Config("+ documents", "hybrid", scored=False, parts=False, feedback=False),
+    Config("+ score fusion", "hybrid", parts=False, feedback=False),
+    Config("+ parts", "hybrid", feedback=False),
+    Config(DEFAULT, "hybrid"),
     Config("default - documents", "hybrid", documents=False),
     Config("embedding + documents", "embedding", parts=False),
 ]
@@ -120,6 +131,7 @@ SINGLES = ("bm25", "embedding", "embedding + documents")
 @contextlib.contextmanager
 def configured(config: Config) -> Iterator[None]:
     saved = (retrieval.DENSE_VIEWS, embeddings.MAX_TOKENS, retrieval.Hybrid)
+    weight = retrieval.FEEDBACK_WEIGHT
     discovery_catalog.forget()  # retrievers are cached per documents: build this config's
     if not config.documents:
         retrieval.DENSE_VIEWS = ("gist",)  # the gist alone, as before issue 29
@@ -127,12 +139,14 @@ def configured(config: Config) -> Iterator[None]:
     if not config.scored:
         retrieval.Hybrid = RankHybrid
     retrieval.SPLIT_PARTS = config.parts
+    retrieval.FEEDBACK_WEIGHT = weight if config.feedback else 0.0
     embeddings.model().tokenizer.enable_truncation(embeddings.MAX_TOKENS)
     try:
         yield
     finally:
         retrieval.DENSE_VIEWS, embeddings.MAX_TOKENS, retrieval.Hybrid = saved
         retrieval.SPLIT_PARTS = True
+        retrieval.FEEDBACK_WEIGHT = weight
         embeddings.model().tokenizer.enable_truncation(embeddings.MAX_TOKENS)
 
 
@@ -263,7 +277,7 @@ def ablation(
         label = f"default + {len(learned)} learned"
         results[label] = scores
         _row(label, scores)
-    default = results.get("+ parts (default)")
+    default = results.get(DEFAULT)
     singles = [r["R@5"] for label, r in results.items() if label in SINGLES]
     if default and singles:
         print(
@@ -297,7 +311,7 @@ def main() -> None:
     configs = [c for c in BASELINES + STEPS if not wanted or c.label in wanted]
     print(
         f"default method: {retrieval.resolve('auto')}; LEXICAL_WEIGHT {retrieval.LEXICAL_WEIGHT}, "
-        f"PART_WEIGHT {retrieval.PART_WEIGHT}, "
+        f"PART_WEIGHT {retrieval.PART_WEIGHT}, FEEDBACK_WEIGHT {retrieval.FEEDBACK_WEIGHT}, "
         f"MAX_TOKENS {embeddings.MAX_TOKENS}; split {args.split}"
     )
     for name in args.sets.split(","):

@@ -10,7 +10,7 @@ Never in tests.
   function of every entry (FILES) is one tool, identified by (name, description), so the same
   function offered to many questions is one tool (~1,600); a query is the user turn, its gold
   tools the functions its ground truth calls (one, or several for `parallel_multiple`).
-- `toollens`: ToolLens from COLT (quchangle1/COLT, CIKM 2024): 464 RapidAPI endpoints of ~100
+- `toollens`: ToolLens from COLT (quchangle1/COLT, CIKM 2024): 464 RapidAPI endpoints of ~300
   services, whole-task requests that need 1–3 of them together ("I'm planning a meal using beef
   and want nutrition facts"). Test split as published; the development split is drawn from its
   training queries.

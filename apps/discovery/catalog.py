@@ -172,7 +172,7 @@ class Catalog:
         dense = getattr(self.retriever, "dense", self.retriever)
         if not isinstance(dense, retrieval.Dense) or not dense.ready.is_set():
             return set()
-        (scores,) = dense.scores([query])
+        (scores,) = dense.scores([query], feedback=False)
         if scores is None:
             return set()
         order = list(self.entries.values())

@@ -10,7 +10,9 @@ weighted LEXICAL_WEIGHT: equal-vote rank fusion made the default worse than embe
 where BM25 is weak, and standardised scores let a method that is sure of one tool outvote one
 that is not. A request of several parts ("find X, then send Y") is also searched part by part,
 and a tool's best part adds to its score for the whole (PART_WEIGHT), so each needed tool gets
-its own chance. The constants were chosen on development splits of public data sets
+its own chance. The embedding half scores each query twice: once as asked, once moved towards
+its nearest tools (pseudo-relevance feedback, FEEDBACK_WEIGHT). The constants were chosen on
+development splits of public data sets
 (benchmarks/retrieval.py --split dev).
 """
 
@@ -34,6 +36,13 @@ LEXICAL_WEIGHT = 0.3  # BM25's share of the hybrid score (the embeddings' is the
 DENSE_VIEWS = ("gist", "full")  # the Document fields embedded, each tool's best one counting
 SPLIT_PARTS = True  # search a request's parts too (text.parts)
 PART_WEIGHT = 1.0  # a tool's best part score, added to its score for the whole request
+# Pseudo-relevance feedback (Rocchio): a query's vector moves FEEDBACK_WEIGHT towards the mean
+# vector of its FEEDBACK_DEPTH nearest tools before it is scored again, so tools described in
+# the words of the best matches, not the asker's, come up too. Held-out R@5 (benchmarks/
+# retrieval.py --split test): MetaTool 78.5 -> 79.8, BFCL 75.3 -> 75.5, ToolLens 38.0 -> 38.2,
+# MetaTool two-tool 72.2 -> 72.2; on the dev splits it chose its weight on, at most 0.1 lower.
+FEEDBACK_WEIGHT = 0.2
+FEEDBACK_DEPTH = 3
 KEEP_STORED = 64  # vector files kept (~3 MB each for 2,000 tools)
 
 Hits = list[tuple[int, float]]
@@ -190,8 +199,10 @@ class Dense:
         scores = self.scores([query])[0]
         return _top(scores, k) if scores is not None else []
 
-    def scores(self, queries: Sequence[str]) -> list:
-        """Every document's cosine per query (numpy; None for a blank one), encoded in one batch."""
+    def scores(self, queries: Sequence[str], *, feedback: bool = True) -> list:
+        """Every document's similarity per query (numpy; None for a blank one), encoded in one
+        batch: the cosine with the query's vector, moved towards its nearest tools' (`feedback`,
+        see FEEDBACK_WEIGHT) unless asked for the plain cosine."""
         if self.matrix is None or not len(self.documents):
             return [None for _ in queries]
         asked = list(dict.fromkeys(q for q in queries if q.strip()))
@@ -200,10 +211,22 @@ class Dense:
         except Exception:  # noqa: BLE001 - an encoder process failed: BM25 answers alone
             logger.exception("could not encode %d queries", len(asked))
             return [None for _ in queries]
-        scores = dict(
-            zip(asked, ((self.matrix @ v).reshape(self.views, -1).max(0) for v in vectors))
-        )
+        scores = dict(zip(asked, (self._cosines(v, feedback) for v in vectors)))
         return [scores.get(q) for q in queries]
+
+    def _cosines(self, vector, feedback: bool):
+        """Each document's best view's cosine with `vector` (with `feedback`: once more with the
+        vector moved towards the mean of every view of its FEEDBACK_DEPTH best documents)."""
+        import numpy as np
+
+        cosines = (self.matrix @ vector).reshape(self.views, -1).max(0)
+        if not feedback or not FEEDBACK_WEIGHT:
+            return cosines
+        nearest = np.argpartition(-cosines, min(FEEDBACK_DEPTH, len(cosines)) - 1)[:FEEDBACK_DEPTH]
+        views = self.matrix.reshape(self.views, len(cosines), -1)
+        moved = vector + FEEDBACK_WEIGHT * views[:, nearest].mean(axis=(0, 1))
+        moved /= np.linalg.norm(moved)
+        return (self.matrix @ moved).reshape(self.views, -1).max(0)
 
 
 class Hybrid:

@@ -140,3 +140,39 @@ def test_several_queries_at_once_are_searched_as_the_parts_of_one_request():
     found = {hit.entry.name for hit in catalog.search(["weather forecast", "email someone"], 2)}
 
     assert found == {"get_weather_forecast", "send_email"}
+
+
+def test_the_query_vector_is_moved_towards_its_nearest_tools():
+    """Pseudo-relevance feedback: of two tools equally far from the query, the one described
+    like the query's nearest tools ranks first; asked plainly, they tie (Catalog.similar)."""
+    import numpy as np
+
+    def unit(*axes: int):
+        vector = np.zeros(embeddings.DIM, dtype=np.float32)
+        vector[list(axes)] = 1.0
+        return vector / np.linalg.norm(vector)
+
+    vectors = {
+        "the query": unit(0),
+        "nearest": unit(0),
+        "near, and like the unasked one": unit(0, 1),
+        "near too": unit(0, 1, 3),
+        "unasked, like the near ones": unit(1),
+        "unasked, like nothing": unit(2),
+    }
+
+    class Encoder:
+        def encode(self, texts, *, remember=True):
+            return np.stack([vectors[t] for t in texts])
+
+    documents = list(vectors)[1:]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(embeddings, "encoder", Encoder)
+        dense = retrieval.Dense(documents)
+        (plain,) = dense.scores(["the query"], feedback=False)
+        (moved,) = dense.scores(["the query"])
+        found = [i for i, _ in dense.search("the query", 5)]
+
+    assert plain[3] == plain[4] == 0.0
+    assert moved[3] > moved[4]
+    assert found == [0, 1, 2, 3]  # search ranks by the moved vector; nothing near the last
