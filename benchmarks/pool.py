@@ -1,4 +1,4 @@
-"""Cost of a trivial tool call through the pool: in-process `Pool` vs the Redis path.
+"""Cost of a trivial tool call through the pool: in-process `Pool` vs a worker by link and by Redis.
 
     .venv/bin/python benchmarks/pool.py [--calls 2000] [--workers 1] [--redis-url URL] [--raw]
 
@@ -7,7 +7,8 @@ noise hits every path alike, at concurrency 1, 8 and 32:
 
   pipe    a minimal asyncio JSON-RPC client on the backend's stdin/stdout (no SDK): the floor
   direct  `Pool.call_tool` in this process (the SDK client session per call)
-  redis   `RemotePool.call_tool` → Redis → `PoolWorker` → `Pool` → backend, and back
+  link    `RemotePool.call_tool` → its direct link → `PoolWorker` → `Pool` → backend, and back
+  redis   the same with the link off (`direct=False`): RPUSH → the worker's inbox, PUBLISH back
 
 Each path reaches its own copy of the same SDK-free stdio backend (tests/servers/tiny.py).
 For each: p50 / p99 latency, calls/s, and CPU per call of the caller (this process),
@@ -167,9 +168,14 @@ async def bench(calls: int, workers: int, redis_url: str, raw: bool) -> None:
     pipe = Pipe()
     try:
         await pipe.start()
-        async with Pool() as local, RemotePool(redis_url, prefix=prefix) as remote:
+        async with (
+            Pool() as local,
+            RemotePool(redis_url, prefix=prefix) as linked,
+            RemotePool(redis_url, prefix=prefix, direct=False) as remote,
+        ):
             await wait_for_workers(remote, workers)
-            paths = {"pipe": pipe, "direct": local, "redis": remote}
+            await wait_for_workers(linked, workers)
+            paths = {"pipe": pipe, "direct": local, "link": linked, "redis": remote}
             for pool in paths.values():  # warm up: start the backends, fill caches
                 await measure(pool, 400, 8, raw)
             await report(paths, calls, Meter([p.pid for p in procs], redis_url), raw)
@@ -213,7 +219,8 @@ async def report(paths: dict[str, Any], calls: int, meter: Meter, raw: bool) -> 
             )
         print(
             f"{'':<13}pool adds {p50s['direct'] - p50s['pipe']:.3f} ms p50 over the pipe; "
-            f"redis path adds {p50s['redis'] - p50s['direct']:.3f} ms over direct"
+            f"a worker by link adds {p50s['link'] - p50s['direct']:.3f} ms over direct, "
+            f"by Redis {p50s['redis'] - p50s['direct']:.3f} ms"
         )
     print(f"load average after: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
 

@@ -429,6 +429,12 @@ MCPHUB_POOL = {
     # A tools/call goes to its backend as one plain POST (Streamable HTTP) or one line (stdio) after the
     # SDK's handshake (~1.5 ms / ~0.2 ms less hub CPU per call); false: every request via the SDK session.
     "lean_requests": envbool("MCPHUB_LEAN_REQUESTS", True),
+    # With REDIS_URL: where each pool worker takes web processes' direct links for tool calls
+    # ("host:port", port 0 for any free one; empty: calls go through Redis only, ~0.4 ms more each),
+    # and the host web processes reach it at (default: the listen host, or with 0.0.0.0 this host's
+    # address on its route to Redis). apps/connections/link.py.
+    "listen": envstr("MCPHUB_POOL_LISTEN", "127.0.0.1:0"),
+    "advertise": envstr("MCPHUB_POOL_ADVERTISE", ""),
 }
 
 # --- Health checks, re-discovery and the watched .mcp.json (Celery beat; see apps/catalog/operations.py).

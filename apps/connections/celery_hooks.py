@@ -1,7 +1,8 @@
 """Run a `PoolWorker` inside each Celery worker process, on its own thread and event loop.
 
 Celery keeps the worker's lifecycle (start, stop, supervision); tool calls bypass Celery's
-messaging (2-4 ms) and arrive on the pool worker's Redis inbox instead (~1 ms).
+messaging (2-4 ms) and arrive on a direct link from the web process (link.py), or on the pool
+worker's Redis inbox when there is none.
 
 In `mcphub/celery.py`, after the app is configured:
 
@@ -53,7 +54,11 @@ class PoolWorkerThread:
 
         prefix = self.options.get("redis_prefix", DEFAULT_PREFIX)
         self.worker = PoolWorker(
-            self.redis_url, options=PoolOptions.from_mapping(self.options), prefix=prefix
+            self.redis_url,
+            options=PoolOptions.from_mapping(self.options),
+            prefix=prefix,
+            listen=self.options.get("listen", "127.0.0.1:0") or "",
+            advertise=self.options.get("advertise") or "",
         )
         self._ready.set()
         try:

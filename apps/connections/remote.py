@@ -36,6 +36,7 @@ from apps.connections.errors import (
     WorkerLost,
 )
 from apps.connections.hooks import NotificationHook, ProgressFn, Relay
+from apps.connections.link import Link, links_key, open_link
 from apps.connections.listing import Discovery
 from apps.connections.resp import RespClient, RespConnection
 from apps.connections.specs import ServerSpec, server_of
@@ -73,6 +74,7 @@ _REDIS_DOWN = "the hub lost its link to Redis"
 _MAX_MOVES = 3  # times one call may be handed back by stopping workers and sent again
 _RESUBSCRIBE_WAIT = 0.2
 _LOG_FLUSH_TIMEOUT = 5.0
+_RELINK_AFTER = 5.0  # a worker that could not be linked to is called through Redis this long
 _NO_CODEC: Any = object()
 
 
@@ -120,6 +122,7 @@ class RemotePool:
         dispatch_margin: float = 5.0,
         codec: SpecCodec | None = _NO_CODEC,
         same_process: bool = False,
+        direct: bool = True,
     ) -> None:
         self.redis_url = redis_url
         self.prefix = prefix
@@ -131,6 +134,11 @@ class RemotePool:
         self.codec = default_codec() if codec is _NO_CODEC else codec
         # A server whose worker runs in this process is called there directly, not via Redis.
         self.same_process = same_process
+        # Calls go to a worker over a direct link (link.py) when it offers one, else by Redis.
+        self.direct = direct
+        self._links: dict[str, Link] = {}
+        self._linking: dict[str, asyncio.Task[Link | None]] = {}
+        self._unlinked_until: dict[str, float] = {}
         self.client_id = uuid.uuid4().hex[:12]
         self.reply_channel = f"{prefix}:reply:{self.client_id}"
         self._ids = itertools.count()
@@ -281,6 +289,9 @@ class RemotePool:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._subscriber, self._subscribed, self._listening = None, None, False
+        for link in self._links.values():
+            link.close()
+        self._links.clear()
         if self._sub_conn is not None:
             self._sub_conn.close()
             self._sub_conn = None
@@ -387,8 +398,12 @@ class RemotePool:
         )
         self._ensure_watch()
         try:
+            link = await self._link(worker) if self.direct else None
             try:
-                await self._redis.call("RPUSH", inbox_key(self.prefix, worker), payload)
+                if link is not None:
+                    link.send(payload)
+                else:
+                    await self._redis.call("RPUSH", inbox_key(self.prefix, worker), payload)
             except OSError as exc:
                 # Refused: the call was never pushed. Another break may come after it was.
                 unsent = isinstance(exc, ConnectionRefusedError)
@@ -439,7 +454,39 @@ class RemotePool:
         self._spawn(self._push(worker, {"t": "cancel", "id": request_id}))
 
     async def _push(self, worker: str, message: dict[str, Any]) -> None:
-        await self._redis.fire("RPUSH", inbox_key(self.prefix, worker), dumps(message))
+        link = self._links.get(worker)
+        if link is not None and not link.closed:
+            link.send(dumps(message))
+        else:
+            await self._redis.fire("RPUSH", inbox_key(self.prefix, worker), dumps(message))
+
+    # -- direct links ------------------------------------------------------------------
+
+    async def _link(self, worker: str) -> Link | None:
+        """The open link to `worker`, opened now if need be; None: send through Redis."""
+        link = self._links.get(worker)
+        if link is not None and not link.closed:
+            return link
+        if self._unlinked_until.get(worker, 0.0) > time.monotonic():
+            return None
+        opening = self._linking.get(worker)
+        if opening is None:
+            opening = self._linking[worker] = self._spawn(self._open_link(worker))
+        return await asyncio.shield(opening)
+
+    async def _open_link(self, worker: str) -> Link | None:
+        try:
+            address = await self._redis.call("HGET", links_key(self.prefix), worker)
+            if address is None:
+                raise ConnectionError("it offers no direct link")
+            link = self._links[worker] = await open_link(_text(address), self._on_message)
+            return link
+        except OSError as exc:  # no link for a while; Redis carries its calls meanwhile
+            logger.info("calls to pool worker %s go through Redis: %s", worker, exc)
+            self._unlinked_until[worker] = time.monotonic() + _RELINK_AFTER
+            return None
+        finally:
+            self._linking.pop(worker, None)
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro)
@@ -589,7 +636,10 @@ class RemotePool:
                 pending.future.set_result({"t": "res", "id": request_id, "err": error})
 
     def _on_push(self, channel: bytes, raw: bytes) -> None:
-        data = json.loads(raw)
+        self._on_message(json.loads(raw))
+
+    def _on_message(self, data: dict[str, Any]) -> None:
+        """A message from a worker, by link or by the reply channel."""
         if "s" in data and "n" in data:
             self._spawn(self._deliver_notification(data))
             return

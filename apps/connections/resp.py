@@ -60,14 +60,15 @@ import asyncio
 import collections
 import functools
 import logging
-import socket
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 import hiredis
+
+from apps.connections.tcp import BatchedProtocol
 
 logger = logging.getLogger(__name__)
 
@@ -117,9 +118,6 @@ _TLS_OPTIONS = frozenset(
         "ssl_check_hostname",
     }
 )
-# TCP keepalive: an idle connection to a vanished host (a subscriber after a fail-over) is
-# noticed in ~25 s instead of the kernel's default two hours.
-_KEEPALIVE = (("TCP_KEEPIDLE", 10), ("TCP_KEEPINTVL", 5), ("TCP_KEEPCNT", 3))
 
 
 class RespError(Exception):
@@ -244,7 +242,7 @@ def encode(args: tuple[Any, ...]) -> bytes:
         raise TypeError(f"cannot send {kinds} to Redis") from None
 
 
-class RespConnection(asyncio.Protocol):
+class RespConnection(BatchedProtocol):
     """One Redis connection. `open()` it; `close()` it; it never reconnects by itself.
 
     With `reply_timeout`, a connection that leaves a command unanswered that long (while
@@ -255,14 +253,11 @@ class RespConnection(asyncio.Protocol):
     def __init__(
         self, on_push: PushHandler | None = None, *, reply_timeout: float | None = None
     ) -> None:
+        super().__init__()
         self.on_push = on_push
         self.reply_timeout = reply_timeout
-        self._loop = asyncio.get_running_loop()
-        self._transport: asyncio.Transport | None = None
         self._reader = hiredis.Reader(replyError=RespError)
         self._pending: collections.deque[Any] = collections.deque()
-        self._outgoing: list[bytes] = []
-        self._flush_scheduled = False
         self._closed: asyncio.Future[None] = self._loop.create_future()
         self._subscribed: asyncio.Future[None] | None = None
         self._awaiting_confirmations = 0
@@ -329,17 +324,6 @@ class RespConnection(asyncio.Protocol):
             raise RespUnavailable(f"Redis refused {args[0]}: {exc}") from None
 
     # -- asyncio.Protocol --------------------------------------------------------------
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # A stream transport, though not always an `asyncio.Transport` subclass (uvloop's is not).
-        self._transport = cast(asyncio.Transport, transport)
-        sock = transport.get_extra_info("socket")
-        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-            for name, value in _KEEPALIVE:
-                if hasattr(socket, name):
-                    sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
 
     def data_received(self, data: bytes) -> None:
         reader = self._reader
@@ -422,20 +406,6 @@ class RespConnection(asyncio.Protocol):
             )
         else:
             self._watchdog = self._loop.call_at(due, self._check_replies)
-
-    def _write(self, data: bytes) -> None:
-        self._outgoing.append(data)
-        if not self._flush_scheduled:
-            # Everything queued during this loop tick leaves in one write (and one Redis wake-up).
-            self._flush_scheduled = True
-            self._loop.call_soon(self._flush)
-
-    def _flush(self) -> None:
-        self._flush_scheduled = False
-        if self._transport is not None and not self._transport.is_closing() and self._outgoing:
-            data = self._outgoing[0] if len(self._outgoing) == 1 else b"".join(self._outgoing)
-            self._transport.write(data)
-        self._outgoing.clear()
 
     def _on_value(self, value: Any) -> None:
         if isinstance(value, RespError):

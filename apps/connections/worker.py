@@ -17,6 +17,7 @@ import itertools
 import json
 import logging
 import os
+import secrets
 import socket
 import time
 import uuid
@@ -31,6 +32,7 @@ from mcp.shared.exceptions import MCPError
 from apps.connections.codec import SpecCodec, default_codec
 from apps.connections.errors import PoolError, ServerUnavailable
 from apps.connections.hooks import ELICITATION_COMPLETE, ProgressFn, Relay
+from apps.connections.link import Link, LinkServer, links_key
 from apps.connections.pool import Pool, PoolOptions
 from apps.connections.resp import RespClient, RespConnection
 from apps.connections.specs import ServerSpec
@@ -118,7 +120,12 @@ class PoolWorker:
         prefix: str = DEFAULT_PREFIX,
         worker_id: str | None = None,
         codec: SpecCodec | None = _NO_CODEC,
+        listen: str = "127.0.0.1:0",
+        advertise: str = "",
     ) -> None:
+        """`listen`: where callers' direct links are taken ("host:port", port 0 for any; "" for
+        none: calls then come through the Redis inbox only); `advertise`: the host callers
+        reach it at, if not the listen host (default: the address on the route to Redis)."""
         self.redis_url = redis_url
         self.prefix = prefix
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -136,12 +143,16 @@ class PoolWorker:
         self._inbox_conn: RespConnection | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._local_ids = itertools.count()
+        self.listen = listen
+        self.advertise = advertise
+        self._links: LinkServer | None = None
 
     async def run(self) -> None:
         self._loop = asyncio.get_running_loop()
         heartbeat = asyncio.create_task(self._heartbeat(), name="mcp-pool-heartbeat")
         try:
             _here[self.worker_id] = self  # before routing can name it (it is in Redis next)
+            await self._take_links()
             await self._register()
             await self._read_inbox()
         finally:
@@ -163,6 +174,39 @@ class PoolWorker:
             await self._out.call("RPUSH", self.inbox, dumps({"t": "wake"}))
         except OSError:
             pass  # Redis is away: the BLMPOP ends at its timeout instead
+
+    async def _take_links(self) -> None:
+        """Listen for callers' direct links and publish where (before the worker is routable)."""
+        if not self.listen:
+            return
+        host = self.listen.rpartition(":")[0].strip("[]")
+        if self._out.address.tls and host not in ("127.0.0.1", "::1", "localhost"):
+            # Links are plain TCP: where calls reach Redis over TLS, they must not leave in the clear.
+            logger.warning(
+                "pool worker takes no direct links on %s: Redis is reached over TLS, links are not",
+                self.listen,
+            )
+            return
+        server = LinkServer(self.listen, secrets.token_urlsafe(24), self._on_link_message)
+        try:
+            await server.start()
+        except OSError as exc:
+            logger.warning(
+                "pool worker cannot listen on %s (%s): calls come through Redis only",
+                self.listen,
+                exc,
+            )
+            return
+        self._links = server
+        redis = self._out.address
+        address = server.address(self.advertise, (redis.host or "127.0.0.1", redis.port or 6379))
+        await self._out.call("HSET", links_key(self.prefix), self.worker_id, address)
+        logger.info("pool worker %s takes direct links at %s", self.worker_id, address.split()[0])
+
+    def _on_link_message(self, msg: dict[str, Any], link: Link) -> None:
+        if msg.get("t") == "call":
+            msg["_link"] = link  # what it sends back goes the way the call came
+        self._dispatch(msg)
 
     async def _register(self) -> None:
         await self._out.call("ZADD", workers_key(self.prefix), time.time(), self.worker_id)
@@ -186,6 +230,7 @@ class PoolWorker:
             name = dead.decode() if isinstance(dead, bytes) else dead
             await self._out.call("ZREM", workers_key(self.prefix), name)
             await self._out.call("SREM", draining_key(self.prefix), name)
+            await self._out.call("HDEL", links_key(self.prefix), name)
             await self._out.call("DEL", inbox_key(self.prefix, name))
 
     async def _read_inbox(self) -> None:
@@ -235,6 +280,7 @@ class PoolWorker:
         try:
             await self._out.call("ZREM", workers_key(self.prefix), self.worker_id)
             await self._out.call("SREM", draining_key(self.prefix), self.worker_id)
+            await self._out.call("HDEL", links_key(self.prefix), self.worker_id)
         except OSError:
             logger.warning("pool worker could not unregister", exc_info=True)
 
@@ -250,6 +296,8 @@ class PoolWorker:
         except OSError:
             logger.warning("pool worker could not answer its queued calls", exc_info=True)
         await asyncio.gather(*self._replies, return_exceptions=True)
+        if self._links is not None:
+            await self._links.close()  # after the last reply: what is queued on a link is sent
         await self.pool.aclose()
         await self._out.aclose()
 
@@ -432,7 +480,16 @@ class PoolWorker:
             self._specs.popitem(last=False)
 
     async def _reply(self, msg: dict[str, Any], body: dict[str, Any]) -> None:
-        await self._out.fire("PUBLISH", msg["r"], dumps({"t": "res", "id": msg["id"], **body}))
+        await self._emit(msg, {"t": "res", "id": msg["id"], **body})
+
+    async def _emit(self, msg: dict[str, Any], body: dict[str, Any]) -> None:
+        """To the caller of `msg`: on the link the call came by, or (none, or it broke since) on
+        the caller's Redis reply channel. One way per call keeps its messages in order."""
+        link = msg.get("_link")
+        if link is not None and not link.closed:
+            link.send(dumps(body))
+        else:
+            await self._out.fire("PUBLISH", msg["r"], dumps(body))
 
     def _progress_sender(self, msg: dict[str, Any]) -> Any:
         order = itertools.count()
@@ -440,7 +497,7 @@ class PoolWorker:
         async def send(progress: float, total: float | None, message: str | None) -> None:
             # Numbered: the SDK runs each progress callback in its own task, so they may overtake.
             body = {"t": "prog", "id": msg["id"], "k": next(order), "p": [progress, total, message]}
-            await self._out.fire("PUBLISH", msg["r"], dumps(body))
+            await self._emit(msg, body)
 
         return send
 
@@ -459,7 +516,7 @@ class PoolWorker:
                 body = {"t": "log", "id": msg["id"], "p": params}
                 if method != "log":
                     body["m"] = method
-                await self._out.fire("PUBLISH", msg["r"], dumps(body))
+                await self._emit(msg, body)
 
             return send if method in methods else None
 
@@ -479,7 +536,7 @@ class PoolWorker:
         future = self._server_requests[key] = asyncio.get_running_loop().create_future()
         try:
             out = {"t": "sreq", "id": msg["id"], "rid": key[1], "m": method, "p": dump_any(params)}
-            await self._out.fire("PUBLISH", msg["r"], dumps(out))
+            await self._emit(msg, out)
             answer = await future
         finally:
             self._server_requests.pop(key, None)
@@ -553,11 +610,23 @@ def main() -> None:
     )
     parser.add_argument("--prefix", default=DEFAULT_PREFIX)
     parser.add_argument("--options", default="{}", help="JSON object of PoolOptions fields")
+    parser.add_argument(
+        "--listen", default="127.0.0.1:0", help='direct links from callers ("" = Redis only)'
+    )
+    parser.add_argument("--advertise", default="", help="the host callers reach this worker at")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     options = PoolOptions.from_mapping(json.loads(args.options))
     asyncio.run(
-        _serve_until_signalled(PoolWorker(args.redis_url, options=options, prefix=args.prefix))
+        _serve_until_signalled(
+            PoolWorker(
+                args.redis_url,
+                options=options,
+                prefix=args.prefix,
+                listen=args.listen,
+                advertise=args.advertise,
+            )
+        )
     )
 
 

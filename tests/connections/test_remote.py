@@ -12,6 +12,7 @@ from mcp.shared.exceptions import MCPError
 
 from apps.connections.errors import CallTimeout, ServerCrashed
 from apps.connections.hooks import Relay
+from apps.connections.link import Link, links_key, open_link
 from apps.connections.remote import RemotePool
 from tests.connections.conftest import PYTHON, child_pids, sdk_spec, text, tiny_spec
 from tests.waiting import eventually_async
@@ -147,7 +148,7 @@ async def test_log_lines_cross_the_wire_before_the_result_and_raw_results_stay_j
         assert events == ["hook:line 0"]
 
 
-async def test_specs_cross_the_wire_encrypted(worker):
+async def test_specs_cross_the_wire_encrypted(worker, monkeypatch):
     """The full spec (with decrypted secrets) is Fernet-encrypted with the project's keys."""
     from apps.connections.codec import DjangoCodec, default_codec
 
@@ -155,23 +156,64 @@ async def test_specs_cross_the_wire_encrypted(worker):
     assert isinstance(
         default_codec(), DjangoCodec
     )  # Django settings are configured in this test run
-    seen: list[bytes] = []
-    spy = redis.Redis.from_url(REDIS_URL, socket_timeout=5)
+    for direct in (True, False):  # by the worker's direct link, and by its Redis inbox
+        seen: list[bytes] = []
+        async with await _remote(prefix, direct=direct) as pool:
+            inbox = f"{prefix}:inbox:{(await pool._live_workers(refresh=True))[0]}"
+            original = pool._redis.call
+
+            async def record(*args):
+                if args[0] == "RPUSH" and args[1] == inbox:
+                    seen.append(args[2].encode())
+                return await original(*args)
+
+            def send(self, message: str, send=Link.send) -> None:
+                seen.append(message.encode())
+                send(self, message)
+
+            pool._redis.call = record
+            monkeypatch.setattr(Link, "send", send)
+            spec = tiny_spec(f"secretive-{direct}", env={"API_TOKEN": "s3cr3t-value"})
+            assert text(await pool.call_tool(spec, "env", {"name": "API_TOKEN"})) == "s3cr3t-value"
+            assert bool(pool._links) is direct
+        monkeypatch.undo()
+        assert seen and all(b"s3cr3t-value" not in m for m in seen)
+        assert b'"SE":' in seen[0]
+
+
+async def test_a_call_whose_link_breaks_is_answered_through_redis(worker):
+    _, prefix = worker
     async with await _remote(prefix) as pool:
-        inbox = f"{prefix}:inbox:{(await pool._live_workers(refresh=True))[0]}"
-        original = pool._redis.call
+        spec = sdk_spec("echo")
+        assert text(await pool.call_tool(spec, "echo", {"text": "warm"})) == "warm"
+        (link,) = pool._links.values()
+        call = asyncio.ensure_future(pool.call_tool(spec, "slow", {"seconds": 1}))
+        await asyncio.sleep(0.3)  # the worker is running it
+        link._abort()
+        assert text(await call) == "done"
+        assert text(await pool.call_tool(spec, "echo", {"text": "again"})) == "again"
+        assert [*pool._links.values()] != [link]  # a new link took over
 
-        async def record(*args):
-            if args[0] == "RPUSH" and args[1] == inbox:
-                seen.append(args[2].encode())
-            return await original(*args)
 
-        pool._redis.call = record
-        spec = tiny_spec("secretive", env={"API_TOKEN": "s3cr3t-value"})
-        assert text(await pool.call_tool(spec, "env", {"name": "API_TOKEN"})) == "s3cr3t-value"
-    spy.close()
-    assert seen and all(b"s3cr3t-value" not in m for m in seen)
-    assert b'"SE":' in seen[0]
+async def test_a_link_needs_the_workers_token_and_without_one_redis_carries_the_calls(worker):
+    _, prefix = worker
+    client = redis.Redis.from_url(REDIS_URL, socket_timeout=5)
+    async with await _remote(prefix) as pool:
+        worker_id = (await pool._live_workers(refresh=True))[0]
+        address = client.hget(links_key(prefix), worker_id).decode()
+        where, token = address.split()
+        with pytest.raises(ConnectionError, match="refused the link"):
+            await open_link(f"{where} not-{token}", lambda message: None)
+        client.hset(links_key(prefix), worker_id, f"{where} not-{token}")
+        try:
+            assert text(await pool.call_tool(sdk_spec("echo"), "echo", {"text": "hi"})) == "hi"
+            assert pool._links == {}
+        finally:
+            client.hset(links_key(prefix), worker_id, address)
+    async with await _remote(prefix) as pool:
+        assert text(await pool.call_tool(sdk_spec("echo"), "echo", {"text": "hi"})) == "hi"
+        assert [*pool._links] == [worker_id]
+    client.close()
 
 
 async def test_a_worker_without_the_keys_says_so(worker):

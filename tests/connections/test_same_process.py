@@ -1,5 +1,5 @@
 """The same-process shortcut: a server whose pool worker runs in this process is called there,
-without Redis; a server owned by another worker still goes through Redis."""
+without Redis; a server owned by another worker still goes out to it."""
 
 from __future__ import annotations
 
@@ -55,18 +55,17 @@ def worker():
 
 
 class _Spy:
-    """Counts the calls a RemotePool pushes to worker inboxes."""
+    """Counts the calls a RemotePool sends out to workers (by link or by Redis), by worker id."""
 
     def __init__(self, pool: RemotePool) -> None:
         self.pushed: list[str] = []
-        original = pool._redis.call
+        original = pool._send
 
-        async def record(*args):
-            if args[0] == "RPUSH" and '"t":"call"' in str(args[2]):
-                self.pushed.append(args[1])
-            return await original(*args)
+        async def record(worker, op, *args, **kwargs):
+            self.pushed.append(worker)
+            return await original(worker, op, *args, **kwargs)
 
-        pool._redis.call = record
+        pool._send = record
 
 
 async def _pool(prefix: str, expected: int) -> RemotePool:
@@ -104,7 +103,7 @@ async def test_a_server_owned_here_is_called_without_redis(workers):
         assert spy.pushed == []
 
 
-async def test_a_server_owned_by_another_worker_still_goes_through_redis(workers, monkeypatch):
+async def test_a_server_owned_by_another_worker_still_goes_out_to_it(workers, monkeypatch):
     prefix, (here, elsewhere) = workers
     async with await _pool(prefix, 2) as pool:
         # As if `elsewhere` ran in another process: only `here` is in this process's registry.
@@ -116,7 +115,7 @@ async def test_a_server_owned_by_another_worker_still_goes_through_redis(workers
         assert text(await pool.call_tool(local, "echo", {"text": "a"})) == "a"
         assert spy.pushed == []
         assert text(await pool.call_tool(remote, "echo", {"text": "b"})) == "b"
-        assert spy.pushed == [f"{prefix}:inbox:{elsewhere.worker_id}"]
+        assert spy.pushed == [elsewhere.worker_id]
         assert remote.name in elsewhere.pool.stats_now()["servers"]
         assert remote.name not in here.pool.stats_now()["servers"]
 
