@@ -53,6 +53,13 @@ def _merge(batch: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str,
     return merged
 
 
+class _Stored:
+    __slots__ = ("event",)
+
+    def __init__(self, event: dict[str, Any]) -> None:
+        self.event = event
+
+
 class EventSink:
     """Numbers, stores, then broadcasts one turn's events, in order, with the rows they describe.
 
@@ -88,6 +95,11 @@ class EventSink:
         self._pending.append((kind, payload))
         self._wake.set()
 
+    def announce(self, event: dict[str, Any]) -> None:
+        """Send an event stored already (numbered, in the database), in order with the others."""
+        self._pending.append(_Stored(event))
+        self._wake.set()
+
     def store(self, row: models.Model) -> None:
         """A row (a message) written with the next events, before they are sent."""
         self._pending.append(row)
@@ -114,9 +126,10 @@ class EventSink:
             batch, self._pending = self._pending, []
             rows = [item for item in batch if isinstance(item, models.Model)]
             events = [item for item in batch if isinstance(item, tuple)]
+            stored = [item.event for item in batch if isinstance(item, _Stored)]
             try:
-                if (rows or events) and not self.lost:
-                    await self._send(rows, _merge(events))
+                if (rows or events or stored) and not self.lost:
+                    await self._send(rows, _merge(events), stored)
             except records.LeaseLost:
                 self.lost = True
                 logger.warning(
@@ -136,16 +149,21 @@ class EventSink:
                         item.set_result(None)
 
     async def _send(
-        self, rows: list[models.Model], batch: list[tuple[str, dict[str, Any]]]
+        self,
+        rows: list[models.Model],
+        batch: list[tuple[str, dict[str, Any]]],
+        stored: list[dict[str, Any]],
     ) -> None:
         events = []
         for kind, payload in batch:
             self.seq += 1
             events.append({"type": kind, "seq": self.seq, "payload": payload})
-        await journal().write(
-            rows=[*rows, *records.event_rows(self.conversation_id, events)],
-            fences=[self.fence] if self.fence is not None else (),
-        )
+        if rows or events:
+            await journal().write(
+                rows=[*rows, *records.event_rows(self.conversation_id, events)],
+                fences=[self.fence] if self.fence is not None else (),
+            )
+        events = [*stored, *events]
         if events:
             message = {"type": "chat.events", "events": events}
             await group_send_patiently(self.layer, self.group, message, patience=SEND_PATIENCE)

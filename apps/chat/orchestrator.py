@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -47,7 +47,22 @@ def _start(turn_id: uuid.UUID, taken_over: bool) -> TurnSetup | None:
         commit_without_waiting_for_disk()
         if not records.start(turn_id, lease.WORKER, taken_over=taken_over):
             return None  # another worker runs it
-        return load_turn(turn_id)
+        setup = load_turn(turn_id)
+        if setup is None or taken_over:
+            return setup
+        # The user's message opens the turn's events, so a client rebuilds a conversation from
+        # events alone. Stored with the claim, it costs no write of its own before the first token
+        # (which waited for it: a sink's writes go in order). benchmarks/chat.py, in the commit.
+        opening = {"type": "user_message", "seq": setup.first_seq, "payload": _opening(setup)}
+        records.save_events(setup.conversation_id, [opening])
+        return replace(setup, first_seq=setup.first_seq + 1, opening=opening)
+
+
+def _opening(setup: TurnSetup) -> dict[str, Any]:
+    opening: dict[str, Any] = {"turn": str(setup.turn_id), "text": setup.user_text}
+    if setup.user_context:
+        opening["context"] = setup.user_context
+    return opening
 
 
 async def run_turn(turn_id: uuid.UUID, *, taken_over: bool = False) -> None:
@@ -96,12 +111,10 @@ class TurnRunner:
     opened: bool = False  # its user_message event is stored (a turn taken over)
 
     async def run(self) -> None:
-        if not self.opened:
-            # The user's message opens the turn's events, so a client rebuilds a conversation from events alone.
-            opening = {"turn": str(self.setup.turn_id), "text": self.setup.user_text}
-            if self.setup.user_context:
-                opening["context"] = self.setup.user_context
-            self.sink.emit("user_message", opening)
+        if self.setup.opening is not None:
+            self.sink.announce(self.setup.opening)  # stored with the claim (`_start`)
+        elif not self.opened:  # a turn taken over before its first write
+            self.sink.emit("user_message", _opening(self.setup))
         if self.taken_over:
             self.sink.emit("status", {"state": "recovering", "message": RECOVERING})
         work = asyncio.create_task(self._rounds())

@@ -72,3 +72,30 @@ def test_a_batch_checks_all_its_fences_in_one_update(alice):
     fences = [q["sql"] for q in queries if q["sql"].startswith('UPDATE "chat_turn"')]
     assert len(fences) == 1  # one per write cost ~0.37 ms of CPU each (benchmarks/journal.py)
     assert Event.objects.count() == 20
+
+
+@pytest.mark.django_db
+def test_a_turn_stores_its_opening_event_with_its_claim_and_only_once(alice):
+    """The user's message event is written by the claim's transaction, not by a journal write the
+    turn's first token would wait behind; a turn taken over does not write it again."""
+    from apps.chat import lease
+    from apps.chat.orchestrator import _start
+    from apps.chat.services import start_turn
+
+    Provider.objects.create(name="p", kind="openai", base_url="http://127.0.0.1:1/v1", owner=alice)
+    turn = start_turn(conversation=create_conversation(owner=alice), text="hello")
+
+    setup = _start(turn.pk, False)
+
+    stored = list(
+        Event.objects.filter(conversation_id=turn.conversation_id).values("seq", "type", "payload")
+    )
+    assert stored == [
+        {"seq": 1, "type": "user_message", "payload": {"turn": str(turn.pk), "text": "hello"}}
+    ]
+    assert setup.opening == stored[0] and setup.first_seq == 2
+    assert Turn.objects.get(pk=turn.pk).worker == lease.WORKER[:200]
+    assert _start(turn.pk, False) is None  # claimed once
+    again = _start(turn.pk, True)  # this worker's lease took it over: nothing is written again
+    assert again.opening is None and again.first_seq == 2
+    assert Event.objects.filter(conversation_id=turn.conversation_id).count() == 1
