@@ -56,8 +56,9 @@ class TurnSetup:
     # Taken over from a lost worker: the calls of the turn's last stored round that have no stored
     # result (settled by apps.chat.unfinished, `history` ends before their answers).
     unsent: tuple[ToolCall, ...] = ()
-    # Its first event (the user's message), stored with the turn's claim: to send, not to store.
-    opening: dict[str, Any] | None = None
+    # Its first events (the user's message, the first status), stored with the turn's claim: to
+    # send, not to store.
+    opening: tuple[dict[str, Any], ...] = ()
 
 
 def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:

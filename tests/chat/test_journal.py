@@ -76,10 +76,10 @@ def test_a_batch_checks_all_its_fences_in_one_update(alice):
 
 @pytest.mark.django_db
 def test_a_turn_stores_its_opening_event_with_its_claim_and_only_once(alice):
-    """The user's message event is written by the claim's transaction, not by a journal write the
+    """The user's message and first status events are written by the claim's transaction, not by a journal write the
     turn's first token would wait behind; a turn taken over does not write it again."""
     from apps.chat import lease
-    from apps.chat.orchestrator import _start
+    from apps.chat.orchestrator import WAITING, _start
     from apps.chat.services import start_turn
 
     Provider.objects.create(name="p", kind="openai", base_url="http://127.0.0.1:1/v1", owner=alice)
@@ -91,11 +91,12 @@ def test_a_turn_stores_its_opening_event_with_its_claim_and_only_once(alice):
         Event.objects.filter(conversation_id=turn.conversation_id).values("seq", "type", "payload")
     )
     assert stored == [
-        {"seq": 1, "type": "user_message", "payload": {"turn": str(turn.pk), "text": "hello"}}
+        {"seq": 1, "type": "user_message", "payload": {"turn": str(turn.pk), "text": "hello"}},
+        {"seq": 2, "type": "status", "payload": WAITING},
     ]
-    assert setup.opening == stored[0] and setup.first_seq == 2
+    assert list(setup.opening) == stored and setup.first_seq == 3
     assert Turn.objects.get(pk=turn.pk).worker == lease.WORKER[:200]
     assert _start(turn.pk, False) is None  # claimed once
     again = _start(turn.pk, True)  # this worker's lease took it over: nothing is written again
-    assert again.opening is None and again.first_seq == 2
-    assert Event.objects.filter(conversation_id=turn.conversation_id).count() == 1
+    assert again.opening == () and again.first_seq == 3
+    assert Event.objects.filter(conversation_id=turn.conversation_id).count() == 2

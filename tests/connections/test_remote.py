@@ -162,12 +162,12 @@ async def test_specs_cross_the_wire_encrypted(worker, monkeypatch):
             inbox = f"{prefix}:inbox:{(await pool._live_workers(refresh=True))[0]}"
             original = pool._redis.call
 
-            async def record(*args):
+            async def record(*args, inbox=inbox, seen=seen, original=original):
                 if args[0] == "RPUSH" and args[1] == inbox:
                     seen.append(args[2].encode())
                 return await original(*args)
 
-            def send(self, message: str, send=Link.send) -> None:
+            def send(self, message: str, send=Link.send, seen=seen) -> None:
                 seen.append(message.encode())
                 send(self, message)
 
