@@ -1,7 +1,7 @@
-"""The worker side of the Redis path: an asyncio loop that serves a `Pool` to web processes.
+"""The pool worker: an asyncio loop that serves a `Pool` to web processes.
 
-Each worker registers itself in a sorted set (score = last heartbeat) and reads its own
-inbox list. Web processes pick the worker for a server by rendezvous hashing over the
+Each worker registers itself in a sorted set (score = last heartbeat), takes web processes'
+direct links (`link.py`; address and token in Redis) and reads its own inbox list. Web processes pick the worker for a server by rendezvous hashing over the
 live workers, so each backend is held by exactly one worker (one child per server, not
 one per worker), and a worker joining or leaving moves only its share of servers.
 
@@ -105,9 +105,9 @@ def connect_redis(
 
 
 class PoolWorker:
-    """Serves pool operations from this worker's Redis inbox until `stop()`.
+    """Serves pool operations from callers' direct links and this worker's Redis inbox until `stop()`.
 
-    Two Redis connections: one blocked in BLMPOP on the inbox, one for everything sent
+    What it sends back goes the way the call came. Two Redis connections: one blocked in BLMPOP on the inbox, one for everything sent
     back (replies, progress, log lines and server requests are PUBLISHed without waiting
     for Redis's answer; one connection keeps them in order).
     """
