@@ -4,34 +4,43 @@ client that declares neither (as Claude Desktop and LM Studio do)."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import pytest
 
-from apps.toolsets.models import Endpoint
-from tests.chat.conftest import db
+from tests.host.conftest import EVERYTHING, _endpoint
 from tests.live_hub import mcp_client
 from tests.llm_server import Reply
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
 
 
-async def test_server_everything_sampling_and_roots_answered_by_the_hub(
-    hub, llm, alice_provider, everything_endpoint, alice_hub_token
-):
-    await db(Endpoint.objects.filter(pk=everything_endpoint.pk).update)(
-        roots=[{"uri": "file:///home/alice/notes", "name": "Notes"}]
+@pytest.fixture
+def roots_endpoint(alice, everything_discovery):
+    """Alice's endpoint with server-everything under a name of this test's own, and roots. The
+    server asks for roots once per connection and keeps the answer: on the shared `everything`
+    connection, an earlier test's endpoint without roots would have answered for good."""
+    name = f"everything-{uuid.uuid4().hex[:8]}"
+    roots = [{"uri": "file:///home/alice/notes", "name": "Notes"}]
+    return _endpoint(
+        alice, {**EVERYTHING, "name": name}, everything_discovery, sampling="auto", roots=roots
     )
+
+
+async def test_server_everything_sampling_and_roots_answered_by_the_hub(
+    hub, llm, alice_provider, roots_endpoint, alice_hub_token
+):
     llm.script([Reply(text=["Forty-two."], usage=(12, 3))])
-    async with mcp_client(hub.url(everything_endpoint.path), alice_hub_token) as client:
+    async with mcp_client(hub.url(roots_endpoint.path), alice_hub_token) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         sampled = await client.call_tool(
             "trigger-sampling-request", {"prompt": "the answer?", "maxTokens": 40}
         )
-        # The server asks for roots on its own once initialized; a loaded machine may answer
-        # this call first ("roots ... still being loaded"): ask until they are in.
+        # The server asks for roots 350 ms after initialize, or at this call if it has not yet:
+        # asked while no call of ours is in flight, the hub cannot say whose they are. Ask again.
         for _ in range(50):
             roots = await client.call_tool("get-roots-list", {})
-            if "still being loaded" not in roots.content[0].text:
+            if "no roots are currently configured" not in roots.content[0].text:
                 break
             await asyncio.sleep(0.2)
 
