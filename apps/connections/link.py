@@ -80,12 +80,16 @@ class Link(BatchedProtocol):
             self._on_line(line)
 
     def _on_line(self, line: bytes) -> None:
-        if self.on_message is None:
+        if self.on_message is None:  # not yet trusted: the first line is the handshake
+            self._handshake(line)
             return
         try:
             self.on_message(json.loads(line))
         except Exception:  # boundary: one bad message must not end the link
             logger.exception("link message handler failed")
+
+    def _handshake(self, line: bytes) -> None:
+        """Set `on_message` once the link is trusted."""
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self._lost.done():
@@ -103,16 +107,10 @@ class _Accepting(Link):
         super().__init__()
         self._token = token
         self._handler = on_message
-        self._trusted = False
 
-    def _on_line(self, line: bytes) -> None:
-        if self._trusted:
-            try:
-                self._handler(json.loads(line), self)
-            except Exception:  # boundary: one bad message must not end the link
-                logger.exception("link message handler failed")
-        elif hmac.compare_digest(line, self._token):
-            self._trusted = True
+    def _handshake(self, line: bytes) -> None:
+        if hmac.compare_digest(line, self._token):
+            self.on_message = lambda message: self._handler(message, self)
             self._write(_ACCEPTED + b"\n")
         else:
             logger.warning("pool worker refused a link with a wrong token")
@@ -127,13 +125,10 @@ class _Opening(Link):
         self._on_message_later = on_message
         self.accepted: asyncio.Future[None] = self._loop.create_future()
 
-    def _on_line(self, line: bytes) -> None:
-        if not self.accepted.done():
-            if line == _ACCEPTED:
-                self.accepted.set_result(None)
-                self.on_message = self._on_message_later
-            return
-        super()._on_line(line)
+    def _handshake(self, line: bytes) -> None:
+        if line == _ACCEPTED and not self.accepted.done():
+            self.on_message = self._on_message_later
+            self.accepted.set_result(None)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.accepted.done():
@@ -165,16 +160,15 @@ class LinkServer:
     def __init__(
         self, listen: str, token: str, on_message: Callable[[dict[str, Any], Link], None]
     ) -> None:
-        self.listen = listen
+        host, _, port = listen.rpartition(":")
+        self.host = host.strip("[]")
+        self.port = int(port or 0)  # the one it got, once started
         self.token = token
         self.on_message = on_message
         self.links: set[Link] = set()
         self._server: asyncio.Server | None = None
-        self.port = 0
 
     async def start(self) -> None:
-        host, _, port = self.listen.rpartition(":")
-
         def accept() -> Link:
             link = _Accepting(self.token.encode(), self.on_message)
             self.links.add(link)
@@ -182,14 +176,14 @@ class LinkServer:
             return link
 
         self._server = await asyncio.get_running_loop().create_server(
-            accept, host.strip("[]") or None, int(port or 0)
+            accept, self.host or None, self.port
         )
         self.port = self._server.sockets[0].getsockname()[1]
 
     def address(self, advertise: str, towards: tuple[str, int]) -> str:
         """`"host:port token"` for callers: `advertise`, else the listen host, else (listening on
         every interface) this host's address on the route to `towards` (Redis, which callers reach)."""
-        host = advertise or self.listen.rpartition(":")[0].strip("[]")
+        host = advertise or self.host
         if host in ("", "0.0.0.0", "::"):
             host = _local_address(towards)
         if ":" in host:

@@ -457,18 +457,22 @@ class RemotePool:
         self._spawn(self._push(worker, {"t": "cancel", "id": request_id}))
 
     async def _push(self, worker: str, message: dict[str, Any]) -> None:
-        link = self._links.get(worker)
-        if link is not None and not link.closed:
+        link = self._linked(worker)
+        if link is not None:
             link.send(dumps(message))
         else:
             await self._redis.fire("RPUSH", inbox_key(self.prefix, worker), dumps(message))
 
     # -- direct links ------------------------------------------------------------------
 
+    def _linked(self, worker: str) -> Link | None:
+        """The link to `worker` if one is open now."""
+        link = self._links.get(worker)
+        return link if link is not None and not link.closed else None
+
     async def _link(self, worker: str) -> Link | None:
         """The open link to `worker`, opened now if need be; None: send through Redis."""
-        link = self._links.get(worker)
-        if link is not None and not link.closed:
+        if (link := self._linked(worker)) is not None:
             return link
         if self._unlinked_until.get(worker, 0.0) > time.monotonic():
             return None

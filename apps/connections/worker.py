@@ -179,15 +179,14 @@ class PoolWorker:
         """Listen for callers' direct links and publish where (before the worker is routable)."""
         if not self.listen:
             return
-        host = self.listen.rpartition(":")[0].strip("[]")
-        if self._out.address.tls and host not in ("127.0.0.1", "::1", "localhost"):
+        server = LinkServer(self.listen, secrets.token_urlsafe(24), self._on_link_message)
+        if self._out.address.tls and server.host not in ("127.0.0.1", "::1", "localhost"):
             # Links are plain TCP: where calls reach Redis over TLS, they must not leave in the clear.
             logger.warning(
                 "pool worker takes no direct links on %s: Redis is reached over TLS, links are not",
                 self.listen,
             )
             return
-        server = LinkServer(self.listen, secrets.token_urlsafe(24), self._on_link_message)
         try:
             await server.start()
         except OSError as exc:
