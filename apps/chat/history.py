@@ -8,23 +8,16 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from django.db.models import Case, F, JSONField, Q, When
+from django.db.models import Case, F, JSONField, OuterRef, Q, Subquery, When
 
+from apps.chat.models import Event, Turn
 from apps.chat.models import Message as MessageRow
-from apps.chat.models import Turn
 from apps.chat.rounds import stored_message
+from apps.core.compiled import Compiled
 from apps.llm.types import Image, Message, ToolCall
+from apps.toolsets.models import Endpoint
 
 CANCELLED = "The call did not complete (the turn was stopped or interrupted)."
-# What a turn needs of its conversation and endpoint (the provider whole, for its adapter): a
-# third of the columns select_related would read, and a third of that query's CPU.
-SETUP_FIELDS = (
-    "status",
-    "conversation__owner_id",
-    "conversation__model",
-    "conversation__provider",
-    "conversation__endpoint__approval",
-)
 HISTORY_FIELDS = (
     "role",
     "text",
@@ -63,48 +56,74 @@ class TurnSetup:
 
 def load_turn(turn_id: uuid.UUID) -> TurnSetup | None:
     """Sync ORM: call from a thread. None when the turn vanished, is not running, or lost its provider."""
-    from apps.chat.providers import adapter
-    from apps.chat.records import next_seq
+    from apps.chat.providers import NO_PROVIDER, adapter, saved
 
-    turn = (
-        # The provider's owner too: whether the outbound address policy applies (Provider.public_only).
-        Turn.objects.select_related("conversation__provider__owner", "conversation__endpoint")
-        .only(*SETUP_FIELDS)
-        .filter(pk=turn_id)
-        .first()
-    )
-    if turn is None or turn.status != Turn.Status.RUNNING:
+    turn = _SETUP.first(turn_id)
+    if turn is None or turn["status"] != Turn.Status.RUNNING:
         return None
-    conversation = turn.conversation
-    provider, endpoint = conversation.provider, conversation.endpoint
+    provider = (
+        saved(turn["provider_id"], turn["provider_updated_at"]) if turn["provider_id"] else None
+    )
     if provider is None:
-        from apps.chat.providers import NO_PROVIDER
         from apps.chat.records import finish_turn
 
-        finish_turn(turn.pk, Turn.Status.FAILED, NO_PROVIDER)
+        finish_turn(turn_id, Turn.Status.FAILED, NO_PROVIDER)
         return None
     # What the model is sent of each message, not the full tool results kept beside it; plain rows,
     # not model instances (a deferred-field instance costs more to build than the result it skips).
-    rows = [
-        SimpleNamespace(**row)
-        for row in conversation.messages.order_by("id").values(*HISTORY_FIELDS, shown=_shown_of())
-    ]
+    rows = [SimpleNamespace(**row) for row in _HISTORY.run(turn["conversation_id"])]
     history = to_messages(rows, provider_id=provider.pk)
-    unsent = _unsent(rows, turn.pk, history)
+    unsent = _unsent(rows, turn_id, history)
+    endpoint = (
+        Endpoint(pk=turn["endpoint_id"], approval=turn["approval"])
+        if turn["endpoint_id"] is not None
+        else None
+    )
     return TurnSetup(
-        turn_id=turn.pk,
-        conversation_id=conversation.pk,
-        user_id=conversation.owner_id,
+        turn_id=turn_id,
+        conversation_id=turn["conversation_id"],
+        user_id=turn["owner_id"],
         provider_id=provider.pk,
-        endpoint_id=endpoint.pk if endpoint else None,
-        model=conversation.model or provider.default_model,
+        endpoint_id=turn["endpoint_id"],
+        model=turn["model"] or provider.default_model,
         history=tuple(history[: len(history) - len(unsent)]),
         unsent=unsent,
-        first_seq=next_seq(conversation.pk),
-        **_user_side([r for r in rows if r.turn_id == turn.pk]),
+        first_seq=(turn["last_seq"] or 0) + 1,
+        **_user_side([r for r in rows if r.turn_id == turn_id]),
         adapter=lambda: adapter(provider),
         approval_reason=endpoint.approval_reason if endpoint else (lambda annotations: None),
     )
+
+
+# A turn's start reads its turn, conversation, endpoint and the number of its conversation's last
+# event in one statement, compiled once (apps.core.compiled: 0.40 ms instead of 2.1 ms for the two
+# queries through the ORM), and its provider only when saved since (apps.chat.providers.saved).
+_SETUP = Compiled(
+    lambda turn_id: Turn.objects.filter(pk=turn_id).values(
+        "status",
+        "conversation_id",
+        owner_id=F("conversation__owner_id"),
+        model=F("conversation__model"),
+        provider_id=F("conversation__provider_id"),
+        provider_updated_at=F("conversation__provider__updated_at"),
+        endpoint_id=F("conversation__endpoint_id"),
+        approval=F("conversation__endpoint__approval"),
+        last_seq=Subquery(
+            Event.objects.filter(conversation_id=OuterRef("conversation_id"))
+            .order_by("-seq")
+            .values("seq")[:1]
+        ),
+    ),
+    uuid.uuid4(),
+)
+_HISTORY = Compiled(
+    lambda conversation_id: (
+        MessageRow.objects.filter(conversation_id=conversation_id)
+        .order_by("id")
+        .values(*HISTORY_FIELDS, shown=_shown_of())
+    ),
+    uuid.uuid4(),
+)
 
 
 def _shown_of() -> Case:

@@ -9,14 +9,34 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from datetime import datetime
 from typing import Any
 
 from apps.llm.adapters import Adapter
+from apps.llm.models import Provider
 from apps.llm.services import adapter_for
 
 _adapters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, tuple[Any, Adapter]]] = (
     weakref.WeakKeyDictionary()
 )
+
+
+# The providers turns started with lately, as saved at `updated_at` (sync: database threads).
+_saved: dict[int, Provider] = {}
+
+
+def saved(provider_id: int, updated_at: datetime) -> Provider | None:
+    """The provider as saved at `updated_at` (with its owner: `public_only`), read once per save
+    rather than with every turn's start (its row and its owner's, a third of that query's CPU);
+    None when it was deleted meanwhile."""
+    found = _saved.get(provider_id)
+    if found is None or found.updated_at != updated_at:
+        found = Provider.objects.select_related("owner").filter(pk=provider_id).first()
+        if found is None:
+            _saved.pop(provider_id, None)
+            return None
+        _saved[provider_id] = found
+    return found
 
 
 def adapter(provider) -> Adapter:

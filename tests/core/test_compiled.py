@@ -1,0 +1,64 @@
+"""apps.core.compiled: a queryset compiled once gives what the ORM gives, for any arguments."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db.models import F
+
+from apps.chat.models import Conversation, Message, Turn
+from apps.core.compiled import Compiled
+
+pytestmark = pytest.mark.django_db
+
+
+def _messages(conversation_id: uuid.UUID, role: str):
+    return (
+        Message.objects.filter(conversation_id=conversation_id, role=role)
+        .order_by("id")
+        .values("text", "tool_calls", owner=F("conversation__owner_id"))
+    )
+
+
+MESSAGES = Compiled(_messages, uuid.uuid4(), "sample-role-5d1f")
+
+
+@pytest.fixture
+def conversations():
+    owner = get_user_model().objects.create(username="compiled")
+    found = []
+    for n in range(2):
+        conversation = Conversation.objects.create(owner=owner)
+        turn = Turn.objects.create(conversation=conversation)
+        for role, text in (("user", f"hi {n}"), ("assistant", f"hello {n}")):
+            Message.objects.create(
+                conversation=conversation,
+                turn=turn,
+                role=role,
+                text=text,
+                tool_calls=[{"id": f"c{n}", "name": "echo", "arguments": {"n": n}}],
+            )
+        found.append(conversation)
+    return found
+
+
+def test_rows_are_the_orms_for_each_set_of_arguments(conversations):
+    for conversation in conversations:
+        for role in ("user", "assistant", "tool"):
+            assert MESSAGES.run(conversation.pk, role) == list(_messages(conversation.pk, role))
+    first = MESSAGES.first(conversations[1].pk, "assistant")
+    assert first["text"] == "hello 1"
+    assert first["tool_calls"] == [{"id": "c1", "name": "echo", "arguments": {"n": 1}}]  # decoded
+    assert MESSAGES.first(uuid.uuid4(), "user") is None
+
+
+def test_a_sample_that_is_not_unique_among_the_parameters_is_refused(conversations):
+    clashing = Compiled(
+        lambda role: Message.objects.filter(role=role, text="user").values("text"), "user"
+    )
+    with pytest.raises(ValueError, match="2 times"):
+        clashing.run("assistant")
+    with pytest.raises(TypeError, match="expected 2 arguments"):
+        MESSAGES.run(conversations[0].pk)
