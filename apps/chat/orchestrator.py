@@ -125,7 +125,7 @@ class TurnRunner:
             self.sink.emit("status", {"state": "recovering", "message": RECOVERING})
         work = asyncio.create_task(self._rounds())
         stop = asyncio.create_task(self.control.stopped.wait())
-        beat = asyncio.create_task(self._heartbeat())
+        watch = asyncio.create_task(self._watch_stop())
         try:
             await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
             if not work.done():
@@ -137,7 +137,7 @@ class TurnRunner:
             else:
                 await self._end(*self._outcome(work))
         finally:
-            for task in (work, stop, beat):  # work too: this task itself may be what was cancelled
+            for task in (work, stop, watch):  # work too: this task itself may be what was cancelled
                 task.cancel()
 
     def _outcome(self, work: asyncio.Task[str]) -> tuple[str, str, str]:
@@ -183,15 +183,15 @@ class TurnRunner:
         self.sink.emit("status", {"state": "complete", "message": message, "usage": usage})
         self.sink.emit("end", {"turn": str(self.setup.turn_id), "status": status, "usage": usage})
 
-    async def _heartbeat(self) -> None:
-        # Also the backstop for a stop sent before this turn joined its control group. The first
-        # beat waits a second: the start of a turn is where its time to first token is spent.
+    async def _watch_stop(self) -> None:
+        # The backstop for a stop sent before this turn joined its control group. The first check
+        # waits a second: the start of a turn is where its time to first token is spent.
         delay = 1.0
         while True:
             await asyncio.sleep(delay)
-            if not await _db(records.heartbeat)(self.setup.turn_id):
+            if await _db(records.stop_requested)(self.setup.turn_id):
                 self.control.stopped.set()
-            delay = records.HEARTBEAT_SECONDS
+            delay = records.STOP_CHECK_SECONDS
 
     async def _rounds(self) -> str:
         """The loop; returns an error message when it ended on the round limit, else ""."""

@@ -212,7 +212,7 @@ def _send_stop(conversation_id: uuid.UUID) -> None:
 
     try:
         async_to_sync(send_control)(conversation_id, "stop")
-    except Exception:  # noqa: BLE001 - the heartbeat sees stop_requested within HEARTBEAT_SECONDS
+    except Exception:  # noqa: BLE001 - the turn reads stop_requested within STOP_CHECK_SECONDS
         logger.warning("chat: could not send stop for %s", conversation_id, exc_info=True)
 
 
