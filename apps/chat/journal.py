@@ -21,6 +21,8 @@ from typing import Any, Protocol
 from asgiref.sync import sync_to_async
 from django.db import connection, models, transaction
 
+from apps.core.compiled import insert
+
 logger = logging.getLogger(__name__)
 
 
@@ -59,7 +61,7 @@ class Write:
 
 
 def store(writes: Sequence[Write]) -> None:
-    """Sync: one transaction, one bulk INSERT per model (rows keep their order within a model)."""
+    """Sync: one transaction, one INSERT per model (rows keep their order within a model)."""
     by_model: dict[type[models.Model], list[models.Model]] = {}
     for write in writes:
         for row in write.rows:
@@ -73,7 +75,7 @@ def store(writes: Sequence[Write]) -> None:
         for kind, same in fences.items():
             kind.check(same)
         for model, rows in by_model.items():
-            model.objects.bulk_create(rows)
+            insert(model, rows)  # their keys are never read back
         for write in writes:
             for update in write.updates:
                 update()

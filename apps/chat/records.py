@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from apps.chat.journal import commit_without_waiting_for_disk
 from apps.chat.models import Conversation, Event, Message, Turn
+from apps.core.compiled import insert
 
 # A running turn whose worker has not been heard of for this long was lost (worker crash).
 STALE_AFTER = timedelta(seconds=60)
@@ -31,7 +32,7 @@ def event_rows(conversation_id: uuid.UUID, events: list[dict[str, Any]]) -> list
 
 
 def save_events(conversation_id: uuid.UUID, events: list[dict[str, Any]]) -> None:
-    Event.objects.bulk_create(event_rows(conversation_id, events))
+    insert(Event, event_rows(conversation_id, events))
 
 
 def next_seq(conversation_id: uuid.UUID) -> int:

@@ -1,4 +1,4 @@
-"""ORM queries compiled once per process and run again with other arguments.
+"""ORM statements compiled once per process and run again with other arguments.
 
 Building a queryset and compiling it to SQL costs Django more CPU than Postgres needs to answer
 it: the query that starts a chat turn (turn, conversation, provider, endpoint and the last event's
@@ -17,11 +17,11 @@ Rows come back as `values()` gives them: dicts, with the ORM's converters applie
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db import connections
-from django.db.models import QuerySet
+from django.db.models import Field, Model, QuerySet
 
 
 class Compiled:
@@ -110,3 +110,44 @@ def _hex(value: Any) -> str:
 
 def _as_is(value: Any) -> Any:
     return value
+
+
+def insert(model: type[Model], rows: Sequence[Model], *, using: str = "default") -> None:
+    """Inserts `rows` of `model`, without reading their keys back: the statement is built once per
+    model and database from its fields, each value prepared by its field as `bulk_create` prepares
+    it (defaults, `auto_now_add`, JSON). For the chat's journal, which never reads those keys:
+    one event through `bulk_create` took 0.78 ms on this kind of machine, 0.45 ms this way."""
+    if not rows:
+        return
+    connection = connections[using]
+    key = (model, using)
+    statement = _inserts.get(key)
+    if statement is None:
+        fields = [
+            f
+            for f in model._meta.concrete_fields
+            if not (getattr(f, "db_returning", False) or getattr(f, "generated", False))
+        ]
+        quote = connection.ops.quote_name
+        sql = "INSERT INTO {} ({}) VALUES ({})".format(
+            quote(model._meta.db_table),
+            ", ".join(quote(f.column) for f in fields),
+            ", ".join(["%s"] * len(fields)),
+        )
+        statement = _inserts[key] = (sql, fields)
+    sql, fields = statement
+    values = [[f.pre_save(row, True) for f in fields] for row in rows]
+    if any(hasattr(value, "resolve_expression") for row in values for value in row):
+        model._default_manager.using(using).bulk_create(rows)  # a db_default: the ORM's own way
+        return
+    params = [
+        [f.get_db_prep_save(value, connection) for f, value in zip(fields, row)] for row in values
+    ]
+    with connection.cursor() as cursor:
+        if len(params) == 1:
+            cursor.execute(sql, params[0])
+        else:
+            cursor.executemany(sql, params)
+
+
+_inserts: dict[tuple[type[Model], str], tuple[str, list[Field]]] = {}

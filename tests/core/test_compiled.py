@@ -62,3 +62,23 @@ def test_a_sample_that_is_not_unique_among_the_parameters_is_refused(conversatio
         clashing.run("assistant")
     with pytest.raises(TypeError, match="expected 2 arguments"):
         MESSAGES.run(conversations[0].pk)
+
+
+def test_insert_stores_rows_as_bulk_create_would(conversations):
+    from apps.chat.models import Event
+    from apps.core.compiled import insert
+
+    conversation = conversations[0]
+    rows = [
+        Event(conversation=conversation, seq=n, type="text", payload={"text": f"part {n}", "n": n})
+        for n in (1, 2, 3)
+    ]
+    insert(Event, rows[:1])  # one row, then several: both statements
+    insert(Event, rows[1:])
+    insert(Event, [])
+    stored = list(conversation.events.order_by("seq").values("seq", "type", "payload"))
+    assert stored == [
+        {"seq": n, "type": "text", "payload": {"text": f"part {n}", "n": n}} for n in (1, 2, 3)
+    ]
+    assert all(row.created_at is not None for row in rows)  # auto_now_add, as the ORM sets it
+    assert conversation.events.filter(created_at__isnull=True).count() == 0
