@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from apps.chat.journal import commit_without_waiting_for_disk
 from apps.chat.models import Conversation, Event, Message, Turn
-from apps.core.compiled import insert
+from apps.core.compiled import CompiledUpdate, insert
 
 # A running turn whose worker has not been heard of for this long was lost (worker crash).
 STALE_AFTER = timedelta(seconds=60)
@@ -44,14 +44,36 @@ def next_seq(conversation_id: uuid.UUID) -> int:
 def start(turn_id: uuid.UUID, worker: str, *, taken_over: bool = False) -> bool:
     """This worker runs the turn (its lease: apps.chat.lease); False when another has it. A new
     turn is started once; one taken over was claimed for this worker already."""
-    turns = Turn.objects.filter(pk=turn_id, status=Turn.Status.RUNNING)
     if taken_over:
-        return turns.filter(worker=worker[:200]).exists()
-    return bool(
-        turns.filter(worker="", heartbeat_at__isnull=True).update(
-            worker=worker[:200], heartbeat_at=timezone.now()
-        )
-    )
+        return Turn.objects.filter(
+            pk=turn_id, status=Turn.Status.RUNNING, worker=worker[:200]
+        ).exists()
+    return bool(_CLAIM.run(turn_id, worker[:200], timezone.now()))
+
+
+# Compiled once (apps.core.compiled): on the path of every turn's first token, and of every
+# journal write of one turn, the ORM's compilation of these UPDATEs cost more than running them.
+_SAMPLE_TIME = datetime(2001, 2, 3, 4, 5, 6, 789012, tzinfo=UTC)
+_CLAIM = CompiledUpdate(
+    lambda turn_id, worker, now: (
+        Turn.objects.filter(
+            pk=turn_id, status=Turn.Status.RUNNING, worker="", heartbeat_at__isnull=True
+        ),
+        {"worker": worker, "heartbeat_at": now},
+    ),
+    uuid.uuid4(),
+    "sample-worker-9f3c",
+    _SAMPLE_TIME,
+)
+_FENCE = CompiledUpdate(
+    lambda turn_id, worker, now: (
+        Turn.objects.filter(pk=turn_id, worker=worker),
+        {"heartbeat_at": now},
+    ),
+    uuid.uuid4(),
+    "sample-worker-9f3c",
+    _SAMPLE_TIME,
+)
 
 
 class LeaseLost(Exception):
@@ -78,6 +100,11 @@ class StillHeld:
             by_worker.setdefault(fence.worker[:200], set()).add(fence.turn_id)
         now = timezone.now()
         for worker, turn_ids in by_worker.items():
+            if len(turn_ids) == 1:  # most batches: one turn's
+                (turn_id,) = turn_ids
+                if not _FENCE.run(turn_id, worker, now):
+                    raise LeaseLost(turn_id)
+                continue
             held = Turn.objects.filter(pk__in=turn_ids, worker=worker)
             if held.update(heartbeat_at=now) < len(turn_ids):
                 raise LeaseLost(min(turn_ids - set(held.values_list("pk", flat=True))))

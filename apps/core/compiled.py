@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 from django.db import connections
 from django.db.models import Field, Model, QuerySet
+from django.db.models.sql import UpdateQuery
 
 
 class Compiled:
@@ -45,6 +47,34 @@ class Compiled:
         return rows[0] if rows else None
 
 
+class CompiledUpdate:
+    """`build(*args)` → (queryset, {field: value}); `run(*args)` updates and returns the number of
+    rows it changed, compiled once per database. One table only: what compiles is all it runs."""
+
+    def __init__(
+        self, build: Callable[..., tuple[QuerySet, dict[str, Any]]], *samples: Any
+    ) -> None:
+        self._build = build
+        self._samples = samples
+        self._by_alias: dict[str, tuple[str, list[Any], list[tuple[int, Any]]]] = {}
+
+    def run(self, *args: Any, using: str = "default") -> int:
+        statement = self._by_alias.get(using)
+        if statement is None:
+            queryset, values = self._build(*self._samples)
+            query = queryset.query.chain(UpdateQuery)
+            query.add_update_values(values)
+            if query.related_updates or query.count_active_tables() > 1:
+                raise ValueError("only an update of one table compiles to one statement")
+            sql, params = query.get_compiler(using).as_sql()
+            slots = _slots(params, self._samples, connections[using])
+            statement = self._by_alias[using] = (sql, list(params), slots)
+        sql, params, slots = statement
+        with connections[using].cursor() as cursor:
+            cursor.execute(sql, _bind(params, slots, args))
+            return cursor.rowcount
+
+
 class _Statement:
     def __init__(
         self,
@@ -65,23 +95,11 @@ class _Statement:
     def compile(cls, queryset: QuerySet, samples: tuple[Any, ...], using: str) -> _Statement:
         compiler = queryset.query.get_compiler(using)
         sql, params = compiler.as_sql()
-        slots = []
-        for sample in samples:
-            found = [i for i, value in enumerate(params) if _same(value, sample)]
-            if len(found) != 1:
-                raise ValueError(
-                    f"sample {sample!r} is among the compiled parameters {len(found)} times, "
-                    "not once: choose a value no other part of the query uses"
-                )
-            slots.append((found[0], _preparer(params[found[0]], sample)))
+        slots = _slots(params, samples, connections[using])
         return cls(compiler, sql, list(params), slots)
 
     def run(self, args: tuple[Any, ...], using: str) -> list[dict[str, Any]]:
-        if len(args) != len(self.slots):
-            raise TypeError(f"expected {len(self.slots)} arguments, got {len(args)}")
-        params = list(self.params)
-        for (position, prepare), arg in zip(self.slots, args):
-            params[position] = prepare(arg)
+        params = _bind(self.params, self.slots, args)
         with connections[using].cursor() as cursor:
             cursor.execute(self.sql, params)
             rows = cursor.fetchall()
@@ -92,15 +110,46 @@ class _Statement:
         return [dict(zip(self.names, row)) for row in rows]
 
 
-def _same(value: Any, sample: Any) -> bool:
-    if isinstance(sample, uuid.UUID) and isinstance(value, str):
+def _slots(
+    params: Sequence[Any], samples: tuple[Any, ...], connection: Any
+) -> list[tuple[int, Callable[[Any], Any]]]:
+    """Where each sample went among the compiled parameters, and how to prepare its replacements."""
+    slots = []
+    for sample in samples:
+        found = [i for i, value in enumerate(params) if _same(value, sample, connection)]
+        if len(found) != 1:
+            raise ValueError(
+                f"sample {sample!r} is among the compiled parameters {len(found)} times, "
+                "not once: choose a value no other part of the query uses"
+            )
+        slots.append((found[0], _preparer(params[found[0]], sample, connection)))
+    return slots
+
+
+def _bind(
+    params: list[Any], slots: list[tuple[int, Callable[[Any], Any]]], args: tuple[Any, ...]
+) -> list[Any]:
+    if len(args) != len(slots):
+        raise TypeError(f"expected {len(slots)} arguments, got {len(args)}")
+    bound = list(params)
+    for (position, prepare), arg in zip(slots, args):
+        bound[position] = prepare(arg)
+    return bound
+
+
+def _same(value: Any, sample: Any, connection: Any) -> bool:
+    if isinstance(value, str) and isinstance(sample, uuid.UUID):
         return value in (sample.hex, str(sample))
+    if isinstance(value, str) and isinstance(sample, datetime):
+        return value == connection.ops.adapt_datetimefield_value(sample)
     return type(value) is type(sample) and value == sample
 
 
-def _preparer(compiled: Any, sample: Any) -> Callable[[Any], Any]:
-    if isinstance(sample, uuid.UUID) and isinstance(compiled, str):
+def _preparer(compiled: Any, sample: Any, connection: Any) -> Callable[[Any], Any]:
+    if isinstance(compiled, str) and isinstance(sample, uuid.UUID):
         return _hex if compiled == sample.hex else str
+    if isinstance(compiled, str) and isinstance(sample, datetime):
+        return connection.ops.adapt_datetimefield_value
     return _as_is
 
 

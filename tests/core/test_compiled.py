@@ -82,3 +82,33 @@ def test_insert_stores_rows_as_bulk_create_would(conversations):
     ]
     assert all(row.created_at is not None for row in rows)  # auto_now_add, as the ORM sets it
     assert conversation.events.filter(created_at__isnull=True).count() == 0
+
+
+def test_an_update_compiled_once_changes_what_the_orm_would(conversations):
+    from datetime import UTC, datetime, timedelta
+
+    from apps.core.compiled import CompiledUpdate
+
+    claim = CompiledUpdate(
+        lambda turn_id, worker, now: (
+            Turn.objects.filter(pk=turn_id, worker=""),
+            {"worker": worker, "heartbeat_at": now},
+        ),
+        uuid.uuid4(),
+        "sample-worker",
+        datetime(2001, 2, 3, 4, 5, 6, 789012, tzinfo=UTC),
+    )
+    first, second = (c.turns.get() for c in conversations)
+    when = datetime(2026, 11, 28, 8, 30, 1, 250000, tzinfo=UTC)
+    assert claim.run(first.pk, "w1", when) == 1
+    assert claim.run(first.pk, "w2", when) == 0  # taken: its worker is no longer ""
+    assert claim.run(second.pk, "w2", when + timedelta(seconds=1)) == 1
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.worker, first.heartbeat_at) == ("w1", when)
+    assert (second.worker, second.heartbeat_at) == ("w2", when + timedelta(seconds=1))
+    across = CompiledUpdate(
+        lambda owner: (Turn.objects.filter(conversation__owner_id=owner), {"worker": "x"}), 987654
+    )
+    with pytest.raises(ValueError, match="one table"):
+        across.run(conversations[0].owner_id)
