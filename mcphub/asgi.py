@@ -31,10 +31,12 @@ django_asgi_app = get_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
+from django.urls import get_resolver  # noqa: E402
 
 from apps.chat import healing as chat_healing  # noqa: E402
 from apps.chat import runtime as chat_runtime  # noqa: E402
 from apps.chat.routing import websocket_urlpatterns  # noqa: E402
+from apps.core import heap  # noqa: E402
 from apps.gateway.transport import Gateway  # noqa: E402
 from mcphub import beat  # noqa: E402
 
@@ -66,7 +68,7 @@ async def websocket_app(scope, receive, send):
 
 async def lifespan(scope, receive, send):
     """The server starts serving: the embedded schedule starts, chat turns bind to this loop and
-    this process keeps (and heals) their leases. SIGTERM: embedded, the runs and turns this process
+    this process keeps (and heals) their leases, and the heap it keeps is settled (apps.core.heap). SIGTERM: embedded, the runs and turns this process
     holds drain (apps.chat.healing.drain) before it exits."""
     while True:
         message = await receive()
@@ -74,6 +76,8 @@ async def lifespan(scope, receive, send):
             beat.start_once()
             chat_runtime.bind_web_loop()
             chat_healing.start_on_web_loop()
+            get_resolver().url_patterns  # noqa: B018 - every view imported before the heap settles
+            heap.settle()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             if not settings.REDIS_URL:

@@ -21,11 +21,13 @@ def _preload_in_thread() -> None:
     from django.db import connection
 
     from apps.chat.preload import preload_sdks
+    from apps.core import heap
 
     try:
         preload_sdks()
     finally:
         connection.close()  # this thread's own: it ends here
+    heap.settle()  # the worker has loaded what it keeps: Django, the tasks, the pool, the SDKs
 
 
 def _worker_shutting_down(**_: Any) -> None:
