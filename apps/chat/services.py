@@ -19,6 +19,7 @@ from apps.core.errors import UserError
 if TYPE_CHECKING:
     from apps.chat.context_items import Context
 from apps.toolsets.models import Endpoint
+from apps.toolsets.selectors import default_endpoint_for
 
 logger = logging.getLogger(__name__)
 MAX_TEXT = 100_000
@@ -59,7 +60,7 @@ def create_conversation(
     if provider is None:
         provider = _default_provider(owner)
     if endpoint is None:
-        endpoint = Endpoint.objects.filter(owner=owner, is_default=True).first()
+        endpoint = default_endpoint_for(owner)
     return Conversation.objects.create(
         owner=owner,
         title=title.strip()[:200],

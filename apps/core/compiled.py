@@ -19,11 +19,18 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import connections
-from django.db.models import Field, Model, QuerySet
+from django.db.models import DEFERRED, Field, Model, QuerySet
 from django.db.models.sql import UpdateQuery
+
+M = TypeVar("M", bound=Model)
+
+
+def attnames(model: type[Model]) -> list[str]:
+    """Every concrete field of `model` by the name `values()` and `Model.from_db` take."""
+    return [field.attname for field in model._meta.concrete_fields]
 
 
 class Compiled:
@@ -45,6 +52,17 @@ class Compiled:
     def first(self, *args: Any, using: str = "default") -> dict[str, Any] | None:
         rows = self.run(*args, using=using)
         return rows[0] if rows else None
+
+    def first_instance(self, model: type[M], *args: Any, using: str = "default") -> M | None:
+        """The first row as a `model` instance, as the ORM loads one (`Model.from_db`): `build`
+        selects the model's fields by attname (`attnames(model)`); a field left out is deferred."""
+        row = self.first(*args, using=using)
+        if row is None:
+            return None
+        fields = model._meta.concrete_fields
+        return model.from_db(
+            using, list(row), [row.get(field.attname, DEFERRED) for field in fields]
+        )
 
 
 class CompiledUpdate:

@@ -17,6 +17,7 @@ from apps.audit.registry import record_set_change, unrecorded
 from apps.catalog.models import Tool
 from apps.toolsets.events import announce_tools_changed
 from apps.toolsets.models import Endpoint, EndpointTool, Preset, PresetVersion
+from apps.toolsets.selectors import default_endpoint_for
 
 
 class BudgetExceeded(ValueError):
@@ -59,7 +60,7 @@ def create_endpoint(
 
 
 def ensure_default_endpoint(*, user) -> Endpoint:
-    existing = Endpoint.objects.filter(owner=user, is_default=True).first()
+    existing = default_endpoint_for(user)
     return existing or create_endpoint(owner=user, name="Default", is_default=True)
 
 

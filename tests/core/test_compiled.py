@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import F
 
 from apps.chat.models import Conversation, Message, Turn
-from apps.core.compiled import Compiled
+from apps.core.compiled import Compiled, attnames
 
 pytestmark = pytest.mark.django_db
 
@@ -52,6 +52,28 @@ def test_rows_are_the_orms_for_each_set_of_arguments(conversations):
     assert first["text"] == "hello 1"
     assert first["tool_calls"] == [{"id": "c1", "name": "echo", "arguments": {"n": 1}}]  # decoded
     assert MESSAGES.first(uuid.uuid4(), "user") is None
+
+
+def test_first_instance_is_the_model_the_orm_loads_with_unselected_fields_deferred(conversations):
+    whole = Compiled(
+        lambda pk: Conversation.objects.filter(pk=pk).values(*attnames(Conversation)), uuid.uuid4()
+    )
+    for conversation in conversations:
+        loaded = whole.first_instance(Conversation, conversation.pk)
+        orm = Conversation.objects.get(pk=conversation.pk)
+        assert type(loaded) is Conversation and loaded.pk == orm.pk
+        assert {f: getattr(loaded, f) for f in attnames(Conversation)} == {
+            f: getattr(orm, f) for f in attnames(Conversation)
+        }
+        assert not loaded._state.adding and loaded.get_deferred_fields() == set()
+    assert whole.first_instance(Conversation, uuid.uuid4()) is None
+
+    some = Compiled(
+        lambda pk: Conversation.objects.filter(pk=pk).values("id", "owner_id"), uuid.uuid4()
+    )
+    partial = some.first_instance(Conversation, conversations[0].pk)
+    assert "title" in partial.get_deferred_fields()
+    assert partial.title == conversations[0].title  # loaded on access, as the ORM's .only() does
 
 
 def test_a_sample_that_is_not_unique_among_the_parameters_is_refused(conversations):

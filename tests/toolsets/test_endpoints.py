@@ -8,6 +8,7 @@ from django.db import IntegrityError, transaction
 from apps.accounts.models import User
 from apps.catalog.models import McpServer
 from apps.toolsets.models import Endpoint
+from apps.toolsets.selectors import default_endpoint_for
 from apps.toolsets.services import (
     BudgetExceeded,
     create_endpoint,
@@ -99,3 +100,13 @@ def test_deleting_a_server_never_deletes_preset_versions(alice, make_tool):
     server.delete()
 
     assert preset.latest_version.tool_keys == ["gh.search"]
+
+
+def test_the_default_endpoint_is_the_owners_own_loaded_whole(alice, bob):
+    alices = Endpoint.objects.get(owner=alice, is_default=True)
+    found = default_endpoint_for(alice)
+    assert found == alices and found.owner_id == alice.pk and found.slug == alices.slug
+    assert found.get_deferred_fields() == set()
+    assert default_endpoint_for(bob) == Endpoint.objects.get(owner=bob, is_default=True)
+    Endpoint.objects.filter(owner=bob).update(is_default=False)
+    assert default_endpoint_for(bob) is None  # not alice's, nor any other

@@ -23,6 +23,7 @@ from apps.chat.runs.models import Run
 from apps.chat.runs.tasks import execute_run
 from apps.core.errors import UserError
 from apps.toolsets.models import Endpoint, EndpointTool
+from apps.toolsets.selectors import default_endpoint_for
 
 logger = logging.getLogger(__name__)
 MAX_TASK = 100_000
@@ -63,7 +64,7 @@ def _resolve_endpoint(owner, endpoint: Endpoint | str | None) -> Endpoint:
             raise RunError("Unknown endpoint.", code="endpoint")
     elif endpoint is not None and endpoint.owner_id != owner.pk:
         raise RunError("Unknown endpoint.", code="endpoint")
-    endpoint = endpoint or Endpoint.objects.filter(owner=owner, is_default=True).first()
+    endpoint = endpoint or default_endpoint_for(owner)
     if endpoint is None:
         raise RunError(
             "You have no endpoint: create one to choose the tools a run may use.", code="endpoint"
