@@ -28,9 +28,28 @@ from django.db.models.sql import UpdateQuery
 M = TypeVar("M", bound=Model)
 
 
-def attnames(model: type[Model]) -> list[str]:
-    """Every concrete field of `model` by the name `values()` and `Model.from_db` take."""
-    return [field.attname for field in model._meta.concrete_fields]
+def attnames(model: type[Model], *related: str) -> list[str]:
+    """Every concrete field of `model` by the name `values()` and `Model.from_db` take, then those
+    of each `related` path (as select_related names it: "provider", "provider__owner") prefixed
+    with it, for `first_instance(..., related=...)`."""
+    names = [field.attname for field in model._meta.concrete_fields]
+    for path in related:
+        fields = _related_model(model, path)._meta.concrete_fields
+        names += [f"{path}__{field.attname}" for field in fields]
+    return names
+
+
+def _related_model(model: type[Model], path: str) -> type[Model]:
+    for name in path.split("__"):
+        model = model._meta.get_field(name).related_model
+    return model
+
+
+def _load(model: type[M], row: dict[str, Any], prefix: str, using: str) -> M:
+    fields = model._meta.concrete_fields
+    values = [row.get(prefix + field.attname, DEFERRED) for field in fields]
+    names = [field.attname for field, value in zip(fields, values) if value is not DEFERRED]
+    return model.from_db(using, names, values)
 
 
 class Compiled:
@@ -53,16 +72,26 @@ class Compiled:
         rows = self.run(*args, using=using)
         return rows[0] if rows else None
 
-    def first_instance(self, model: type[M], *args: Any, using: str = "default") -> M | None:
+    def first_instance(
+        self, model: type[M], *args: Any, related: Sequence[str] = (), using: str = "default"
+    ) -> M | None:
         """The first row as a `model` instance, as the ORM loads one (`Model.from_db`): `build`
-        selects the model's fields by attname (`attnames(model)`); a field left out is deferred."""
+        selects the model's fields by attname (`attnames(model, *related)`); a field left out is
+        deferred. Each `related` path (a parent before its children) is loaded into its foreign
+        key as select_related would, None where the key is null."""
         row = self.first(*args, using=using)
         if row is None:
             return None
-        fields = model._meta.concrete_fields
-        return model.from_db(
-            using, list(row), [row.get(field.attname, DEFERRED) for field in fields]
-        )
+        instance = _load(model, row, "", using)
+        for path in related:
+            parent_path, _, name = path.rpartition("__")
+            parent: Any = instance
+            for step in filter(None, parent_path.split("__")):
+                parent = getattr(parent, step)  # loaded above, or None: no query either way
+            target = _related_model(model, path)
+            if parent is not None and row.get(f"{path}__{target._meta.pk.attname}") is not None:
+                setattr(parent, name, _load(target, row, f"{path}__", using))
+        return instance
 
 
 class CompiledUpdate:
@@ -160,7 +189,13 @@ def _same(value: Any, sample: Any, connection: Any) -> bool:
         return value in (sample.hex, str(sample))
     if isinstance(value, str) and isinstance(sample, datetime):
         return value == connection.ops.adapt_datetimefield_value(sample)
+    if _number(value) and _number(sample):  # psycopg's Int4/Int8 wrap an int in an expression
+        return value == sample
     return type(value) is type(sample) and value == sample
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _preparer(compiled: Any, sample: Any, connection: Any) -> Callable[[Any], Any]:
@@ -168,6 +203,8 @@ def _preparer(compiled: Any, sample: Any, connection: Any) -> Callable[[Any], An
         return _hex if compiled == sample.hex else str
     if isinstance(compiled, str) and isinstance(sample, datetime):
         return connection.ops.adapt_datetimefield_value
+    if _number(compiled) and type(compiled) is not int:
+        return type(compiled)
     return _as_is
 
 

@@ -240,7 +240,11 @@ def _origin(url: httpx2.URL) -> tuple[str, int]:
 
 
 def _at(request: httpx2.Request, address: str) -> httpx2.Request:
-    """`request` sent to `address`: the Host header stays (it was set from the name), TLS checks the name."""
+    """`request` sent to `address`: the Host header stays (it was set from the name), TLS checks the
+    name. A request whose URL already names that address goes as it is: rebuilding it (URL, headers,
+    body) cost ~36 µs of CPU on each request to an LLM or MCP server named by its address."""
+    if request.url.host == address:
+        return request
     url = request.url.copy_with(host=address)
     extensions = {**request.extensions, "sni_hostname": _origin(request.url)[0]}
     try:

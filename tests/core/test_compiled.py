@@ -76,6 +76,45 @@ def test_first_instance_is_the_model_the_orm_loads_with_unselected_fields_deferr
     assert partial.title == conversations[0].title  # loaded on access, as the ORM's .only() does
 
 
+def test_first_instance_loads_related_rows_as_select_related_does(
+    conversations, django_assert_num_queries
+):
+    from apps.llm.models import Provider
+    from apps.toolsets.models import Endpoint
+
+    related = ("provider", "provider__owner", "endpoint")
+    joined = Compiled(
+        lambda pk: Conversation.objects.filter(pk=pk).values(*attnames(Conversation, *related)),
+        uuid.uuid4(),
+    )
+    owner = conversations[0].owner
+    with_all = conversations[0]
+    with_all.provider = Provider.objects.create(
+        owner=owner, name="p", base_url="http://127.0.0.1:9/v1", api_key={"k": "v"}
+    )
+    with_all.endpoint = Endpoint.objects.filter(owner=owner).first()
+    with_all.save()
+    shared = Provider.objects.create(owner=None, name="s", base_url="http://127.0.0.1:9/v1")
+    Conversation.objects.filter(pk=conversations[1].pk).update(provider=shared, endpoint=None)
+
+    for conversation in conversations:
+        orm = Conversation.objects.select_related(*related).get(pk=conversation.pk)
+        with django_assert_num_queries(1):
+            loaded = joined.first_instance(Conversation, conversation.pk, related=related)
+            assert loaded.provider == orm.provider and loaded.endpoint == orm.endpoint
+            assert loaded.provider.owner == orm.provider.owner
+            if orm.provider.owner is not None:
+                assert loaded.provider.owner.username == owner.username
+        assert loaded.provider.api_key == orm.provider.api_key  # decrypted as the ORM does
+        for model, mine, theirs in (
+            (Provider, loaded.provider, orm.provider),
+            (Conversation, loaded, orm),
+        ):
+            assert {f: getattr(mine, f) for f in attnames(model)} == {
+                f: getattr(theirs, f) for f in attnames(model)
+            }
+
+
 def test_a_sample_that_is_not_unique_among_the_parameters_is_refused(conversations):
     clashing = Compiled(
         lambda role: Message.objects.filter(role=role, text="user").values("text"), "user"
@@ -134,3 +173,27 @@ def test_an_update_compiled_once_changes_what_the_orm_would(conversations):
     )
     with pytest.raises(ValueError, match="one table"):
         across.run(conversations[0].owner_id)
+
+
+def test_an_update_adding_to_a_column_binds_each_new_amount(conversations):
+    from django.db.models import F
+
+    from apps.core.compiled import CompiledUpdate
+
+    count = CompiledUpdate(
+        lambda turn_id, tokens: (
+            Turn.objects.filter(pk=turn_id),
+            {
+                "rounds": F("rounds") + 1,
+                "input_tokens": F("input_tokens") + tokens,
+                "recoveries": 0,
+            },
+        ),
+        uuid.uuid4(),
+        1_000_003,  # not 1 nor 0, which the statement also carries
+    )
+    turn = conversations[0].turns.get()
+    for tokens in (5, 70_000, 0):
+        assert count.run(turn.pk, tokens) == 1
+    turn.refresh_from_db()
+    assert (turn.rounds, turn.input_tokens, turn.recoveries) == (3, 70_005, 0)

@@ -5,6 +5,7 @@ asks for."""
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import transaction
@@ -14,6 +15,7 @@ from django.utils import timezone
 
 from apps.chat.journal import commit_without_waiting_for_disk
 from apps.chat.runs.models import Run, RunStep
+from apps.core.compiled import Compiled, CompiledUpdate, attnames
 
 
 @transaction.atomic
@@ -22,19 +24,56 @@ def claim(run_id: uuid.UUID, worker: str) -> Run | None:
     without waiting for the disk (as steps are): its own WAL flush cost 1-10 ms before round 1."""
     commit_without_waiting_for_disk()
     now = timezone.now()
-    claimed = Run.objects.filter(
-        pk=run_id, status=Run.Status.QUEUED, cancel_requested=False
-    ).update(
-        status=Run.Status.RUNNING,
-        heartbeat_at=now,
-        worker=worker[:200],
-        started_at=Coalesce("started_at", Value(now)),
-    )
-    if not claimed:
+    if not _CLAIM.run(run_id, worker[:200], now, now):
         return None
-    return Run.objects.select_related("provider__owner", "endpoint").get(
-        pk=run_id
-    )  # owner: Provider.public_only
+    return _WITH_PROVIDER.first_instance(Run, run_id, related=_RELATED)
+
+
+# Compiled once (apps.core.compiled): a claim and each round's totals are on every run's path, and
+# the ORM's compilation of these statements cost more than running them (claim 2.4 → 0.9 ms of
+# the worker's CPU, a round's totals 0.85 → 0.4 ms, in process against Postgres).
+_SAMPLE_TIME = datetime(2001, 2, 3, 4, 5, 6, 789012, tzinfo=UTC)
+_SAMPLE_START = datetime(2001, 2, 3, 4, 5, 7, 789012, tzinfo=UTC)
+_SAMPLE_WORKER = "sample-worker-7c1e"
+_CLAIM = CompiledUpdate(
+    lambda run_id, worker, now, start: (
+        Run.objects.filter(pk=run_id, status=Run.Status.QUEUED, cancel_requested=False),
+        {
+            "status": Run.Status.RUNNING,
+            "heartbeat_at": now,
+            "worker": worker,
+            "started_at": Coalesce("started_at", Value(start)),
+        },
+    ),
+    uuid.uuid4(),
+    _SAMPLE_WORKER,
+    _SAMPLE_TIME,
+    _SAMPLE_START,
+)
+_RELATED = ("provider", "provider__owner", "endpoint")  # owner: Provider.public_only
+_WITH_PROVIDER = Compiled(
+    lambda run_id: Run.objects.filter(pk=run_id).values(*attnames(Run, *_RELATED)), uuid.uuid4()
+)
+_COUNT = CompiledUpdate(
+    lambda run_id, worker, input_tokens, output_tokens, elapsed_s, now: (
+        Run.objects.filter(pk=run_id, worker=worker),
+        {
+            "rounds": F("rounds") + 1,
+            "input_tokens": F("input_tokens") + input_tokens,
+            "output_tokens": F("output_tokens") + output_tokens,
+            "elapsed_s": elapsed_s,
+            "heartbeat_at": now,
+            "recoveries": 0,
+            "in_flight": None,
+        },
+    ),
+    uuid.uuid4(),
+    _SAMPLE_WORKER,
+    1_000_003,
+    1_000_033,
+    123.456789,
+    _SAMPLE_TIME,
+)
 
 
 def taken_over(run_id: uuid.UUID, worker: str) -> Run | None:
@@ -61,14 +100,13 @@ def count_step(step: RunStep, *, elapsed_s: float, worker: str) -> None:
     Like chat events, steps are committed without waiting for the WAL flush (journal.py): visible
     at once and safe from any worker crash; only a crash of Postgres itself could lose the last
     fraction of a second, and a resume then redoes that round. Waiting cost 6-8 ms of every round."""
-    counted = Run.objects.filter(pk=step.run_id, worker=worker[:200]).update(
-        rounds=F("rounds") + 1,
-        input_tokens=F("input_tokens") + step.input_tokens,
-        output_tokens=F("output_tokens") + step.output_tokens,
-        elapsed_s=elapsed_s,
-        heartbeat_at=timezone.now(),
-        recoveries=0,
-        in_flight=None,
+    counted = _COUNT.run(
+        step.run_id,
+        worker[:200],
+        step.input_tokens,
+        step.output_tokens,
+        float(elapsed_s),
+        timezone.now(),
     )
     if not counted:  # fenced: rolls the step back with the journal's transaction
         raise LeaseLost(step.run_id)
