@@ -38,7 +38,7 @@ Key = tuple[int, str, Any]
 
 
 def _find(user, run_id: uuid.UUID) -> tuple[Run, int] | None:
-    run = selectors.run_for(user, run_id, fields=("max_rounds", "rounds"))
+    run = selectors.run_progress(user, run_id)
     return None if run is None else (run, run.rounds)
 
 
