@@ -252,6 +252,8 @@ def insert(model: type[Model], rows: Sequence[Model], *, using: str = "default")
             cursor.execute(sql, params[0])
         else:
             cursor.executemany(sql, params)
+    for row in rows:  # saved, as bulk_create leaves them: a later save() updates
+        row._state.adding, row._state.db = False, using
 
 
 _inserts: dict[tuple[type[Model], str], tuple[str, list[Field]]] = {}
