@@ -68,8 +68,9 @@ async def websocket_app(scope, receive, send):
 
 async def lifespan(scope, receive, send):
     """The server starts serving: the embedded schedule starts, chat turns bind to this loop and
-    this process keeps (and heals) their leases, and the heap it keeps is settled (apps.core.heap). SIGTERM: embedded, the runs and turns this process
-    holds drain (apps.chat.healing.drain) before it exits."""
+    this process keeps (and heals) their leases, and the heap it keeps is settled (apps.core.heap).
+    SIGTERM: embedded, the runs and turns this process holds drain (apps.chat.healing.drain) before
+    it exits."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":

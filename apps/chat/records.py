@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from apps.chat.journal import commit_without_waiting_for_disk
 from apps.chat.models import Conversation, Event, Message, Turn
-from apps.core.compiled import CompiledUpdate, insert
+from apps.core.compiled import SAMPLE_TIME, CompiledUpdate, insert
 
 # A running turn whose worker has not been heard of for this long was lost (worker crash).
 STALE_AFTER = timedelta(seconds=60)
@@ -53,7 +53,7 @@ def start(turn_id: uuid.UUID, worker: str, *, taken_over: bool = False) -> bool:
 
 # Compiled once (apps.core.compiled): on the path of every turn's first token, and of every
 # journal write of one turn, the ORM's compilation of these UPDATEs cost more than running them.
-_SAMPLE_TIME = datetime(2001, 2, 3, 4, 5, 6, 789012, tzinfo=UTC)
+_SAMPLE_WORKER = "sample-worker-9f3c"
 _CLAIM = CompiledUpdate(
     lambda turn_id, worker, now: (
         Turn.objects.filter(
@@ -62,8 +62,8 @@ _CLAIM = CompiledUpdate(
         {"worker": worker, "heartbeat_at": now},
     ),
     uuid.uuid4(),
-    "sample-worker-9f3c",
-    _SAMPLE_TIME,
+    _SAMPLE_WORKER,
+    SAMPLE_TIME,
 )
 _FENCE = CompiledUpdate(
     lambda turn_id, worker, now: (
@@ -71,8 +71,8 @@ _FENCE = CompiledUpdate(
         {"heartbeat_at": now},
     ),
     uuid.uuid4(),
-    "sample-worker-9f3c",
-    _SAMPLE_TIME,
+    _SAMPLE_WORKER,
+    SAMPLE_TIME,
 )
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
@@ -16,7 +15,7 @@ from django.utils import timezone
 
 from apps.chat.models import Conversation, Message, Turn
 from apps.chat.providers import NO_PROVIDER
-from apps.core.compiled import CompiledUpdate, insert
+from apps.core.compiled import SAMPLE_TIME, CompiledUpdate, insert
 from apps.core.errors import UserError
 
 if TYPE_CHECKING:
@@ -169,7 +168,7 @@ _TOUCH = CompiledUpdate(
     ),
     uuid.uuid4(),
     "sample-title-3e9a",
-    datetime(2001, 2, 3, 4, 5, 6, 789012, tzinfo=UTC),
+    SAMPLE_TIME,
 )
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from django.db import connections
@@ -26,6 +26,10 @@ from django.db.models import DEFERRED, Field, Model, QuerySet
 from django.db.models.sql import UpdateQuery
 
 M = TypeVar("M", bound=Model)
+
+# A time no statement's other parameters carry, for a datetime argument's sample (a second one in
+# the same statement: this plus a second).
+SAMPLE_TIME = datetime(2001, 2, 3, 4, 5, 6, 789012, tzinfo=UTC)
 
 
 def attnames(model: type[Model], *related: str) -> list[str]:
