@@ -93,11 +93,10 @@ class ToolViewSet(viewsets.ReadOnlyModelViewSet):
         if getattr(self, "swagger_fake_view", False):
             return Tool.objects.none()
         slug = self.request.query_params.get("endpoint")
-        endpoints = selectors.visible_endpoints(self.request.user)
         endpoint = (
-            endpoints.filter(slug=slug).first()
+            selectors.visible_endpoints(self.request.user).filter(slug=slug).first()
             if slug
-            else endpoints.filter(is_default=True).first()
+            else selectors.default_endpoint_for(self.request.user)
         )
         if endpoint is None:
             tools = visible_tools(self.request.user).annotate(

@@ -46,12 +46,9 @@ class Group:
 
 
 def own_endpoint(request: HttpRequest, slug: str | None = None) -> Endpoint:
-    endpoints = selectors.visible_endpoints(request.user)
     if slug:
-        return get_object_or_404(endpoints, slug=slug)
-    return endpoints.filter(is_default=True).first() or services.ensure_default_endpoint(
-        user=request.user
-    )
+        return get_object_or_404(selectors.visible_endpoints(request.user), slug=slug)
+    return services.ensure_default_endpoint(user=request.user)
 
 
 def _rows(request: HttpRequest, endpoint: Endpoint) -> QuerySet[Tool]:

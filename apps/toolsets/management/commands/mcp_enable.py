@@ -10,6 +10,7 @@ from apps.accounts.models import User
 from apps.catalog.models import Tool
 from apps.catalog.selectors import visible_tools
 from apps.toolsets.models import Endpoint
+from apps.toolsets.selectors import default_endpoint_for, visible_endpoints
 from apps.toolsets.services import BudgetExceeded, disable_tools, enable_tools, enabled_token_total
 
 
@@ -62,11 +63,10 @@ class Command(BaseCommand):
         )
 
     def _endpoint(self, user: User, slug: str | None) -> Endpoint:
-        endpoints = Endpoint.objects.filter(owner=user)
         endpoint = (
-            endpoints.filter(slug=slug).first()
+            visible_endpoints(user).filter(slug=slug).first()
             if slug
-            else endpoints.filter(is_default=True).first()
+            else default_endpoint_for(user)
         )
         if endpoint is None:
             raise CommandError(f"User {user.username!r} has no endpoint {slug or '(default)'!r}.")
