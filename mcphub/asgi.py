@@ -43,8 +43,31 @@ from mcphub import beat  # noqa: E402
 mcp_gateway = Gateway()
 
 
+_started = False
+
+
+def start_serving() -> None:
+    """What starts with the server, once: the embedded schedule, chat turns bound to this loop and
+    this process keeping (and healing) their leases, and the heap it keeps settled
+    (apps.core.heap). The ASGI lifespan's startup runs it; a server that sends no lifespan
+    (Daphne) gets it with its first request instead, so a hub served that way also checks its
+    servers, takes lost work over and does not walk its start-up heap in every full collection
+    (that request waits out the one collection, ~0.2 s)."""
+    global _started
+    if _started:
+        return
+    _started = True
+    beat.start_once()
+    chat_runtime.bind_web_loop()
+    chat_healing.start_on_web_loop()
+    get_resolver().url_patterns  # noqa: B018 - every view imported before the heap settles
+    heap.settle()
+
+
 async def http_app(scope, receive, send):
     """`/mcp/...` goes straight to the gateway (raw ASGI, no Django middleware on the hot path)."""
+    if not _started:
+        start_serving()
     if scope["path"].startswith("/mcp/"):
         await mcp_gateway(scope, receive, send)
     else:
@@ -60,6 +83,8 @@ async def websocket_app(scope, receive, send):
     A socket that brings a token skips the session stack, which would look up a browser session it
     does not have (a hop to Channels' one database thread: ~6% of the web process's CPU while a
     hundred runs were started and followed)."""
+    if not _started:
+        start_serving()
     if any(name == b"authorization" for name, _ in scope.get("headers", ())):
         await sockets(scope, receive, send)
     else:
@@ -67,18 +92,13 @@ async def websocket_app(scope, receive, send):
 
 
 async def lifespan(scope, receive, send):
-    """The server starts serving: the embedded schedule starts, chat turns bind to this loop and
-    this process keeps (and heals) their leases, and the heap it keeps is settled (apps.core.heap).
-    SIGTERM: embedded, the runs and turns this process holds drain (apps.chat.healing.drain) before
-    it exits."""
+    """The server starts serving (`start_serving`). SIGTERM: embedded, the runs and turns this
+    process holds drain (apps.chat.healing.drain) before it exits; only with a server that sends
+    the lifespan (uvicorn, mcphub/server.py)."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
-            beat.start_once()
-            chat_runtime.bind_web_loop()
-            chat_healing.start_on_web_loop()
-            get_resolver().url_patterns  # noqa: B018 - every view imported before the heap settles
-            heap.settle()
+            start_serving()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             if not settings.REDIS_URL:
