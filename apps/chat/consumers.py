@@ -16,17 +16,10 @@ How live events wait behind a `resume`: apps.chat.resumable.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from apps.chat import context_items, elicitation, events, selectors, services
-from apps.chat.models import Conversation
 from apps.chat.resumable import ResumableConsumer, database_sync_to_async
-
-
-def _find(user, conversation_id: uuid.UUID) -> tuple[Conversation, int] | None:
-    conversation = selectors.conversation_for(user, conversation_id)
-    return None if conversation is None else (conversation, selectors.last_seq(conversation.pk))
 
 
 class ChatConsumer(ResumableConsumer):
@@ -39,7 +32,9 @@ class ChatConsumer(ResumableConsumer):
 
         runtime.bind_web_loop()
         self.conversation = await self.open(
-            self.scope["url_route"]["kwargs"]["conversation_id"], events.clients_group, _find
+            self.scope["url_route"]["kwargs"]["conversation_id"],
+            events.clients_group,
+            selectors.opened,
         )
 
     # -- client messages -------------------------------------------------------------------

@@ -82,11 +82,15 @@ class Compiled:
         """The first row as a `model` instance, as the ORM loads one (`Model.from_db`): `build`
         selects the model's fields by attname (`attnames(model, *related)`); a field left out is
         deferred. Each `related` path (a parent before its children) is loaded into its foreign
-        key as select_related would, None where the key is null."""
+        key as select_related would, None where the key is null. Any other value `build` selects (an
+        annotation) is set on the instance by its name, as the ORM's `annotate()` sets it."""
         row = self.first(*args, using=using)
         if row is None:
             return None
         instance = _load(model, row, "", using)
+        for name, value in row.items():
+            if "__" not in name and name not in instance.__dict__:
+                setattr(instance, name, value)
         for path in related:
             parent_path, _, name = path.rpartition("__")
             parent: Any = instance

@@ -136,3 +136,30 @@ def test_a_long_result_is_cut_for_the_model():
     text = result_text({"content": [{"type": "text", "text": "x" * 50}]}, 10)
     assert text.startswith("x" * 10 + "\n") and "40 more characters" in text
     assert result_text({"content": [], "structuredContent": {"a": 1}}, 100) == '{"a": 1}'
+
+
+def test_a_chat_socket_opens_only_its_owners_conversation_with_its_last_event(
+    conversation, alice, django_user_model
+):
+    from django.contrib.auth.models import AnonymousUser
+
+    from apps.chat import selectors
+
+    found, last = selectors.opened(alice, conversation.pk)
+    assert (found.pk, found.owner_id, found.provider_id, last) == (
+        conversation.pk,
+        alice.pk,
+        conversation.provider_id,
+        0,
+    )
+    services.start_turn(conversation=conversation, text="numbered")
+    Event.objects.bulk_create(
+        Event(conversation=conversation, seq=seq, type="status", payload={}) for seq in (1, 2, 7)
+    )
+    found, last = selectors.opened(alice, str(conversation.pk))
+    assert last == 7 and found.title == "numbered"
+
+    mallory = django_user_model.objects.create(username="mallory")
+    assert selectors.opened(mallory, conversation.pk) is None  # not hers: nothing to learn
+    assert selectors.opened(AnonymousUser(), conversation.pk) is None
+    assert selectors.opened(alice, "not-a-uuid") is None

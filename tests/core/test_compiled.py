@@ -76,6 +76,23 @@ def test_first_instance_is_the_model_the_orm_loads_with_unselected_fields_deferr
     assert partial.title == conversations[0].title  # loaded on access, as the ORM's .only() does
 
 
+def test_first_instance_sets_an_annotation_on_the_instance_as_annotate_does(conversations):
+    from django.db.models import Count
+
+    counted = Compiled(
+        lambda pk: Conversation.objects.filter(pk=pk).values(
+            *attnames(Conversation), messages_count=Count("messages")
+        ),
+        uuid.uuid4(),
+    )
+    loaded = counted.first_instance(Conversation, conversations[0].pk)
+    orm = Conversation.objects.annotate(messages_count=Count("messages")).get(
+        pk=conversations[0].pk
+    )
+    assert loaded.messages_count == orm.messages_count == 2
+    assert loaded.get_deferred_fields() == set()
+
+
 def test_first_instance_loads_related_rows_as_select_related_does(
     conversations, django_assert_num_queries
 ):
