@@ -88,8 +88,9 @@ class Compiled:
         if row is None:
             return None
         instance = _load(model, row, "", using)
+        fields = {field.name for field in model._meta.concrete_fields}
         for name, value in row.items():
-            if "__" not in name and name not in instance.__dict__:
+            if "__" not in name and name not in fields and name not in instance.__dict__:
                 setattr(instance, name, value)
         for path in related:
             parent_path, _, name = path.rpartition("__")

@@ -92,6 +92,14 @@ def test_first_instance_sets_an_annotation_on_the_instance_as_annotate_does(conv
     assert loaded.messages_count == orm.messages_count == 2
     assert loaded.get_deferred_fields() == set()
 
+    # A foreign key selected by its name, not its attname, is no annotation: left deferred.
+    by_name = Compiled(
+        lambda pk: Conversation.objects.filter(pk=pk).values("id", "owner"), uuid.uuid4()
+    )
+    partial = by_name.first_instance(Conversation, conversations[0].pk)
+    assert "owner_id" in partial.get_deferred_fields()
+    assert partial.owner == conversations[0].owner
+
 
 def test_first_instance_loads_related_rows_as_select_related_does(
     conversations, django_assert_num_queries
