@@ -1,10 +1,11 @@
 """A server that sends no ASGI lifespan (Daphne) still starts what the lifespan starts, once."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.live_hub import hub_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,12 +57,10 @@ asyncio.run(main())
 
 
 def test_the_first_request_starts_what_the_lifespan_would_and_only_once(tmp_path):
-    env = {**os.environ, "MCPHUB_DATA_DIR": str(tmp_path), "MCPHUB_EMBEDDED_BEAT": "true"}
-    env.pop("DJANGO_SETTINGS_MODULE", None)
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT],
         cwd=ROOT,
-        env=env,
+        env=hub_env(MCPHUB_DATA_DIR=str(tmp_path), MCPHUB_EMBEDDED_BEAT="true"),
         capture_output=True,
         text=True,
         timeout=120,
