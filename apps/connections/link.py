@@ -33,6 +33,8 @@ logger = logging.getLogger(__name__)
 _ACCEPTED = b"ok"
 _MAX_LINE = 64 * 1024 * 1024  # one message; the Redis path's own bound is Redis's 512 MB
 OPEN_TIMEOUT = 2.0
+BYE = '{"t":"bye"}'  # a worker's last message on a link: it runs nothing more sent on it
+_PARTING = 1.0  # how long a stopping worker waits for its callers to close their ends
 
 MessageHandler = Callable[[dict[str, Any]], None]
 
@@ -191,14 +193,31 @@ class LinkServer:
         return f"{host}:{self.port} {self.token}"
 
     async def close(self) -> None:
+        """Part from every caller, then close.
+
+        A caller may have written a call just before this worker closes: closing a socket with
+        unread data resets it, and the call is lost without a trace (the caller would wait for
+        the worker's heartbeat to lapse, then report the call as possibly run). So each link
+        gets a `BYE` first, written after every reply, and the worker reads on while callers close
+        their ends: a caller that reads `BYE` knows its calls still unanswered on this link were
+        never run (a stopping worker runs nothing new) and sends them to another worker."""
         if self._server is not None:
             self._server.close()
+        links = [link for link in self.links if not link.closed]
+        for link in links:
+            link.send(BYE)
+        await _until_closed(links, _PARTING)
         for link in list(self.links):
             link.close()
-        if self.links:
-            await asyncio.wait(
-                [asyncio.ensure_future(link.wait_closed()) for link in self.links], timeout=2.0
-            )
+        await _until_closed(list(self.links), 2.0)
+
+
+async def _until_closed(links: list[Link], timeout: float) -> None:
+    """Until every one of `links` is closed, or `timeout` seconds."""
+    if links:
+        await asyncio.wait(
+            [asyncio.ensure_future(link.wait_closed()) for link in links], timeout=timeout
+        )
 
 
 def _local_address(towards: tuple[str, int]) -> str:

@@ -25,6 +25,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, Self
 
 import mcp_types as types
@@ -53,6 +54,7 @@ from apps.connections.wire import (
     dump_model,
     dumps,
     encode_error,
+    handback,
     load_notification,
     load_server_request_params,
     spec_ref,
@@ -91,6 +93,7 @@ class _Pending:
         "relay",
         "progress_seen",
         "tail",
+        "link",
     )
 
     def __init__(
@@ -110,6 +113,12 @@ class _Pending:
         self.relay = relay
         self.progress_seen = -1
         self.tail: asyncio.Future[None] | None = None  # log lines being delivered, in order
+        self.link: Link | None = None  # the direct link it was sent on; None: by Redis
+
+    def fail(self, request_id: str, error: dict[str, Any]) -> None:
+        """Answer the call here with `error` (an encoded exception), unless its reply came first."""
+        if not self.future.done():
+            self.future.set_result({"t": "res", "id": request_id, "err": error})
 
 
 class RemotePool:
@@ -405,6 +414,7 @@ class RemotePool:
             try:
                 if link is not None:
                     link.send(payload)
+                    pending.link = link
                 else:
                     await self._redis.call("RPUSH", inbox_key(self.prefix, worker), payload)
             except OSError as exc:
@@ -486,7 +496,8 @@ class RemotePool:
             address = await self._redis.call("HGET", links_key(self.prefix), worker)
             if address is None:
                 raise ConnectionError("it offers no direct link")
-            link = self._links[worker] = await open_link(_text(address), self._on_message)
+            link = await open_link(_text(address), partial(self._on_link_message, worker))
+            self._links[worker] = link
             return link
         except OSError as exc:  # no link for a while; Redis carries its calls meanwhile
             logger.info("calls to pool worker %s go through Redis: %s", worker, exc)
@@ -577,11 +588,7 @@ class RemotePool:
             "LREM", inbox_key(self.prefix, pending.worker), 1, pending.payload
         )
         if taken:
-            error = {
-                "kind": HANDBACK,
-                "server": "",
-                "message": f"pool worker {pending.worker} is gone",
-            }
+            error = handback(f"pool worker {pending.worker} is gone")
         else:
             # A worker that stopped in order answers what it read (a result, or the call handed
             # back) before it leaves: give that answer a moment to arrive before calling it lost.
@@ -591,8 +598,7 @@ class RemotePool:
                 f"{WORKER_LOST_SECONDS:g}s) while running the call; it may or may not have run"
             )
             error = encode_error(WorkerLost(pending.server, message))
-        if not pending.future.done():
-            pending.future.set_result({"t": "res", "id": request_id, "err": error})
+        pending.fail(request_id, error)
 
     # -- replies -----------------------------------------------------------------------
 
@@ -637,13 +643,30 @@ class RemotePool:
     def _fail_pending(self) -> None:
         """Replies published while we were not subscribed are lost: tell the callers now, not at their timeout."""
         for request_id, pending in self._pending.items():
-            if not pending.future.done():
-                message = f"server {pending.server!r}: {_REDIS_DOWN} during the call; it may or may not have run"
-                error = encode_error(ServerUnavailable(pending.server, message))
-                pending.future.set_result({"t": "res", "id": request_id, "err": error})
+            message = f"server {pending.server!r}: {_REDIS_DOWN} during the call; it may or may not have run"
+            pending.fail(request_id, encode_error(ServerUnavailable(pending.server, message)))
 
     def _on_push(self, channel: bytes, raw: bytes) -> None:
         self._on_message(json.loads(raw))
+
+    def _on_link_message(self, worker: str, data: dict[str, Any]) -> None:
+        if data.get("t") == "bye":
+            self._parted(worker)
+        else:
+            self._on_message(data)
+
+    def _parted(self, worker: str) -> None:
+        """The worker said its last word on our link (`link.BYE`): it is stopping, and every call
+        we sent on the link that it has not answered was never run. Send them elsewhere now,
+        rather than waiting for its heartbeat to lapse and calling them lost."""
+        self._leaving(worker)
+        link = self._links.pop(worker, None)
+        if link is None:
+            return
+        link.close()  # the worker waits for our end to close before it closes its own
+        for request_id, pending in self._pending.items():
+            if pending.link is link:
+                pending.fail(request_id, handback(f"pool worker {worker} stopped"))
 
     def _on_message(self, data: dict[str, Any]) -> None:
         """A message from a worker, by link or by the reply channel."""
@@ -662,9 +685,8 @@ class RemotePool:
             if log is not None:
                 pending.tail = self._spawn(_deliver_after(pending.tail, log, data["p"]))
         elif kind == "prog" and pending.progress is not None and data["k"] > pending.progress_seen:
-            pending.progress_seen = data[
-                "k"
-            ]  # an overtaken, older update is dropped: progress only grows
+            # An overtaken, older update is dropped: progress only grows.
+            pending.progress_seen = data["k"]
             self._spawn(pending.progress(*data["p"]))
         elif kind == "sreq":
             self._spawn(self._answer_server_request(pending, data))

@@ -16,6 +16,8 @@ worker → web (PUBLISH on the caller's reply channel):
   {"t": "log", "id", "p": notifications/message params}   (before the call's "res")
   {"t": "log", "id", "m": "notifications/elicitation/complete", "p": its params}   (the same way)
   {"t": "sreq", "id", "rid", "m": method, "p": params}
+worker → web, on a direct link only (link.py): {"t": "bye"}, its last message: the worker stops
+  and runs nothing more sent on that link
 A call_tool result travels as the backend's JSON (`Pool.call_tool(raw=True)`); the web
 side builds the model only for callers that did not ask for raw.
 worker → everyone (PUBLISH on the events channel): {"s": server, "n": notification}
@@ -38,6 +40,11 @@ from apps.connections.specs import ServerSpec
 
 SPEC_UNKNOWN = "spec_unknown"  # the worker has no spec for this (name, hash): resend it in full
 HANDBACK = "handback"  # the worker is stopping and did not run the call: send it to another worker
+
+
+def handback(message: str) -> dict[str, Any]:
+    """The error of a call its worker did not run (it is stopping): the caller sends it elsewhere."""
+    return {"kind": HANDBACK, "server": "", "message": message}
 
 
 def dumps(message: dict[str, Any]) -> str:

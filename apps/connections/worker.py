@@ -37,7 +37,6 @@ from apps.connections.pool import Pool, PoolOptions
 from apps.connections.resp import RespClient, RespConnection
 from apps.connections.specs import ServerSpec
 from apps.connections.wire import (
-    HANDBACK,
     NAME_OPS,
     OPS,
     SPEC_UNKNOWN,
@@ -46,6 +45,7 @@ from apps.connections.wire import (
     dump_model,
     dumps,
     encode_error,
+    handback,
 )
 
 logger = logging.getLogger(__name__)
@@ -297,6 +297,7 @@ class PoolWorker:
         await asyncio.gather(*self._replies, return_exceptions=True)
         if self._links is not None:
             await self._links.close()  # after the last reply: what is queued on a link is sent
+            await asyncio.gather(*self._replies, return_exceptions=True)  # calls it handed back
         await self.pool.aclose()
         await self._out.aclose()
 
@@ -312,12 +313,7 @@ class PoolWorker:
         await self._out.call("PEXPIRE", self.inbox, int(_REAP_AFTER * 1000))
 
     async def _hand_back(self, msg: dict[str, Any]) -> None:
-        error = {
-            "kind": HANDBACK,
-            "server": "",
-            "message": f"pool worker {self.worker_id} is stopping",
-        }
-        await self._reply(msg, {"err": error})
+        await self._reply(msg, {"err": handback(f"pool worker {self.worker_id} is stopping")})
 
     # -- calls from this process ---------------------------------------------------------
 
