@@ -131,17 +131,23 @@ def test_an_unscoped_token_keeps_todays_rights(alice_token, alice_endpoint):
 def test_the_migration_makes_endpoint_tokens_mcp_only(alice, alice_endpoint):
     executor = MigrationExecutor(connection)
     before, after = [("accounts", "0003_token_rate_limit")], [("accounts", "0004_token_scopes")]
+    latest = executor.loader.graph.leaf_nodes()
     executor.migrate(before)
-    old = executor.loader.project_state(before).apps.get_model("accounts", "AccessToken")
-    old.objects.create(
-        user_id=alice.pk, prefix="scopedxxxx", digest="d", endpoint_id=alice_endpoint.pk
-    )
-    old.objects.create(user_id=alice.pk, prefix="unscopedxx", digest="d")
+    try:
+        old = executor.loader.project_state(before).apps.get_model("accounts", "AccessToken")
+        old.objects.create(
+            user_id=alice.pk, prefix="scopedxxxx", digest="d", endpoint_id=alice_endpoint.pk
+        )
+        old.objects.create(user_id=alice.pk, prefix="unscopedxx", digest="d")
 
-    MigrationExecutor(connection).migrate(after)
+        MigrationExecutor(connection).migrate(after)
 
-    assert AccessToken.objects.get(prefix="scopedxxxx").scope == TokenScope.MCP
-    assert AccessToken.objects.get(prefix="unscopedxx").scope == TokenScope.FULL
+        assert AccessToken.objects.get(prefix="scopedxxxx").scope == TokenScope.MCP
+        assert AccessToken.objects.get(prefix="unscopedxx").scope == TokenScope.FULL
+    finally:
+        # Back to the whole schema: the later migrations' tables (SSO sessions, ...) were
+        # dropped with `before`, and the tests after this one need them.
+        MigrationExecutor(connection).migrate(latest)
 
 
 def test_the_endpoint_page_makes_mcp_or_api_tokens_and_says_which(client, alice, alice_endpoint):
