@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import httpx2
 import pytest
 
+from apps.accounts.services import create_access_token
 from apps.catalog.models import McpServer
 from apps.toolsets.services import enable_tools
 from tests.live_hub import INITIALIZE, SERVERS, free_port, start_private_hub, start_redis, stop
@@ -79,8 +80,11 @@ class Caller:
 
 
 def test_a_redis_restart_under_load_gives_503s_not_500s_and_recovers_in_seconds(
-    alice, alice_token, make_tool, tmp_path
+    alice, make_tool, tmp_path
 ):
+    # Eight callers make ~1,200 calls a second: the default 6,000 a minute per token would answer
+    # 429 within seconds of Redis (and the counter) coming back. The limit is not under test here.
+    _, token = create_access_token(user=alice, name="load", rate_limit_per_minute=2_000_000_000)
     args = ["-I", "-S", str(SERVERS / "tiny.py")]
     server = McpServer.objects.create(
         name="tiny", transport="stdio", command=sys.executable, args=args
@@ -90,7 +94,7 @@ def test_a_redis_restart_under_load_gives_503s_not_500s_and_recovers_in_seconds(
     redis = start_redis(port := free_port(), tmp_path)
     hub = start_private_hub(tmp_path / "hub", redis_url=f"redis://127.0.0.1:{port}/0")
     try:
-        callers = [Caller(hub.url(endpoint.path), alice_token) for _ in range(8)]
+        callers = [Caller(hub.url(endpoint.path), token) for _ in range(8)]
         back_at = asyncio.run(_outage_under_load(callers, redis, port, tmp_path))
     finally:
         stop(hub.processes)
@@ -108,8 +112,10 @@ def test_a_redis_restart_under_load_gives_503s_not_500s_and_recovers_in_seconds(
     # written on, one call in ~600 still failed 2 s after Redis returned (the stale pooled
     # connections are retried as callers reach them); "within seconds" is the promise.
     late = [o for o in outcomes if o.started > back_at + 3.0]
-    assert late and all(o.ok for o in late), (
-        f"{sum(not o.ok for o in late)} of {len(late)} calls failed 3 s after Redis returned"
+    failed = [o for o in late if not o.ok]
+    assert late and not failed, (
+        f"{len(failed)} of {len(late)} calls failed 3 s after Redis returned: "
+        f"statuses {sorted({o.status for o in failed})}"
     )
     assert max(o.took for o in outcomes) < 5.0
     logs = (
