@@ -5,9 +5,10 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from apps.accounts.models import AccessToken, Membership, Team, TokenScope
+from apps.core.serializers import ModelSerializer
 
 
-class AccessTokenSerializer(serializers.ModelSerializer):
+class AccessTokenSerializer(ModelSerializer):
     endpoint = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
     is_active = serializers.BooleanField(read_only=True)
 
@@ -53,7 +54,7 @@ class CreatedAccessTokenSerializer(AccessTokenSerializer):
         read_only_fields = fields
 
 
-class MemberSerializer(serializers.ModelSerializer):
+class MemberSerializer(ModelSerializer):
     username = serializers.CharField(source="user.username", read_only=True)
 
     class Meta:
@@ -62,7 +63,7 @@ class MemberSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class TeamSerializer(serializers.ModelSerializer):
+class TeamSerializer(ModelSerializer):
     members = MemberSerializer(source="memberships", many=True, read_only=True)
 
     class Meta:

@@ -11,9 +11,10 @@ from apps.catalog import openapi
 from apps.catalog.models import McpServer
 from apps.catalog.permissions import ServerWriteRefused, writable_attrs
 from apps.core import nul
+from apps.core.serializers import ModelSerializer
 
 
-class ServerSerializer(serializers.ModelSerializer):
+class ServerSerializer(ModelSerializer):
     env = serializers.DictField(
         child=serializers.CharField(allow_blank=True),
         required=False,

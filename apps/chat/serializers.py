@@ -4,12 +4,13 @@ from rest_framework import serializers
 
 from apps.chat.models import Conversation, Message
 from apps.core import nul
+from apps.core.serializers import ModelSerializer
 from apps.llm.models import Provider
 from apps.llm.selectors import providers_for
 from apps.toolsets.models import Endpoint
 
 
-class ConversationSerializer(serializers.ModelSerializer):
+class ConversationSerializer(ModelSerializer):
     """Every field optional on create: the user's default provider (its default model) and endpoint."""
 
     provider = serializers.PrimaryKeyRelatedField(
@@ -47,7 +48,7 @@ class ConversationSerializer(serializers.ModelSerializer):
         )
 
 
-class MessageSerializer(serializers.ModelSerializer):
+class MessageSerializer(ModelSerializer):
     class Meta:
         model = Message
         fields = [

@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.core.serializers import ModelSerializer
 from apps.discovery import services
 from apps.discovery.models import ActivationPattern
 from apps.discovery.suggest import suggest_tools
@@ -67,7 +68,7 @@ class SuggestView(APIView):
         return Response(SuggestionsSerializer(result).data)
 
 
-class PatternSerializer(serializers.ModelSerializer):
+class PatternSerializer(ModelSerializer):
     problem = serializers.CharField(
         read_only=True,
         help_text="Why a pattern saved before patterns ran on RE2 never matches; '' when it is valid",

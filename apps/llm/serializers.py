@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from apps.core.serializers import ModelSerializer
 from apps.llm.models import Provider
 from apps.llm.services import can_edit
 
 
-class ProviderSerializer(serializers.ModelSerializer):
+class ProviderSerializer(ModelSerializer):
     api_key = serializers.CharField(
         write_only=True,
         required=False,

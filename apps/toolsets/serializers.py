@@ -8,6 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.catalog.models import Tool
+from apps.core.serializers import ModelSerializer
 from apps.toolsets.models import Endpoint, Preset, PresetVersion
 from apps.toolsets.selectors import endpoint_budget
 from apps.toolsets.snippets import client_snippets, endpoint_url
@@ -24,7 +25,7 @@ class BudgetSerializer(serializers.Serializer):
     state = serializers.ChoiceField(choices=["ok", "near", "over"])
 
 
-class ToolSerializer(serializers.ModelSerializer):
+class ToolSerializer(ModelSerializer):
     server = serializers.CharField(source="server.name", read_only=True)
     key = serializers.CharField(
         read_only=True, help_text="`server.tool`, the identity presets use."
@@ -53,7 +54,7 @@ class ToolDetailSerializer(ToolSerializer):
         read_only_fields = fields
 
 
-class EndpointSerializer(serializers.ModelSerializer):
+class EndpointSerializer(ModelSerializer):
     slug = serializers.RegexField(
         r"^[a-z0-9][a-z0-9-]{2,63}$",
         max_length=64,
@@ -167,7 +168,7 @@ def validate_tool_keys(keys: list[str]) -> list[str]:
     return sorted(set(keys))
 
 
-class PresetVersionSerializer(serializers.ModelSerializer):
+class PresetVersionSerializer(ModelSerializer):
     created_by = serializers.CharField(source="created_by.username", read_only=True, default=None)
 
     class Meta:
@@ -181,7 +182,7 @@ def _latest(preset: Preset) -> PresetVersion | None:
     return max(preset.versions.all(), key=lambda version: version.number, default=None)
 
 
-class PresetSerializer(serializers.ModelSerializer):
+class PresetSerializer(ModelSerializer):
     owner = serializers.CharField(source="owner.username", read_only=True, default=None)
     team = serializers.CharField(source="team.slug", read_only=True, default=None)
     version = serializers.SerializerMethodField()

@@ -3,6 +3,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from apps.chat.runs.models import Run, RunStep
+from apps.core.serializers import ModelSerializer
 
 
 class StartRunSerializer(serializers.Serializer):
@@ -48,7 +49,7 @@ class AnswerSerializer(serializers.Serializer):
     content = serializers.JSONField(required=False, allow_null=True)
 
 
-class RunStepSerializer(serializers.ModelSerializer):
+class RunStepSerializer(ModelSerializer):
     class Meta:
         model = RunStep
         fields = [
@@ -67,7 +68,7 @@ class RunStepSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class RunSerializer(serializers.ModelSerializer):
+class RunSerializer(ModelSerializer):
     provider = serializers.CharField(source="provider.name", default=None, read_only=True)
     endpoint = serializers.CharField(source="endpoint.slug", default=None, read_only=True)
 
