@@ -221,6 +221,11 @@ else:
 # A host in the memory URL, or kombu warns "No hostname was supplied" at the first task.
 CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
 CELERY_RESULT_BACKEND = REDIS_URL or "cache+memory://"
+# kombu's Redis transport with one client per channel, not one built per task sent or received
+# (apps/core/broker.py); `rediss://` and Sentinel URLs keep kombu's own transport for their scheme.
+CELERY_BROKER_TRANSPORT = (
+    "apps.core.broker:Transport" if (REDIS_URL or "").startswith("redis://") else None
+)
 # Embedded default: tasks run in-process, so one web process is the whole hub.
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_EAGER_PROPAGATES = True
