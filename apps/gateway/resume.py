@@ -25,7 +25,8 @@ from apps.core import hotstate
 PREFIX = "mcphub:gw:ev:"
 MAX_EVENTS = 1000
 TTL = 3600
-STREAM_EVENT = "stream.event"
+STREAM_EVENT = "stream.event"  # a detached POST's event, published as it is stored
+STREAM_RESYNC = "stream.resync"  # "read the store again": events went to a connection now closed
 GET_SUFFIX = "get"
 
 

@@ -189,8 +189,9 @@ async def relay_events(
     on_ready: Any = None,
     stream_id: str | None = None,
 ) -> None:
-    """Write the messages `translate(event)` returns for each event of `groups` as SSE, with
-    keepalives, until the client leaves, an event translates to STOP or `on_ready` returns STOP.
+    """Write the messages `translate(event)` (or its coroutine) returns for each event of `groups`
+    as SSE, with keepalives, until the client leaves, an event translates to STOP or `on_ready`
+    returns STOP.
     With `stream_id`, each message is stored for resumption and sent with its event id; a
     stored `resume.Event` is sent as it is, and ends the stream if it is the last."""
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1000)
@@ -211,6 +212,8 @@ async def relay_events(
                     await sse_comment(send)
                 continue
             outgoing = translate(getter.result())
+            if not isinstance(outgoing, list):  # a coroutine: it reads before it answers
+                outgoing = await outgoing
             if outgoing is STOP:
                 break
             for message in outgoing:

@@ -359,11 +359,13 @@ async def _run_request(
     )
 
     async def conclude() -> None:
+        # Watched until the answer is written: the stream's last events (progress still being
+        # delivered, the response) may go out after the outcome, and a client that leaves then
+        # must still find them, published, on its resumed stream.
         try:
-            outcome = await outcome_of(message, task, session_id)
+            await responder.finish(await outcome_of(message, task, session_id))
         finally:
             watcher.cancel()
-        await responder.finish(outcome)
 
     # Shielded: a server may cancel a request's handler once its client left, and a detached
     # request must go on to store its answer for the client's resumed stream.
@@ -409,11 +411,31 @@ class StreamResponder:
         self.stream_id = resume.post_stream_id(session.id) if session is not None else None
         self.detached = False
         self._lock = asyncio.Lock()
+        self._resynced = False
+        self._announcing: asyncio.Future[None] | None = None
 
     def detach(self) -> bool:
-        """The client left: True if it can resume (the stream had begun), so the request goes on."""
+        """The client left: True if it can resume (the stream had begun), so the request goes on.
+
+        From here on each event is published to the stream's group for the resumed stream, after
+        one `STREAM_RESYNC`: a client may resume before this process sees it leave, and the
+        events written meanwhile to the closed connection are only in the store."""
         self.detached = self.streaming and self.stream_id is not None
+        if self.detached:
+            self._announcing = asyncio.ensure_future(self._announce())
         return self.detached
+
+    async def _announce(self) -> None:
+        async with self._lock:
+            await self._resync()
+
+    async def _resync(self) -> None:
+        """Tell a resumed stream to read the store again, once, before any event published live."""
+        if not self._resynced:
+            self._resynced = True
+            await mailbox().publish(
+                resume.stream_group(self.stream_id), {"type": resume.STREAM_RESYNC}
+            )
 
     async def _event(self, message: dict[str, Any]) -> None:
         async with self._lock:
@@ -428,12 +450,17 @@ class StreamResponder:
             return
         event = await resume.append(self.stream_id, data, last=last)
         if self.detached:
+            await self._resync()
             await mailbox().publish(
                 resume.stream_group(self.stream_id),
                 {"type": resume.STREAM_EVENT, "id": event.id, "data": data, "last": last},
             )
         else:
             await sse_event(self.send, data, event="message", event_id=event.id, more=not last)
+            if last:
+                # The connection may be gone before this process notices (then a resumed stream
+                # waits on the group): the answer is in the store, and the resync points there.
+                await self._resync()
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         if self.sse_ok:
@@ -493,22 +520,38 @@ async def _get_stream(
 
 
 async def _resume_post_stream(request: Request, send: Send, stream_id: str, after: str) -> None:
-    """A POST's dropped stream, continued: the stored events after `after`, then the rest as they come."""
+    """A POST's dropped stream, continued: the stored events after `after`, then the rest as they come.
+
+    The store is read after joining the stream's group (no event falls between), and again at
+    each `STREAM_RESYNC` (StreamResponder.detach); events published live follow the resync.
+    Each event is sent once, in the store's order."""
     seen: set[str] = set()
+    position = after  # of the last event sent
+
+    def take(event: resume.Event) -> bool:
+        nonlocal position
+        if event.id in seen:
+            return False
+        seen.add(event.id)
+        position = event.id.rpartition("/")[2]
+        return True
+
+    async def from_store() -> list[resume.Event]:
+        return [event for event in await resume.replay(stream_id, position) if take(event)]
 
     async def replay() -> list[dict[str, Any]] | None:
-        events = await resume.replay(
-            stream_id, after
-        )  # after joining the group: no gap, maybe doubles
+        events = await from_store()
         for event in events:
             await sse_event(send, event.data, event="message", event_id=event.id)
-            seen.add(event.id)
         return STOP if any(event.last for event in events) else None
 
-    def translate(event: dict[str, Any]) -> list[Any]:
-        if event.get("type") != resume.STREAM_EVENT or event["id"] in seen:
+    async def translate(event: dict[str, Any]) -> list[Any]:
+        if event.get("type") == resume.STREAM_RESYNC:
+            return await from_store()
+        if event.get("type") != resume.STREAM_EVENT:
             return []
-        return [resume.Event(event["id"], event["data"], event["last"])]
+        stored = resume.Event(event["id"], event["data"], event["last"])
+        return [stored] if take(stored) else []
 
     await relay_events(
         request,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import httpx2
@@ -85,6 +86,47 @@ async def test_a_call_goes_on_after_its_stream_drops_and_its_answer_reaches_the_
     assert posted.status_code == 202, resumed
     assert "result" in resumed[0], resumed
     assert resumed == [{"jsonrpc": "2.0", "id": 8, "result": resumed[0]["result"]}]
+    assert resumed[0]["result"]["content"][0]["text"] == "yes"
+
+
+async def test_a_client_that_resumes_before_the_hub_sees_it_leave_gets_the_answer(
+    hub, alice_endpoint, alice_hub_token
+):
+    """A half-open connection (a client that changed networks) looks alive to the hub: the call's
+    answer goes to it, and must reach the stream the client resumed on meanwhile."""
+    url = hub.url(alice_endpoint.path)
+    call = {
+        "jsonrpc": "2.0",
+        "id": 10,
+        "method": "tools/call",
+        "params": {"name": "ask", "arguments": {"question": "still there?"}},
+    }
+    async with httpx2.AsyncClient(timeout=30) as http:
+        headers = await raw_session(http, url, alice_hub_token, capabilities={"sampling": {}})
+        async with http.stream("POST", url, content=json.dumps(call), headers=headers) as response:
+            # Read one event and no more, the connection kept open (leaving an `async for`
+            # closes the generator, and with it the connection).
+            messages = sse_messages(response)
+            sampling_event_id, sampling = await anext(messages)
+            answer = {
+                "jsonrpc": "2.0",
+                "id": sampling["id"],
+                "result": {
+                    "role": "assistant",
+                    "content": {"type": "text", "text": "yes"},
+                    "model": "m",
+                },
+            }
+            resumed = []
+            resume = {**headers, "Last-Event-ID": sampling_event_id}
+            async with asyncio.timeout(10), http.stream("GET", url, headers=resume) as stream:
+                posted = await http.post(url, content=json.dumps(answer), headers=headers)
+                async for _, message in sse_messages(stream):
+                    resumed.append(message)
+            await messages.aclose()
+
+    assert posted.status_code == 202
+    assert resumed == [{"jsonrpc": "2.0", "id": 10, "result": resumed[0]["result"]}]
     assert resumed[0]["result"]["content"][0]["text"] == "yes"
 
 
