@@ -51,8 +51,10 @@ class Context:
         return bool(self.prompt or self.attachments)
 
 
-async def endpoint_view(user_id: int, endpoint_id: int | None) -> EndpointView:
-    view = (await Toolbox.load(user_id, endpoint_id)).view
+async def endpoint_view(
+    user_id: int, endpoint_id: int | None, *, committed: bool = False
+) -> EndpointView:
+    view = (await Toolbox.load(user_id, endpoint_id, committed=committed)).view
     if view is None:
         raise ContextError(
             "This conversation has no endpoint: choose one in its settings.", code="no_endpoint"
