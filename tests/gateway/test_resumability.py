@@ -13,6 +13,25 @@ from tests.live_hub import raw_session, sse_messages
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
 
 
+def _ask(request_id: int) -> dict:
+    """A call of the echo server's `ask`: it asks the client's model (sampling) before answering."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": "ask", "arguments": {"question": "still there?"}},
+    }
+
+
+def _yes(sampling: dict) -> dict:
+    """The client's model answering the hub's sampling request "yes"."""
+    return {
+        "jsonrpc": "2.0",
+        "id": sampling["id"],
+        "result": {"role": "assistant", "content": {"type": "text", "text": "yes"}, "model": "m"},
+    }
+
+
 async def test_a_dropped_stream_is_replayed_from_the_last_event_seen(
     hub, alice_endpoint, alice_hub_token
 ):
@@ -54,27 +73,14 @@ async def test_a_call_goes_on_after_its_stream_drops_and_its_answer_reaches_the_
     hub, alice_endpoint, alice_hub_token
 ):
     url = hub.url(alice_endpoint.path)
-    call = {
-        "jsonrpc": "2.0",
-        "id": 8,
-        "method": "tools/call",
-        "params": {"name": "ask", "arguments": {"question": "still there?"}},
-    }
+    call = _ask(8)
     async with httpx2.AsyncClient(timeout=30) as http:
         headers = await raw_session(http, url, alice_hub_token, capabilities={"sampling": {}})
         async with http.stream("POST", url, content=json.dumps(call), headers=headers) as response:
             async for sampling_event_id, sampling in sse_messages(response):  # noqa: B007 - read after it
                 break  # the hub asks our model; the connection drops before we answer
         assert sampling["method"] == "sampling/createMessage"
-        answer = {
-            "jsonrpc": "2.0",
-            "id": sampling["id"],
-            "result": {
-                "role": "assistant",
-                "content": {"type": "text", "text": "yes"},
-                "model": "m",
-            },
-        }
+        answer = _yes(sampling)
         resumed = []
         async with http.stream(
             "GET", url, headers={**headers, "Last-Event-ID": sampling_event_id}
@@ -95,12 +101,7 @@ async def test_a_client_that_resumes_before_the_hub_sees_it_leave_gets_the_answe
     """A half-open connection (a client that changed networks) looks alive to the hub: the call's
     answer goes to it, and must reach the stream the client resumed on meanwhile."""
     url = hub.url(alice_endpoint.path)
-    call = {
-        "jsonrpc": "2.0",
-        "id": 10,
-        "method": "tools/call",
-        "params": {"name": "ask", "arguments": {"question": "still there?"}},
-    }
+    call = _ask(10)
     async with httpx2.AsyncClient(timeout=30) as http:
         headers = await raw_session(http, url, alice_hub_token, capabilities={"sampling": {}})
         async with http.stream("POST", url, content=json.dumps(call), headers=headers) as response:
@@ -108,15 +109,7 @@ async def test_a_client_that_resumes_before_the_hub_sees_it_leave_gets_the_answe
             # closes the generator, and with it the connection).
             messages = sse_messages(response)
             sampling_event_id, sampling = await anext(messages)
-            answer = {
-                "jsonrpc": "2.0",
-                "id": sampling["id"],
-                "result": {
-                    "role": "assistant",
-                    "content": {"type": "text", "text": "yes"},
-                    "model": "m",
-                },
-            }
+            answer = _yes(sampling)
             resumed = []
             resume = {**headers, "Last-Event-ID": sampling_event_id}
             async with asyncio.timeout(10), http.stream("GET", url, headers=resume) as stream:
