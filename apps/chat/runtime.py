@@ -1,19 +1,23 @@
 """Where turns run: one asyncio loop per process, so a process carries hundreds of turns at once.
 
-Production: the Celery task hands the turn to this process's chat loop (a daemon thread started on
-first use) and returns; the loop runs the turn. Embedded (no REDIS_URL): the web process's own loop
-runs it, because the in-memory channel layer only reaches consumers on that loop.
+Production: a web process hands a new turn or run to a worker (`hand_off`): over its direct link
+to a pool worker, or as a Celery task; either way the worker's chat loop (a daemon thread started
+on first use) runs it. Embedded (no REDIS_URL): the web process's own loop runs it, because the
+in-memory channel layer only reaches consumers on that loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Coroutine
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import uvloop
+
+logger = logging.getLogger(__name__)
 
 # Turns reach the ORM through the loop's default executor: with asyncio's default (cores + 4
 # threads) a hundred turns queue behind six database calls at a time. Each thread may hold a
@@ -68,3 +72,59 @@ def running() -> int:
 def current_loop() -> asyncio.AbstractEventLoop:
     """The loop turns and runs execute on in this process (started on first use)."""
     return _loop()
+
+
+def hand_off(task: Any, work_id: str) -> None:
+    """Have a worker start `task(work_id)` (a turn's or a run's Celery task); returns at once.
+
+    Production: sent on this process's direct link to a pool worker (`RemotePool.hand_off`), which
+    starts it as the task would; when none takes it, `task.delay(work_id)`. Embedded: the task,
+    eager, starts it on this process's loop. Called once the work is committed, on any thread.
+
+    Celery's hop costs a turn's first token ~2.6 ms (the web's `delay()` ~1.0 ms of CPU, delivery
+    ~1.0 ms, the worker's hand-over to its chat loop ~0.6 ms); the link, one message each way."""
+    from django.conf import settings
+
+    from apps.core import metrics
+
+    if not settings.REDIS_URL:
+        task.delay(work_id)
+        metrics.handed_over(task.name, "celery")
+        return
+    asyncio.run_coroutine_threadsafe(_hand_off(task, work_id), _loop())
+
+
+async def _hand_off(task: Any, work_id: str) -> None:
+    from apps.connections.default import get_pool
+    from apps.core import metrics
+
+    try:
+        if await get_pool().hand_off(task.name, work_id):
+            metrics.handed_over(task.name, "link")
+            return
+    except Exception:  # boundary: Celery carries it instead
+        logger.warning("could not hand %s %s to a pool worker", task.name, work_id, exc_info=True)
+    try:
+        await asyncio.get_running_loop().run_in_executor(None, task.delay, work_id)
+        metrics.handed_over(task.name, "celery")
+    except Exception:  # boundary: the lost work's sweep picks it up
+        logger.exception("could not enqueue %s %s", task.name, work_id)
+
+
+def take_handed_off(*tasks: Any) -> None:
+    """This process's pool workers start these tasks' work when a web process hands it over
+    (`hand_off`), as the tasks would; not once the process drains for a stop."""
+    from apps.chat import lease
+    from apps.connections.worker import take_work
+
+    def taking(task: Any) -> Any:
+        def take(work_id: str) -> bool:
+            if lease.draining.is_set():
+                return False
+            task.run(work_id)
+            return True
+
+        return take
+
+    for task in tasks:
+        take_work(task.name, taking(task))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.chat import runtime
 from apps.chat.models import Conversation, Message, Turn
 from apps.chat.providers import NO_PROVIDER
 from apps.core.compiled import SAMPLE_TIME, CompiledUpdate, insert
@@ -197,7 +198,7 @@ def _store_context(conversation: Conversation, turn: Turn, text: str, context: C
 def _enqueue(turn_id: uuid.UUID) -> None:
     from apps.chat.tasks import run_turn
 
-    run_turn.delay(str(turn_id))
+    runtime.hand_off(run_turn, str(turn_id))
 
 
 def _expire_stale_turns(conversation: Conversation) -> bool:

@@ -7,12 +7,19 @@ import asyncio
 from typing import Any
 
 
-def _worker_ready(**_: Any) -> None:
+def _worker_ready(sender: Any = None, **_: Any) -> None:
     import threading
 
+    from django.conf import settings
+
     from apps.chat import healing, runtime
+    from apps.chat.tasks import execute_run, run_turn
 
     healing.start()
+    # A web process hands turns and runs straight to a worker that runs their tasks' queue.
+    queues = getattr(getattr(sender, "app", None), "amqp", None)
+    if queues is None or settings.CELERY_TASK_DEFAULT_QUEUE in queues.queues.consume_from:
+        runtime.take_handed_off(run_turn, execute_run)
     threading.Thread(target=_preload_in_thread, name="llm-preload", daemon=True).start()
     asyncio.run_coroutine_threadsafe(healing.sweep_forever(), runtime.current_loop())
 

@@ -115,6 +115,11 @@ class PoolAPI(Protocol):
 
     async def stats(self) -> dict[str, Any]: ...
 
+    async def hand_off(self, kind: str, work_id: str) -> bool:
+        """Start work of `kind` (a chat turn, a run: `worker.take_work`) in a process that holds
+        connections, if one takes it now; False: the caller starts it its own way (Celery)."""
+        ...
+
     async def aclose(self) -> None: ...
 
     async def __aenter__(self) -> Self: ...
@@ -125,5 +130,6 @@ class PoolAPI(Protocol):
 # MCP 2025-11-25 task requests a gateway client's task may need a backend to answer.
 TASK_METHODS = frozenset({"tools/call", "tasks/get", "tasks/result", "tasks/cancel"})
 
-# Methods that are the pool's lifecycle, not operations sent to a worker.
-LIFECYCLE = frozenset({"aclose", "__aenter__", "__aexit__"})
+# Methods that are not operations sent to a worker as calls: the pool's lifecycle, and work handed
+# over (a message of its own on a link).
+NOT_OPS = frozenset({"aclose", "__aenter__", "__aexit__", "hand_off"})

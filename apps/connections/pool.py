@@ -317,6 +317,9 @@ class Pool:
     async def stats(self) -> dict[str, Any]:
         return self.stats_now()
 
+    async def hand_off(self, kind: str, work_id: str) -> bool:
+        return False  # the connections are this process's: its own work runs here
+
     def stats_now(self) -> dict[str, Any]:
         conns = self._live_connections()
         return {

@@ -80,6 +80,7 @@ _MAX_MOVES = 3  # times one call may be handed back by stopping workers and sent
 _RESUBSCRIBE_WAIT = 0.2
 _LOG_FLUSH_TIMEOUT = 5.0
 _RELINK_AFTER = 5.0  # a worker that could not be linked to is called through Redis this long
+_HAND_OFF_WAIT = 2.0  # for a worker to say it started work handed over, before Celery carries it
 _NO_CODEC: Any = object()
 
 
@@ -166,6 +167,9 @@ class RemotePool:
         self._listening = False  # the reply subscription is up now (not only once)
         self._sub_conn: RespConnection | None = None
         self._background: set[asyncio.Task[Any]] = set()
+        self._handoffs: dict[str, tuple[asyncio.Future[bool], Link]] = {}
+        self._turn = itertools.count()  # which live worker the next hand-off goes to
+        self._takes_none_until: dict[str, float] = {}  # workers that refused work handed over
 
     async def __aenter__(self) -> Self:
         return self
@@ -473,6 +477,45 @@ class RemotePool:
         else:
             await self._redis.fire("RPUSH", inbox_key(self.prefix, worker), dumps(message))
 
+    # -- work handed over --------------------------------------------------------------
+
+    async def hand_off(self, kind: str, work_id: str) -> bool:
+        """Start a chat turn or a run (`kind`, see `worker.take_work`) on a live pool worker, sent
+        on this process's direct link to it: True once the worker said it started it.
+
+        False — no worker takes such work over a link, or none said so within `_HAND_OFF_WAIT` —
+        means: send it by Celery. A worker that answers late may start it too; the work's own
+        claim lets only one of them run it. Spread over the live workers in turn, as Celery's
+        queue spreads tasks over whoever asks next."""
+        if not self.direct:
+            return False
+        try:
+            workers = await self._live_workers()
+        except OSError:
+            return False
+        now = time.monotonic()
+        takers = [w for w in workers if self._takes_none_until.get(w, 0.0) <= now]
+        if not takers:
+            return False
+        worker = takers[next(self._turn) % len(takers)]
+        link = await self._link(worker)
+        if link is None:
+            return False
+        request_id = f"{self.client_id}:{next(self._ids)}"
+        took: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._handoffs[request_id] = (took, link)
+        try:
+            link.send(dumps({"t": "work", "id": request_id, "k": kind, "w": work_id}))
+            async with asyncio.timeout(_HAND_OFF_WAIT):
+                started = await took
+        except (OSError, TimeoutError):
+            return False
+        finally:
+            self._handoffs.pop(request_id, None)
+        if not started:
+            self._takes_none_until[worker] = now + _RELINK_AFTER
+        return started
+
     # -- direct links ------------------------------------------------------------------
 
     def _linked(self, worker: str) -> Link | None:
@@ -650,8 +693,13 @@ class RemotePool:
         self._on_message(json.loads(raw))
 
     def _on_link_message(self, worker: str, data: dict[str, Any]) -> None:
-        if data.get("t") == "bye":
+        kind = data.get("t")
+        if kind == "bye":
             self._parted(worker)
+        elif kind == "took":
+            took, _ = self._handoffs.get(data["id"], (None, None))
+            if took is not None and not took.done():
+                took.set_result(bool(data.get("ok")))
         else:
             self._on_message(data)
 
@@ -667,6 +715,9 @@ class RemotePool:
         for request_id, pending in self._pending.items():
             if pending.link is link:
                 pending.fail(request_id, handback(f"pool worker {worker} stopped"))
+        for took, on in self._handoffs.values():
+            if on is link and not took.done():
+                took.set_result(False)  # it starts nothing more: Celery carries the work
 
     def _on_message(self, data: dict[str, Any]) -> None:
         """A message from a worker, by link or by the reply channel."""

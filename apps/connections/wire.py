@@ -18,6 +18,9 @@ worker → web (PUBLISH on the caller's reply channel):
   {"t": "sreq", "id", "rid", "m": method, "p": params}
 worker → web, on a direct link only (link.py): {"t": "bye"}, its last message: the worker stops
   and runs nothing more sent on that link
+Work handed over on a direct link only (`RemotePool.hand_off`: a chat turn or a run to start):
+  web → worker {"t": "work", "id", "k": kind, "w": the work's id}
+  worker → web {"t": "took", "id", "ok": bool}   false: it runs no such work now (send it by Celery)
 A call_tool result travels as the backend's JSON (`Pool.call_tool(raw=True)`); the web
 side builds the model only for callers that did not ask for raw.
 worker → everyone (PUBLISH on the events channel): {"s": server, "n": notification}

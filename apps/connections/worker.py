@@ -203,9 +203,24 @@ class PoolWorker:
         logger.info("pool worker %s takes direct links at %s", self.worker_id, address.split()[0])
 
     def _on_link_message(self, msg: dict[str, Any], link: Link) -> None:
-        if msg.get("t") == "call":
+        kind = msg.get("t")
+        if kind == "call":
             msg["_link"] = link  # what it sends back goes the way the call came
+        elif kind == "work":
+            link.send(dumps({"t": "took", "id": msg["id"], "ok": self._take_work(msg)}))
+            return
         self._dispatch(msg)
+
+    def _take_work(self, msg: dict[str, Any]) -> bool:
+        """Start the work handed over (`take_work`); False if this process runs no such work now."""
+        handler = _work.get(msg.get("k", ""))
+        if handler is None or self._stopping.is_set():
+            return False
+        try:
+            return handler(msg["w"])
+        except Exception:  # boundary: the caller sends it the slow way instead
+            logger.exception("pool worker could not take %s %s", msg.get("k"), msg.get("w"))
+            return False
 
     async def _register(self) -> None:
         await self._out.call("ZADD", workers_key(self.prefix), time.time(), self.worker_id)
@@ -547,6 +562,18 @@ class PoolWorker:
 
 # The pool workers running in this process, by id: `RemotePool` calls them directly.
 _here: dict[str, PoolWorker] = {}
+# Work this process starts when a web process hands it over on a link, by kind (`take_work`).
+_work: dict[str, Callable[[str], bool]] = {}
+
+
+def take_work(kind: str, handler: Callable[[str], bool] | None) -> None:
+    """Have this process's pool workers start work of `kind` handed over by `RemotePool.hand_off`:
+    `handler(work_id)` starts it without waiting for it (it runs on the pool worker's loop) and
+    says whether it did. None: take no more of it (the callers send it by Celery again)."""
+    if handler is None:
+        _work.pop(kind, None)
+    else:
+        _work[kind] = handler
 
 
 def worker_here(worker_id: str) -> PoolWorker | None:

@@ -65,6 +65,12 @@ RUNS = Counter(
     "Autonomous runs ended, by final status (succeeded, incomplete, failed, cancelled, interrupted)",
     ["status"],
 )
+HANDED_OVER = Counter(
+    "mcphub_work_handed_over",
+    "Chat turns and runs a web process handed to a worker, by task and way "
+    "(link: on its direct link to a pool worker; celery: as a Celery task)",
+    ["task", "way"],
+)
 
 SAMPLING_TOKENS = Counter(
     "mcphub_gateway_sampling_tokens",
@@ -99,6 +105,10 @@ def chat_turn(status: str) -> None:
 
 def run_ended(status: str) -> None:
     RUNS.labels(status).inc()
+
+
+def handed_over(task: str, way: str) -> None:
+    HANDED_OVER.labels(task, way).inc()
 
 
 def render(extra: Iterable[Collector] = ()) -> bytes:

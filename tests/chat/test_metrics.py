@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import pytest
+from django.conf import settings
 
 from tests.chat.conftest import Api, chat_socket
 from tests.live_hub import metric, scrape_metrics
 from tests.llm_server import Reply
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
+
+# Production: a web process hands a turn or a run to a worker on its direct link, not by Celery.
+WAY = "link" if settings.REDIS_URL else "celery"
+
+
+def _handed_over(before: dict, after: dict, task: str) -> dict[str, float]:
+    name = "mcphub_work_handed_over_total"
+    return {
+        way: metric(after, name, task=task, way=way) - metric(before, name, task=task, way=way)
+        for way in ("link", "celery")
+    }
 
 
 async def test_chat_turns_and_their_tool_calls_are_counted(
@@ -29,6 +41,7 @@ async def test_chat_turns_and_their_tool_calls_are_counted(
         - metric(before, "mcphub_chat_turns_total", status="complete")
         == 1
     )
+    assert _handed_over(before, after, "chat.run_turn") == {"link": 0, "celery": 0, WAY: 1}
     echo = {"server": "echo", "tool": "echo"}
     assert (
         metric(after, "mcphub_tool_calls_total", **echo)
@@ -55,6 +68,7 @@ async def test_runs_are_counted_by_how_they_ended(
         - metric(before, "mcphub_runs_total", status="succeeded")
         == 1
     )
+    assert _handed_over(before, after, "chat.execute_run") == {"link": 0, "celery": 0, WAY: 1}
     add = {"server": "echo", "tool": "add"}
     assert (
         metric(after, "mcphub_tool_calls_total", **add)

@@ -18,7 +18,7 @@ from django.utils import timezone
 from apps.catalog.models import (
     HUB_SERVER,
 )  # a run never gets the hub's own tools (no runs starting runs)
-from apps.chat import elicitation, host, lease
+from apps.chat import elicitation, host, lease, runtime
 from apps.chat.runs.models import Run
 from apps.chat.runs.tasks import execute_run
 from apps.core.errors import UserError
@@ -183,7 +183,7 @@ def _on_endpoint(owner_id: int, endpoint_id: int, work: Any, *, committed: bool 
 
 
 def _enqueue(run_id: uuid.UUID) -> None:
-    execute_run.delay(str(run_id))
+    runtime.hand_off(execute_run, str(run_id))
 
 
 def request_cancel(*, run: Run) -> Run:
