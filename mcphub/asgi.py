@@ -41,6 +41,7 @@ from apps.gateway.transport import Gateway  # noqa: E402
 from mcphub import beat  # noqa: E402
 
 mcp_gateway = Gateway()
+_HAND_OFF_SECONDS = 5.0  # a link's 2 s, then Celery's publish
 
 
 _started = False
@@ -93,7 +94,8 @@ async def websocket_app(scope, receive, send):
 
 async def lifespan(scope, receive, send):
     """The server starts serving (`start_serving`). SIGTERM: embedded, the runs and turns this
-    process holds drain (apps.chat.healing.drain) before it exits; only with a server that sends
+    process holds drain (apps.chat.healing.drain) before it exits; production, the turns and runs
+    it started reach a worker first (apps.chat.runtime.hand_off). Only with a server that sends
     the lifespan (uvicorn, mcphub/server.py)."""
     while True:
         message = await receive()
@@ -101,7 +103,9 @@ async def lifespan(scope, receive, send):
             start_serving()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
-            if not settings.REDIS_URL:
+            if settings.REDIS_URL:
+                await chat_runtime.handed_off(_HAND_OFF_SECONDS)
+            else:
                 await chat_healing.drain(settings.MCPHUB_RUN_DRAIN_SECONDS)
             await send({"type": "lifespan.shutdown.complete"})
             return

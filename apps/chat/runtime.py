@@ -29,6 +29,7 @@ _web_loop: asyncio.AbstractEventLoop | None = None
 _bound = False
 _thread_loop: asyncio.AbstractEventLoop | None = None
 _running: set[Future[None]] = set()
+_handing: set[Future[None]] = set()  # hand_off: work on its way to a worker
 
 
 def bind_web_loop() -> None:
@@ -91,7 +92,16 @@ def hand_off(task: Any, work_id: str) -> None:
         task.delay(work_id)
         metrics.handed_over(task.name, "celery")
         return
-    asyncio.run_coroutine_threadsafe(_hand_off(task, work_id), _loop())
+    future = asyncio.run_coroutine_threadsafe(_hand_off(task, work_id), _loop())
+    _handing.add(future)
+    future.add_done_callback(_handing.discard)
+
+
+async def handed_off(timeout: float) -> None:
+    """Until the work this process is handing over reached a worker, or `timeout` seconds: a web
+    process stopping (its ASGI lifespan) answered for the work already, so it sends it first."""
+    if _handing:
+        await asyncio.wait([asyncio.wrap_future(f) for f in list(_handing)], timeout=timeout)
 
 
 async def _hand_off(task: Any, work_id: str) -> None:

@@ -30,7 +30,9 @@ def workers():
 async def test_each_worker_in_turn_starts_what_it_is_handed(workers):
     prefix, threads = workers
     started: list[tuple[str, int]] = []
-    worker_module.take_work(KIND, lambda work_id: started.append((work_id, threading.get_ident())) or True)
+    worker_module.take_work(
+        KIND, lambda work_id: started.append((work_id, threading.get_ident())) or True
+    )
     pool = await _pool(prefix, 2)
     try:
         answers = [await pool.hand_off(KIND, f"w{n}") for n in range(4)]
