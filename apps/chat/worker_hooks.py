@@ -10,18 +10,24 @@ from typing import Any
 def _worker_ready(sender: Any = None, **_: Any) -> None:
     import threading
 
-    from django.conf import settings
-
     from apps.chat import healing, runtime
     from apps.chat.tasks import execute_run, run_turn
 
     healing.start()
-    # A web process hands turns and runs straight to a worker that runs their tasks' queue.
-    queues = getattr(getattr(sender, "app", None), "amqp", None)
-    if queues is None or settings.CELERY_TASK_DEFAULT_QUEUE in queues.queues.consume_from:
+    if _consumes_chat_tasks(sender):
         runtime.take_handed_off(run_turn, execute_run)
     threading.Thread(target=_preload_in_thread, name="llm-preload", daemon=True).start()
     asyncio.run_coroutine_threadsafe(healing.sweep_forever(), runtime.current_loop())
+
+
+def _consumes_chat_tasks(consumer: Any) -> bool:
+    """Whether this worker (`worker_ready`'s sender) takes the queue turns and runs are sent to: web
+    processes then hand them to it on their links too. A worker started for other queues only
+    (`-Q mcp`) refuses them there, and they go by Celery to one that takes them."""
+    from django.conf import settings
+
+    amqp = getattr(getattr(consumer, "app", None), "amqp", None)
+    return amqp is None or settings.CELERY_TASK_DEFAULT_QUEUE in amqp.queues.consume_from
 
 
 def _preload_in_thread() -> None:

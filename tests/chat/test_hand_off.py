@@ -1,13 +1,16 @@
 """A web process that stops sends the turns and runs it answered for to a worker first
-(`runtime.handed_off`, from the ASGI lifespan's shutdown)."""
+(`runtime.handed_off`, from the ASGI lifespan's shutdown); only a worker that takes the chat
+tasks' queue takes them on a link."""
 
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 import pytest
+from celery import Celery
 
-from apps.chat import runtime
+from apps.chat import runtime, worker_hooks
 
 pytestmark = pytest.mark.anyio
 
@@ -47,3 +50,14 @@ async def test_it_waits_no_longer_than_it_is_given(slow_hand_off):
     assert slow_hand_off == []
     await runtime.handed_off(5.0)  # nothing left behind for the next test
     assert slow_hand_off == ["w2"]
+
+
+def test_only_a_worker_on_the_chat_tasks_queue_takes_them_on_a_link(settings):
+    app = Celery(broker="memory://")
+    app.conf.task_default_queue = settings.CELERY_TASK_DEFAULT_QUEUE
+    consumer = SimpleNamespace(app=app)  # worker_ready's sender: the worker's consumer
+    assert worker_hooks._consumes_chat_tasks(consumer)  # every queue: the default
+    app.amqp.queues.select(["mcp", settings.CELERY_TASK_DEFAULT_QUEUE])  # `-Q mcp,celery`
+    assert worker_hooks._consumes_chat_tasks(consumer)
+    app.amqp.queues.select(["mcp"])  # `-Q mcp`
+    assert not worker_hooks._consumes_chat_tasks(consumer)
