@@ -37,6 +37,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from apps.core.client_address import client_address
 
 logger = logging.getLogger("mcphub.server")
+_LINGER = 2.0  # seconds a refused connection reads on after its reply (`_reply_and_close`)
 
 _slow: Counter[str] = Counter()  # client address -> requests still arriving past the bound
 
@@ -54,10 +55,13 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._timers: tuple | None = None
         self._slow_address: str | None = None  # set while the request counts against it
         self._held: tuple | None = None  # (cycle, app) of a request whose body is still arriving
+        self._lingering = False  # refused with a reply: closing once the client stops sending
 
     # -- uvicorn's protocol and parser callbacks ---------------------------------------------
 
     def data_received(self, data: bytes) -> None:
+        if self._lingering:
+            return  # answered and closing: what still arrives is read and dropped
         if not self._arriving and data and self._read_timeout > 0:
             peer = self._peer()  # only the socket is known before the headers
             if self._per_client and _slow[peer] >= self._per_client:
@@ -178,7 +182,16 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n%s\r\n%s"
             % (status, reason.encode(), len(body), extra, body)
         )
-        self.transport.close()  # after what is buffered is written; the application sees a disconnect
+        # A lingering close (RFC 9112 §9.6): end our side after the reply, and read on (discarding)
+        # until the client closes or `_LINGER` seconds. Closing at once while the client still
+        # sends (a dripping one does) resets the connection, and a reset makes the client's
+        # kernel drop the reply it has not read yet: it would see a reset, never the 408 / 429.
+        self._lingering = True  # the application sees a disconnect once the transport closes
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+            self.loop.call_later(_LINGER, self.transport.close)
+        else:
+            self.transport.close()  # after what is buffered is written
 
     def _peer(self) -> str:
         return self.client[0] if self.client else "?"

@@ -102,6 +102,22 @@ def test_dripped_headers_or_body_are_answered_408_too(strict_hub, start):
     assert time.monotonic() - started <= READ_TIMEOUT + 2
 
 
+def test_a_client_still_sending_after_the_408_reads_it_rather_than_a_reset(strict_hub):
+    """The hub answers, then reads on until the client closes (a lingering close): closing at once
+    under a client that is still sending resets the connection, and the reset drops the unread
+    reply in the client's kernel."""
+    sock = open_request(strict_hub, LYING)
+    select.select([sock], [], [], READ_TIMEOUT + 2)  # the 408 has arrived, unread
+    time.sleep(0.2)  # the hub has written all it will
+    for _ in range(3):  # a closed socket answers the first with a reset, and the next one fails
+        sock.sendall(b"more of the body, late")
+        time.sleep(0.1)
+
+    reply = answer(sock)
+
+    assert reply.startswith(b"HTTP/1.1 408")
+
+
 def test_one_address_holds_only_a_few_slow_requests_and_fast_ones_still_pass(strict_hub):
     slow = [open_request(strict_hub, LYING) for _ in range(PER_CLIENT)]
     time.sleep(0.3)
