@@ -34,6 +34,7 @@ class Exposed:
     backend_name: str
     item_id: int
     entry: dict[str, Any]
+    tokens: int = 0  # the catalog's estimate of what listing it costs a model's context
 
 
 @dataclass
@@ -141,6 +142,7 @@ def _add_tools(
             tool.name,
             tool.pk,
             tool_entry(tool, name, et.description_override),
+            tool.token_estimate,
         )
 
 

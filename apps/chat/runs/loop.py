@@ -470,7 +470,7 @@ async def load_toolbox(run: Run) -> Toolbox:
             if exposed.server != HUB_SERVER and (not run.servers or exposed.server in run.servers)
         }
         if not run.servers:
-            keep = await _db(_within_budget)(run, keep)
+            keep = await _within_budget(run, keep)
         toolbox.view = dataclasses.replace(view, tools=keep)
     if run.servers and not keep:
         raise Limit(
@@ -480,19 +480,24 @@ async def load_toolbox(run: Run) -> Toolbox:
     return toolbox
 
 
-def _within_budget(run: Run, tools: dict[str, Any]) -> dict[str, Any]:
+async def _within_budget(run: Run, tools: dict[str, Any]) -> dict[str, Any]:
     """Every enabled tool, unless together they exceed the endpoint's token budget: then those the
-    discovery search ranks best for the task, within the budget (a model's context is finite)."""
-    from django.db.models import Sum
+    discovery search ranks best for the task, within the budget (a model's context is finite).
+    The total comes from the endpoint's view (each tool's catalog estimate): the query summing it
+    was ~2 % of the worker's CPU while 100 runs started (benchmarks/runs.py, py-spy)."""
+    endpoint = run.endpoint
+    total = sum(exposed.tokens for exposed in tools.values())
+    if endpoint is None or total <= endpoint.token_budget:
+        return tools
+    return await _db(_chosen)(run, tools)
 
-    from apps.catalog.models import Tool
+
+def _chosen(run: Run, tools: dict[str, Any]) -> dict[str, Any]:
+    """The tools the discovery search ranks best for the run's task, within the endpoint's budget
+    (sync ORM: call from a thread)."""
     from apps.discovery.suggest import suggest_tools
 
     endpoint = run.endpoint
-    ids = [exposed.item_id for exposed in tools.values()]
-    total = Tool.objects.filter(pk__in=ids).aggregate(total=Sum("token_estimate"))["total"] or 0
-    if endpoint is None or total <= endpoint.token_budget:
-        return tools
     found = suggest_tools(
         endpoint=endpoint, task=run.task, budget=endpoint.token_budget, limit=len(tools)
     )
