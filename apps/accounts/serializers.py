@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from apps.accounts.models import AccessToken, Membership, Team, TokenScope
-from apps.core.serializers import ModelSerializer
+from apps.core.serializers import ModelSerializer, Serializer
 
 
 class AccessTokenSerializer(ModelSerializer):
@@ -29,7 +29,7 @@ class AccessTokenSerializer(ModelSerializer):
         read_only_fields = fields
 
 
-class AccessTokenCreateSerializer(serializers.Serializer):
+class AccessTokenCreateSerializer(Serializer):
     name = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     # Resolved against the caller's own endpoints by the view.
     endpoint = serializers.SlugField(max_length=64, required=False, allow_null=True, default=None)

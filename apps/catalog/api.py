@@ -18,6 +18,7 @@ from apps.catalog import permissions as server_permissions
 from apps.catalog.models import McpServer
 from apps.catalog.selectors import visible_servers
 from apps.catalog.serializers import ServerSerializer
+from apps.core.serializers import Serializer
 
 
 class ServerPermission(permissions.BasePermission):
@@ -40,7 +41,7 @@ class ServerPermission(permissions.BasePermission):
         return server_permissions.may_write_server(request.user, obj, permission=wanted)
 
 
-class HealthSerializer(serializers.Serializer):
+class HealthSerializer(Serializer):
     status = serializers.ChoiceField(choices=McpServer.Status.choices)
     round_trip_ms = serializers.FloatField(allow_null=True)
     reason = serializers.CharField()
@@ -49,7 +50,7 @@ class HealthSerializer(serializers.Serializer):
     )
 
 
-class DiscoveryOutcomeSerializer(serializers.Serializer):
+class DiscoveryOutcomeSerializer(Serializer):
     ok = serializers.BooleanField()
     summary = serializers.SerializerMethodField()
     counts = serializers.SerializerMethodField()
@@ -62,7 +63,7 @@ class DiscoveryOutcomeSerializer(serializers.Serializer):
         return dict(outcome.report.counts) if outcome.report else {}
 
 
-class LiveStateSerializer(serializers.Serializer):
+class LiveStateSerializer(Serializer):
     stderr = serializers.CharField()
     stats = serializers.SerializerMethodField()
     error = serializers.CharField()

@@ -4,7 +4,7 @@ from rest_framework import serializers
 
 from apps.chat.models import Conversation, Message
 from apps.core import nul
-from apps.core.serializers import ModelSerializer
+from apps.core.serializers import ModelSerializer, Serializer
 from apps.llm.models import Provider
 from apps.llm.selectors import providers_for
 from apps.toolsets.models import Endpoint
@@ -71,10 +71,10 @@ class MessageSerializer(ModelSerializer):
         read_only_fields = fields
 
 
-class NewMessageSerializer(serializers.Serializer):
+class NewMessageSerializer(Serializer):
     text = serializers.CharField(max_length=100_000, trim_whitespace=False)
 
 
-class TurnStartedSerializer(serializers.Serializer):
+class TurnStartedSerializer(Serializer):
     turn = serializers.UUIDField()
     status = serializers.CharField()

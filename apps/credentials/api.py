@@ -19,11 +19,12 @@ from rest_framework.views import APIView
 
 from apps.catalog.models import McpServer
 from apps.catalog.selectors import visible_servers
+from apps.core.serializers import Serializer
 from apps.credentials import selectors, services
 from apps.credentials.errors import CredentialsInvalid
 
 
-class VariableStateSerializer(serializers.Serializer):
+class VariableStateSerializer(Serializer):
     name = serializers.CharField()
     label = serializers.CharField()
     help_text = serializers.CharField()
@@ -36,7 +37,7 @@ class VariableStateSerializer(serializers.Serializer):
     )
 
 
-class MyCredentialsSerializer(serializers.Serializer):
+class MyCredentialsSerializer(Serializer):
     server = serializers.CharField()
     complete = serializers.BooleanField(
         help_text="Every required variable is filled: your calls can run."
@@ -45,7 +46,7 @@ class MyCredentialsSerializer(serializers.Serializer):
     variables = VariableStateSerializer(many=True)
 
 
-class CredentialsWriteSerializer(serializers.Serializer):
+class CredentialsWriteSerializer(Serializer):
     values = serializers.DictField(
         child=serializers.CharField(allow_blank=True, allow_null=True, trim_whitespace=False),
         help_text='Name → value; null or "" clears one. Variables you leave out keep their values.',

@@ -11,14 +11,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.core.serializers import ModelSerializer
+from apps.core.serializers import ModelSerializer, Serializer
 from apps.discovery import services
 from apps.discovery.models import ActivationPattern
 from apps.discovery.suggest import suggest_tools
 from apps.toolsets.selectors import visible_endpoints
 
 
-class SuggestRequestSerializer(serializers.Serializer):
+class SuggestRequestSerializer(Serializer):
     task = serializers.CharField(max_length=4000, help_text="What the tools are for, in words")
     budget = serializers.IntegerField(
         required=False,
@@ -29,7 +29,7 @@ class SuggestRequestSerializer(serializers.Serializer):
     limit = serializers.IntegerField(required=False, min_value=1, max_value=100, default=10)
 
 
-class SuggestionSerializer(serializers.Serializer):
+class SuggestionSerializer(Serializer):
     key = serializers.CharField(help_text="server.tool: what enabled-tools and presets take")
     name = serializers.CharField()
     server = serializers.CharField()
@@ -40,7 +40,7 @@ class SuggestionSerializer(serializers.Serializer):
     reason = serializers.CharField()
 
 
-class SuggestionsSerializer(serializers.Serializer):
+class SuggestionsSerializer(Serializer):
     task = serializers.CharField()
     budget = serializers.IntegerField()
     tokens = serializers.IntegerField()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from apps.core.serializers import ModelSerializer
+from apps.core.serializers import ModelSerializer, Serializer
 from apps.llm.models import Provider
 from apps.llm.services import can_edit
 
@@ -68,7 +68,7 @@ class ProviderSerializer(ModelSerializer):
         return shared
 
 
-class ModelListSerializer(serializers.Serializer):
+class ModelListSerializer(Serializer):
     """The provider's answer, asked live. A provider that fails is an answer too (ok false), not a 5xx."""
 
     ok = serializers.BooleanField()

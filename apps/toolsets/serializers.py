@@ -8,7 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.catalog.models import Tool
-from apps.core.serializers import ModelSerializer
+from apps.core.serializers import ModelSerializer, Serializer
 from apps.toolsets.models import Endpoint, Preset, PresetVersion
 from apps.toolsets.selectors import endpoint_budget
 from apps.toolsets.snippets import client_snippets, endpoint_url
@@ -16,7 +16,7 @@ from apps.toolsets.snippets import client_snippets, endpoint_url
 TOOL_KEY_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}\.[^\s/]{1,255}$")
 
 
-class BudgetSerializer(serializers.Serializer):
+class BudgetSerializer(Serializer):
     used = serializers.IntegerField(help_text="Estimated tokens of the enabled tools.")
     limit = serializers.IntegerField(help_text="The endpoint's token budget.")
     enforced = serializers.BooleanField(help_text="False: going over the budget only warns.")
@@ -119,12 +119,12 @@ class EndpointDetailSerializer(EndpointSerializer):
         return client_snippets(endpoint)
 
 
-class EnabledToolsSerializer(serializers.Serializer):
+class EnabledToolsSerializer(Serializer):
     budget = BudgetSerializer()
     tools = ToolSerializer(many=True)
 
 
-class ReplaceToolsSerializer(serializers.Serializer):
+class ReplaceToolsSerializer(Serializer):
     tools = serializers.ListField(
         child=serializers.CharField(max_length=300),
         max_length=10000,
@@ -132,28 +132,28 @@ class ReplaceToolsSerializer(serializers.Serializer):
     )
 
 
-class ToggleSerializer(serializers.Serializer):
+class ToggleSerializer(Serializer):
     enabled = serializers.BooleanField()
 
 
-class ToggleResultSerializer(serializers.Serializer):
+class ToggleResultSerializer(Serializer):
     tool = ToolSerializer()
     budget = BudgetSerializer()
 
 
-class ServerToggleResultSerializer(serializers.Serializer):
+class ServerToggleResultSerializer(Serializer):
     server = serializers.CharField()
     changed = serializers.IntegerField()
     budget = BudgetSerializer()
 
 
-class LoadPresetSerializer(serializers.Serializer):
+class LoadPresetSerializer(Serializer):
     preset = serializers.IntegerField(min_value=1)
     version = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
     mode = serializers.ChoiceField(choices=["replace", "merge"], default="replace")
 
 
-class LoadResultSerializer(serializers.Serializer):
+class LoadResultSerializer(Serializer):
     loaded = serializers.ListField(child=serializers.CharField())
     missing = serializers.ListField(
         child=serializers.CharField(), help_text="Keys no visible tool matches."
@@ -241,15 +241,15 @@ class PresetSerializer(ModelSerializer):
         return validate_tool_keys(keys)
 
 
-class ShareSerializer(serializers.Serializer):
+class ShareSerializer(Serializer):
     team = serializers.SlugField(max_length=50)
 
 
-class RollbackSerializer(serializers.Serializer):
+class RollbackSerializer(Serializer):
     version = serializers.IntegerField(min_value=1)
 
 
-class DiffSerializer(serializers.Serializer):
+class DiffSerializer(Serializer):
     from_version = serializers.IntegerField()
     to_version = serializers.IntegerField()
     added = serializers.ListField(child=serializers.CharField())
@@ -257,7 +257,7 @@ class DiffSerializer(serializers.Serializer):
     unchanged = serializers.ListField(child=serializers.CharField())
 
 
-class PresetLoadSerializer(serializers.Serializer):
+class PresetLoadSerializer(Serializer):
     endpoint = serializers.SlugField(max_length=64)
     version = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
     mode = serializers.ChoiceField(choices=["replace", "merge"], default="replace")

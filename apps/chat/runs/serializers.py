@@ -3,10 +3,10 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from apps.chat.runs.models import Run, RunStep
-from apps.core.serializers import ModelSerializer
+from apps.core.serializers import ModelSerializer, Serializer
 
 
-class StartRunSerializer(serializers.Serializer):
+class StartRunSerializer(Serializer):
     """Tools: `servers` (names; their tools enabled on your endpoint) or a whole `endpoint` (slug);
     neither: every tool of your default endpoint. `model`: one of your providers' names, or a model
     of your default provider."""
@@ -33,7 +33,7 @@ class StartRunSerializer(serializers.Serializer):
         return attrs
 
 
-class ApprovalSerializer(serializers.Serializer):
+class ApprovalSerializer(Serializer):
     call_id = serializers.CharField(max_length=200)
     allow = serializers.BooleanField()
     # A sampling request's changes, allowed with them: systemPrompt, messages (each one's text),
@@ -41,7 +41,7 @@ class ApprovalSerializer(serializers.Serializer):
     edit = serializers.JSONField(required=False, allow_null=True)
 
 
-class AnswerSerializer(serializers.Serializer):
+class AnswerSerializer(Serializer):
     """The owner's answer to a backend's question the run waits on (`pending_input`)."""
 
     id = serializers.CharField(max_length=200)

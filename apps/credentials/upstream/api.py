@@ -11,10 +11,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.core import public_url
+from apps.core.serializers import Serializer
 from apps.credentials.upstream import selectors, services
 
 
-class ConnectionSerializer(serializers.Serializer):
+class ConnectionSerializer(Serializer):
     server = serializers.CharField(source="server.name")
     state = serializers.ChoiceField(choices=["connected", "reconnect", "not_connected"])
     connected_at = serializers.DateTimeField(allow_null=True)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from apps.core.serializers import Serializer
 from apps.toolsets.calllog.selectors import BUCKETS, WINDOWS
 
 
-class UsageQuerySerializer(serializers.Serializer):
+class UsageQuerySerializer(Serializer):
     window = serializers.ChoiceField(
         choices=list(WINDOWS), default="24h", help_text="How far back to count."
     )
@@ -46,7 +47,7 @@ class UsageQuerySerializer(serializers.Serializer):
     )
 
 
-class StatsSerializer(serializers.Serializer):
+class StatsSerializer(Serializer):
     calls = serializers.IntegerField()
     errors = serializers.IntegerField()
     error_rate = serializers.FloatField(help_text="errors / calls, 0 to 1.")
@@ -69,7 +70,7 @@ class ToolUsageSerializer(ServerUsageSerializer):
     tool = serializers.CharField()
 
 
-class SamplingRowSerializer(serializers.Serializer):
+class SamplingRowSerializer(Serializer):
     user = serializers.CharField(help_text="Empty when the user was deleted.")
     endpoint = serializers.CharField(help_text="The endpoint's slug; empty when it was deleted.")
     server = serializers.CharField()
@@ -79,14 +80,14 @@ class SamplingRowSerializer(serializers.Serializer):
     output_tokens = serializers.IntegerField()
 
 
-class SamplingTotalsSerializer(serializers.Serializer):
+class SamplingTotalsSerializer(Serializer):
     requests = serializers.IntegerField()
     input_tokens = serializers.IntegerField()
     output_tokens = serializers.IntegerField()
     rows = SamplingRowSerializer(many=True)
 
 
-class UsageSerializer(serializers.Serializer):
+class UsageSerializer(Serializer):
     window = serializers.CharField(source="window.key")
     bucket = serializers.ChoiceField(choices=list(BUCKETS))
     since = serializers.DateTimeField(help_text="Start of the first bucket.")
