@@ -17,7 +17,6 @@ import logging
 import uuid
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from apps.chat import lease
@@ -29,6 +28,7 @@ from apps.chat.runs.loop import execute, publish_end
 from apps.chat.runs.models import Run
 from apps.chat.runs.services import interrupt
 from apps.chat.tools import Toolbox
+from apps.core.threads import in_thread
 
 logger = logging.getLogger(__name__)
 _started: set[asyncio.AbstractEventLoop] = set()
@@ -36,19 +36,15 @@ _continuing: set[asyncio.Task[None]] = set()
 WARM_TIMEOUT = 30.0
 
 
-def _db(fn):
-    return sync_to_async(fn, thread_sensitive=False)
-
-
 async def _tick() -> None:
     keys = {kind: list(tasks) for kind, tasks in lease.held().items()}
-    for kind, lost in (await _db(lease.renew)(keys)).items():
+    for kind, lost in (await in_thread(lease.renew)(keys)).items():
         for key in lost:
             lease.lost(kind, key)
     if lease.draining.is_set() or not settings.MCPHUB_RUN_TAKE_OVER:
         return
     for kind in (lease.RUNS, lease.TURNS):
-        taken, spent = await _db(lease.claim)(kind)
+        taken, spent = await in_thread(lease.claim)(kind)
         if spent:
             await _give_up(kind, spent)
         if taken:
@@ -85,7 +81,7 @@ async def _sdks_loaded() -> None:
     every other one, lease renewals and the backends' warm-up with it (issue 27)."""
     loop = asyncio.get_running_loop()
     if loop not in _loading:
-        _loading[loop] = asyncio.ensure_future(_db(preload_sdks)())
+        _loading[loop] = asyncio.ensure_future(in_thread(preload_sdks)())
     await asyncio.shield(_loading[loop])
 
 
@@ -115,7 +111,7 @@ async def _warm(kind: str, keys: list[uuid.UUID]) -> None:
 
     try:
         specs = {}
-        for owner, endpoint in await _db(_toolboxes)(kind, keys):
+        for owner, endpoint in await in_thread(_toolboxes)(kind, keys):
             view = (await Toolbox.load(owner, endpoint)).view
             for spec in view.specs.values() if view else ():
                 if spec.transport == "stdio":
@@ -135,10 +131,10 @@ async def _give_up(kind: str, keys: list[uuid.UUID]) -> None:
         "(the work itself may be what stops them)"
     )
     if kind == lease.RUNS:
-        for run in await _db(interrupt)(keys, f"{reason}: resume the run to try again."):
+        for run in await in_thread(interrupt)(keys, f"{reason}: resume the run to try again."):
             await publish_end(run)
     else:
-        await _db(lambda: expire(Turn.objects.filter(pk__in=keys)))()
+        await in_thread(lambda: expire(Turn.objects.filter(pk__in=keys)))()
 
 
 async def keep_forever() -> None:
@@ -183,7 +179,7 @@ async def drain(seconds: float) -> None:
     if running:
         await asyncio.wait(running, timeout=5)
     for kind, tasks in stopping.items():
-        if tasks and (handed := await _db(lease.release)(kind, list(tasks))):
+        if tasks and (handed := await in_thread(lease.release)(kind, list(tasks))):
             logger.warning("lease: %d %s handed over at shutdown", handed, kind)
 
 
@@ -219,9 +215,9 @@ async def sweep_forever() -> None:
     while True:
         await asyncio.sleep(SWEEP_SECONDS)
         try:
-            if found := await _db(sweep_lost_runs)():
+            if found := await in_thread(sweep_lost_runs)():
                 logger.warning("runs: %d run(s) no worker took over marked interrupted", found)
-            if ended := await _db(lambda: expire(lost_turns()))():
+            if ended := await in_thread(lambda: expire(lost_turns()))():
                 logger.warning("chat: %d turn(s) no worker took over ended", len(ended))
         except Exception as exc:  # noqa: BLE001 - the next sweep tries again
             logger.warning("runs: sweeping lost runs and turns failed (%s)", exc)

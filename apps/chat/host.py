@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
-from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.db.models import F
 from django.utils import timezone
@@ -36,6 +35,7 @@ from apps.chat.tools import result_text
 from apps.connections.hooks import Relay
 from apps.core import metrics
 from apps.core.errors import UserError
+from apps.core.threads import in_thread
 from apps.llm import model_traits
 from apps.llm.media import ANTHROPIC_IMAGE_TYPES, OPENAI_AUDIO_FORMATS
 from apps.llm.selectors import providers_for
@@ -176,10 +176,6 @@ def _pages(user_id: int, asking: _Asking) -> Host:
     return Host(ask=approve, elicit=elicit)
 
 
-def _db(fn):
-    return sync_to_async(fn, thread_sensitive=False)
-
-
 def _sampler(user_id: int, endpoint_id: int, host: Host | None, server: str):
     async def sampling(params: types.CreateMessageRequestParams) -> Any:
         try:
@@ -225,7 +221,7 @@ def _completion(host: Host | None):
 
 def _roots(endpoint_id: int):
     async def list_roots() -> types.ListRootsResult:
-        roots = await _db(_endpoint_roots)(endpoint_id)
+        roots = await in_thread(_endpoint_roots)(endpoint_id)
         return types.ListRootsResult(
             roots=[types.Root(uri=r["uri"], name=r.get("name") or None) for r in roots]
         )
@@ -247,7 +243,7 @@ async def sample(
     """Answer one `sampling/createMessage` as the endpoint's setting says (shown on the page as a
     card with the request and the answer, where the page has cards). Its tokens count with the
     lending chat turn or run, else (a gateway call) in the sampling usage (user, endpoint, server)."""
-    policy, cap = await _db(_policy)(endpoint_id)
+    policy, cap = await in_thread(_policy)(endpoint_id)
     request = ToolCall(
         id=f"sampling-{uuid.uuid4().hex[:12]}", name="sampling", arguments=summary(params, cap)
     )
@@ -260,7 +256,7 @@ async def sample(
         if host is not None and host.spend is not None:
             await host.spend(usage)
         else:
-            await _db(_count)(user_id, endpoint_id, server, model, usage)
+            await in_thread(_count)(user_id, endpoint_id, server, model, usage)
 
     sent: dict[str, Any] = {}  # the request as the user edited it, when they did
     answer = await _answer(user_id, host, params, policy, cap, request, spend, sent)
@@ -296,7 +292,7 @@ async def _answer(
         return types.ErrorData(code=REFUSED, message="Sampling is off on this endpoint.")
     if policy == Endpoint.Sampling.ASK and (host is None or host.ask is None):
         return types.ErrorData(code=REFUSED, message=NOT_ASKABLE)
-    candidates = await _db(_candidates)(user_id, host)
+    candidates = await in_thread(_candidates)(user_id, host)
     choice = _choose(params.model_preferences, candidates)
     if choice is None:
         return types.ErrorData(code=REFUSED, message="The user has no LLM provider to answer with.")

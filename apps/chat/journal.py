@@ -18,10 +18,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from asgiref.sync import sync_to_async
 from django.db import connection, models, transaction
 
 from apps.core.compiled import insert
+from apps.core.threads import in_thread
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class Journal:
         await write.done
 
     async def _write_forever(self) -> None:
-        save = sync_to_async(store, thread_sensitive=False)
+        save = in_thread(store)
         while True:
             await self._wake.wait()
             self._wake.clear()

@@ -24,7 +24,6 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.apps import apps as django_apps
 from django.conf import settings
 from django.db import transaction
@@ -48,10 +47,6 @@ CLAIM_BATCH = 50
 _held: dict[str, dict[uuid.UUID, asyncio.Task[Any]]] = {RUNS: {}, TURNS: {}}
 # Set once the process shuts down: it claims nothing more, and its runs stop at a round's end.
 draining = asyncio.Event()
-
-
-def _db(fn):
-    return sync_to_async(fn, thread_sensitive=False)
 
 
 @contextmanager

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import transaction
 
@@ -30,15 +29,12 @@ from apps.chat.models import Message as MessageRow
 from apps.chat.models import Turn
 from apps.chat.tools import Toolbox, result_text, watch_call
 from apps.core import metrics
+from apps.core.threads import in_thread
 from apps.llm.types import LLMError, Message, ToolCall, Usage
 
 logger = logging.getLogger(__name__)
 WAITING = {"state": "processing", "message": "Waiting for the model…"}
 RECOVERING = "Recovering: the worker running this turn was lost; another one continues it…"
-
-
-def _db(fn):
-    return sync_to_async(fn, thread_sensitive=False)
 
 
 def _start(turn_id: uuid.UUID, taken_over: bool) -> TurnSetup | None:
@@ -74,13 +70,13 @@ def _opening(setup: TurnSetup) -> dict[str, Any]:
 async def run_turn(turn_id: uuid.UUID, *, taken_over: bool = False) -> None:
     """Run a turn (or continue one this worker's lease took over) to its end; returns quietly if it
     vanished, is not running any more, or another worker runs it."""
-    setup = await _db(_start)(turn_id, taken_over)
+    setup = await in_thread(_start)(turn_id, taken_over)
     if setup is None:
         return
     # Held once claimed, not before: a lease renewal between the two found the row not yet this
     # worker's and dropped the turn as taken over (a busy worker's database threads queue `_start`).
     with lease.holding(lease.TURNS, turn_id):
-        done = await _db(records.progress)(turn_id) if taken_over else None
+        done = await in_thread(records.progress)(turn_id) if taken_over else None
         # Fenced as run steps are: once another worker took the turn over, nothing is written here.
         fence = records.StillHeld(turn_id, lease.WORKER)
         lost = partial(lease.lost, lease.TURNS, turn_id)
@@ -92,7 +88,7 @@ async def run_turn(turn_id: uuid.UUID, *, taken_over: bool = False) -> None:
                 runner = TurnRunner(setup, sink, control, tools)
                 if done is not None:
                     runner.rounds, runner.usage, runner.taken_over = done[0], list(done[1:]), True
-                    runner.opened = await _db(records.opened)(setup.conversation_id, turn_id)
+                    runner.opened = await in_thread(records.opened)(setup.conversation_id, turn_id)
                 await runner.run()
         except records.LeaseLost:
             pass  # its new worker continues and ends it
@@ -167,7 +163,7 @@ class TurnRunner:
             )
         # Every message first: once the turn is finished a new one may start, from this history.
         await self.sink.flush()
-        await _db(records.finish_turn)(
+        await in_thread(records.finish_turn)(
             self.setup.turn_id,
             status,
             error,
@@ -189,7 +185,7 @@ class TurnRunner:
         delay = 1.0
         while True:
             await asyncio.sleep(delay)
-            if await _db(records.stop_requested)(self.setup.turn_id):
+            if await in_thread(records.stop_requested)(self.setup.turn_id):
                 self.control.stopped.set()
             delay = records.STOP_CHECK_SECONDS
 
@@ -222,7 +218,7 @@ class TurnRunner:
             reply = await self._model_round(adapter, history)
             if self.taken_over:
                 self.taken_over = False  # one write, after the first round it completed
-                await _db(records.made_progress)(self.setup.turn_id)
+                await in_thread(records.made_progress)(self.setup.turn_id)
             history.append(reply.message())
             calls = reply.calls
             if not calls:

@@ -133,14 +133,12 @@ async def _version(endpoint_id: int) -> object:
 async def _committed_version(endpoint_id: int) -> object:
     if hotstate.async_redis() is not None:
         return await _version(endpoint_id)
-    from asgiref.sync import sync_to_async
-
     from apps.core.models import Counter
+    from apps.core.threads import in_thread
 
     key = endpoint_version_key(endpoint_id)
-    return await sync_to_async(
-        lambda: Counter.objects.filter(key=key).values_list("value", flat=True).first(),
-        thread_sensitive=False,
+    return await in_thread(
+        lambda: Counter.objects.filter(key=key).values_list("value", flat=True).first()
     )()
 
 

@@ -19,13 +19,14 @@ from typing import Any
 
 import redis
 import redis.asyncio as aioredis
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.retry import Retry
+
+from apps.core.threads import in_thread
 
 ASYNC_MAX_CONNECTIONS = 256
 ASYNC_MAX_IDLE = 16
@@ -244,7 +245,7 @@ async def read_counters(*, key: str = "", prefix: str = "") -> dict[str, int]:
     reader = _sqlite_reader()
     if reader is not None:
         return reader.read(key=key, prefix=prefix)
-    return await sync_to_async(_orm_counters, thread_sensitive=False)(key, prefix)
+    return await in_thread(_orm_counters)(key, prefix)
 
 
 def _orm_counters(key: str, prefix: str) -> dict[str, int]:

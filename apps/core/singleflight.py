@@ -9,7 +9,7 @@ import functools
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
-from asgiref.sync import sync_to_async
+from apps.core.threads import in_thread
 
 T = TypeVar("T")
 _inflight: dict[tuple[str, Hashable], asyncio.Future[Any]] = {}
@@ -21,7 +21,7 @@ async def single_flight(namespace: str, key: Hashable, lookup: Callable[[], T]) 
     slot = (namespace, key)
     pending = _inflight.get(slot)
     if pending is None or pending.get_loop() is not loop:
-        pending = asyncio.ensure_future(sync_to_async(lookup, thread_sensitive=False)())
+        pending = asyncio.ensure_future(in_thread(lookup)())
         _inflight[slot] = pending
         pending.add_done_callback(functools.partial(_landed, slot))
     return await asyncio.shield(pending)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 
-from asgiref.sync import sync_to_async
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from apps.core.threads import in_thread
 from apps.discovery import text
 from apps.discovery.models import MAX_LEARNED_TERMS, MAX_PATTERNS, ActivationPattern, LearnedSearch
 from apps.toolsets.events import announce_tools_changed
@@ -96,9 +96,7 @@ async def learn_from_loads(*, session_id: str, endpoint_id: int, loaded: Mapping
         return 0
     tool_ids = [tool_id for name, tool_id in loaded.items() if name in last["names"]]
     if tool_ids:
-        await sync_to_async(learn, thread_sensitive=False)(
-            endpoint_id=endpoint_id, terms=last["terms"], tool_ids=tool_ids
-        )
+        await in_thread(learn)(endpoint_id=endpoint_id, terms=last["terms"], tool_ids=tool_ids)
     return len(tool_ids)
 
 

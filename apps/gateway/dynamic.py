@@ -13,9 +13,8 @@ import dataclasses
 import json
 from typing import Any
 
-from asgiref.sync import sync_to_async
-
 from apps.catalog.introspection import estimate_tokens
+from apps.core.threads import in_thread
 from apps.discovery import catalog as discovery_catalog
 from apps.discovery import loading
 from apps.discovery import services as discovery_services
@@ -284,9 +283,7 @@ async def _change(
             error=True,
         )
     if action == LOAD:
-        outcome = await sync_to_async(loading.load, thread_sensitive=False)(
-            catalog, ctx.session.loaded, names
-        )
+        outcome = await in_thread(loading.load)(catalog, ctx.session.loaded, names)
         await _learn(ctx, catalog, outcome.loaded)
     else:
         outcome = loading.unload(catalog, ctx.session.loaded, names)
@@ -313,7 +310,7 @@ async def _activate(
     """Pre-load what the endpoint's activation patterns name for `text` (within the budget)."""
     # Up to milliseconds per pattern (RE2 releases the GIL): never on the event loop.
     names = (
-        await sync_to_async(catalog.activated, thread_sensitive=False)(text)
+        await in_thread(catalog.activated)(text)
         if catalog.patterns and ctx.session is not None
         else []
     )
@@ -324,9 +321,7 @@ async def _activate(
     )
     if not fresh:
         return None
-    outcome = await sync_to_async(loading.load, thread_sensitive=False)(
-        catalog, ctx.session.loaded, fresh
-    )
+    outcome = await in_thread(loading.load)(catalog, ctx.session.loaded, fresh)
     ctx.session.loaded = outcome.state
     await state.save_session(ctx.session)
     if outcome.changed:

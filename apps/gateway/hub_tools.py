@@ -14,13 +14,13 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.db import transaction
 
 from apps.catalog.models import HUB_SERVER
 from apps.chat.runs import selectors, services
 from apps.chat.runs.loop import run_group
 from apps.chat.runs.models import Run
+from apps.core.threads import in_thread
 from apps.toolsets.calls import BuiltinCall
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -163,10 +163,6 @@ async def answer(call: BuiltinCall) -> dict[str, Any]:
         return text_result(exc.message, error=True)
 
 
-def _db(fn):
-    return sync_to_async(fn, thread_sensitive=False)
-
-
 def _user(user_id: int):
     from apps.accounts.models import User
 
@@ -176,7 +172,7 @@ def _user(user_id: int):
 async def list_available_mcps(
     user_id: int, endpoint_id: int, arguments: dict[str, Any], progress: Progress | None
 ) -> dict[str, Any]:
-    servers = await _db(_servers)(user_id, endpoint_id)
+    servers = await in_thread(_servers)(user_id, endpoint_id)
     lines = [
         f"{s['name']} ({s['status']}): {s['enabled_tools']} of {s['tools']} tools enabled here"
         for s in servers
@@ -224,7 +220,7 @@ def _autonomous(servers_of: Callable[[dict[str, Any]], list[str] | None]):
         wait = arguments.get("wait", True)
         if not isinstance(wait, bool):
             raise services.RunError("'wait' must be true or false.")
-        run = await _db(_start)(user_id, endpoint_id, arguments, servers_of(arguments))
+        run = await in_thread(_start)(user_id, endpoint_id, arguments, servers_of(arguments))
         if not wait:
             return text_result(f"Run {run.pk} started; follow it with get_run.", _summary(run))
         return await _follow(run, progress)
@@ -300,7 +296,7 @@ async def _follow(
     channel = await layer.new_channel("runwait.")
     group = run_group(run.pk)
     await layer.group_add(group, channel)  # before the first read: nothing can slip between them
-    read = _db(Run.objects.get)
+    read = in_thread(Run.objects.get)
     seen = 0
     try:
         run = await read(pk=run.pk)
@@ -330,7 +326,7 @@ async def _follow(
                 run.rounds = max(run.rounds, event["seq"])
     except asyncio.CancelledError:
         if cancel_with_caller:
-            await asyncio.shield(_db(_cancel_quietly)(run.pk))
+            await asyncio.shield(in_thread(_cancel_quietly)(run.pk))
         raise
     finally:
         await asyncio.shield(layer.group_discard(group, channel))
@@ -377,7 +373,7 @@ def _own_run(user_id: int, arguments: dict[str, Any]) -> Run:
 async def get_run(
     user_id: int, endpoint_id: int, arguments: dict[str, Any], progress: Progress | None
 ) -> dict[str, Any]:
-    run = await _db(_own_run)(user_id, arguments)
+    run = await in_thread(_own_run)(user_id, arguments)
     if run.status in Run.ACTIVE:
         return text_result(
             f"Run {run.pk} is {run.status}, after {run.rounds} rounds.", _summary(run)
@@ -393,7 +389,7 @@ async def cancel_run(
     def cancel() -> Run:
         return services.request_cancel(run=_own_run(user_id, arguments))
 
-    run = await _db(cancel)()
+    run = await in_thread(cancel)()
     return text_result(
         f"Run {run.pk} is being cancelled."
         if run.status in Run.ACTIVE
@@ -422,7 +418,7 @@ async def resume_run(
     wait = arguments.get("wait", True)
     if not isinstance(wait, bool):
         raise services.RunError("'wait' must be true or false.")
-    run = await _db(lambda: services.resume_run(run=_own_run(user_id, arguments)))()
+    run = await in_thread(lambda: services.resume_run(run=_own_run(user_id, arguments)))()
     if not wait:
         return text_result(f"Run {run.pk} resumed; follow it with get_run.", _summary(run))
     return await _follow(run, progress)

@@ -23,7 +23,6 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import transaction
 from django.urls import reverse
@@ -34,6 +33,7 @@ from apps.catalog.models import HUB_SERVER
 from apps.chat.runs import services
 from apps.chat.runs.models import Run
 from apps.core import public_url
+from apps.core.threads import in_thread
 from apps.credentials.errors import CredentialsMissing
 from apps.gateway import hub_tools, jsonrpc
 from apps.gateway.context import (
@@ -70,10 +70,6 @@ def requested(ctx: Context, params: dict[str, Any]) -> bool:
     return "task" in params and supported(ctx.protocol_version)
 
 
-def _db(fn):
-    return sync_to_async(fn, thread_sensitive=False)
-
-
 # -- creating ------------------------------------------------------------------------
 
 
@@ -96,7 +92,7 @@ async def call(ctx: Context, name: str, arguments: dict[str, Any], params: dict[
 
     async def start() -> dict[str, Any]:
         try:
-            task = await _db(_create)(ctx, name, exposed.backend_name, arguments, ttl)
+            task = await in_thread(_create)(ctx, name, exposed.backend_name, arguments, ttl)
         except services.RunError as exc:  # bad input: a clear error, nothing started
             raise RpcError(INVALID_PARAMS, exc.message) from None
         _watch(ctx, task, meta_of(params).get("progressToken"))
@@ -258,7 +254,7 @@ def _load(ctx: Context, params: dict[str, Any]) -> McpTask:
 
 
 async def get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    task = await _db(_load)(ctx, params)
+    task = await in_thread(_load)(ctx, params)
     if task.run is None and not task.status:
         await _refresh(ctx, task)
     return _task_json(task, task.run)
@@ -267,12 +263,12 @@ async def get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 async def result(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """The tool result once the task has ended (waiting for it until then): what the call
     without `task` would have answered, tagged with the task it belongs to."""
-    task = await _db(_load)(ctx, params)
+    task = await in_thread(_load)(ctx, params)
     if task.run is None:
         await _backend_result(ctx, task)
     elif not task.status:
         await hub_tools._follow(task.run, None, cancel_with_caller=False)
-        task = await _db(_load)(ctx, params)
+        task = await in_thread(_load)(ctx, params)
     answer = dict(task.result or {})
     answer["_meta"] = {**(answer.get("_meta") or {}), RELATED_TASK: {"taskId": str(task.pk)}}
     return answer
@@ -288,7 +284,7 @@ def _page(ctx: Context, params: dict[str, Any]) -> tuple[list[McpTask], str | No
 
 
 async def list_tasks(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    page, next_cursor = await _db(_page)(ctx, params)
+    page, next_cursor = await in_thread(_page)(ctx, params)
     passed = [task for task in page if task.run is None and not task.status]
     # A backend's live tasks as it tells now; one it cannot reach shows as last seen.
     await asyncio.gather(*(_refresh(ctx, task) for task in passed), return_exceptions=True)
@@ -316,12 +312,12 @@ def _cancel(ctx: Context, params: dict[str, Any]) -> McpTask:
 
 
 async def cancel(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    task = await _db(_load)(ctx, params)
+    task = await in_thread(_load)(ctx, params)
     if task.run is None and not task.status:  # the backend cancels its own task
         raw = await _backend(ctx, task.server, "tasks/cancel", {"taskId": task.backend_task_id})
-        await _db(_seen)(task, raw)
+        await in_thread(_seen)(task, raw)
         return _task_json(task, None)
-    task = await _db(_cancel)(ctx, params)
+    task = await in_thread(_cancel)(ctx, params)
     return _task_json(task, task.run)
 
 
@@ -367,7 +363,7 @@ async def _call_backend(
         backend_task = raw.get("task")
         if not isinstance(backend_task, dict) or not isinstance(backend_task.get("taskId"), str):
             return raw  # the backend answered at once after all: that is the answer
-        task = await _db(_create_passthrough)(ctx, exposed, backend_task)
+        task = await in_thread(_create_passthrough)(ctx, exposed, backend_task)
         return {**raw, "task": _task_json(task, None)}
 
     return await _logged(ctx, exposed, arguments, create())
@@ -404,7 +400,7 @@ def _seen(task: McpTask, backend_task: dict[str, Any], result: dict | None = Non
 
 async def _refresh(ctx: Context, task: McpTask) -> None:
     raw = await _backend(ctx, task.server, "tasks/get", {"taskId": task.backend_task_id})
-    await _db(_seen)(task, raw)
+    await in_thread(_seen)(task, raw)
 
 
 async def _backend_result(ctx: Context, task: McpTask) -> None:
@@ -421,7 +417,7 @@ async def _backend_result(ctx: Context, task: McpTask) -> None:
     raw = await _backend(ctx, task.server, "tasks/result", {"taskId": task.backend_task_id})
     meta = {k: v for k, v in (raw.get("_meta") or {}).items() if k != RELATED_TASK}
     answer = {**raw, "_meta": meta} if meta else {k: v for k, v in raw.items() if k != "_meta"}
-    await _db(_seen)(task, task.backend_task or {}, answer)
+    await in_thread(_seen)(task, task.backend_task or {}, answer)
 
 
 # -- telling the session as the run goes -----------------------------------------------
@@ -463,7 +459,7 @@ def _watch(ctx: Context, task: McpTask, progress_token: Any) -> None:
     async def watch() -> None:
         try:
             await hub_tools._follow(task.run, progress, cancel_with_caller=False, on_read=moved)
-            ended = await _db(_reload)(task.pk)
+            ended = await in_thread(_reload)(task.pk)
             await stream.notify("notifications/tasks/status", _task_json(ended, ended.run))
         except asyncio.CancelledError:
             raise

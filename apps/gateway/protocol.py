@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.urls import reverse
 from mcp_types.version import (
@@ -20,6 +19,7 @@ from mcp_types.version import (
 
 from apps.catalog.models import Tool
 from apps.core import public_url
+from apps.core.threads import in_thread
 from apps.credentials.errors import CredentialsMissing
 from apps.gateway import dynamic, jsonrpc, mcp_tasks
 from apps.gateway.context import (
@@ -132,7 +132,7 @@ def _get_pool():
 
 async def _missing_tool(ctx: Context, name: str) -> RpcError:
     """A tool the caller could enable here says so and where; anything else is unknown."""
-    tool = await sync_to_async(_disabled_tool, thread_sensitive=False)(ctx.endpoint.id, name)
+    tool = await in_thread(_disabled_tool)(ctx.endpoint.id, name)
     if tool is None:
         return unknown("tool", name, list(ctx.view.tools))
     url = public_url.absolute(reverse("web:tool_list", args=[ctx.endpoint.slug]))

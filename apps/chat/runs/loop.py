@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
@@ -33,6 +32,7 @@ from apps.chat.runs.models import Run, RunStep
 from apps.chat.tools import Toolbox, watch_call
 from apps.core import metrics
 from apps.core.channel_layer import group_send_patiently
+from apps.core.threads import in_thread
 from apps.llm.types import LLMError, ToolCall, Usage
 
 logger = logging.getLogger(__name__)
@@ -58,10 +58,6 @@ class Incomplete(Exception):
 
 class ModelRefused(Exception):
     """The model refused the task; the message is its refusal."""
-
-
-def _db(fn):
-    return sync_to_async(fn, thread_sensitive=False)
 
 
 def run_group(run_id: uuid.UUID | str) -> str:
@@ -99,7 +95,7 @@ async def execute(run_id: uuid.UUID, *, taken_over: bool = False) -> None:
     """Run a queued run (or one this worker's lease took over) to its end; returns quietly if it
     vanished or someone else has it."""
     claim = records.taken_over if taken_over else records.claim
-    run = await _db(claim)(run_id, lease.WORKER)
+    run = await in_thread(claim)(run_id, lease.WORKER)
     if run is None:
         return
     _active.add(run.pk)
@@ -114,7 +110,9 @@ async def _execute(run: Run, taken_over: bool) -> None:
     # A resumed run goes on from its stored steps; a new one has none to read.
     fields = ("round", "text", "tool_calls", "reasoning", "replay", "finish_reason")
     steps = (
-        await _db(lambda: list(run.steps.order_by("round").values(*fields)))() if run.rounds else []
+        await in_thread(lambda: list(run.steps.order_by("round").values(*fields)))()
+        if run.rounds
+        else []
     )
     async with Control(run.pk) as control:
         await RunRunner(run, steps, control, taken_over=taken_over).execute()
@@ -214,7 +212,7 @@ class RunRunner:
         return Run.Status.FAILED, "", f"The run failed unexpectedly ({type(exc).__name__})."
 
     async def _end(self, status: str, answer: str, error: str) -> None:
-        await _db(records.finish)(
+        await in_thread(records.finish)(
             self.run.pk, status, answer=answer, error=error, elapsed_s=self.elapsed
         )
         metrics.run_ended(status)
@@ -227,7 +225,7 @@ class RunRunner:
 
     async def _hand_over(self) -> None:
         """The worker shuts down after a completed round: a live worker continues the run at once."""
-        await _db(lease.release)(lease.RUNS, [self.run.pk])
+        await in_thread(lease.release)(lease.RUNS, [self.run.pk])
         done = len(self.steps)
         message = f"Its worker shut down: another worker continues it from round {done + 1}."
         await publish(
@@ -242,7 +240,7 @@ class RunRunner:
         # apps.chat.lease, says the run is alive): first checked once it joined, so none is missed.
         await self.control.joined()
         while True:
-            if not await _db(records.heartbeat)(self.run.pk):
+            if not await in_thread(records.heartbeat)(self.run.pk):
                 self.control.stopped.set()
             await asyncio.sleep(CANCEL_CHECK_SECONDS)
 
@@ -373,7 +371,7 @@ class RunRunner:
         """What the provider is doing before it answers (a loading model, an outage waited out), for
         the run's page; kept as the run's `error` meanwhile, so the API and a page loaded now say it too."""
         done = len(self.steps)
-        await _db(records.note)(self.run.pk, message)
+        await in_thread(records.note)(self.run.pk, message)
         # Its own type: a `status` of the same seq as the state a resume replayed would be dropped as seen.
         await publish(
             self.run.pk, "provider_status", {"message": message, "round": done}, rounds=done
@@ -410,13 +408,13 @@ class RunRunner:
         """A backend asks the owner (elicitation/create): the run waits (`waiting_input`, kept in
         the database) for the answer given on its page or by the API, checked there."""
         asked = {"id": f"elicit-{uuid.uuid4().hex[:12]}", **request}
-        await _db(records.wait_for_input)(self.run.pk, asked)
+        await in_thread(records.wait_for_input)(self.run.pk, asked)
         await publish(self.run.pk, "elicitation_required", asked, rounds=len(self.steps))
         link = request.get("elicitationId") if request.get("mode") == "url" else None
         try:
             return await self.control.answer(asked["id"], link)
         finally:
-            await _db(records.input_answered)(self.run.pk, asked["id"])
+            await in_thread(records.input_answered)(self.run.pk, asked["id"])
 
     async def _elicited(self, elicitation_id: str, *, completed: list[str]) -> None:
         """A backend says a URL elicitation is done (the owner finished at its link): the run's
@@ -430,7 +428,7 @@ class RunRunner:
     async def _spend(self, usage: Usage) -> None:
         """A sampling answered by the user's model during a tool call counts with the run."""
         self.tokens += usage.input_tokens + usage.output_tokens
-        await _db(records.add_tokens)(self.run.pk, usage.input_tokens, usage.output_tokens)
+        await in_thread(records.add_tokens)(self.run.pk, usage.input_tokens, usage.output_tokens)
 
     def _approval_reason(self, annotations: object) -> str | None:
         endpoint = self.run.endpoint
@@ -444,12 +442,12 @@ class RunRunner:
         pending = {"id": call.id, "name": call.name, "arguments": call.arguments, "reason": reason}
         if editable:
             pending["editable"] = editable
-        await _db(records.wait_for_approval)(self.run.pk, pending)
+        await in_thread(records.wait_for_approval)(self.run.pk, pending)
         await publish(self.run.pk, "approval_required", pending, rounds=len(self.steps))
         try:
             return await self.control.approval(call.id)
         finally:
-            await _db(records.approval_answered)(self.run.pk, call.id)
+            await in_thread(records.approval_answered)(self.run.pk, call.id)
 
 
 class Drained(Exception):
@@ -489,7 +487,7 @@ async def _within_budget(run: Run, tools: dict[str, Any]) -> dict[str, Any]:
     total = sum(exposed.tokens for exposed in tools.values())
     if endpoint is None or total <= endpoint.token_budget:
         return tools
-    return await _db(_chosen)(run, tools)
+    return await in_thread(_chosen)(run, tools)
 
 
 def _chosen(run: Run, tools: dict[str, Any]) -> dict[str, Any]:

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from asgiref.sync import sync_to_async
 from mcp import MCPError
 
 from apps.connections.errors import PoolError, ServerCrashed, ServerStartFailed, WorkerLost
 from apps.connections.specs import ServerSpec
+from apps.core.threads import in_thread
 from apps.credentials.errors import CredentialsMissing
 
 T = TypeVar("T")
@@ -32,7 +32,7 @@ async def with_user_token(
         from apps.credentials.upstream.services import renewed_spec
 
         # A probe and maybe a refresh: network and ORM, off the event loop (not the shared sync thread).
-        fresh = await sync_to_async(renewed_spec, thread_sensitive=False)(spec, user_id)
+        fresh = await in_thread(renewed_spec)(spec, user_id)
         if fresh is None:
             raise
     return await call(fresh)

@@ -22,12 +22,12 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connections, router, transaction
 from django.db.utils import InterfaceError, OperationalError
 
 from apps.core import metrics
+from apps.core.threads import in_thread
 from apps.toolsets.models import ToolCall
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ async def flush() -> None:
     del _buffer[: len(batch)]
     if not batch:
         return
-    failure = await sync_to_async(_write, thread_sensitive=False)(batch)
+    failure = await in_thread(_write)(batch)
     if failure is None:
         if _away:
             _away = False
