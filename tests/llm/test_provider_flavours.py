@@ -3,6 +3,7 @@ tool-call deltas, their cold starts, and those that do not stream, read by the O
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -321,7 +322,10 @@ async def test_a_reply_cut_short_says_how_much_had_arrived():
     assert error.message.startswith(
         "The reply was cut off after 8 characters: the connection to the provider"
     )
-    assert "transfer length" not in error.message and "400" not in error.message
+    # No low-level words: the transport's own, or an HTTP status (the provider's address, whose
+    # random port may well hold "400", is left out of the check).
+    words = re.sub(r"https?://\S+", "", error.message)
+    assert "transfer length" not in words and "400" not in words
     assert time.monotonic() - started < 10
 
 
