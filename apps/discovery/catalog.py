@@ -234,7 +234,14 @@ def build(endpoint_id: int, version: object) -> Catalog | None:
     for tool, name in zip(tools, names):
         server = servers[tool.server_id]
         override = getattr(enabled.get(tool.pk), "description_override", "")
-        exposed = Exposed(name, server.name, tool.name, tool.pk, tool_entry(tool, name, override))
+        exposed = Exposed(
+            name,
+            server.name,
+            tool.name,
+            tool.pk,
+            tool_entry(tool, name, override),
+            tool.token_estimate,
+        )
         catalog.entries[name] = Entry(
             exposed,
             tool.token_estimate,
